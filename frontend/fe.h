@@ -1,0 +1,94 @@
+/* fe.h: the frontend — lexer (lex.re), parser (parse.y), AST (ast.c) and the
+ * semantic checks that turn the AST into tile IR (sema.c). */
+#ifndef TILEC_FE_H
+#define TILEC_FE_H
+
+#include "ir.h"
+
+/* ---------------------------------------------------------------- lex.re */
+
+typedef struct {
+	int id;            /* TK_* from the generated parse.h; 0 at end of input */
+	const char *start; /* into the source */
+	int len;
+	SrcLoc loc;
+} Token;
+
+typedef struct {
+	const char *src, *cur, *end;
+	const char *line_start;
+	int line;
+	Diags *diags;
+} Lexer;
+
+void lexer_init(Lexer *lx, const char *src, size_t len, Diags *d);
+/* Next token; skips (and reports) characters that start no token. */
+Token lexer_next(Lexer *lx);
+const char *token_name(int id);
+
+/* ---------------------------------------------------------------- ast.c */
+
+typedef enum {
+	/* expressions */
+	N_INT, N_FLOAT, N_BOOL, N_NAME, N_TYPE, N_UNARY, N_BINARY, N_CALL, N_INDEX, N_LIST, N_NAMED,
+	/* statements */
+	N_LET, N_VAR, N_ASSIGN, N_CALLSTMT, N_IF, N_FOR, N_BLOCK,
+	/* declarations */
+	N_KERNEL, N_PARAM, N_CONST,
+} NodeKind;
+
+typedef struct Node Node;
+typedef struct {
+	Node **items;
+	int n, cap;
+} NodeList;
+
+struct Node {
+	NodeKind kind;
+	SrcLoc loc;
+	const char *name; /* N_NAME, N_NAMED, N_CALL callee, N_LET/N_VAR, N_KERNEL, N_PARAM, N_CONST */
+	int op;           /* N_UNARY, N_BINARY (OpKind); N_ASSIGN: OP_COUNT for '=', else the compound op */
+	TypeKind type;    /* N_TYPE, N_PARAM, N_CONST, N_LET/N_VAR (TY_VOID: inferred) */
+	int64_t ival;
+	double fval;
+	bool overflow;    /* N_INT: literal does not fit 64 bits */
+	Node *a, *b, *c;  /* operands; N_IF cond/then/else; N_FOR iter-call/body; N_LET value */
+	NodeList list;    /* N_CALL/N_INDEX args, N_LIST items, N_BLOCK stmts, N_FOR vars,
+			     N_PARAM dims, N_KERNEL params */
+	NodeList list2;   /* N_KERNEL: consts; grid exprs in list3 */
+	NodeList list3;   /* N_KERNEL: grid exprs */
+	NodeList names;   /* N_KERNEL: block index names ("as (bx, by)") */
+	bool is_tensor;   /* N_PARAM */
+};
+
+Node *node_new(Arena *a, NodeKind kind, SrcLoc loc);
+void nodelist_push(Arena *a, NodeList *l, Node *n);
+void ast_print(StrBuf *sb, const NodeList *kernels);
+
+/* ---------------------------------------------------------------- parse.y */
+
+typedef struct {
+	Arena *arena;
+	Diags *diags;
+	NodeList kernels;
+	bool stop;         /* parser stack overflowed: stop feeding tokens */
+	SrcLoc cur;        /* the token being fed, for the overflow message */
+	int last_err_line; /* one syntax error per line keeps cascades short */
+} Parser;
+
+/* Parses a whole source; AST in p->kernels; errors in d. */
+void parse_source(Parser *p, const char *src, size_t len);
+
+/* ---------------------------------------------------------------- sema.c */
+
+typedef struct {
+	const char *name;
+	const char *value;
+} ConstDef;
+
+/* Checks the AST and builds one IR kernel per AST kernel.  `only` selects a
+ * kernel by name (NULL: all).  Returns NULL if errors were reported. */
+Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,
+		   const char *only);
+
+#endif

@@ -1,0 +1,78 @@
+/* tilec.h: the compiler as a library.
+ *
+ * Compiles .tl source text to PTX (or to any intermediate form) in-process.
+ * No global state: several threads may compile at once.  Nothing here exits
+ * or aborts on bad input; every failure is a status plus diagnostics. */
+#ifndef TILEC_H
+#define TILEC_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+	TILEC_OK = 0,
+	TILEC_ERR_SOURCE = 1,           /* the source has errors: see the diagnostics */
+	TILEC_ERR_INVALID_ARGUMENT = 2, /* a NULL pointer, an unknown arch, a bad option */
+} tilec_status;
+
+typedef enum {
+	TILEC_EMIT_PTX = 0,
+	TILEC_EMIT_LLVM,   /* LLVM IR text, after optimization */
+	TILEC_EMIT_TIR,    /* the tile IR after every pass */
+	TILEC_EMIT_AST,
+	TILEC_EMIT_TOKENS,
+} tilec_emit;
+
+typedef struct {
+	const char *name;
+	const char *value;
+} tilec_define;
+
+typedef struct {
+	const char *filename;        /* for diagnostics; NULL: "<input>" */
+	const char *arch;            /* sm_80 sm_86 sm_89 sm_90 sm_90a; NULL: sm_90a */
+	int opt_level;               /* 0..3; the default 0 means 0, so set it (the CLI uses 3) */
+	const tilec_define *defines; /* -D NAME=VALUE overrides of kernel constants */
+	int ndefines;
+	const char *kernel;          /* compile only this kernel; NULL: all */
+	tilec_emit emit;
+	const char *dump_after;      /* pass name or "all": IR after it goes to the dump text */
+} tilec_options;
+
+/* One diagnostic, as a record.  line and column are 1-based, 0 when unknown. */
+typedef struct {
+	int severity; /* 0 error, 1 warning, 2 note */
+	const char *file;
+	int line, column;
+	const char *message;
+} tilec_diagnostic;
+
+typedef struct tilec_result tilec_result;
+
+/* Compiles `len` bytes of source.  On return *out holds a result (also on
+ * error, for its diagnostics) unless the status is TILEC_ERR_INVALID_ARGUMENT
+ * with out == NULL.  Free it with tilec_result_free. */
+tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out);
+
+/* The emitted text (PTX, LLVM IR, ...), or NULL after an error.  Owned by the result. */
+const char *tilec_result_output(const tilec_result *r);
+/* IR dumps requested with dump_after ("" if none). */
+const char *tilec_result_dump(const tilec_result *r);
+/* All diagnostics rendered as "file:line:col: error: ..." with source line and caret. */
+const char *tilec_result_diagnostics_text(const tilec_result *r);
+int tilec_result_num_diagnostics(const tilec_result *r);
+/* The i-th diagnostic; the record's strings live as long as the result. */
+tilec_diagnostic tilec_result_diagnostic(const tilec_result *r, int i);
+void tilec_result_free(tilec_result *r);
+
+/* Whether `arch` is a target tilec can emit for. */
+int tilec_arch_supported(const char *arch);
+const char *tilec_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

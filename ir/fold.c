@@ -1,0 +1,171 @@
+/* fold.c: constant folding over IR expressions.  Used by sema to evaluate
+ * shapes and constant indices, and by the specialization pass. */
+#include "ir.h"
+
+#include <math.h>
+
+/* Wraps v to the width and signedness of integer type t, as the GPU would. */
+static int64_t wrap_int(TypeKind t, int64_t v)
+{
+	switch (t) {
+	case TY_BOOL: return v != 0;
+	case TY_I8: return (int8_t)v;
+	case TY_I16: return (int16_t)v;
+	case TY_I32: return (int32_t)v;
+	case TY_U8: return (uint8_t)v;
+	case TY_U16: return (uint16_t)v;
+	case TY_U32: return (uint32_t)v;
+	default: return v;
+	}
+}
+
+static Expr *fold_cast(Arena *a, Expr *e)
+{
+	Expr *x = e->a;
+	if (x->kind != EX_INT && x->kind != EX_FLOAT)
+		return e;
+	if (type_is_float(e->type)) {
+		double v = x->kind == EX_INT ? (type_is_signed(x->type) || x->type == TY_BOOL
+					? (double)x->i : (double)(uint64_t)x->i) : x->f;
+		if (e->type == TY_F32)
+			v = (float)v;
+		if (e->type == TY_F16 || e->type == TY_BF16)
+			return e; /* rounding to 16-bit floats is left to the target */
+		return ex_float(a, e->type, v);
+	}
+	if (x->kind == EX_FLOAT) {
+		if (e->type == TY_BOOL)
+			return ex_int(a, TY_BOOL, x->f != 0);
+		if (!(x->f > -9.2e18 && x->f < 9.2e18))
+			return e; /* out of range: undefined, leave it to run time */
+		return ex_int(a, e->type, wrap_int(e->type, (int64_t)x->f));
+	}
+	return ex_int(a, e->type, wrap_int(e->type, x->i));
+}
+
+static Expr *fold_int_binary(Arena *a, Expr *e, int64_t x, int64_t y)
+{
+	TypeKind t = e->a->type;
+	bool s = type_is_signed(t);
+	uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+	int64_t r;
+	switch ((OpKind)e->op) {
+	case OP_ADD: r = (int64_t)(ux + uy); break;
+	case OP_SUB: r = (int64_t)(ux - uy); break;
+	case OP_MUL: r = (int64_t)(ux * uy); break;
+	case OP_DIV:
+	case OP_MOD:
+	case OP_CEILDIV:
+		if (y == 0 || (s && y == -1 && x == INT64_MIN))
+			return e; /* left for the caller to diagnose */
+		if (e->op == OP_DIV)
+			r = s ? x / y : (int64_t)(ux / uy);
+		else if (e->op == OP_MOD)
+			r = s ? x % y : (int64_t)(ux % uy);
+		else
+			r = s ? (x + y - 1) / y : (int64_t)((ux + uy - 1) / uy);
+		break;
+	case OP_SHL: r = (y < 0 || y >= 64) ? 0 : (int64_t)(ux << y); break;
+	case OP_SHR: r = (y < 0 || y >= 64) ? 0 : s ? x >> y : (int64_t)(ux >> y); break;
+	case OP_BAND: case OP_LAND: r = x & y; break;
+	case OP_BOR: case OP_LOR: r = x | y; break;
+	case OP_BXOR: r = x ^ y; break;
+	case OP_LT: r = s ? x < y : ux < uy; break;
+	case OP_LE: r = s ? x <= y : ux <= uy; break;
+	case OP_GT: r = s ? x > y : ux > uy; break;
+	case OP_GE: r = s ? x >= y : ux >= uy; break;
+	case OP_EQ: r = x == y; break;
+	case OP_NE: r = x != y; break;
+	case OP_MIN: r = (s ? x < y : ux < uy) ? x : y; break;
+	case OP_MAX: r = (s ? x > y : ux > uy) ? x : y; break;
+	default: return e;
+	}
+	return ex_int(a, e->type, op_is_comparison((OpKind)e->op) ? r : wrap_int(e->type, r));
+}
+
+static Expr *fold_float_binary(Arena *a, Expr *e, double x, double y)
+{
+	double r;
+	switch ((OpKind)e->op) {
+	case OP_ADD: r = x + y; break;
+	case OP_SUB: r = x - y; break;
+	case OP_MUL: r = x * y; break;
+	case OP_DIV: r = x / y; break;
+	case OP_LT: return ex_int(a, TY_BOOL, x < y);
+	case OP_LE: return ex_int(a, TY_BOOL, x <= y);
+	case OP_GT: return ex_int(a, TY_BOOL, x > y);
+	case OP_GE: return ex_int(a, TY_BOOL, x >= y);
+	case OP_EQ: return ex_int(a, TY_BOOL, x == y);
+	case OP_NE: return ex_int(a, TY_BOOL, x != y);
+	case OP_MIN: r = fmin(x, y); break;
+	case OP_MAX: r = fmax(x, y); break;
+	default: return e;
+	}
+	if (e->type == TY_F16 || e->type == TY_BF16)
+		return e;
+	return ex_float(a, e->type, e->type == TY_F32 ? (double)(float)r : r);
+}
+
+typedef struct {
+	Arena *a;
+	const Kernel *k;
+} FoldCtx;
+
+static Expr *fold_one(void *ctx, Expr *e)
+{
+	FoldCtx *c = ctx;
+	Arena *a = c->a;
+	switch (e->kind) {
+	case EX_VAR: {
+		const Var *v = &c->k->vars[e->var];
+		if (v->kind != VAR_CONST)
+			return e;
+		Expr *r = v->cval_is_float ? ex_float(a, v->type, v->cval_f) : ex_int(a, v->type, v->cval_i);
+		r->loc = e->loc;
+		return r;
+	}
+	case EX_UNARY:
+		if (e->a->kind == EX_INT) {
+			int64_t x = e->a->i;
+			int64_t r = e->op == OP_NEG ? (int64_t)(0 - (uint64_t)x) : e->op == OP_NOT ? !x : ~x;
+			return ex_int(a, e->type, e->type == TY_BOOL ? (r & 1) : wrap_int(e->type, r));
+		}
+		if (e->a->kind == EX_FLOAT && e->op == OP_NEG)
+			return ex_float(a, e->type, -e->a->f);
+		return e;
+	case EX_BINARY:
+		if (e->a->kind == EX_INT && e->b->kind == EX_INT)
+			return fold_int_binary(a, e, e->a->i, e->b->i);
+		if (e->a->kind == EX_FLOAT && e->b->kind == EX_FLOAT)
+			return fold_float_binary(a, e, e->a->f, e->b->f);
+		return e;
+	case EX_CAST:
+		if (e->a->type == e->type)
+			return e->a;
+		return fold_cast(a, e);
+	case EX_SELECT:
+		if (e->a->kind == EX_INT)
+			return e->a->i ? e->b : e->c;
+		return e;
+	default:
+		return e;
+	}
+}
+
+Expr *ir_fold(Arena *a, const Kernel *k, Expr *e)
+{
+	FoldCtx c = {a, k};
+	return expr_rewrite(e, fold_one, &c);
+}
+
+bool ir_eval_int(Arena *a, const Kernel *k, const Expr *e, int64_t *out)
+{
+	Expr *f = ir_fold(a, k, ex_clone(a, e));
+	return ex_is_const_int(f, out);
+}
+
+void ir_fold_stmt(Arena *a, const Kernel *k, Stmt *s)
+{
+	FoldCtx c = {a, k};
+	stmt_rewrite_exprs(s, fold_one, &c);
+}

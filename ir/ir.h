@@ -1,0 +1,450 @@
+/* ir.h: the tile IR shared by every layer after the parser.
+ *
+ * One header, in sections by source file (QBE's all.h habit):
+ *   arena.c   one arena per compilation; nothing is freed piecemeal
+ *   diag.c    user diagnostics (file:line:col) and internal-bug aborts
+ *   types.c   element types (table in types.def)
+ *   ir.c      kernels, variables, buffers, expressions, statements; builders
+ *   print.c   the textual form printed by --emit=tir and --dump-after
+ *   verify.c  structural checks run between passes
+ *
+ * The IR is a tree, in the spirit of TVM's TIR: a kernel owns a table of
+ * variables and a table of buffers (operands refer to them by small integer
+ * handles), and a body of statements.  Tile-level statements (COPY, FILL,
+ * parallel FOR, GEMM, REDUCE) are lowered by the passes, in place, into
+ * thread-level statements (VCOPY, unrolled FOR, STORE on per-thread LOCAL
+ * buffers) that codegen turns into LLVM IR.  There is no SSA here: LET binds an
+ * immutable value, ASSIGN writes a mutable one, LLVM's mem2reg does the rest.
+ */
+#ifndef TILEC_IR_H
+#define TILEC_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- arena.c */
+
+typedef struct Arena Arena;
+
+Arena *arena_new(void);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t size); /* zeroed, 16-byte aligned */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
+#define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
+
+/* A growable string, allocated with malloc (used for PTX and printed IR). */
+typedef struct {
+	char *data;
+	size_t len, cap;
+} StrBuf;
+void sb_putn(StrBuf *sb, const char *s, size_t n);
+void sb_puts(StrBuf *sb, const char *s);
+void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
+char *sb_take(StrBuf *sb); /* returns the malloc'd string, resets sb */
+
+/* ---------------------------------------------------------------- diag.c */
+
+typedef struct {
+	int line, col; /* 1-based; line 0 means "no location" */
+} SrcLoc;
+#define NO_LOC ((SrcLoc){0})
+
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
+
+typedef struct Diag {
+	DiagLevel level;
+	SrcLoc loc;
+	char *message;
+	struct Diag *next;
+} Diag;
+
+/* Diagnostics of one compilation, collected in order.  The source text is kept
+ * so that the printer can show the offending line with a caret. */
+typedef struct {
+	Arena *arena;
+	const char *filename;
+	const char *src;
+	size_t src_len;
+	Diag *first, *last;
+	int nerrors;
+	int max_errors; /* stop collecting after this many; 0 means 50 */
+} Diags;
+
+void diag_at(Diags *d, DiagLevel level, SrcLoc loc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#define error_at(d, loc, ...) diag_at((d), DIAG_ERROR, (loc), __VA_ARGS__)
+#define note_at(d, loc, ...) diag_at((d), DIAG_NOTE, (loc), __VA_ARGS__)
+/* Renders every diagnostic as "file:line:col: error: msg\n  source\n  ^\n". */
+void diag_render(const Diags *d, StrBuf *out);
+
+/* Internal compiler bugs.  Never for user errors. */
+_Noreturn void tl_die(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define DIE(...) tl_die(__FILE__, __LINE__, __VA_ARGS__)
+#define ASSERT(c) ((c) ? (void)0 : DIE("assertion failed: %s", #c))
+
+/* ---------------------------------------------------------------- types.c */
+
+/* X(enum, name, bits, is_float, is_signed).  Order is the table's: code that
+ * depends on it (type_is_int) points back here. */
+#define TL_TYPES(X)                        \
+	X(TY_VOID, "void", 0, 0, 0)        \
+	X(TY_BOOL, "bool", 1, 0, 0)        \
+	X(TY_I8, "i8", 8, 0, 1)            \
+	X(TY_I16, "i16", 16, 0, 1)         \
+	X(TY_I32, "i32", 32, 0, 1)         \
+	X(TY_I64, "i64", 64, 0, 1)         \
+	X(TY_U8, "u8", 8, 0, 0)            \
+	X(TY_U16, "u16", 16, 0, 0)         \
+	X(TY_U32, "u32", 32, 0, 0)         \
+	X(TY_U64, "u64", 64, 0, 0)         \
+	X(TY_F16, "f16", 16, 1, 1)         \
+	X(TY_BF16, "bf16", 16, 1, 1)       \
+	X(TY_F32, "f32", 32, 1, 1)         \
+	X(TY_F64, "f64", 64, 1, 1)
+
+typedef enum {
+#define X(e, n, b, f, s) e,
+	TL_TYPES(X)
+#undef X
+	TY_COUNT
+} TypeKind;
+
+const char *type_name(TypeKind t);
+int type_bits(TypeKind t);
+int type_bytes(TypeKind t); /* bool is stored as one byte */
+bool type_is_float(TypeKind t);
+bool type_is_int(TypeKind t); /* i8..u64 */
+bool type_is_signed(TypeKind t);
+TypeKind type_from_name(const char *s, size_t n); /* TY_VOID if unknown */
+
+/* ---------------------------------------------------------------- ir.c */
+
+/* Operators: X(enum, spelling, is_comparison).  Binary first, then unary. */
+#define TL_BINOPS(X)               \
+	X(OP_ADD, "+", 0)          \
+	X(OP_SUB, "-", 0)          \
+	X(OP_MUL, "*", 0)          \
+	X(OP_DIV, "/", 0)          \
+	X(OP_MOD, "%", 0)          \
+	X(OP_SHL, "<<", 0)         \
+	X(OP_SHR, ">>", 0)         \
+	X(OP_BAND, "&", 0)         \
+	X(OP_BOR, "|", 0)          \
+	X(OP_BXOR, "^", 0)         \
+	X(OP_LAND, "&&", 0)        \
+	X(OP_LOR, "||", 0)         \
+	X(OP_LT, "<", 1)           \
+	X(OP_LE, "<=", 1)          \
+	X(OP_GT, ">", 1)           \
+	X(OP_GE, ">=", 1)          \
+	X(OP_EQ, "==", 1)          \
+	X(OP_NE, "!=", 1)          \
+	X(OP_MIN, "min", 0)        \
+	X(OP_MAX, "max", 0)        \
+	X(OP_CEILDIV, "ceildiv", 0)
+
+#define TL_UNOPS(X)        \
+	X(OP_NEG, "-", 0)  \
+	X(OP_NOT, "!", 0)  \
+	X(OP_BNOT, "~", 0)
+
+typedef enum {
+#define X(e, s, c) e,
+	TL_BINOPS(X) TL_UNOPS(X)
+#undef X
+	OP_COUNT
+} OpKind;
+
+const char *op_spelling(OpKind op);
+bool op_is_comparison(OpKind op);
+
+/* Math intrinsics: X(enum, name, nargs, float_only).  exp2, rsqrt and tanh use
+ * the hardware's approximate instructions unless the kernel asks otherwise. */
+#define TL_INTRINSICS(X)              \
+	X(FN_EXP, "exp", 1, 1)        \
+	X(FN_EXP2, "exp2", 1, 1)      \
+	X(FN_LOG, "log", 1, 1)        \
+	X(FN_LOG2, "log2", 1, 1)      \
+	X(FN_SQRT, "sqrt", 1, 1)      \
+	X(FN_RSQRT, "rsqrt", 1, 1)    \
+	X(FN_ABS, "abs", 1, 0)        \
+	X(FN_TANH, "tanh", 1, 1)      \
+	X(FN_SIN, "sin", 1, 1)        \
+	X(FN_COS, "cos", 1, 1)        \
+	X(FN_ERF, "erf", 1, 1)        \
+	X(FN_FLOOR, "floor", 1, 1)    \
+	X(FN_CEIL, "ceil", 1, 1)      \
+	X(FN_SIGMOID, "sigmoid", 1, 1) \
+	X(FN_FMA, "fma", 3, 1)        \
+	X(FN_POW, "pow", 2, 1)
+
+typedef enum {
+#define X(e, n, a, f) e,
+	TL_INTRINSICS(X)
+#undef X
+	FN_COUNT
+} IntrinsicKind;
+
+const char *intrinsic_name(IntrinsicKind fn);
+int intrinsic_nargs(IntrinsicKind fn);
+bool intrinsic_float_only(IntrinsicKind fn);
+int intrinsic_lookup(const char *s, size_t n); /* -1 if unknown */
+
+typedef enum {
+	VAR_CONST,       /* compile-time constant parameter; value in .cval */
+	VAR_SIZE,        /* symbolic tensor size, a kernel parameter (i32) */
+	VAR_SCALAR,      /* scalar kernel parameter */
+	VAR_LET,         /* immutable local value */
+	VAR_MUT,         /* mutable local ("var") */
+	VAR_LOOP,        /* loop variable */
+	VAR_BLOCK_IDX,   /* blockIdx.{x,y,z}: .dim */
+	VAR_THREAD_IDX,  /* threadIdx.x, introduced by lowering */
+} VarKind;
+
+typedef struct {
+	const char *name;
+	VarKind kind;
+	TypeKind type;
+	int dim;         /* BLOCK_IDX / THREAD_IDX: 0, 1, 2 */
+	int param_index; /* SIZE, SCALAR: position among the PTX parameters */
+	bool cval_is_float;
+	int64_t cval_i;  /* CONST: the value after -D overrides */
+	double cval_f;
+	SrcLoc loc;
+} Var;
+
+typedef enum { SCOPE_GLOBAL, SCOPE_SHARED, SCOPE_FRAGMENT, SCOPE_LOCAL } Scope;
+const char *scope_name(Scope s);
+
+#define TL_MAX_RANK 4
+
+/* How a fragment is spread over the block's threads (the elementwise layout):
+ * the tile is flattened row-major into vectors of `vec` elements; vector v
+ * belongs to thread v % threads, as its chunk v / threads.  A thread thus owns
+ * `chunks` vectors, `chunks * vec` registers; the last chunk may fall off the
+ * end of the tile (then it is masked).
+ *
+ *   flat element:   0..vec-1 | vec..2vec-1 | ... | (T-1)vec.. | Tvec..
+ *   owner:           thread 0 |  thread 1   | ... | thread T-1 | thread 0 (chunk 1)
+ */
+typedef struct {
+	int vec;
+	int chunks;
+	int threads;
+} FragLayout;
+
+typedef struct Expr Expr;
+
+typedef struct {
+	const char *name;
+	Scope scope;
+	TypeKind elem;
+	int rank;
+	Expr *shape[TL_MAX_RANK];  /* GLOBAL: EX_VAR of a SIZE var or EX_INT; tiles: EX_INT */
+	int64_t tile_shape[TL_MAX_RANK]; /* tiles: the constant shape */
+	int param_index;            /* GLOBAL: position among the PTX parameters */
+	bool has_layout;
+	FragLayout layout;          /* FRAGMENT, once layout inference ran */
+	int64_t local_size;         /* LOCAL: elements per thread */
+	int64_t smem_offset;        /* SHARED: byte offset in the block's shared memory */
+	SrcLoc loc;
+} Buffer;
+
+typedef enum {
+	EX_INT,    /* .i, of .type */
+	EX_FLOAT,  /* .f, of .type */
+	EX_VAR,    /* .var */
+	EX_LOAD,   /* .buf[.idx...]: one element */
+	EX_UNARY,  /* .op .a */
+	EX_BINARY, /* .a .op .b */
+	EX_CALL,   /* .fn(.args...) */
+	EX_CAST,   /* (.type) .a */
+	EX_SELECT, /* .a ? .b : .c */
+	EX_ALIGNED, /* bool: the address of .buf[.args...] is a multiple of .i bytes */
+} ExprKind;
+
+struct Expr {
+	ExprKind kind;
+	TypeKind type;
+	SrcLoc loc;
+	int64_t i;
+	double f;
+	int var;
+	int buf;
+	int op;  /* OpKind or IntrinsicKind */
+	Expr *a, *b, *c;
+	Expr **args; /* EX_LOAD indices, EX_CALL arguments */
+	int nargs;
+};
+
+/* A side of a copy: a whole tile buffer (origin == NULL) or a global tensor
+ * named by the origin of the tile within it. */
+typedef struct {
+	int buf;
+	Expr **origin; /* .rank entries (the tensor's rank), or NULL */
+	int rank;
+} Region;
+
+typedef enum {
+	FOR_SERIAL,    /* one thread runs every iteration, in order */
+	FOR_PARALLEL,  /* tile-level: iterations spread over the block's threads */
+	FOR_PIPELINED, /* tile-level: serial, with copies overlapped .stages deep */
+	FOR_UNROLLED,  /* thread-level: constant trip count, fully unrolled */
+} ForKind;
+
+typedef enum {
+	ST_SEQ,     /* .body[.nbody] */
+	ST_LET,     /* .var = .value (immutable) */
+	ST_ASSIGN,  /* .var = .value (VAR_MUT) */
+	ST_STORE,   /* .buf[.idx] = .value */
+	ST_IF,      /* if .cond .then_s else .else_s (may be NULL) */
+	ST_FOR,     /* for .vars[.nvars] in .kind(.extents) .then_s; starts at 0 */
+	ST_COPY,    /* tile-level: .src -> .dst */
+	ST_FILL,    /* tile-level: every element of .buf = .value */
+	ST_GEMM,    /* tile-level: .c += op(.a) @ op(.b) */
+	ST_REDUCE,  /* tile-level: .dst = reduce_.op(.src, dim .dim) */
+	ST_ATOMIC,  /* .buf[.idx] += .value, atomically */
+	ST_VCOPY,   /* thread-level: .lanes contiguous elements .src_buf[.src_idx] -> .buf[.idx] */
+	ST_BARRIER, /* bar.sync 0 */
+	ST_EVAL,    /* evaluate .value for effect (never produced yet) */
+} StmtKind;
+
+typedef enum { RED_SUM, RED_MAX, RED_MIN } ReduceKind;
+
+typedef struct Stmt Stmt;
+struct Stmt {
+	StmtKind kind;
+	SrcLoc loc;
+	/* SEQ */
+	Stmt **body;
+	int nbody;
+	/* LET, ASSIGN, FOR */
+	int var;
+	int vars[TL_MAX_RANK];
+	Expr *extents[TL_MAX_RANK];
+	int nvars;
+	ForKind for_kind;
+	int stages;
+	/* STORE, ATOMIC, VCOPY (destination), FILL */
+	int buf;
+	Expr **idx;
+	int nidx;
+	Expr *value;
+	/* VCOPY source */
+	int src_buf;
+	Expr **src_idx;
+	int nsrc_idx;
+	int lanes;
+	/* IF */
+	Expr *cond;
+	Stmt *then_s, *else_s;
+	/* COPY */
+	Region src, dst;
+	/* GEMM */
+	int a, b, c;
+	bool trans_a, trans_b;
+	/* REDUCE */
+	ReduceKind reduce;
+	int dim;
+	bool accumulate;
+};
+
+typedef struct {
+	const char *name;
+	SrcLoc loc;
+	Var *vars;
+	int nvars, cap_vars;
+	Buffer *bufs;
+	int nbufs, cap_bufs;
+	/* PTX parameters, in order: each is a GLOBAL buffer, a SCALAR or a SIZE var. */
+	struct KParam {
+		bool is_buffer;
+		int index; /* buffer or var handle */
+	} *params;
+	int nparams, cap_params;
+	Expr *grid[3];  /* launch grid, over SIZE/CONST vars; NULL beyond .grid_rank */
+	int grid_rank;
+	Expr *threads;  /* threads per block; a constant after specialization */
+	int nthreads;   /* set by specialization */
+	int64_t smem_bytes; /* shared memory per block, set by the shared-memory planner */
+	bool fast_math;
+	Stmt *body;
+} Kernel;
+
+typedef struct {
+	Arena *arena;
+	Kernel **kernels;
+	int nkernels;
+} Module;
+
+int kernel_add_var(Arena *a, Kernel *k, Var v);
+int kernel_add_buffer(Arena *a, Kernel *k, Buffer b);
+void kernel_add_param(Arena *a, Kernel *k, bool is_buffer, int index);
+
+Expr *ex_int(Arena *a, TypeKind t, int64_t v);
+Expr *ex_float(Arena *a, TypeKind t, double v);
+Expr *ex_var(Arena *a, const Kernel *k, int var);
+Expr *ex_load(Arena *a, const Kernel *k, int buf, Expr **idx, int n);
+Expr *ex_unary(Arena *a, OpKind op, Expr *x);
+Expr *ex_binary(Arena *a, OpKind op, Expr *x, Expr *y); /* type: bool for comparisons, else x's */
+Expr *ex_cast(Arena *a, TypeKind t, Expr *x);
+Expr *ex_select(Arena *a, Expr *c, Expr *x, Expr *y);
+Expr *ex_call(Arena *a, IntrinsicKind fn, TypeKind t, Expr **args, int n);
+Expr *ex_aligned(Arena *a, int buf, Expr **idx, int n, int bytes);
+Expr *ex_clone(Arena *a, const Expr *e);
+/* Folding builders for index arithmetic on i32/i64: fold constants, drop +0, *1. */
+Expr *ex_add(Arena *a, Expr *x, Expr *y);
+Expr *ex_mul(Arena *a, Expr *x, Expr *y);
+bool ex_is_const_int(const Expr *e, int64_t *out);
+
+Stmt *st_new(Arena *a, StmtKind kind, SrcLoc loc);
+Stmt *st_seq(Arena *a, Stmt **body, int n);
+/* Appends to a SEQ built with st_seq_begin. */
+typedef struct {
+	Stmt **items;
+	int n, cap;
+} StmtList;
+void stlist_push(Arena *a, StmtList *l, Stmt *s);
+Stmt *stlist_seq(Arena *a, StmtList *l, SrcLoc loc);
+
+/* Rewriting helpers used by passes: call fn on every expression slot (pre-order
+ * on statements, the callback decides about sub-expressions) */
+typedef Expr *(*ExprRewriter)(void *ctx, Expr *e);
+Expr *expr_rewrite(Expr *e, ExprRewriter fn, void *ctx); /* bottom-up */
+void stmt_rewrite_exprs(Stmt *s, ExprRewriter fn, void *ctx);
+
+/* ---------------------------------------------------------------- fold.c */
+
+/* Folds constant subtrees of e in place (CONST vars become literals); returns
+ * the new root.  Division by zero is left unfolded for the caller to report. */
+Expr *ir_fold(Arena *a, const Kernel *k, Expr *e);
+/* Folds every expression of a statement tree in place. */
+void ir_fold_stmt(Arena *a, const Kernel *k, Stmt *s);
+/* True, with the value, if e (left untouched) folds to an integer constant. */
+bool ir_eval_int(Arena *a, const Kernel *k, const Expr *e, int64_t *out);
+
+/* ---------------------------------------------------------------- print.c */
+
+void ir_print_expr(StrBuf *sb, const Kernel *k, const Expr *e);
+void ir_print_kernel(StrBuf *sb, const Kernel *k);
+void ir_print_module(StrBuf *sb, const Module *m);
+
+/* ---------------------------------------------------------------- verify.c */
+
+typedef enum {
+	VERIFY_TILE,    /* after the frontend: tile ops allowed */
+	VERIFY_THREAD,  /* after lowering: only thread-level statements remain */
+} VerifyLevel;
+
+/* Returns NULL when the kernel is well formed, else a description of the first
+ * problem (an internal bug: the caller DIEs with the pass name). */
+const char *ir_verify(Arena *a, const Kernel *k, VerifyLevel level);
+
+#endif

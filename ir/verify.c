@@ -1,0 +1,204 @@
+/* verify.c: structural invariants of the IR, checked between passes.  A
+ * failure is a compiler bug, reported by the pipeline with the pass name. */
+#include "ir.h"
+
+typedef struct {
+	Arena *arena;
+	const Kernel *k;
+	VerifyLevel level;
+	const char *err;
+} V;
+
+static bool fail(V *v, const char *msg)
+{
+	if (!v->err)
+		v->err = msg;
+	return false;
+}
+
+static bool buf_ok(V *v, int b, int nidx, const char *what)
+{
+	if (b < 0 || b >= v->k->nbufs)
+		return fail(v, arena_printf(v->arena, "%s refers to buffer %d of %d", what, b, v->k->nbufs));
+	const Buffer *buf = &v->k->bufs[b];
+	if (v->level == VERIFY_THREAD && buf->scope == SCOPE_FRAGMENT)
+		return fail(v, arena_printf(v->arena, "%s uses fragment '%s' after lowering", what, buf->name));
+	int rank = buf->scope == SCOPE_LOCAL && v->level == VERIFY_THREAD ? 1 : buf->rank;
+	if (nidx >= 0 && nidx != rank)
+		return fail(v, arena_printf(v->arena, "%s indexes '%s' (rank %d) with %d indices", what,
+					    buf->name, rank, nidx));
+	return true;
+}
+
+static bool expr_ok(V *v, const Expr *e)
+{
+	if (!e)
+		return fail(v, "missing expression");
+	if (e->type >= TY_COUNT)
+		return fail(v, "expression of unknown type");
+	switch (e->kind) {
+	case EX_INT:
+	case EX_FLOAT:
+		return true;
+	case EX_VAR:
+		if (e->var < 0 || e->var >= v->k->nvars)
+			return fail(v, arena_printf(v->arena, "variable handle %d out of range", e->var));
+		if (e->type != v->k->vars[e->var].type)
+			return fail(v, arena_printf(v->arena, "use of '%s' has type %s, variable is %s",
+						    v->k->vars[e->var].name, type_name(e->type),
+						    type_name(v->k->vars[e->var].type)));
+		return true;
+	case EX_LOAD:
+		if (!buf_ok(v, e->buf, e->nargs, "load"))
+			return false;
+		for (int i = 0; i < e->nargs; i++)
+			if (!expr_ok(v, e->args[i]))
+				return false;
+		if (e->type != v->k->bufs[e->buf].elem)
+			return fail(v, "load type differs from the buffer's element type");
+		return true;
+	case EX_ALIGNED:
+		if (!buf_ok(v, e->buf, e->nargs, "aligned"))
+			return false;
+		for (int i = 0; i < e->nargs; i++)
+			if (!expr_ok(v, e->args[i]))
+				return false;
+		return e->i > 0 && (e->i & (e->i - 1)) == 0 ? true : fail(v, "alignment is not a power of two");
+	case EX_UNARY:
+		return expr_ok(v, e->a);
+	case EX_BINARY:
+		if (!expr_ok(v, e->a) || !expr_ok(v, e->b))
+			return false;
+		if (e->a->type != e->b->type && e->op != OP_SHL && e->op != OP_SHR)
+			return fail(v, arena_printf(v->arena, "operands of '%s' have types %s and %s",
+						    op_spelling((OpKind)e->op), type_name(e->a->type),
+						    type_name(e->b->type)));
+		return true;
+	case EX_CALL:
+		if (e->nargs != intrinsic_nargs((IntrinsicKind)e->op))
+			return fail(v, "intrinsic called with the wrong number of arguments");
+		for (int i = 0; i < e->nargs; i++)
+			if (!expr_ok(v, e->args[i]))
+				return false;
+		return true;
+	case EX_CAST:
+		return expr_ok(v, e->a);
+	case EX_SELECT:
+		if (!expr_ok(v, e->a) || !expr_ok(v, e->b) || !expr_ok(v, e->c))
+			return false;
+		if (e->a->type != TY_BOOL)
+			return fail(v, "select condition is not bool");
+		return true;
+	}
+	return fail(v, "unknown expression kind");
+}
+
+static bool stmt_ok(V *v, const Stmt *s)
+{
+	if (!s)
+		return fail(v, "missing statement");
+	bool thread = v->level == VERIFY_THREAD;
+	switch (s->kind) {
+	case ST_SEQ:
+		for (int i = 0; i < s->nbody; i++)
+			if (!stmt_ok(v, s->body[i]))
+				return false;
+		return true;
+	case ST_LET:
+	case ST_ASSIGN:
+		if (s->var < 0 || s->var >= v->k->nvars)
+			return fail(v, "assignment to an unknown variable");
+		if (s->kind == ST_ASSIGN && v->k->vars[s->var].kind != VAR_MUT)
+			return fail(v, arena_printf(v->arena, "assignment to immutable '%s'", v->k->vars[s->var].name));
+		return expr_ok(v, s->value);
+	case ST_STORE:
+	case ST_ATOMIC:
+		if (!buf_ok(v, s->buf, s->nidx, "store"))
+			return false;
+		for (int i = 0; i < s->nidx; i++)
+			if (!expr_ok(v, s->idx[i]))
+				return false;
+		if (!expr_ok(v, s->value))
+			return false;
+		if (s->value->type != v->k->bufs[s->buf].elem)
+			return fail(v, arena_printf(v->arena, "store of %s into %s buffer '%s'",
+						    type_name(s->value->type), type_name(v->k->bufs[s->buf].elem),
+						    v->k->bufs[s->buf].name));
+		return true;
+	case ST_IF:
+		if (!expr_ok(v, s->cond) || !stmt_ok(v, s->then_s))
+			return false;
+		if (s->cond->type != TY_BOOL)
+			return fail(v, "if condition is not bool");
+		return !s->else_s || stmt_ok(v, s->else_s);
+	case ST_FOR:
+		if (s->nvars < 1 || s->nvars > TL_MAX_RANK)
+			return fail(v, "loop with a bad number of variables");
+		if (thread && (s->for_kind == FOR_PARALLEL || s->for_kind == FOR_PIPELINED))
+			return fail(v, "tile-level loop after lowering");
+		if (s->for_kind != FOR_PARALLEL && s->nvars != 1)
+			return fail(v, "only parallel loops bind several variables");
+		for (int i = 0; i < s->nvars; i++) {
+			if (s->vars[i] < 0 || s->vars[i] >= v->k->nvars || v->k->vars[s->vars[i]].kind != VAR_LOOP)
+				return fail(v, "loop variable is not a loop variable");
+			if (!expr_ok(v, s->extents[i]))
+				return false;
+			if (s->for_kind == FOR_UNROLLED && s->extents[i]->kind != EX_INT)
+				return fail(v, "unrolled loop with a non-constant trip count");
+		}
+		return stmt_ok(v, s->then_s);
+	case ST_COPY:
+		if (thread)
+			return fail(v, "copy after lowering");
+		return buf_ok(v, s->src.buf, -1, "copy") && buf_ok(v, s->dst.buf, -1, "copy");
+	case ST_FILL:
+		if (thread)
+			return fail(v, "fill after lowering");
+		return buf_ok(v, s->buf, -1, "fill") && expr_ok(v, s->value);
+	case ST_GEMM:
+		if (thread)
+			return fail(v, "gemm after lowering");
+		return buf_ok(v, s->a, -1, "gemm") && buf_ok(v, s->b, -1, "gemm") && buf_ok(v, s->c, -1, "gemm");
+	case ST_REDUCE:
+		if (thread)
+			return fail(v, "reduce after lowering");
+		return buf_ok(v, s->src_buf, -1, "reduce") && buf_ok(v, s->buf, -1, "reduce");
+	case ST_VCOPY:
+		if (!thread)
+			return fail(v, "vcopy before lowering");
+		if (s->lanes < 1 || s->lanes > 16)
+			return fail(v, "vcopy with a bad lane count");
+		if (!buf_ok(v, s->buf, s->nidx, "vcopy") || !buf_ok(v, s->src_buf, s->nsrc_idx, "vcopy"))
+			return false;
+		for (int i = 0; i < s->nidx; i++)
+			if (!expr_ok(v, s->idx[i]))
+				return false;
+		for (int i = 0; i < s->nsrc_idx; i++)
+			if (!expr_ok(v, s->src_idx[i]))
+				return false;
+		return true;
+	case ST_BARRIER:
+		return true;
+	case ST_EVAL:
+		return expr_ok(v, s->value);
+	}
+	return fail(v, "unknown statement kind");
+}
+
+const char *ir_verify(Arena *a, const Kernel *k, VerifyLevel level)
+{
+	V v = {a, k, level, NULL};
+	for (int i = 0; i < k->nparams; i++) {
+		const struct KParam *p = &k->params[i];
+		if (p->is_buffer ? (p->index < 0 || p->index >= k->nbufs || k->bufs[p->index].scope != SCOPE_GLOBAL)
+				 : (p->index < 0 || p->index >= k->nvars))
+			return arena_printf(a, "parameter %d is malformed", i);
+	}
+	for (int i = 0; i < k->grid_rank; i++)
+		if (!expr_ok(&v, k->grid[i]))
+			return v.err;
+	if (level == VERIFY_THREAD && k->nthreads <= 0)
+		return "thread count not specialized";
+	stmt_ok(&v, k->body);
+	return v.err;
+}

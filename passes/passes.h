@@ -1,0 +1,36 @@
+/* passes.h: the lowering passes, each Kernel -> Kernel in place, run in order
+ * by run_pipeline (pipeline.c), with the verifier between them.
+ *
+ *   specialize.c      fold constants (-D values); fix the thread count
+ *   layout.c          fragment layouts for elementwise code; conflicts diagnosed
+ *   lower_tiles.c     copy, fill and parallel loops -> per-thread statements
+ *   plan_shared.c     shared-memory offsets and the per-target budget
+ */
+#ifndef TILEC_PASSES_H
+#define TILEC_PASSES_H
+
+#include "ir.h"
+
+typedef struct {
+	Arena *arena;
+	Diags *diags;
+	int sm; /* 80, 86, 89, 90: the target's compute capability */
+} PassContext;
+
+bool pass_specialize(PassContext *pc, Kernel *k);
+bool pass_infer_layouts(PassContext *pc, Kernel *k);
+bool pass_lower_tiles(PassContext *pc, Kernel *k);
+bool pass_plan_shared(PassContext *pc, Kernel *k);
+
+/* Names accepted by --dump-after, in pipeline order, NULL-terminated. */
+extern const char *const pass_names[];
+bool pass_name_valid(const char *name);
+
+/* Runs every pass over every kernel.  If dump_after names a pass (or "all"),
+ * the IR after it is appended to dump.  Returns false after a user error. */
+bool run_pipeline(PassContext *pc, Module *m, const char *dump_after, StrBuf *dump);
+
+/* Shared memory a block may use on the target, in bytes. */
+int64_t shared_memory_limit(int sm);
+
+#endif
