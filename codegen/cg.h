@@ -1,0 +1,100 @@
+/* cg.h: codegen's internal header, in sections by source file.
+ *
+ * One Cg per kernel being translated.  Values live in two per-kernel tables
+ * indexed by the IR's handles:
+ *
+ *   vals[var]  SIZE/SCALAR: the parameter (bool already i1); LET/LOOP: the SSA
+ *              value bound in scope (NULL when unbound); MUT: its entry alloca
+ *   bases[buf] GLOBAL: the parameter cast to addrspace(1); SHARED: the buffer's
+ *              first byte in the kernel's addrspace(3) array; LOCAL: its alloca
+ *
+ * Registers hold bool as i1, memory as i8 (cg_reg_type / cg_mem_type).  f16 and
+ * bf16 arithmetic is done in f32 (cg_widen / cg_narrow), which sm_80 supports
+ * everywhere and which rounds once, like the hardware's own f16 paths.
+ */
+#ifndef TILEC_CG_H
+#define TILEC_CG_H
+
+#include <llvm-c/Core.h>
+
+#include "codegen.h"
+
+typedef struct {
+	LLVMTypeRef void_t, i1, i8, i16, i32, i64, f16, bf16, f32, f64;
+	LLVMTypeRef ptr;        /* generic */
+	LLVMTypeRef ptr_global; /* addrspace(1) */
+	LLVMTypeRef ptr_shared; /* addrspace(3) */
+} CgTypes;
+
+typedef struct {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	CgTypes t;
+	const Kernel *k;
+	LLVMValueRef fn;
+	LLVMValueRef *vals;  /* k->nvars entries */
+	LLVMValueRef *bases; /* k->nbufs entries */
+	LLVMFastMathFlags fmf;
+} Cg;
+
+#define ADDRSPACE_GLOBAL 1
+#define ADDRSPACE_SHARED 3
+
+/* Shared memory above this is dynamic: cuLaunchKernel must be told its size. */
+#define CG_STATIC_SMEM_MAX (48 * 1024)
+#define CG_SMEM_ALIGN 128 /* plan_shared aligns offsets to 128 for swizzled layouts */
+
+/* ---------------------------------------------------------------- cg_types.c */
+
+void cg_types_init(CgTypes *t, LLVMContextRef ctx);
+LLVMTypeRef cg_reg_type(const Cg *cg, TypeKind t);
+LLVMTypeRef cg_mem_type(const Cg *cg, TypeKind t);
+LLVMTypeRef cg_with_lanes(LLVMTypeRef t, int lanes); /* lanes == 1: t itself */
+bool cg_is_half(TypeKind t);                          /* f16 or bf16 */
+LLVMValueRef cg_const_int(const Cg *cg, TypeKind t, int64_t v);
+LLVMValueRef cg_const_float(const Cg *cg, TypeKind t, double v);
+LLVMValueRef cg_const_f32(const Cg *cg, double v);
+/* Converts a scalar or vector value elementwise, as EX_CAST does. */
+LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to);
+LLVMValueRef cg_to_mem(Cg *cg, LLVMValueRef v, TypeKind t);   /* bool: i1 -> i8 */
+LLVMValueRef cg_from_mem(Cg *cg, LLVMValueRef v, TypeKind t); /* bool: i8 -> i1 */
+LLVMValueRef cg_widen(Cg *cg, LLVMValueRef v, TypeKind t);    /* f16/bf16 -> f32 */
+LLVMValueRef cg_narrow(Cg *cg, LLVMValueRef v, TypeKind t);   /* f32 -> f16/bf16 */
+LLVMValueRef cg_fp(const Cg *cg, LLVMValueRef v);             /* applies cg->fmf */
+
+/* ---------------------------------------------------------------- cg_math.c */
+
+/* Calls an LLVM intrinsic by name; overloaded ones take their types in over. */
+LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int nover,
+			       LLVMValueRef *args, int nargs);
+/* args are of type t already. */
+LLVMValueRef emit_math_intrinsic(Cg *cg, IntrinsicKind fn, TypeKind t, LLVMValueRef *args);
+
+/* ---------------------------------------------------------------- cg_expr.c */
+
+LLVMValueRef emit_expr(Cg *cg, const Expr *e);
+/* e, an integer, sign- or zero-extended (by its signedness) or truncated to to. */
+LLVMValueRef emit_index(Cg *cg, const Expr *e, LLVMTypeRef to);
+LLVMValueRef emit_elem_ptr(Cg *cg, int buf, Expr *const *idx, int nidx);
+/* Alignment in bytes of `lanes` consecutive elements of type t (a power of 2). */
+unsigned cg_vec_align(TypeKind t, int lanes);
+
+/* ---------------------------------------------------------------- cg_stmt.c */
+
+void emit_stmt(Cg *cg, const Stmt *s);
+
+/* ---------------------------------------------------------------- cg_kernel.c */
+
+/* Adds k's function, its shared memory and its nvvm.annotations to mod. */
+void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k);
+
+/* ---------------------------------------------------------------- cg_meta.c */
+
+/* Appends the "// tilec-meta" block of docs/abi.md; false (and an error in d)
+ * when a grid or a shape cannot be expressed in it. */
+bool emit_meta_block(const Module *m, Diags *d, StrBuf *out);
+/* Whether k's shared memory is the dynamic kind (so the host passes its size). */
+bool cg_smem_is_dynamic(const Kernel *k);
+
+#endif

@@ -1,0 +1,244 @@
+/* codegen.c: the driver.  Per call:
+ *
+ *   target machine (nvptx64-nvidia-cuda, CPU = arch, +ptxNN)
+ *   -> module with the target's data layout, one function per kernel
+ *   -> LLVMVerifyModule (a failure is our bug)
+ *   -> new pass manager: default<On>, or just SROA at -O0
+ *   -> LLVM IR text, PTX text with the tilec-meta block in front
+ *
+ * Everything LLVM is created and disposed inside the call; the only shared
+ * state is the one-time registration of the NVPTX target (pthread_once).
+ */
+#include "cg.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRIPLE "nvptx64-nvidia-cuda"
+
+/* The oldest PTX ISA that has everything the arch offers (sm_90a's wgmma and
+ * setmaxnreg need 8.0). */
+static const struct {
+	const char *arch, *features, *ptx;
+} archs[] = {
+	{"sm_80", "+ptx70", "7.0"},
+	{"sm_86", "+ptx71", "7.1"},
+	{"sm_89", "+ptx78", "7.8"},
+	{"sm_90", "+ptx80", "8.0"},
+	{"sm_90a", "+ptx80", "8.0"},
+};
+
+static int arch_index(const char *arch)
+{
+	for (size_t i = 0; arch && i < sizeof archs / sizeof archs[0]; i++)
+		if (strcmp(archs[i].arch, arch) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool codegen_arch_valid(const char *arch) { return arch_index(arch) >= 0; }
+
+const char *codegen_ptx_version(const char *arch)
+{
+	int i = arch_index(arch);
+	return i < 0 ? NULL : archs[i].ptx;
+}
+
+const char *codegen_llvm_version(void) { return "LLVM " LLVM_VERSION_STRING; }
+
+static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
+
+static void init_nvptx(void)
+{
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+}
+
+/* ---------------------------------------------------------------- LLVM diagnostics */
+
+/* LLVM reports some errors (bad inline asm, for one) through the context; with
+ * no handler installed it would print them and exit(1).  Keep the first. */
+typedef struct {
+	char *first_error;
+} LlvmDiags;
+
+static void on_llvm_diagnostic(LLVMDiagnosticInfoRef di, void *ctx)
+{
+	LlvmDiags *ld = ctx;
+	if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || ld->first_error)
+		return;
+	char *msg = LLVMGetDiagInfoDescription(di);
+	ld->first_error = strdup(msg);
+	LLVMDisposeMessage(msg);
+}
+
+/* ---------------------------------------------------------------- one compilation */
+
+typedef struct {
+	const Module *m;
+	Diags *d;
+	SrcLoc loc; /* of the first kernel: errors not tied to one kernel go there */
+	int arch;
+	int opt_level;
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMTargetMachineRef tm;
+	LlvmDiags llvm_diags;
+} Compilation;
+
+static bool fail(Compilation *c, const char *what, const char *msg)
+{
+	error_at(c->d, c->loc, "%s: %s", what, msg && *msg ? msg : "unknown LLVM error");
+	return false;
+}
+
+static bool create_target_machine(Compilation *c)
+{
+	static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
+						     LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive};
+	LLVMTargetRef target;
+	char *err = NULL;
+	if (LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
+		fail(c, "LLVM has no NVPTX target", err);
+		LLVMDisposeMessage(err);
+		return false;
+	}
+	c->tm = LLVMCreateTargetMachine(target, TRIPLE, archs[c->arch].arch, archs[c->arch].features,
+					levels[c->opt_level], LLVMRelocDefault, LLVMCodeModelDefault);
+	if (!c->tm)
+		return fail(c, "cannot create the NVPTX target machine for", archs[c->arch].arch);
+	return true;
+}
+
+static void build_module(Compilation *c)
+{
+	c->mod = LLVMModuleCreateWithNameInContext("tilec", c->ctx);
+	LLVMSetTarget(c->mod, TRIPLE);
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(c->tm);
+	LLVMSetModuleDataLayout(c->mod, dl);
+	LLVMDisposeTargetData(dl);
+	for (int i = 0; i < c->m->nkernels; i++)
+		emit_kernel(c->ctx, c->mod, c->m->kernels[i]);
+	char *msg = NULL;
+	if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg))
+		DIE("codegen produced invalid LLVM IR: %s", msg);
+	LLVMDisposeMessage(msg);
+}
+
+/* -O0 still runs SROA: per-thread arrays must live in registers, never in
+ * local memory, whatever the optimization level. */
+static bool optimize(Compilation *c)
+{
+	static const char *const pipelines[] = {"function(sroa)", "default<O1>", "default<O2>", "default<O3>"};
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef err = LLVMRunPasses(c->mod, pipelines[c->opt_level], c->tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (err) {
+		char *msg = LLVMGetErrorMessage(err);
+		fail(c, "LLVM optimization failed", msg);
+		LLVMDisposeErrorMessage(msg);
+		return false;
+	}
+	return true;
+}
+
+static char *print_llvm_ir(Compilation *c)
+{
+	char *s = LLVMPrintModuleToString(c->mod);
+	char *r = strdup(s);
+	LLVMDisposeMessage(s);
+	return r;
+}
+
+static char *emit_ptx(Compilation *c, StrBuf *meta)
+{
+	char *err = NULL;
+	LLVMMemoryBufferRef mb = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, LLVMAssemblyFile, &err, &mb)) {
+		fail(c, "LLVM could not emit PTX", c->llvm_diags.first_error ? c->llvm_diags.first_error : err);
+		LLVMDisposeMessage(err);
+		return NULL;
+	}
+	if (c->llvm_diags.first_error) {
+		fail(c, "LLVM could not emit PTX", c->llvm_diags.first_error);
+		LLVMDisposeMemoryBuffer(mb);
+		return NULL;
+	}
+	sb_putn(meta, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+	LLVMDisposeMemoryBuffer(mb);
+	return sb_take(meta);
+}
+
+static bool check_kernels(Compilation *c)
+{
+	for (int i = 0; i < c->m->nkernels; i++)
+		for (int j = 0; j < i; j++)
+			if (strcmp(c->m->kernels[i]->name, c->m->kernels[j]->name) == 0) {
+				error_at(c->d, c->m->kernels[i]->loc, "two kernels named '%s'", c->m->kernels[i]->name);
+				return false;
+			}
+	return true;
+}
+
+static bool run(Compilation *c, char **llvm_ir_out, char **ptx_out)
+{
+	StrBuf meta = {0};
+	bool ok = check_kernels(c) && emit_meta_block(c->m, c->d, &meta) && create_target_machine(c);
+	if (ok) {
+		build_module(c);
+		ok = optimize(c);
+	}
+	if (ok && llvm_ir_out)
+		*llvm_ir_out = print_llvm_ir(c);
+	if (ok && ptx_out) {
+		*ptx_out = emit_ptx(c, &meta);
+		ok = *ptx_out != NULL;
+	}
+	free(meta.data);
+	return ok;
+}
+
+bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out,
+		    char **ptx_out)
+{
+	if (llvm_ir_out)
+		*llvm_ir_out = NULL;
+	if (ptx_out)
+		*ptx_out = NULL;
+	Compilation c = {.m = m, .d = d, .opt_level = 3};
+	if (m->nkernels > 0)
+		c.loc = m->kernels[0]->loc;
+	const char *arch = opt && opt->arch ? opt->arch : "sm_80";
+	c.arch = arch_index(arch);
+	if (c.arch < 0) {
+		error_at(d, c.loc, "unknown GPU architecture '%s' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)",
+			 arch);
+		return false;
+	}
+	if (opt)
+		c.opt_level = opt->opt_level < 0 ? 0 : opt->opt_level > 3 ? 3 : opt->opt_level;
+	pthread_once(&nvptx_once, init_nvptx);
+
+	c.ctx = LLVMContextCreate();
+	LLVMContextSetDiagnosticHandler(c.ctx, on_llvm_diagnostic, &c.llvm_diags);
+	bool ok = run(&c, llvm_ir_out, ptx_out);
+	if (c.mod)
+		LLVMDisposeModule(c.mod);
+	if (c.tm)
+		LLVMDisposeTargetMachine(c.tm);
+	LLVMContextDispose(c.ctx);
+	free(c.llvm_diags.first_error);
+	if (!ok && llvm_ir_out) {
+		free(*llvm_ir_out);
+		*llvm_ir_out = NULL;
+	}
+	return ok;
+}

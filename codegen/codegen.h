@@ -1,0 +1,41 @@
+/* codegen.h: thread-level IR -> LLVM IR (LLVM-C API) -> PTX (LLVM's NVPTX backend).
+ *
+ * The input is a module whose kernels passed ir_verify(VERIFY_THREAD): no tile
+ * ops, no fragments, no parallel or pipelined loops remain.  The PTX starts with
+ * the "// tilec-meta" block of docs/abi.md.
+ *
+ * Re-entrant: every call owns its LLVM context, module and target machine, so
+ * several threads may compile at once.  Errors that a user can cause (an arch
+ * LLVM rejects, a grid the metadata cannot express) come back through Diags;
+ * malformed IR is a compiler bug and DIEs.
+ */
+#ifndef TILEC_CODEGEN_H
+#define TILEC_CODEGEN_H
+
+#include <stdbool.h>
+
+#include "ir.h"
+
+typedef struct {
+	const char *arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL means "sm_80" */
+	int opt_level;    /* 0..3; 0 still promotes per-thread arrays to registers */
+} CodegenOptions;
+
+/* True for the architectures listed above. */
+bool codegen_arch_valid(const char *arch);
+
+/* The PTX ISA version emitted for arch ("7.0" for sm_80, "8.0" for sm_90a), or
+ * NULL when the arch is not valid. */
+const char *codegen_ptx_version(const char *arch);
+
+/* "LLVM 19.1.7": the LLVM that codegen was built against. */
+const char *codegen_llvm_version(void);
+
+/* Translates every kernel of m to LLVM IR text (after optimization) and/or PTX.
+ * Either out pointer may be NULL.  Strings are malloc'd; the caller frees them.
+ * Returns false, with an error in d at the offending kernel's location, on
+ * failure; the out pointers are then left NULL. */
+bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out,
+		    char **ptx_out);
+
+#endif

@@ -1,0 +1,681 @@
+/* test_codegen.c: thread-level kernels built by hand with the ir.h builders,
+ * translated by codegen_module for sm_80 and sm_90a; checks on the PTX text
+ * and, where /usr/local/cuda/bin/ptxas exists, that ptxas accepts it with no
+ * local memory and no spills. */
+#include "codegen.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PTXAS "/usr/local/cuda/bin/ptxas"
+
+static int failures;
+
+#define CHECK(c, ...)                                                   \
+	do {                                                            \
+		if (!(c)) {                                             \
+			failures++;                                     \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c); \
+			fprintf(stderr, __VA_ARGS__);                   \
+			fputc('\n', stderr);                            \
+		}                                                       \
+	} while (0)
+
+static const SrcLoc L = {1, 1};
+
+/* ---------------------------------------------------------------- building kernels */
+
+typedef struct {
+	Arena *a;
+	Kernel *k;
+} B;
+
+static B kernel_new(Arena *a, const char *name, int threads)
+{
+	Kernel *k = ARENA_NEW(a, Kernel);
+	k->name = name;
+	k->loc = (SrcLoc){3, 8};
+	k->nthreads = threads;
+	k->threads = ex_int(a, TY_I32, threads);
+	return (B){a, k};
+}
+
+static int var(B *b, const char *name, VarKind kind, TypeKind t)
+{
+	return kernel_add_var(b->a, b->k, (Var){.name = name, .kind = kind, .type = t, .loc = L});
+}
+
+static int param_var(B *b, const char *name, VarKind kind, TypeKind t)
+{
+	int v = var(b, name, kind, t);
+	b->k->vars[v].param_index = b->k->nparams;
+	kernel_add_param(b->a, b->k, false, v);
+	return v;
+}
+
+/* A global tensor parameter of rank 1 or 2: dims are size vars (>= 0) or -extent. */
+static int tensor(B *b, const char *name, TypeKind t, int rank, int d0, int d1)
+{
+	Buffer buf = {.name = name, .scope = SCOPE_GLOBAL, .elem = t, .rank = rank, .loc = L};
+	int dims[2] = {d0, d1};
+	for (int i = 0; i < rank; i++)
+		buf.shape[i] = dims[i] >= 0 ? ex_var(b->a, b->k, dims[i]) : ex_int(b->a, TY_I32, -dims[i]);
+	buf.param_index = b->k->nparams;
+	int h = kernel_add_buffer(b->a, b->k, buf);
+	kernel_add_param(b->a, b->k, true, h);
+	return h;
+}
+
+static int local_buf(B *b, const char *name, TypeKind t, int n)
+{
+	Buffer buf = {.name = name, .scope = SCOPE_LOCAL, .elem = t, .rank = 1, .local_size = n, .loc = L};
+	buf.tile_shape[0] = n;
+	return kernel_add_buffer(b->a, b->k, buf);
+}
+
+static int shared_buf(B *b, const char *name, TypeKind t, int n, int64_t offset)
+{
+	Buffer buf = {.name = name, .scope = SCOPE_SHARED, .elem = t, .rank = 1, .smem_offset = offset, .loc = L};
+	buf.tile_shape[0] = n;
+	buf.shape[0] = ex_int(b->a, TY_I32, n);
+	return kernel_add_buffer(b->a, b->k, buf);
+}
+
+static Expr *V(B *b, int v) { return ex_var(b->a, b->k, v); }
+static Expr *I(B *b, int64_t v) { return ex_int(b->a, TY_I32, v); }
+static Expr *bin(B *b, OpKind op, Expr *x, Expr *y) { return ex_binary(b->a, op, x, y); }
+
+static Expr **idx1(B *b, Expr *i)
+{
+	Expr **v = ARENA_ARRAY(b->a, Expr *, 1);
+	v[0] = i;
+	return v;
+}
+
+static Expr **idx2(B *b, Expr *i, Expr *j)
+{
+	Expr **v = ARENA_ARRAY(b->a, Expr *, 2);
+	v[0] = i;
+	v[1] = j;
+	return v;
+}
+
+static Expr *load1(B *b, int buf, Expr *i) { return ex_load(b->a, b->k, buf, idx1(b, i), 1); }
+
+static Stmt *seq(B *b, int n, ...)
+{
+	Stmt **body = ARENA_ARRAY(b->a, Stmt *, n);
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		body[i] = va_arg(ap, Stmt *);
+	va_end(ap);
+	return st_seq(b->a, body, n);
+}
+
+static Stmt *let(B *b, int v, Expr *value)
+{
+	Stmt *s = st_new(b->a, ST_LET, L);
+	s->var = v;
+	s->value = value;
+	return s;
+}
+
+static Stmt *assign(B *b, int v, Expr *value)
+{
+	Stmt *s = let(b, v, value);
+	s->kind = ST_ASSIGN;
+	return s;
+}
+
+static Stmt *store(B *b, int buf, Expr **idx, int n, Expr *value)
+{
+	Stmt *s = st_new(b->a, ST_STORE, L);
+	s->buf = buf;
+	s->idx = idx;
+	s->nidx = n;
+	s->value = value;
+	return s;
+}
+
+static Stmt *store1(B *b, int buf, Expr *i, Expr *value) { return store(b, buf, idx1(b, i), 1, value); }
+
+static Stmt *atomic1(B *b, int buf, Expr *i, Expr *value)
+{
+	Stmt *s = store1(b, buf, i, value);
+	s->kind = ST_ATOMIC;
+	return s;
+}
+
+static Stmt *vcopy(B *b, int dst, Expr *di, int src, Expr *si, int lanes)
+{
+	Stmt *s = st_new(b->a, ST_VCOPY, L);
+	s->buf = dst;
+	s->idx = idx1(b, di);
+	s->nidx = 1;
+	s->src_buf = src;
+	s->src_idx = idx1(b, si);
+	s->nsrc_idx = 1;
+	s->lanes = lanes;
+	return s;
+}
+
+static Stmt *if_(B *b, Expr *c, Stmt *then_s, Stmt *else_s)
+{
+	Stmt *s = st_new(b->a, ST_IF, L);
+	s->cond = c;
+	s->then_s = then_s;
+	s->else_s = else_s;
+	return s;
+}
+
+static Stmt *for_(B *b, ForKind kind, int v, Expr *extent, Stmt *body)
+{
+	Stmt *s = st_new(b->a, ST_FOR, L);
+	s->for_kind = kind;
+	s->vars[0] = v;
+	s->extents[0] = extent;
+	s->nvars = 1;
+	s->then_s = body;
+	return s;
+}
+
+static Stmt *barrier(B *b) { return st_new(b->a, ST_BARRIER, L); }
+
+static void verify(B *b)
+{
+	const char *err = ir_verify(b->a, b->k, VERIFY_THREAD);
+	CHECK(err == NULL, "kernel %s: %s", b->k->name, err);
+}
+
+/* ---------------------------------------------------------------- the kernels */
+
+/* C[i] = A[i] + B[i], 4 elements per thread: a vectorized body when the 4 are
+ * in bounds, a scalar tail otherwise.
+ *
+ *   let base = (blockIdx.x * 256 + threadIdx.x) * 4
+ *   if base + 4 <= N && aligned16(&A[base]) && aligned16(&B[base]) && aligned16(&C[base]) {
+ *     a <- A[base] x4; b <- B[base] x4; c[i] = a[i] + b[i] (unrolled); C[base] <- c x4 }
+ *   else { for i in serial(4) { if base + i < N { C[base+i] = A[base+i] + B[base+i] } } } */
+static Kernel *build_vector_add(Arena *a)
+{
+	B b = kernel_new(a, "vector_add", 256);
+	int N = var(&b, "N", VAR_SIZE, TY_I32);
+	int A = tensor(&b, "A", TY_F32, 1, N, 0);
+	int Bt = tensor(&b, "B", TY_F32, 1, N, 0);
+	int C = tensor(&b, "C", TY_F32, 1, N, 0);
+	b.k->vars[N].param_index = b.k->nparams;
+	kernel_add_param(a, b.k, false, N);
+	int bx = var(&b, "bx", VAR_BLOCK_IDX, TY_I32);
+	int tx = var(&b, "tx", VAR_THREAD_IDX, TY_I32);
+	int base = var(&b, "base", VAR_LET, TY_I32);
+	int i = var(&b, "i", VAR_LOOP, TY_I32);
+	int j = var(&b, "j", VAR_LOOP, TY_I32);
+	int la = local_buf(&b, "a_loc", TY_F32, 4), lb = local_buf(&b, "b_loc", TY_F32, 4);
+	int lc = local_buf(&b, "c_loc", TY_F32, 4);
+
+	Expr *gid = bin(&b, OP_ADD, bin(&b, OP_MUL, V(&b, bx), I(&b, 256)), V(&b, tx));
+	Stmt *fast = seq(&b, 4, vcopy(&b, la, I(&b, 0), A, V(&b, base), 4),
+			 vcopy(&b, lb, I(&b, 0), Bt, V(&b, base), 4),
+			 for_(&b, FOR_UNROLLED, i, I(&b, 4),
+			      store1(&b, lc, V(&b, i),
+				     bin(&b, OP_ADD, load1(&b, la, V(&b, i)), load1(&b, lb, V(&b, i))))),
+			 vcopy(&b, C, V(&b, base), lc, I(&b, 0), 4));
+	Expr *e = bin(&b, OP_ADD, V(&b, base), V(&b, j));
+	Stmt *tail = for_(&b, FOR_SERIAL, j, I(&b, 4),
+			  if_(&b, bin(&b, OP_LT, e, V(&b, N)),
+			      store1(&b, C, e, bin(&b, OP_ADD, load1(&b, A, e), load1(&b, Bt, e))), NULL));
+	Expr *vec_ok = bin(&b, OP_LE, bin(&b, OP_ADD, V(&b, base), I(&b, 4)), V(&b, N));
+	int tensors[3] = {A, Bt, C};
+	for (int t = 0; t < 3; t++)
+		vec_ok = bin(&b, OP_LAND, vec_ok, ex_aligned(a, tensors[t], idx1(&b, V(&b, base)), 1, 16));
+	b.k->body = seq(&b, 2, let(&b, base, bin(&b, OP_MUL, gid, I(&b, 4))), if_(&b, vec_ok, fast, tail));
+	b.k->grid[0] = bin(&b, OP_CEILDIV, V(&b, N), I(&b, 1024));
+	b.k->grid_rank = 1;
+	verify(&b);
+	return b.k;
+}
+
+/* Y[f, i] = f(X[i]) for every float intrinsic, in f32; the same in f16 and
+ * bf16 into H and G, and the f64 subset into D. */
+static Kernel *build_math(Arena *a)
+{
+	B b = kernel_new(a, "math", 128);
+	b.k->fast_math = true; /* as the frontend sets it */
+	int N = var(&b, "N", VAR_SIZE, TY_I32);
+	int X = tensor(&b, "X", TY_F32, 1, N, 0);
+	int Y = tensor(&b, "Y", TY_F32, 2, -FN_COUNT, N);
+	int H = tensor(&b, "H", TY_F16, 2, -FN_COUNT, N);
+	int G = tensor(&b, "G", TY_BF16, 2, -FN_COUNT, N);
+	int D = tensor(&b, "D", TY_F64, 2, -FN_COUNT, N);
+	int Z = tensor(&b, "Z", TY_I32, 1, N, 0);
+	b.k->vars[N].param_index = b.k->nparams;
+	kernel_add_param(a, b.k, false, N);
+	int tx = var(&b, "tx", VAR_THREAD_IDX, TY_I32);
+	int x = var(&b, "x", VAR_LET, TY_F32);
+
+	StmtList body = {0};
+	stlist_push(a, &body, let(&b, x, load1(&b, X, V(&b, tx))));
+	static const TypeKind types[] = {TY_F32, TY_F16, TY_BF16, TY_F64};
+	int outs[] = {Y, H, G, D};
+	for (int ti = 0; ti < 4; ti++) {
+		TypeKind t = types[ti];
+		for (int fn = 0; fn < FN_COUNT; fn++) {
+			if (t == TY_F64 && fn != FN_SQRT && fn != FN_ABS && fn != FN_FLOOR && fn != FN_CEIL &&
+			    fn != FN_FMA)
+				continue;
+			int n = intrinsic_nargs((IntrinsicKind)fn);
+			Expr **args = ARENA_ARRAY(a, Expr *, n);
+			for (int k = 0; k < n; k++)
+				args[k] = ex_cast(a, t, bin(&b, OP_ADD, V(&b, x), ex_float(a, TY_F32, 0.25 * k)));
+			Expr *call = ex_call(a, (IntrinsicKind)fn, t, args, n);
+			stlist_push(a, &body, store(&b, outs[ti], idx2(&b, I(&b, fn), V(&b, tx)), 2, call));
+		}
+	}
+	Expr *zi = ex_cast(a, TY_I32, V(&b, x));
+	Expr *iabs = ex_call(a, FN_ABS, TY_I32, idx1(&b, zi), 1);
+	stlist_push(a, &body, store1(&b, Z, V(&b, tx), iabs));
+	b.k->body = stlist_seq(a, &body, L);
+	b.k->grid[0] = V(&b, N);
+	b.k->grid_rank = 1;
+	verify(&b);
+	return b.k;
+}
+
+/* Every cast between every pair of element types: OUT_t[i] = (t) IN_s[i]. */
+static Kernel *build_casts(Arena *a)
+{
+	B b = kernel_new(a, "casts", 64);
+	int N = var(&b, "N", VAR_SIZE, TY_I32);
+	int in[TY_COUNT], out[TY_COUNT];
+	for (int t = TY_BOOL; t < TY_COUNT; t++) {
+		in[t] = tensor(&b, arena_printf(a, "in_%s", type_name((TypeKind)t)), (TypeKind)t, 1, N, 0);
+		out[t] = tensor(&b, arena_printf(a, "out_%s", type_name((TypeKind)t)), (TypeKind)t, 2, -TY_COUNT, N);
+	}
+	b.k->vars[N].param_index = b.k->nparams;
+	kernel_add_param(a, b.k, false, N);
+	int tx = var(&b, "tx", VAR_THREAD_IDX, TY_I32);
+	StmtList body = {0};
+	for (int s = TY_BOOL; s < TY_COUNT; s++)
+		for (int t = TY_BOOL; t < TY_COUNT; t++) {
+			Expr *v = ex_cast(a, (TypeKind)t, load1(&b, in[s], V(&b, tx)));
+			stlist_push(a, &body, store(&b, out[t], idx2(&b, I(&b, s), V(&b, tx)), 2, v));
+		}
+	b.k->body = stlist_seq(a, &body, L);
+	verify(&b);
+	return b.k;
+}
+
+/* Every operator on every type it applies to: OUT_t[op, i] = IN_t[i] op IN_t[i+1]. */
+static Kernel *build_operators(Arena *a)
+{
+	B b = kernel_new(a, "operators", 64);
+	int N = var(&b, "N", VAR_SIZE, TY_I32);
+	int in[TY_COUNT], out[TY_COUNT];
+	for (int t = TY_BOOL; t < TY_COUNT; t++) {
+		in[t] = tensor(&b, arena_printf(a, "in_%s", type_name((TypeKind)t)), (TypeKind)t, 1, N, 0);
+		out[t] = tensor(&b, arena_printf(a, "out_%s", type_name((TypeKind)t)), (TypeKind)t, 2, -OP_COUNT, N);
+	}
+	int cmp = tensor(&b, "cmp", TY_BOOL, 2, -(OP_COUNT * TY_COUNT), N);
+	b.k->vars[N].param_index = b.k->nparams;
+	kernel_add_param(a, b.k, false, N);
+	int tx = var(&b, "tx", VAR_THREAD_IDX, TY_I32);
+	StmtList body = {0};
+	for (int t = TY_BOOL; t < TY_COUNT; t++) {
+		bool fl = type_is_float((TypeKind)t), bo = t == TY_BOOL;
+		Expr *x = load1(&b, in[t], V(&b, tx));
+		Expr *y = load1(&b, in[t], bin(&b, OP_ADD, V(&b, tx), I(&b, 1)));
+		for (int op = 0; op < OP_COUNT; op++) {
+			bool bitwise = op == OP_SHL || op == OP_SHR || op == OP_BAND || op == OP_BOR || op == OP_BXOR ||
+				       op == OP_BNOT;
+			bool logical = op == OP_LAND || op == OP_LOR || op == OP_NOT;
+			if ((fl && bitwise) || (logical && !bo) ||
+			    (bo && (op == OP_SHL || op == OP_SHR || op == OP_NEG || op == OP_BNOT)))
+				continue;
+			Expr *r = op >= OP_NEG ? ex_unary(a, (OpKind)op, x) : bin(&b, (OpKind)op, x, y);
+			Expr **ix = op_is_comparison((OpKind)op) ? idx2(&b, I(&b, op * TY_COUNT + t), V(&b, tx))
+								 : idx2(&b, I(&b, op), V(&b, tx));
+			stlist_push(a, &body, store(&b, op_is_comparison((OpKind)op) ? cmp : out[t], ix, 2, r));
+		}
+	}
+	b.k->body = stlist_seq(a, &body, L);
+	verify(&b);
+	return b.k;
+}
+
+/* Shared memory, a barrier, converting vector copies, a serial loop with a
+ * mutable accumulator, a bool scalar parameter, atomics and a select:
+ *
+ *   S[tx] = A[bx*128 + tx]; barrier
+ *   var acc: f32 = 0; for j in serial(n) { acc = acc + S[(tx + j) % 128] }
+ *   h <- S[tx & ~3] x4 as bf16; flags <- F[tx & ~7] x8 as f32
+ *   if flag { atomic out[0] += acc } else { atomic cnt[bx] += 1 }
+ *   R[tx] = flag ? h[2] : flags[5]                                             */
+static Kernel *build_shared(Arena *a, const char *name, int64_t smem_bytes)
+{
+	B b = kernel_new(a, name, 128);
+	int N = var(&b, "N", VAR_SIZE, TY_I32);
+	int A = tensor(&b, "A", TY_F32, 1, N, 0);
+	int F = tensor(&b, "F", TY_BOOL, 1, N, 0);
+	int R = tensor(&b, "R", TY_BF16, 1, N, 0);
+	int out = tensor(&b, "out", TY_F32, 1, -1, 0);
+	int cnt = tensor(&b, "cnt", TY_U32, 1, -1024, 0);
+	int flag = param_var(&b, "flag", VAR_SCALAR, TY_BOOL);
+	int n = param_var(&b, "n", VAR_SCALAR, TY_I32);
+	b.k->vars[N].param_index = b.k->nparams;
+	kernel_add_param(a, b.k, false, N);
+	int bx = var(&b, "bx", VAR_BLOCK_IDX, TY_I32);
+	int tx = var(&b, "tx", VAR_THREAD_IDX, TY_I32);
+	int j = var(&b, "j", VAR_LOOP, TY_I32);
+	int acc = var(&b, "acc", VAR_MUT, TY_F32);
+	int S = shared_buf(&b, "S", TY_F32, 128, smem_bytes - 512);
+	int h = local_buf(&b, "h", TY_BF16, 4);
+	int fl = local_buf(&b, "flags", TY_F32, 8);
+
+	Expr *g = bin(&b, OP_ADD, bin(&b, OP_MUL, V(&b, bx), I(&b, 128)), V(&b, tx));
+	Expr *rot = bin(&b, OP_MOD, bin(&b, OP_ADD, V(&b, tx), V(&b, j)), I(&b, 128));
+	Expr *tx4 = bin(&b, OP_BAND, V(&b, tx), ex_unary(a, OP_BNOT, I(&b, 3)));
+	Expr *tx8 = bin(&b, OP_BAND, V(&b, tx), ex_unary(a, OP_BNOT, I(&b, 7)));
+	Expr *pick = ex_select(a, V(&b, flag), load1(&b, h, I(&b, 2)), ex_cast(a, TY_BF16, load1(&b, fl, I(&b, 5))));
+	b.k->body = seq(
+		&b, 8, store1(&b, S, V(&b, tx), load1(&b, A, g)), barrier(&b), assign(&b, acc, ex_float(a, TY_F32, 0)),
+		for_(&b, FOR_SERIAL, j, V(&b, n),
+		     assign(&b, acc, bin(&b, OP_ADD, V(&b, acc), load1(&b, S, rot)))),
+		vcopy(&b, h, I(&b, 0), S, tx4, 4), vcopy(&b, fl, I(&b, 0), F, tx8, 8),
+		if_(&b, V(&b, flag), atomic1(&b, out, I(&b, 0), V(&b, acc)),
+		    atomic1(&b, cnt, V(&b, bx), ex_int(a, TY_U32, 1))),
+		store1(&b, R, g, pick));
+	b.k->smem_bytes = smem_bytes;
+	b.k->grid[0] = bin(&b, OP_CEILDIV, V(&b, N), I(&b, 128));
+	b.k->grid[1] = bin(&b, OP_MAX, V(&b, n), ex_cast(a, TY_I32, I(&b, 1)));
+	b.k->grid_rank = 2;
+	verify(&b);
+	return b.k;
+}
+
+static Module *module_of(Arena *a, int n, ...)
+{
+	Module *m = ARENA_NEW(a, Module);
+	m->arena = a;
+	m->kernels = ARENA_ARRAY(a, Kernel *, n);
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		m->kernels[m->nkernels++] = va_arg(ap, Kernel *);
+	va_end(ap);
+	return m;
+}
+
+/* ---------------------------------------------------------------- checking PTX */
+
+static Diags diags_new(Arena *a) { return (Diags){.arena = a, .filename = "test.tl"}; }
+
+static char *compile(const Module *m, const char *arch, int opt, char **ir)
+{
+	Arena *a = arena_new();
+	Diags d = diags_new(a);
+	CodegenOptions o = {arch, opt};
+	char *ptx = NULL;
+	bool ok = codegen_module(m, &o, &d, ir, &ptx);
+	if (!ok) {
+		StrBuf sb = {0};
+		diag_render(&d, &sb);
+		fprintf(stderr, "%s", sb.data ? sb.data : "(no diagnostics)\n");
+		free(sb.data);
+	}
+	CHECK(ok && ptx, "codegen_module failed for %s -O%d", arch, opt);
+	CHECK(ok == (d.nerrors == 0), "errors reported on success or none on failure");
+	arena_free(a);
+	return ptx;
+}
+
+/* TEST_CODEGEN_DUMP=1 prints every PTX produced, to look at by hand. */
+static void dump(const char *what, const char *arch, const char *text)
+{
+	if (getenv("TEST_CODEGEN_DUMP"))
+		fprintf(stderr, "==== %s %s\n%s\n", what, arch, text);
+}
+
+static bool contains(const char *s, const char *needle) { return s && strstr(s, needle) != NULL; }
+
+/* Runs ptxas -v on the text; returns its output (malloc'd) or NULL if ptxas is absent. */
+static char *ptxas(const char *ptx, const char *arch, int *status)
+{
+	if (access(PTXAS, X_OK) != 0)
+		return NULL;
+	char path[] = "/tmp/test_codegen_XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "w");
+	fputs(ptx, f);
+	fclose(f);
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, PTXAS " -arch=%s -v %s -o /dev/null 2>&1", arch, path);
+	FILE *p = popen(cmd, "r");
+	StrBuf out = {0};
+	char line[512];
+	while (p && fgets(line, sizeof line, p))
+		sb_puts(&out, line);
+	*status = p ? pclose(p) : -1;
+	unlink(path);
+	return out.data ? sb_take(&out) : calloc(1, 1);
+}
+
+/* Every "N bytes stack frame, N bytes spill stores, N bytes spill loads" is 0. */
+static bool no_local_memory(const char *report)
+{
+	static const char *const what[] = {" bytes stack frame", " bytes spill stores", " bytes spill loads"};
+	for (size_t w = 0; w < 3; w++)
+		for (const char *p = strstr(report, what[w]); p; p = strstr(p + 1, what[w])) {
+			const char *q = p;
+			while (q > report && q[-1] >= '0' && q[-1] <= '9')
+				q--;
+			if (q == p || atol(q) != 0)
+				return false;
+		}
+	return true;
+}
+
+static void check_ptxas(const char *name, const char *ptx, const char *arch, bool want_no_local)
+{
+	int status = 0;
+	char *report = ptxas(ptx, arch, &status);
+	if (!report)
+		return;
+	CHECK(status == 0, "ptxas rejected %s for %s:\n%s", name, arch, report);
+	if (want_no_local)
+		CHECK(no_local_memory(report), "%s uses local memory on %s:\n%s", name, arch, report);
+	free(report);
+}
+
+static const char *const archs[] = {"sm_80", "sm_90a"};
+
+static const char vector_add_meta[] = "// tilec-meta v1\n"
+				      "// tilec-meta kernel vector_add threads=256 smem=0 params=4\n"
+				      "// tilec-meta param 0 tensor A f32 rank=1 dims=N\n"
+				      "// tilec-meta param 1 tensor B f32 rank=1 dims=N\n"
+				      "// tilec-meta param 2 tensor C f32 rank=1 dims=N\n"
+				      "// tilec-meta param 3 size N i32\n"
+				      "// tilec-meta grid 0 N 1024 ceildiv\n"
+				      "// tilec-meta grid 1 1\n"
+				      "// tilec-meta grid 2 1\n"
+				      "// tilec-meta end\n";
+
+static void test_vector_add(void)
+{
+	Arena *a = arena_new();
+	Module *m = module_of(a, 1, build_vector_add(a));
+	for (int i = 0; i < 2; i++)
+		for (int opt = 0; opt <= 3; opt += 3) {
+			char *ir = NULL;
+			char *ptx = compile(m, archs[i], opt, &ir);
+			if (!ptx)
+				continue;
+			dump("vector_add", archs[i], ir);
+			dump("vector_add", archs[i], ptx);
+			CHECK(strncmp(ptx, vector_add_meta, sizeof vector_add_meta - 1) == 0, "meta block:\n%.600s", ptx);
+			CHECK(contains(ptx, ".entry vector_add("), "no entry");
+			CHECK(contains(ptx, ".maxntid 256, 1, 1"), "no .maxntid");
+			CHECK(contains(ptx, "ld.global.v4.f32"), "no vector load:\n%s", ptx);
+			CHECK(contains(ptx, "st.global.v4.f32"), "no vector store");
+			CHECK(contains(ptx, "add.rn.f32"), "f32 add not IEEE");
+			CHECK(!contains(ptx, ".local"), "local memory at -O%d:\n%s", opt, ptx);
+			CHECK(contains(ptx, i ? ".target sm_90a" : ".target sm_80"), "target");
+			CHECK(contains(ptx, i ? ".version 8.0" : ".version 7.0"), "PTX version");
+			CHECK(contains(ir, "define ptx_kernel void @vector_add(ptr"), "IR:\n%s", ir);
+			CHECK(contains(ir, "!\"maxntidx\", i32 256"), "no maxntidx annotation");
+			check_ptxas("vector_add", ptx, archs[i], true);
+			free(ptx);
+			free(ir);
+		}
+	/* Either output may be skipped. */
+	Diags d = diags_new(a);
+	CodegenOptions o = {"sm_90", 2};
+	char *ir = NULL;
+	CHECK(codegen_module(m, &o, &d, &ir, NULL) && contains(ir, "@vector_add"), "IR only");
+	free(ir);
+	CHECK(codegen_module(m, &o, &d, NULL, NULL), "no outputs");
+	arena_free(a);
+}
+
+/* At -O3 the PTX must contain each needle; at -O0 it need only assemble. */
+static void test_module(const char *what, Module *m, const char **needles, int n)
+{
+	for (int i = 0; i < 2; i++)
+		for (int opt = 0; opt <= 3; opt += 3) {
+			char *ptx = compile(m, archs[i], opt, NULL);
+			if (!ptx)
+				continue;
+			dump(what, archs[i], ptx);
+			for (int j = 0; j < n && opt == 3; j++)
+				CHECK(contains(ptx, needles[j]), "%s on %s: no '%s' in the PTX", what, archs[i], needles[j]);
+			CHECK(!contains(ptx, ".local"), "%s uses local memory on %s at -O%d", what, archs[i], opt);
+			check_ptxas(what, ptx, archs[i], true);
+			free(ptx);
+		}
+}
+
+static void test_math(void)
+{
+	Arena *a = arena_new();
+	Module *m = module_of(a, 1, build_math(a));
+	const char *needles[] = {"ex2.approx.ftz.f32", "lg2.approx.f32", "sqrt.rn.f32", "rsqrt.approx.f32",
+				 "tanh.approx.f32", "sin.approx.f32", "cos.approx.f32", "cvt.rmi.f32.f32",
+				 "cvt.rpi.f32.f32", "fma.rn.f32", "sqrt.rn.f64", "fma.rn.f64", "abs.f32",
+				 "cvt.rmi.f64.f64", "abs.s32", "rcp.rn.f32"};
+	test_module("math", m, needles, (int)(sizeof needles / sizeof needles[0]));
+	arena_free(a);
+}
+
+static void test_casts_and_operators(void)
+{
+	Arena *a = arena_new();
+	Module *m = module_of(a, 2, build_casts(a), build_operators(a));
+	const char *needles[] = {".entry casts(", ".entry operators(", "cvt.rn.bf16.f32", "cvt.rzi.s32.f32",
+				 "div.s32", "div.u32", "rem.s64", "shr.s16", "shr.u16", "max.f32", "min.u64",
+				 "setp.neu.f32"};
+	test_module("casts+operators", m, needles, (int)(sizeof needles / sizeof needles[0]));
+	arena_free(a);
+}
+
+static void test_shared(void)
+{
+	Arena *a = arena_new();
+	Module *m = module_of(a, 2, build_shared(a, "staged", 1024), build_shared(a, "staged_big", 64 * 1024));
+	const char *needles[] = {
+		".shared .align 128 .b8 staged$smem[1024]", ".extern .shared .align 128 .b8 staged_big$smem[]",
+		"st.shared.f32", "ld.shared.v4.f32", "bar.sync", "atom.global.add.f32",
+		"atom.global.add.u32",
+		"// tilec-meta kernel staged threads=128 smem=0 params=8\n",
+		"// tilec-meta kernel staged_big threads=128 smem=65536 params=8\n",
+		"// tilec-meta param 1 tensor F bool rank=1 dims=N\n",
+		"// tilec-meta param 3 tensor out f32 rank=1 dims=1\n",
+		"// tilec-meta param 5 scalar flag bool\n", "// tilec-meta param 7 size N i32\n",
+		"// tilec-meta grid 1 n 1 max\n"};
+	test_module("shared", m, needles, (int)(sizeof needles / sizeof needles[0]));
+	arena_free(a);
+}
+
+/* A grid the host cannot compute from the metadata: an error, not a crash. */
+static void test_errors(void)
+{
+	Arena *a = arena_new();
+	Kernel *k = build_vector_add(a);
+	Module *m = module_of(a, 1, k);
+	Diags d = diags_new(a);
+	char *ptx = (char *)"untouched", *ir = (char *)"untouched";
+	CodegenOptions bad_arch = {"sm_75", 3};
+	CHECK(!codegen_module(m, &bad_arch, &d, &ir, &ptx), "sm_75 accepted");
+	CHECK(d.nerrors == 1 && contains(d.first->message, "sm_75"), "no error for sm_75");
+	CHECK(ptx == NULL && ir == NULL, "outputs not cleared");
+	CHECK(!codegen_arch_valid("sm_75") && codegen_arch_valid("sm_90a") && !codegen_arch_valid(NULL),
+	      "arch_valid");
+	CHECK(strcmp(codegen_ptx_version("sm_89"), "7.8") == 0, "ptx version");
+	CHECK(strncmp(codegen_llvm_version(), "LLVM 19.", 8) == 0, "%s", codegen_llvm_version());
+
+	k->grid[1] = ex_cast(a, TY_I32, ex_float(a, TY_F32, 2.5));
+	k->grid[1]->loc = (SrcLoc){7, 3};
+	k->grid_rank = 2;
+	Diags d2 = diags_new(a);
+	CodegenOptions o = {"sm_80", 3};
+	CHECK(!codegen_module(m, &o, &d2, &ir, &ptx), "float grid accepted");
+	CHECK(d2.nerrors == 1 && d2.first->loc.line == 7 && contains(d2.first->message, "grid axis 1"),
+	      "grid error: %s", d2.first ? d2.first->message : "none");
+	CHECK(ptx == NULL && ir == NULL, "outputs not cleared");
+
+	k->grid_rank = 1;
+	Module *twice = module_of(a, 2, k, k);
+	Diags d3 = diags_new(a);
+	CHECK(!codegen_module(twice, &o, &d3, NULL, &ptx) && d3.nerrors == 1, "duplicate kernel names accepted");
+	arena_free(a);
+}
+
+/* Several compilations at once: no shared mutable state. */
+static void *compile_in_thread(void *arg)
+{
+	Module *m = arg;
+	for (int i = 0; i < 3; i++) {
+		Arena *a = arena_new();
+		Diags d = diags_new(a);
+		CodegenOptions o = {i % 2 ? "sm_90a" : "sm_80", 3};
+		char *ptx = NULL;
+		if (!codegen_module(m, &o, &d, NULL, &ptx) || !contains(ptx, "ld.global.v4.f32"))
+			__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+		free(ptx);
+		arena_free(a);
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	Arena *a = arena_new();
+	Module *m = module_of(a, 1, build_vector_add(a));
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, compile_in_thread, m);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	arena_free(a);
+}
+
+int main(void)
+{
+	test_vector_add();
+	test_math();
+	test_casts_and_operators();
+	test_shared();
+	test_errors();
+	test_threads();
+	if (failures) {
+		fprintf(stderr, "test_codegen: %d failures\n", failures);
+		return 1;
+	}
+	printf("test_codegen: ok%s\n", access(PTXAS, X_OK) == 0 ? " (with ptxas)" : " (no ptxas)");
+	return 0;
+}
