@@ -1,0 +1,280 @@
+/* tilec_runtime.h: the runtime's public C API.
+ *
+ * The runtime loads PTX that tilec emitted, reads the launch metadata block at its top (docs/abi.md),
+ * checks launch arguments against it and launches through the CUDA driver, which it dlopen()s at run
+ * time: nothing links against libcuda, so programs built with this header start (and report
+ * TL_ERR_NO_DRIVER) on machines without a GPU.
+ *
+ * Conventions, for every function below:
+ *   - the return value is a tl_status; TL_OK is 0;
+ *   - on failure a message says what went wrong: functions that take a context (or a module or kernel,
+ *     which belong to one) store it there, for tl_context_message(); functions that run without a
+ *     context take an (err, err_size) buffer, which may be NULL / 0;
+ *   - NULL pointers and out-of-range arguments give TL_ERR_BAD_ARGUMENT, never a crash;
+ *   - out-parameters are set to NULL / 0 on failure.
+ * docs/runtime.md has the whole contract, ownership rules included.
+ */
+#ifndef TILEC_RUNTIME_H
+#define TILEC_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ===================================================================== status codes (runtime.c) */
+
+typedef enum tl_status {
+  TL_OK = 0,
+  TL_ERR_NO_DRIVER,     /* libcuda.so.1 cannot be loaded, or lacks a function the runtime needs */
+  TL_ERR_NO_DEVICE,     /* the driver loaded but there is no such CUDA device */
+  TL_ERR_DRIVER,        /* a driver call failed; the message names the call and the CUDA error */
+  TL_ERR_PTX_REJECTED,  /* the driver refused the PTX; the message holds the driver's error log */
+  TL_ERR_BAD_METADATA,  /* the tilec-meta block is missing, malformed or disagrees with the PTX */
+  TL_ERR_NOT_FOUND,     /* no kernel of that name in the module */
+  TL_ERR_BAD_ARGUMENT,  /* NULL pointer, bad value, or launch arguments that do not fit the kernel */
+  TL_ERR_OUT_OF_MEMORY, /* host or device allocation failed */
+  TL_ERR_IO,            /* a file could not be read */
+} tl_status;
+
+/* "TL_OK", "TL_ERR_NO_DRIVER", ...; "TL_ERR_?" for a value outside the enum. */
+const char *tl_status_name(tl_status status);
+
+/* ====================================================================== element types (runtime.c) */
+
+/* The ELEM names of docs/abi.md. Starts at 1 so that a zeroed tl_arg is rejected, not read as bool. */
+typedef enum tl_dtype {
+  TL_BOOL = 1,
+  TL_I8,
+  TL_I16,
+  TL_I32,
+  TL_I64,
+  TL_U8,
+  TL_U16,
+  TL_U32,
+  TL_U64,
+  TL_F16,
+  TL_BF16,
+  TL_F32,
+  TL_F64,
+} tl_dtype;
+
+/* "f32", ...; "?" for a value outside the enum. */
+const char *tl_dtype_name(tl_dtype dtype);
+/* Bytes per element (bool: 1); 0 for a value outside the enum. */
+size_t tl_dtype_size(tl_dtype dtype);
+/* The dtype of an ELEM name ("bf16" -> TL_BF16); false if the name is not one. */
+bool tl_dtype_from_name(const char *name, tl_dtype *out);
+
+/* ==================================================================== f16 / bf16 on the host (half.c) */
+
+/* IEEE binary16 and bfloat16 as raw bits. Conversions to them round to nearest, ties to even, keep
+ * the sign of zero, overflow to infinity and turn any NaN into a quiet NaN; conversions from them are
+ * exact. No libm and no compiler support for _Float16 needed. */
+uint16_t tl_f16_from_float(float x);
+uint16_t tl_f16_from_double(double x); /* one rounding from double, not two through float */
+float tl_f16_to_float(uint16_t bits);
+uint16_t tl_bf16_from_float(float x);
+uint16_t tl_bf16_from_double(double x);
+float tl_bf16_to_float(uint16_t bits);
+
+/* ================================================================== launch metadata (meta.c)
+ * The parsed "// tilec-meta" block. This part needs no driver: hosts can inspect a kernel's signature
+ * and tools can validate PTX on machines without a GPU. */
+
+typedef enum tl_param_kind {
+  TL_PARAM_TENSOR = 1, /* a .tl tensor parameter: passed as a 64-bit device pointer */
+  TL_PARAM_SCALAR,     /* a .tl scalar parameter: passed by value in its own type */
+  TL_PARAM_SIZE,       /* a symbolic size: a 32-bit integer the runtime binds from tensor shapes */
+} tl_param_kind;
+
+/* One dimension of a tensor parameter: either a symbolic size or a fixed extent. */
+typedef struct tl_dim {
+  int size_param; /* >= 0: index in tl_kernel_info.params of the TL_PARAM_SIZE it names; -1: fixed */
+  int64_t extent; /* the fixed extent, when size_param is -1 */
+} tl_dim;
+
+typedef struct tl_param {
+  tl_param_kind kind;
+  const char *name;
+  tl_dtype dtype;     /* element type of a tensor, type of a scalar, TL_I32 for a size */
+  int rank;           /* tensors: number of dims; 0 otherwise */
+  const tl_dim *dims; /* tensors: rank entries; NULL otherwise */
+} tl_param;
+
+struct tl_grid_program; /* a compiled grid RPN program (private) */
+
+typedef struct tl_kernel_info {
+  const char *name;       /* the PTX .entry name */
+  int line;               /* line of its "kernel" line in the PTX text, for messages */
+  uint32_t threads;       /* threads per block (x; the block is threads x 1 x 1) */
+  uint32_t smem;          /* dynamic shared memory bytes per block */
+  int nparams;            /* every PTX parameter: the .tl parameters, then the sizes */
+  int nargs;              /* the .tl parameters alone: what a launch passes (params[0 .. nargs-1]) */
+  const tl_param *params; /* nparams entries, in PTX parameter order */
+  const char *grid_text[3];                   /* each axis's RPN program, as written */
+  const struct tl_grid_program *grid[3];      /* the same, compiled (private) */
+} tl_kernel_info;
+
+typedef struct tl_meta tl_meta;
+
+/* Parse the tilec-meta block at the start of `text` (len bytes; the text need not be NUL-terminated,
+ * and only the block is read). Fails with TL_ERR_BAD_METADATA and a message "line N: ..." for a
+ * missing or malformed block. On success *out owns everything the tl_kernel_info pointers reach;
+ * free it with tl_meta_free. */
+tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, size_t err_size);
+void tl_meta_free(tl_meta *meta); /* NULL is fine */
+int tl_meta_kernel_count(const tl_meta *meta);
+const tl_kernel_info *tl_meta_kernel(const tl_meta *meta, int index);         /* NULL if out of range */
+const tl_kernel_info *tl_meta_find_kernel(const tl_meta *meta, const char *name); /* NULL if absent */
+
+/* ==================================================================== launch arguments (plan.c) */
+
+typedef unsigned long long tl_devptr; /* a CUdeviceptr */
+
+typedef enum tl_arg_kind { TL_ARG_TENSOR = 1, TL_ARG_SCALAR } tl_arg_kind;
+
+/* One launch argument, for one .tl parameter, in .tl parameter order. Sizes are not passed: the
+ * runtime binds them from the tensors' shapes. Build these with the tl_arg_* helpers below. */
+typedef struct tl_arg {
+  tl_arg_kind kind;
+  tl_dtype dtype;       /* tensor element type, or scalar type */
+  tl_devptr ptr;        /* tensor: device address of element 0 (row-major, contiguous) */
+  int rank;             /* tensor: number of dims */
+  const int64_t *shape; /* tensor: rank extents; read during the call only */
+  union {               /* scalar: which member depends on dtype */
+    int64_t i;          /*   bool (nonzero is true) and i8 .. i64 */
+    uint64_t u;         /*   u8 .. u64 */
+    double f;           /*   f16, bf16 (rounded to nearest even), f32, f64 */
+  } value;
+} tl_arg;
+
+static inline tl_arg tl_arg_tensor(tl_devptr ptr, tl_dtype dtype, int rank, const int64_t *shape)
+{
+  tl_arg a = {TL_ARG_TENSOR, dtype, ptr, rank, shape, {0}};
+  return a;
+}
+static inline tl_arg tl_arg_int(tl_dtype dtype, int64_t v)
+{
+  tl_arg a = {TL_ARG_SCALAR, dtype, 0, 0, NULL, {0}};
+  a.value.i = v;
+  return a;
+}
+static inline tl_arg tl_arg_uint(tl_dtype dtype, uint64_t v)
+{
+  tl_arg a = {TL_ARG_SCALAR, dtype, 0, 0, NULL, {0}};
+  a.value.u = v;
+  return a;
+}
+static inline tl_arg tl_arg_float(tl_dtype dtype, double v)
+{
+  tl_arg a = {TL_ARG_SCALAR, dtype, 0, 0, NULL, {0}};
+  a.value.f = v;
+  return a;
+}
+static inline tl_arg tl_arg_bool(bool v) { return tl_arg_int(TL_BOOL, v); }
+static inline tl_arg tl_arg_i32(int32_t v) { return tl_arg_int(TL_I32, v); }
+static inline tl_arg tl_arg_i64(int64_t v) { return tl_arg_int(TL_I64, v); }
+static inline tl_arg tl_arg_f32(float v) { return tl_arg_float(TL_F32, v); }
+static inline tl_arg tl_arg_f64(double v) { return tl_arg_float(TL_F64, v); }
+
+/* Room inside a plan for this many kernel parameters before it allocates. */
+#define TL_PLAN_INLINE_PARAMS 32
+
+/* Everything cuLaunchKernel needs, checked. Filled by tl_plan_launch; params points into the plan
+ * itself, so a plan must not be copied (pass it by pointer). */
+typedef struct tl_launch_plan {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t smem;
+  bool empty;    /* some grid axis is 0: there is nothing to launch */
+  int nparams;   /* == tl_kernel_info.nparams */
+  void **params; /* nparams pointers, each to one parameter's bytes: cuLaunchKernel's kernelParams */
+  /* private: */
+  void *heap_;
+  void *inline_params_[TL_PLAN_INLINE_PARAMS];
+  uint64_t inline_slots_[TL_PLAN_INLINE_PARAMS]; /* one 8-byte slot per parameter */
+} tl_launch_plan;
+
+/* Check `args` against the kernel's metadata and build the launch: count, kind, element type and
+ * rank of every argument, fixed dims, one value per symbolic size (every use must agree, and it must
+ * fit in int32), pointer alignment, scalar ranges, then the grid programs. Fails with
+ * TL_ERR_BAD_ARGUMENT and a message naming the argument ("argument 1 ('B'): expected a tensor of
+ * f32, got f16"). Needs no driver. Release the plan with tl_launch_plan_release, also after a
+ * failure (harmless then). */
+tl_status tl_plan_launch(const tl_kernel_info *kernel, const tl_arg *args, int nargs,
+                         tl_launch_plan *plan, char *err, size_t err_size);
+void tl_launch_plan_release(tl_launch_plan *plan);
+
+/* ====================================================================== contexts (runtime.c) */
+
+typedef struct tl_context tl_context;
+
+/* Load the driver, cuInit, and make device `ordinal`'s primary context current on this thread.
+ * On failure *out is NULL and the message goes to err: TL_ERR_NO_DRIVER ("cannot load the CUDA driver
+ * (libcuda.so.1): ..."), TL_ERR_NO_DEVICE, TL_ERR_DRIVER, TL_ERR_OUT_OF_MEMORY. */
+tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err_size);
+/* Unloads the context's remaining modules, then releases the primary context (device memory the
+ * primary context still holds is freed with it once no other user retains it). NULL is fine. */
+void tl_context_destroy(tl_context *ctx);
+/* The message of the last call made with this context (or one of its modules or kernels): "" after
+ * a success. Valid until the next call with the context. A context is not meant to be used from two
+ * threads at once; give each thread its own (they share the device's primary context). */
+const char *tl_context_message(const tl_context *ctx);
+
+typedef struct tl_device_info {
+  int ordinal;
+  char name[256];
+  int cc_major, cc_minor;     /* compute capability: 9, 0 on an H100 / H200 */
+  int sm_count;
+  int max_smem_per_block;     /* bytes of shared memory a block can opt in to */
+  size_t total_memory;        /* bytes */
+  int driver_version;         /* 13000 for CUDA 13.0 */
+} tl_device_info;
+
+tl_status tl_context_device(tl_context *ctx, tl_device_info *out);
+
+/* Device memory, in the context's primary context. tl_malloc of 0 bytes gives 0 and tl_free(0) does
+ * nothing, so empty tensors need no special case. Copies are synchronous. */
+tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out);
+tl_status tl_free(tl_context *ctx, tl_devptr ptr);
+tl_status tl_memcpy_htod(tl_context *ctx, tl_devptr dst, const void *src, size_t bytes);
+tl_status tl_memcpy_dtoh(tl_context *ctx, void *dst, tl_devptr src, size_t bytes);
+tl_status tl_memset_d8(tl_context *ctx, tl_devptr dst, unsigned char value, size_t bytes);
+/* Wait for all work in the context; reports the first asynchronous launch failure, if any. */
+tl_status tl_synchronize(tl_context *ctx);
+
+/* ================================================================= modules and launches (runtime.c) */
+
+typedef struct tl_module tl_module;
+typedef struct tl_kernel tl_kernel;
+
+/* Parse the metadata of `ptx` (NUL-terminated), have the driver compile it (TL_ERR_PTX_REJECTED with
+ * the driver's error log in the message), and resolve every kernel the metadata lists
+ * (TL_ERR_BAD_METADATA if the PTX lacks one). Kernels that ask for more than 48 KiB of dynamic shared
+ * memory are opted in here. The runtime keeps no reference to `ptx`. */
+tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out);
+/* The same, reading the PTX from a file (TL_ERR_IO if it cannot be read). */
+tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out);
+/* Frees the module, its metadata and its kernels. NULL is fine. */
+void tl_module_unload(tl_module *module);
+const tl_meta *tl_module_meta(const tl_module *module);
+
+/* A kernel of the module by name: TL_ERR_NOT_FOUND (the message lists the kernels there are) if the
+ * module has none such. The kernel belongs to the module: valid until it is unloaded. */
+tl_status tl_module_get_kernel(tl_module *module, const char *name, tl_kernel **out);
+const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
+
+/* Check the arguments (as tl_plan_launch) and launch on `stream` (a CUstream; NULL for the legacy
+ * default stream). A grid with an axis of 0 launches nothing and returns TL_OK. The launch is
+ * asynchronous: errors the kernel hits while running come back from a later synchronizing call. */
+tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TILEC_RUNTIME_H */

@@ -1,0 +1,758 @@
+/* meta.c: the "// tilec-meta" block at the top of tilec's PTX (docs/abi.md), parsed into
+ * tl_kernel_info, and the grid programs it carries, evaluated.
+ *
+ * The parser is strict on purpose: the ABI says a host must reject what it does not understand
+ * rather than guess, and a wrong guess here is a wrong launch (out-of-bounds writes) later. Every
+ * error names the line. Needs no driver.
+ *
+ * The block is a small state machine:
+ *
+ *   v1 --> { kernel --> param x P --> grid 0, grid 1, grid 2 }* --> end
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+#define META_PREFIX "// tilec-meta "
+#define META_PREFIX_LEN (sizeof META_PREFIX - 1)
+
+/* Limits that are not in the ABI but keep hostile input from asking for absurd allocations. A PTX
+ * kernel's parameters fit in 32 KiB, so no real kernel comes near these. */
+#define META_MAX_PARAMS 4096
+#define META_MAX_RANK 64
+#define META_MAX_FIELDS 1024
+
+struct tl_meta {
+  int nkernels;
+  tl_kernel_info *kernels; /* the const pointers inside point to allocations this meta owns */
+};
+
+/* ------------------------------------------------------------------------------------- freeing */
+
+static void free_kernel(tl_kernel_info *k)
+{
+  free((void *)k->name);
+  for (int i = 0; k->params && i < k->nparams; i++) {
+    free((void *)k->params[i].name);
+    free((void *)k->params[i].dims);
+  }
+  free((void *)k->params);
+  for (int axis = 0; axis < 3; axis++) {
+    free((void *)k->grid_text[axis]);
+    if (k->grid[axis])
+      free(k->grid[axis]->tokens);
+    free((void *)k->grid[axis]);
+  }
+}
+
+void tl_meta_free(tl_meta *meta)
+{
+  if (!meta)
+    return;
+  for (int i = 0; i < meta->nkernels; i++)
+    free_kernel(&meta->kernels[i]);
+  free(meta->kernels);
+  free(meta);
+}
+
+int tl_meta_kernel_count(const tl_meta *meta) { return meta ? meta->nkernels : 0; }
+
+const tl_kernel_info *tl_meta_kernel(const tl_meta *meta, int index)
+{
+  if (!meta || index < 0 || index >= meta->nkernels)
+    return NULL;
+  return &meta->kernels[index];
+}
+
+const tl_kernel_info *tl_meta_find_kernel(const tl_meta *meta, const char *name)
+{
+  if (!meta || !name)
+    return NULL;
+  for (int i = 0; i < meta->nkernels; i++)
+    if (strcmp(meta->kernels[i].name, name) == 0)
+      return &meta->kernels[i];
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------------------- parsing */
+
+typedef enum parse_state {
+  EXPECT_VERSION,
+  EXPECT_KERNEL_OR_END, /* between kernels */
+  EXPECT_PARAM,         /* inside a kernel, fewer than P param lines so far */
+  EXPECT_GRID,          /* inside a kernel, all params read, fewer than 3 grid lines */
+  DONE,
+} parse_state;
+
+typedef struct parser {
+  tl_meta *meta;
+  parse_state state;
+  int line;          /* 1-based number of the line being parsed */
+  int nfields;
+  char *fields[META_MAX_FIELDS];
+  /* the kernel being read: meta->kernels[meta->nkernels - 1] */
+  int params_seen;
+  int grids_seen;
+  int *param_lines;  /* line of each param of the current kernel, for messages about it later */
+  bool out_of_memory;
+  char *err;
+  size_t err_size;
+} parser;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static tl_status fail(parser *p, const char *fmt, ...)
+{
+  char what[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  tl_fmt(p->err, p->err_size, "line %d: %s", p->line, what);
+  return TL_ERR_BAD_METADATA;
+}
+
+static tl_status out_of_memory(parser *p)
+{
+  p->out_of_memory = true;
+  return fail(p, "out of memory");
+}
+
+static tl_kernel_info *current_kernel(parser *p) { return &p->meta->kernels[p->meta->nkernels - 1]; }
+
+/* A decimal integer without sign, in [min, max]. */
+static bool parse_uint(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+  if (!*s)
+    return false;
+  int64_t v = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9')
+      return false;
+    if (v > (INT64_MAX - (*s - '0')) / 10)
+      return false;
+    v = v * 10 + (*s - '0');
+  }
+  if (v < min || v > max)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* An optionally negative decimal integer (RPN constants). */
+static bool parse_int(const char *s, int64_t *out)
+{
+  bool neg = *s == '-';
+  int64_t v;
+  if (!parse_uint(neg ? s + 1 : s, 0, INT64_MAX, &v))
+    return false;
+  *out = neg ? -v : v;
+  return true;
+}
+
+/* PTX identifiers: what tilec emits for kernel and parameter names. */
+static bool is_identifier(const char *s)
+{
+  if (!(isalpha((unsigned char)*s) || *s == '_' || *s == '$'))
+    return false;
+  for (s++; *s; s++)
+    if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '$'))
+      return false;
+  return true;
+}
+
+/* field is "key=value" with a decimal value in [min, max]. */
+static tl_status parse_key_uint(parser *p, const char *field, const char *key, int64_t min,
+                                int64_t max, int64_t *out)
+{
+  size_t klen = strlen(key);
+  if (strncmp(field, key, klen) != 0 || field[klen] != '=')
+    return fail(p, "expected '%s=...', got '%s'", key, field);
+  if (!parse_uint(field + klen + 1, min, max, out))
+    return fail(p, "'%s' is not a whole number in %lld..%lld", field, (long long)min,
+                (long long)max);
+  return TL_OK;
+}
+
+static int find_param(const tl_kernel_info *k, int nparams, const char *name)
+{
+  for (int i = 0; i < nparams; i++)
+    if (strcmp(k->params[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+/* kernel NAME threads=T smem=BYTES params=P */
+static tl_status parse_kernel_line(parser *p)
+{
+  if (p->nfields != 5)
+    return fail(p, "a kernel line is 'kernel NAME threads=T smem=BYTES params=P' (%d fields, not 5)",
+                p->nfields);
+  const char *name = p->fields[1];
+  if (!is_identifier(name))
+    return fail(p, "kernel name '%s' is not an identifier", name);
+  if (tl_meta_find_kernel(p->meta, name))
+    return fail(p, "kernel '%s' is described twice", name);
+  int64_t threads, smem, nparams;
+  tl_status st;
+  /* 1024 threads per block is the hardware's limit on every architecture tilec targets. */
+  if ((st = parse_key_uint(p, p->fields[2], "threads", 1, 1024, &threads)) != TL_OK ||
+      (st = parse_key_uint(p, p->fields[3], "smem", 0, UINT32_MAX, &smem)) != TL_OK ||
+      (st = parse_key_uint(p, p->fields[4], "params", 0, META_MAX_PARAMS, &nparams)) != TL_OK)
+    return st;
+
+  tl_kernel_info *grown = realloc(p->meta->kernels, (size_t)(p->meta->nkernels + 1) * sizeof *grown);
+  if (!grown)
+    return out_of_memory(p);
+  p->meta->kernels = grown;
+  tl_kernel_info *k = &grown[p->meta->nkernels++];
+  memset(k, 0, sizeof *k);
+  k->line = p->line;
+  k->threads = (uint32_t)threads;
+  k->smem = (uint32_t)smem;
+  k->name = strdup(name);
+  tl_param *params = calloc((size_t)nparams + 1, sizeof *params);
+  free(p->param_lines);
+  p->param_lines = calloc((size_t)nparams + 1, sizeof *p->param_lines);
+  k->params = params;
+  if (!k->name || !params || !p->param_lines)
+    return out_of_memory(p);
+  k->nparams = (int)nparams; /* only once params exists, for free_kernel */
+  p->params_seen = 0;
+  p->grids_seen = 0;
+  p->state = k->nparams > 0 ? EXPECT_PARAM : EXPECT_GRID;
+  return TL_OK;
+}
+
+/* dims=D0,D1,...: size names stay unresolved (size params come after the tensors) until all params
+ * are read; until then a symbolic dim has size_param -2 and its name waits in *names_out[d]. */
+static tl_status parse_dims(parser *p, tl_param *param, const char *field, char ***names_out)
+{
+  if (strncmp(field, "dims=", 5) != 0)
+    return fail(p, "expected 'dims=...', got '%s'", field);
+  const char *s = field + 5;
+  int count = *s ? 1 : 0;
+  for (const char *c = s; *c; c++)
+    count += *c == ',';
+  if (count != param->rank)
+    return fail(p, "param '%s' has rank=%d but %d dims in '%s'", param->name, param->rank, count,
+                field);
+  tl_dim *dims = calloc((size_t)param->rank + 1, sizeof *dims);
+  char **names = calloc((size_t)param->rank + 1, sizeof *names);
+  param->dims = dims;
+  *names_out = names;
+  if (!dims || !names)
+    return out_of_memory(p);
+  for (int d = 0; d < param->rank; d++) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    char item[256];
+    if (len == 0 || len >= sizeof item)
+      return fail(p, "param '%s': dimension %d in '%s' is empty or too long", param->name, d, field);
+    memcpy(item, s, len);
+    item[len] = 0;
+    int64_t extent;
+    if (item[0] >= '0' && item[0] <= '9') {
+      if (!parse_uint(item, 0, INT32_MAX, &extent))
+        return fail(p, "param '%s': dimension %d ('%s') is not a size name or an extent in 0..%d",
+                    param->name, d, item, INT32_MAX);
+      dims[d].size_param = -1;
+      dims[d].extent = extent;
+    } else {
+      if (!is_identifier(item))
+        return fail(p, "param '%s': dimension %d ('%s') is not a size name or a decimal extent",
+                    param->name, d, item);
+      names[d] = strdup(item);
+      if (!names[d])
+        return out_of_memory(p);
+      dims[d].size_param = -2;
+    }
+    s = end ? end + 1 : s + len;
+  }
+  return TL_OK;
+}
+
+/* Per tensor of the current kernel, the names of its symbolic dims until they are resolved. */
+typedef struct pending_dims {
+  char **names; /* rank entries, NULL where fixed */
+} pending_dims;
+
+/* Free the parked dim names of kernel k's params (NULL-safe; each array is freed once). */
+static void free_pending(pending_dims *pending, const tl_kernel_info *k)
+{
+  for (int i = 0; pending && i < k->nparams; i++) {
+    if (!pending[i].names)
+      continue;
+    for (int d = 0; d < k->params[i].rank; d++)
+      free(pending[i].names[d]);
+    free(pending[i].names);
+    pending[i].names = NULL;
+  }
+}
+
+/* param INDEX tensor NAME ELEM rank=R dims=D0,...
+ * param INDEX scalar NAME ELEM
+ * param INDEX size NAME i32 */
+static tl_status parse_param_line(parser *p, pending_dims *pending)
+{
+  tl_kernel_info *k = current_kernel(p);
+  if (p->nfields < 5)
+    return fail(p, "a param line is 'param INDEX KIND NAME ELEM ...' (%d fields)", p->nfields);
+  int64_t index;
+  if (!parse_uint(p->fields[1], 0, INT_MAX, &index))
+    return fail(p, "param index '%s' is not a whole number", p->fields[1]);
+  if (index != p->params_seen)
+    return fail(p, "expected param %d of kernel '%s', got param %lld", p->params_seen, k->name,
+                (long long)index);
+  tl_param *param = (tl_param *)&k->params[p->params_seen];
+  const char *kind = p->fields[2], *name = p->fields[3], *elem = p->fields[4];
+  if (!is_identifier(name))
+    return fail(p, "param name '%s' is not an identifier", name);
+  if (find_param(k, p->params_seen, name) >= 0)
+    return fail(p, "kernel '%s' has two params named '%s'", k->name, name);
+  param->name = strdup(name);
+  if (!param->name)
+    return out_of_memory(p);
+  p->param_lines[p->params_seen] = p->line;
+  if (!tl_dtype_from_name(elem, &param->dtype))
+    return fail(p, "param '%s': unknown element type '%s' (expected one of bool i8 i16 i32 i64 u8 "
+                   "u16 u32 u64 f16 bf16 f32 f64)",
+                name, elem);
+
+  /* The ABI orders params: every .tl parameter, then every size. */
+  const bool after_sizes = p->params_seen > 0 && k->params[p->params_seen - 1].kind == TL_PARAM_SIZE;
+  if (strcmp(kind, "tensor") == 0) {
+    if (p->nfields != 7)
+      return fail(p, "a tensor param line is 'param INDEX tensor NAME ELEM rank=R dims=...' "
+                     "(%d fields, not 7)",
+                  p->nfields);
+    param->kind = TL_PARAM_TENSOR;
+    int64_t rank;
+    tl_status st = parse_key_uint(p, p->fields[5], "rank", 0, META_MAX_RANK, &rank);
+    if (st != TL_OK)
+      return st;
+    param->rank = (int)rank;
+    if ((st = parse_dims(p, param, p->fields[6], &pending[p->params_seen].names)) != TL_OK)
+      return st;
+  } else if (strcmp(kind, "scalar") == 0) {
+    if (p->nfields != 5)
+      return fail(p, "a scalar param line is 'param INDEX scalar NAME ELEM' (%d fields, not 5)",
+                  p->nfields);
+    param->kind = TL_PARAM_SCALAR;
+  } else if (strcmp(kind, "size") == 0) {
+    if (p->nfields != 5)
+      return fail(p, "a size param line is 'param INDEX size NAME i32' (%d fields, not 5)",
+                  p->nfields);
+    if (param->dtype != TL_I32)
+      return fail(p, "size param '%s' must be i32, not %s", name, elem);
+    param->kind = TL_PARAM_SIZE;
+  } else {
+    return fail(p, "unknown param kind '%s' (expected tensor, scalar or size)", kind);
+  }
+  if (after_sizes && param->kind != TL_PARAM_SIZE)
+    return fail(p, "param %d ('%s') is a %s after a size param; sizes must come last", p->params_seen,
+                name, kind);
+  if (++p->params_seen == k->nparams)
+    p->state = EXPECT_GRID;
+  return TL_OK;
+}
+
+/* All params of the current kernel are read: bind each symbolic dim to its size param, and check
+ * that the size params are exactly the names the tensors use, in order of first appearance (the
+ * ABI's rule; a mismatch means host and kernel would disagree on which u32 is which). */
+static tl_status finish_params(parser *p, pending_dims *pending)
+{
+  tl_kernel_info *k = current_kernel(p);
+  int first_size = k->nparams, expected_next = 0;
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].kind == TL_PARAM_SIZE) {
+      first_size = i;
+      break;
+    }
+  k->nargs = first_size;
+  for (int i = 0; i < first_size; i++) {
+    tl_param *param = (tl_param *)&k->params[i];
+    if (param->kind != TL_PARAM_TENSOR)
+      continue;
+    tl_dim *dims = (tl_dim *)param->dims;
+    for (int d = 0; d < param->rank; d++) {
+      const char *name = pending[i].names ? pending[i].names[d] : NULL;
+      if (!name)
+        continue;
+      int s = find_param(k, k->nparams, name);
+      if (s < 0 || k->params[s].kind != TL_PARAM_SIZE) {
+        p->line = p->param_lines[i];
+        return fail(p, "param '%s': dimension %d names '%s', which is not a size param of kernel '%s'",
+                    param->name, d, name, k->name);
+      }
+      if (s >= first_size + expected_next) {
+        /* first appearance: it must be the next size param in order */
+        if (s != first_size + expected_next) {
+          p->line = p->param_lines[i];
+          return fail(p, "param '%s': size '%s' first appears here but is size param %d; the ABI "
+                         "orders size params by first appearance, so it should be '%s'",
+                      param->name, name, s, k->params[first_size + expected_next].name);
+        }
+        expected_next++;
+      }
+      dims[d].size_param = s;
+    }
+  }
+  if (first_size + expected_next != k->nparams) {
+    p->line = p->param_lines[first_size + expected_next];
+    return fail(p, "size param '%s' is not a dimension of any tensor param, so no launch can bind it",
+                k->params[first_size + expected_next].name);
+  }
+  return TL_OK;
+}
+
+static const struct {
+  const char *name;
+  tl_rpn_op op;
+} rpn_operators[] = {
+    {"+", TL_RPN_ADD}, {"-", TL_RPN_SUB}, {"*", TL_RPN_MUL}, {"/", TL_RPN_DIV},
+    {"%", TL_RPN_MOD}, {"min", TL_RPN_MIN}, {"max", TL_RPN_MAX}, {"ceildiv", TL_RPN_CEILDIV},
+};
+
+static bool is_integer_dtype(tl_dtype t)
+{
+  return t == TL_I8 || t == TL_I16 || t == TL_I32 || t == TL_I64 || t == TL_U8 || t == TL_U16 ||
+         t == TL_U32 || t == TL_U64;
+}
+
+/* grid AXIS RPN... */
+static tl_status parse_grid_line(parser *p)
+{
+  tl_kernel_info *k = current_kernel(p);
+  int64_t axis;
+  if (p->nfields < 3)
+    return fail(p, "a grid line is 'grid AXIS RPN...' with a non-empty program");
+  if (!parse_uint(p->fields[1], 0, 2, &axis) || axis != p->grids_seen)
+    return fail(p, "expected 'grid %d' of kernel '%s', got 'grid %s'", p->grids_seen, k->name,
+                p->fields[1]);
+
+  struct tl_grid_program *prog = calloc(1, sizeof *prog);
+  k->grid[axis] = prog;
+  if (!prog)
+    return out_of_memory(p);
+  prog->tokens = calloc((size_t)p->nfields, sizeof *prog->tokens);
+  size_t text_len = 0;
+  for (int i = 2; i < p->nfields; i++)
+    text_len += strlen(p->fields[i]) + 1;
+  char *text = malloc(text_len + 1);
+  k->grid_text[axis] = text;
+  if (!prog->tokens || !text)
+    return out_of_memory(p);
+  text[0] = 0;
+
+  int depth = 0;
+  for (int i = 2; i < p->nfields; i++) {
+    const char *tok = p->fields[i];
+    if (i > 2)
+      strcat(text, " ");
+    strcat(text, tok);
+    tl_rpn_token *t = &prog->tokens[prog->ntokens++];
+    bool is_op = false;
+    for (size_t o = 0; o < sizeof rpn_operators / sizeof rpn_operators[0]; o++)
+      if (strcmp(tok, rpn_operators[o].name) == 0) {
+        t->op = rpn_operators[o].op;
+        is_op = true;
+      }
+    if (is_op) {
+      if (depth < 2)
+        return fail(p, "grid %d: operator '%s' needs two operands, the stack holds %d",
+                    (int)axis, tok, depth);
+      depth--;
+      continue;
+    }
+    if ((tok[0] >= '0' && tok[0] <= '9') || tok[0] == '-') {
+      if (!parse_int(tok, &t->value))
+        return fail(p, "grid %d: '%s' is not a decimal integer", (int)axis, tok);
+      t->op = TL_RPN_CONST;
+    } else {
+      int s = find_param(k, k->nparams, tok);
+      if (s < 0)
+        return fail(p, "grid %d: '%s' is not an operator, a number or a param of kernel '%s'",
+                    (int)axis, tok, k->name);
+      const tl_param *param = &k->params[s];
+      if (param->kind == TL_PARAM_TENSOR ||
+          (param->kind == TL_PARAM_SCALAR && !is_integer_dtype(param->dtype)))
+        return fail(p, "grid %d: '%s' is a %s %s; only sizes and integer scalars can be used",
+                    (int)axis, tok, param->kind == TL_PARAM_TENSOR ? "tensor of" : "scalar",
+                    tl_dtype_name(param->dtype));
+      t->op = TL_RPN_PARAM;
+      t->param = s;
+    }
+    if (++depth > prog->max_depth)
+      prog->max_depth = depth;
+  }
+  if (depth != 1)
+    return fail(p, "grid %d: the program '%s' leaves %d values on the stack, not 1", (int)axis, text,
+                depth);
+  if (++p->grids_seen == 3)
+    p->state = EXPECT_KERNEL_OR_END;
+  return TL_OK;
+}
+
+/* Split the line's text after the prefix into fields at single spaces; an empty field means two
+ * spaces in a row or a trailing space, which the ABI does not allow. */
+static tl_status split_fields(parser *p, char *text)
+{
+  p->nfields = 0;
+  for (char *s = text;;) {
+    char *space = strchr(s, ' ');
+    if (space)
+      *space = 0;
+    if (!*s)
+      return fail(p, "empty field (fields are separated by single spaces, with none at the end)");
+    if (p->nfields == META_MAX_FIELDS)
+      return fail(p, "more than %d fields", META_MAX_FIELDS);
+    p->fields[p->nfields++] = s;
+    if (!space)
+      return TL_OK;
+    s = space + 1;
+  }
+}
+
+static tl_status incomplete_kernel(parser *p)
+{
+  tl_kernel_info *k = current_kernel(p);
+  if (p->state == EXPECT_PARAM)
+    return fail(p, "kernel '%s' (line %d) declares params=%d but has %d param lines", k->name,
+                k->line, k->nparams, p->params_seen);
+  return fail(p, "kernel '%s' (line %d) has %d grid lines; it needs 3 (axes 0, 1, 2)", k->name,
+              k->line, p->grids_seen);
+}
+
+static tl_status parse_line(parser *p, char *line, pending_dims **pending)
+{
+  if (strncmp(line, META_PREFIX, META_PREFIX_LEN) != 0) {
+    if (p->line == 1)
+      return fail(p, "the PTX does not start with a tilec-meta block ('" META_PREFIX "v1'); was it "
+                     "produced by tilec?");
+    return fail(p, "the tilec-meta block ends here without '" META_PREFIX "end'");
+  }
+  tl_status st = split_fields(p, line + META_PREFIX_LEN);
+  if (st != TL_OK)
+    return st;
+  const char *what = p->fields[0];
+
+  if (p->state == EXPECT_VERSION) {
+    if (what[0] == 'v' && p->nfields == 1) {
+      if (strcmp(what, "v1") != 0)
+        return fail(p, "unknown tilec-meta version '%s' (this runtime reads v1)", what);
+      p->state = EXPECT_KERNEL_OR_END;
+      return TL_OK;
+    }
+    return fail(p, "the block must start with '" META_PREFIX "v1', not '%s'", what);
+  }
+
+  const bool is_kernel = strcmp(what, "kernel") == 0, is_end = strcmp(what, "end") == 0;
+  if (is_kernel || is_end) {
+    if (p->state == EXPECT_PARAM || p->state == EXPECT_GRID)
+      return incomplete_kernel(p);
+    if (is_end) {
+      if (p->nfields != 1)
+        return fail(p, "'end' takes no fields");
+      p->state = DONE;
+      return TL_OK;
+    }
+    /* drop the previous kernel's (already emptied) table first: cleanup after a failure sizes
+     * the table by the newest kernel */
+    free(*pending);
+    *pending = NULL;
+    if ((st = parse_kernel_line(p)) != TL_OK)
+      return st;
+    *pending = calloc((size_t)current_kernel(p)->nparams + 1, sizeof **pending);
+    if (!*pending)
+      return out_of_memory(p);
+    if (p->state == EXPECT_GRID)
+      return finish_params(p, *pending);
+    return TL_OK;
+  }
+  if (strcmp(what, "param") == 0) {
+    if (p->state == EXPECT_KERNEL_OR_END)
+      return fail(p, "a param line outside a kernel (or beyond its params=%d)",
+                  p->meta->nkernels ? current_kernel(p)->nparams : 0);
+    if (p->state == EXPECT_GRID)
+      return fail(p, "kernel '%s' declares params=%d but has more param lines",
+                  current_kernel(p)->name, current_kernel(p)->nparams);
+    if ((st = parse_param_line(p, *pending)) != TL_OK)
+      return st;
+    if (p->state == EXPECT_GRID)
+      return finish_params(p, *pending);
+    return TL_OK;
+  }
+  if (strcmp(what, "grid") == 0) {
+    if (p->state == EXPECT_PARAM)
+      return incomplete_kernel(p);
+    if (p->state != EXPECT_GRID)
+      return fail(p, "a grid line outside a kernel (or a fourth one)");
+    return parse_grid_line(p);
+  }
+  return fail(p, "unknown tilec-meta line '%s' (expected kernel, param, grid or end)", what);
+}
+
+tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, size_t err_size)
+{
+  if (out)
+    *out = NULL;
+  if (!out || (!text && len)) {
+    tl_fmt(err, err_size, "tl_meta_parse: %s is NULL", out ? "text" : "out");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  parser *p = calloc(1, sizeof *p); /* the field table is large for a stack */
+  tl_meta *meta = calloc(1, sizeof *meta);
+  if (!p || !meta) {
+    free(p);
+    free(meta);
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  p->meta = meta;
+  p->err = err;
+  p->err_size = err_size;
+  pending_dims *pending = NULL;
+  char *line = NULL;
+  tl_status st = TL_OK;
+
+  const char *pos = text, *end = text + len;
+  while (p->state != DONE) {
+    if (pos >= end) {
+      if (p->line == 0)
+        st = fail(p, "the PTX is empty: no tilec-meta block");
+      else {
+        p->line++;
+        st = fail(p, "the text ends inside the tilec-meta block (no '" META_PREFIX "end')");
+      }
+      break;
+    }
+    const char *nl = memchr(pos, '\n', (size_t)(end - pos));
+    size_t n = nl ? (size_t)(nl - pos) : (size_t)(end - pos);
+    p->line++;
+    if (memchr(pos, '\0', n)) {
+      st = fail(p, "a NUL byte inside the tilec-meta block");
+      break;
+    }
+    free(line);
+    line = malloc(n + 1);
+    if (!line) {
+      st = out_of_memory(p);
+      break;
+    }
+    memcpy(line, pos, n);
+    if (n > 0 && line[n - 1] == '\r') /* tolerate CRLF line ends: they change no field */
+      n--;
+    line[n] = 0;
+    pos = nl ? nl + 1 : end;
+    if ((st = parse_line(p, line, &pending)) != TL_OK)
+      break;
+    /* pending names are only needed until finish_params, which runs when the last param line
+     * (or a kernel line with params=0) has been read. */
+    if (p->state == EXPECT_GRID && p->grids_seen == 0)
+      free_pending(pending, current_kernel(p));
+  }
+
+  if (meta->nkernels > 0)
+    free_pending(pending, &meta->kernels[meta->nkernels - 1]);
+  free(pending);
+  free(line);
+  free(p->param_lines);
+  if (p->out_of_memory)
+    st = TL_ERR_OUT_OF_MEMORY;
+  free(p);
+  if (st != TL_OK) {
+    tl_meta_free(meta);
+    return st;
+  }
+  *out = meta;
+  return TL_OK;
+}
+
+/* ------------------------------------------------------------------------------ grid programs */
+
+tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values, const bool *known,
+                       int64_t *out, char *err, size_t err_size)
+{
+  const struct tl_grid_program *prog = k->grid[axis];
+  int64_t small[32];
+  int64_t *stack = prog->max_depth <= 32 ? small : malloc((size_t)prog->max_depth * sizeof *stack);
+  if (!stack) {
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  int depth = 0;
+  tl_status st = TL_OK;
+  const char *why = NULL;
+  for (int i = 0; i < prog->ntokens && st == TL_OK; i++) {
+    const tl_rpn_token *t = &prog->tokens[i];
+    if (t->op == TL_RPN_CONST) {
+      stack[depth++] = t->value;
+      continue;
+    }
+    if (t->op == TL_RPN_PARAM) {
+      if (!known[t->param]) {
+        tl_fmt(err, err_size, "grid axis %d ('%s'): the value of '%s' does not fit in int64", axis,
+               k->grid_text[axis], k->params[t->param].name);
+        st = TL_ERR_BAD_ARGUMENT;
+        break;
+      }
+      stack[depth++] = values[t->param];
+      continue;
+    }
+    int64_t b = stack[--depth], a = stack[depth - 1], r = 0;
+    bool overflow = false;
+    switch (t->op) {
+    case TL_RPN_ADD: overflow = __builtin_add_overflow(a, b, &r); break;
+    case TL_RPN_SUB: overflow = __builtin_sub_overflow(a, b, &r); break;
+    case TL_RPN_MUL: overflow = __builtin_mul_overflow(a, b, &r); break;
+    case TL_RPN_DIV:
+    case TL_RPN_MOD:
+      if (b == 0) {
+        why = t->op == TL_RPN_DIV ? "division by zero" : "remainder by zero";
+        break;
+      }
+      if (a == INT64_MIN && b == -1) {
+        overflow = true;
+        break;
+      }
+      r = t->op == TL_RPN_DIV ? a / b : a % b;
+      break;
+    case TL_RPN_MIN: r = a < b ? a : b; break;
+    case TL_RPN_MAX: r = a > b ? a : b; break;
+    case TL_RPN_CEILDIV:
+      if (b == 0) {
+        why = "ceildiv by zero";
+        break;
+      }
+      if (b < 0) {
+        why = "ceildiv by a negative number";
+        break;
+      }
+      overflow = __builtin_add_overflow(a, b - 1, &r);
+      r /= b;
+      break;
+    default: why = "internal error: unknown RPN operator"; break;
+    }
+    if (overflow)
+      why = "64-bit overflow";
+    if (why) {
+      tl_fmt(err, err_size, "grid axis %d ('%s'): %s (at token %d, with operands %lld and %lld)", axis,
+             k->grid_text[axis], why, i + 1, (long long)a, (long long)b);
+      st = TL_ERR_BAD_ARGUMENT;
+      break;
+    }
+    stack[depth - 1] = r;
+  }
+  if (st == TL_OK)
+    *out = stack[0];
+  if (stack != small)
+    free(stack);
+  return st;
+}

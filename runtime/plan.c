@@ -1,0 +1,329 @@
+/* plan.c: check launch arguments against a kernel's metadata and lay out cuLaunchKernel's
+ * parameter array. Pure (no driver), so that every rule here is unit-tested on machines without a
+ * GPU; tl_launch is this plus one driver call.
+ *
+ * Why so many checks: a kernel trusts its sizes completely. A shape that disagrees with another
+ * tensor's, or a size that wraps in 32 bits, is an out-of-bounds access on the GPU, reported (if at
+ * all) as CUDA_ERROR_ILLEGAL_ADDRESS by some later call. Here it is one sentence naming the argument.
+ *
+ * Parameter layout: one 8-byte slot per PTX parameter, the value at the start of its slot:
+ *
+ *   tensor -> u64 device pointer     scalar -> its own size (bool 1 byte, f16/bf16 2 bytes of bits)
+ *   size   -> i32
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+void tl_launch_plan_release(tl_launch_plan *plan)
+{
+  if (!plan)
+    return;
+  free(plan->heap_);
+  plan->heap_ = NULL;
+  plan->params = NULL;
+  plan->nparams = 0;
+}
+
+static const char *arg_kind_text(const tl_arg *a)
+{
+  return a->kind == TL_ARG_TENSOR ? "a tensor" : a->kind == TL_ARG_SCALAR ? "a scalar" : NULL;
+}
+
+/* Encode a scalar argument into its slot, checking it is representable. *as_int receives the value
+ * for grid programs when it is an integer that fits in int64. */
+static tl_status encode_scalar(const tl_kernel_info *k, int i, const tl_arg *a, void *slot,
+                               int64_t *as_int, bool *int_known, char *err, size_t err_size)
+{
+  const char *name = k->params[i].name;
+  int64_t lo = 0, hi = 0;
+  uint64_t uhi = 0;
+  *int_known = false;
+  switch (a->dtype) {
+  case TL_BOOL: {
+    uint8_t v = a->value.i != 0;
+    memcpy(slot, &v, 1);
+    return TL_OK;
+  }
+  case TL_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+  case TL_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+  case TL_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+  case TL_I64: lo = INT64_MIN, hi = INT64_MAX; break;
+  case TL_U8: uhi = UINT8_MAX; break;
+  case TL_U16: uhi = UINT16_MAX; break;
+  case TL_U32: uhi = UINT32_MAX; break;
+  case TL_U64: uhi = UINT64_MAX; break;
+  case TL_F16: {
+    uint16_t v = tl_f16_from_double(a->value.f);
+    memcpy(slot, &v, 2);
+    return TL_OK;
+  }
+  case TL_BF16: {
+    uint16_t v = tl_bf16_from_double(a->value.f);
+    memcpy(slot, &v, 2);
+    return TL_OK;
+  }
+  case TL_F32: {
+    float v = (float)a->value.f;
+    memcpy(slot, &v, 4);
+    return TL_OK;
+  }
+  case TL_F64:
+    memcpy(slot, &a->value.f, 8);
+    return TL_OK;
+  }
+  const size_t size = tl_dtype_size(a->dtype);
+  if (hi != 0) { /* signed */
+    int64_t v = a->value.i;
+    if (v < lo || v > hi) {
+      tl_fmt(err, err_size, "argument %d ('%s'): %lld does not fit in %s", i, name, (long long)v,
+             tl_dtype_name(a->dtype));
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    /* little-endian host (x86-64, aarch64): the low bytes of the int64 are the narrow value */
+    memcpy(slot, &v, size);
+    *as_int = v;
+    *int_known = true;
+  } else {
+    uint64_t v = a->value.u;
+    if (v > uhi) {
+      tl_fmt(err, err_size, "argument %d ('%s'): %llu does not fit in %s", i, name,
+             (unsigned long long)v, tl_dtype_name(a->dtype));
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    memcpy(slot, &v, size);
+    *as_int = (int64_t)v;
+    *int_known = v <= INT64_MAX;
+  }
+  return TL_OK;
+}
+
+/* Where each size got its value, for the message when another use disagrees. */
+typedef struct size_binding {
+  int64_t value;
+  int arg, dim; /* arg < 0: unbound */
+} size_binding;
+
+static void describe_use(const tl_kernel_info *k, int arg, int dim, char *buf, size_t size)
+{
+  /* "argument 0 ('A')", plus the dimension when the tensor has several */
+  if (k->params[arg].rank > 1)
+    tl_fmt(buf, size, "argument %d ('%s', dimension %d)", arg, k->params[arg].name, dim);
+  else
+    tl_fmt(buf, size, "argument %d ('%s')", arg, k->params[arg].name);
+}
+
+static tl_status check_tensor(const tl_kernel_info *k, int i, const tl_arg *a, size_binding *sizes,
+                              void *slot, char *err, size_t err_size)
+{
+  const tl_param *p = &k->params[i];
+  if (a->dtype != p->dtype) {
+    tl_fmt(err, err_size, "argument %d ('%s'): expected a tensor of %s, got %s", i, p->name,
+           tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (a->rank != p->rank) {
+    tl_fmt(err, err_size, "argument %d ('%s'): expected a tensor of rank %d, got rank %d", i,
+           p->name, p->rank, a->rank);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (a->rank > 0 && !a->shape) {
+    tl_fmt(err, err_size, "argument %d ('%s'): shape is NULL", i, p->name);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  bool empty = false;
+  for (int d = 0; d < p->rank; d++) {
+    const int64_t extent = a->shape[d];
+    if (extent < 0) {
+      tl_fmt(err, err_size, "argument %d ('%s'): dimension %d is negative (%lld)", i, p->name, d,
+             (long long)extent);
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    empty |= extent == 0;
+    const tl_dim *dim = &p->dims[d];
+    if (dim->size_param < 0) {
+      if (extent != dim->extent) {
+        tl_fmt(err, err_size, "argument %d ('%s'): dimension %d is %lld but the kernel requires %lld",
+               i, p->name, d, (long long)extent, (long long)dim->extent);
+        return TL_ERR_BAD_ARGUMENT;
+      }
+      continue;
+    }
+    size_binding *b = &sizes[dim->size_param];
+    if (b->arg < 0) {
+      b->value = extent;
+      b->arg = i;
+      b->dim = d;
+    } else if (b->value != extent) {
+      char first[300], second[300];
+      describe_use(k, b->arg, b->dim, first, sizeof first);
+      describe_use(k, i, d, second, sizeof second);
+      tl_fmt(err, err_size, "size %s is %lld from %s but %lld from %s",
+             k->params[dim->size_param].name, (long long)b->value, first, (long long)extent, second);
+      return TL_ERR_BAD_ARGUMENT;
+    }
+  }
+  if (!empty && a->ptr == 0) {
+    tl_fmt(err, err_size, "argument %d ('%s'): null device pointer for a non-empty tensor", i,
+           p->name);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  /* docs/abi.md: any alignment of the element type is correct, less is not. */
+  const size_t align = tl_dtype_size(p->dtype);
+  if (a->ptr % align != 0) {
+    tl_fmt(err, err_size, "argument %d ('%s'): device pointer 0x%llx is not aligned to %zu bytes "
+                          "(the size of %s)",
+           i, p->name, a->ptr, align, tl_dtype_name(p->dtype));
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  memcpy(slot, &a->ptr, sizeof a->ptr);
+  return TL_OK;
+}
+
+/* cuLaunchKernel's limits on the grid, the same on every architecture since sm_30. */
+static const int64_t grid_limit[3] = {INT32_MAX, 65535, 65535};
+
+tl_status tl_plan_launch(const tl_kernel_info *k, const tl_arg *args, int nargs,
+                         tl_launch_plan *plan, char *err, size_t err_size)
+{
+  if (!plan) {
+    tl_fmt(err, err_size, "tl_plan_launch: plan is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  memset(plan, 0, sizeof *plan);
+  if (!k || (nargs > 0 && !args) || nargs < 0) {
+    tl_fmt(err, err_size, "tl_plan_launch: %s", !k ? "kernel is NULL"
+                                                : nargs < 0 ? "nargs is negative" : "args is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (nargs != k->nargs) {
+    char names[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < k->nargs && used + 1 < sizeof names; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                               k->params[i].name);
+    tl_fmt(err, err_size, "kernel '%s' takes %d argument%s (%s), got %d", k->name, k->nargs,
+           k->nargs == 1 ? "" : "s", names, nargs);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+
+  /* Slots and scratch: inline for the usual handful of parameters, one allocation otherwise. */
+  const int n = k->nparams;
+  uint64_t *slots = plan->inline_slots_;
+  void **ptrs = plan->inline_params_;
+  size_binding small_sizes[TL_PLAN_INLINE_PARAMS];
+  int64_t small_values[TL_PLAN_INLINE_PARAMS];
+  bool small_known[TL_PLAN_INLINE_PARAMS];
+  size_binding *sizes = small_sizes;
+  int64_t *values = small_values;
+  bool *known = small_known;
+  void *scratch = NULL;
+  if (n > TL_PLAN_INLINE_PARAMS) {
+    plan->heap_ = calloc((size_t)n, sizeof *slots + sizeof *ptrs);
+    scratch = calloc((size_t)n, sizeof *sizes + sizeof *values + sizeof *known);
+    if (!plan->heap_ || !scratch) {
+      free(scratch);
+      tl_launch_plan_release(plan);
+      tl_fmt(err, err_size, "out of memory");
+      return TL_ERR_OUT_OF_MEMORY;
+    }
+    slots = plan->heap_;
+    ptrs = (void **)(slots + n);
+    sizes = scratch;
+    values = (int64_t *)(sizes + n);
+    known = (bool *)(values + n);
+  }
+  for (int i = 0; i < n; i++) {
+    sizes[i].arg = -1;
+    known[i] = false;
+    ptrs[i] = &slots[i];
+  }
+
+  tl_status st = TL_OK;
+  for (int i = 0; i < nargs && st == TL_OK; i++) {
+    const tl_param *p = &k->params[i];
+    const tl_arg *a = &args[i];
+    const char *got = arg_kind_text(a);
+    if (!got) {
+      tl_fmt(err, err_size, "argument %d ('%s'): unknown argument kind %d (build it with "
+                            "tl_arg_tensor or a tl_arg_<type> helper)",
+             i, p->name, (int)a->kind);
+      st = TL_ERR_BAD_ARGUMENT;
+    } else if (tl_dtype_size(a->dtype) == 0) {
+      tl_fmt(err, err_size, "argument %d ('%s'): unknown element type %d", i, p->name,
+             (int)a->dtype);
+      st = TL_ERR_BAD_ARGUMENT;
+    } else if (p->kind == TL_PARAM_TENSOR) {
+      if (a->kind != TL_ARG_TENSOR) {
+        tl_fmt(err, err_size, "argument %d ('%s'): expected a tensor of %s, got a scalar %s", i,
+               p->name, tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
+        st = TL_ERR_BAD_ARGUMENT;
+      } else {
+        st = check_tensor(k, i, a, sizes, &slots[i], err, err_size);
+      }
+    } else { /* TL_PARAM_SCALAR: sizes come after nargs */
+      if (a->kind != TL_ARG_SCALAR) {
+        tl_fmt(err, err_size, "argument %d ('%s'): expected a scalar %s, got a tensor of %s", i,
+               p->name, tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
+        st = TL_ERR_BAD_ARGUMENT;
+      } else if (a->dtype != p->dtype) {
+        tl_fmt(err, err_size, "argument %d ('%s'): expected a scalar %s, got %s", i, p->name,
+               tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
+        st = TL_ERR_BAD_ARGUMENT;
+      } else {
+        st = encode_scalar(k, i, a, &slots[i], &values[i], &known[i], err, err_size);
+      }
+    }
+  }
+
+  /* Sizes: every one is bound (the parser checked each is some tensor's dim). The kernel reads
+   * them as i32, so larger values would wrap into wrong, in-bounds-looking indices. */
+  for (int i = nargs; i < n && st == TL_OK; i++) {
+    const size_binding *b = &sizes[i];
+    if (b->arg < 0) { /* unreachable for parsed metadata; kept for hand-built tl_kernel_info */
+      tl_fmt(err, err_size, "size %s is not bound by any argument", k->params[i].name);
+      st = TL_ERR_BAD_ARGUMENT;
+    } else if (b->value > INT32_MAX) {
+      char use[300];
+      describe_use(k, b->arg, b->dim, use, sizeof use);
+      tl_fmt(err, err_size, "size %s is %lld (from %s), more than a kernel size can hold (i32, at "
+                            "most %d)",
+             k->params[i].name, (long long)b->value, use, INT32_MAX);
+      st = TL_ERR_BAD_ARGUMENT;
+    } else {
+      int32_t v = (int32_t)b->value;
+      memcpy(&slots[i], &v, sizeof v);
+      values[i] = b->value;
+      known[i] = true;
+    }
+  }
+
+  for (int axis = 0; axis < 3 && st == TL_OK; axis++) {
+    int64_t v = 0;
+    st = tl_grid_eval(k, axis, values, known, &v, err, err_size);
+    if (st != TL_OK)
+      break;
+    if (v < 0 || v > grid_limit[axis]) {
+      tl_fmt(err, err_size, "grid axis %d ('%s') is %lld, outside 0..%lld", axis, k->grid_text[axis],
+             (long long)v, (long long)grid_limit[axis]);
+      st = TL_ERR_BAD_ARGUMENT;
+      break;
+    }
+    plan->grid[axis] = (uint32_t)v;
+    plan->empty |= v == 0;
+  }
+
+  free(scratch);
+  if (st != TL_OK) {
+    tl_launch_plan_release(plan);
+    return st;
+  }
+  plan->block[0] = k->threads;
+  plan->block[1] = plan->block[2] = 1;
+  plan->smem = k->smem;
+  plan->nparams = n;
+  plan->params = ptrs;
+  return TL_OK;
+}

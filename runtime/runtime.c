@@ -1,0 +1,640 @@
+/* runtime.c: contexts, device memory, modules and launches: the parts of the API that call the
+ * driver. Each object keeps its context, and every message lands in the context's buffer.
+ *
+ * Threading: the driver's "current context" is per thread, so every entry point that calls the
+ * driver first makes this context current (cuCtxSetCurrent is cheap), and a context can be created
+ * on one thread and used on another.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_driver.h"
+#include "runtime_internal.h"
+
+struct tl_kernel {
+  tl_module *module;
+  const tl_kernel_info *info; /* owned by module->meta */
+  CUfunction function;
+};
+
+struct tl_module {
+  tl_context *ctx;
+  CUmodule cu_module;
+  tl_meta *meta;
+  int nkernels;
+  tl_kernel *kernels;
+  tl_module *next; /* in ctx->modules, so that destroying the context unloads what is left */
+};
+
+struct tl_context {
+  tl_cuda_driver drv;
+  tl_device_info device;
+  CUdevice cu_device;
+  CUcontext cu_context;
+  tl_module *modules;
+  char message[TL_MESSAGE_MAX];
+};
+
+/* -------------------------------------------------------------------------------- names, sizes */
+
+const char *tl_status_name(tl_status status)
+{
+  switch (status) {
+  case TL_OK: return "TL_OK";
+  case TL_ERR_NO_DRIVER: return "TL_ERR_NO_DRIVER";
+  case TL_ERR_NO_DEVICE: return "TL_ERR_NO_DEVICE";
+  case TL_ERR_DRIVER: return "TL_ERR_DRIVER";
+  case TL_ERR_PTX_REJECTED: return "TL_ERR_PTX_REJECTED";
+  case TL_ERR_BAD_METADATA: return "TL_ERR_BAD_METADATA";
+  case TL_ERR_NOT_FOUND: return "TL_ERR_NOT_FOUND";
+  case TL_ERR_BAD_ARGUMENT: return "TL_ERR_BAD_ARGUMENT";
+  case TL_ERR_OUT_OF_MEMORY: return "TL_ERR_OUT_OF_MEMORY";
+  case TL_ERR_IO: return "TL_ERR_IO";
+  }
+  return "TL_ERR_?";
+}
+
+/* Indexed by tl_dtype; the order is the enum's. */
+static const struct {
+  const char *name;
+  size_t size;
+} dtype_table[] = {
+    [TL_BOOL] = {"bool", 1}, [TL_I8] = {"i8", 1},     [TL_I16] = {"i16", 2},   [TL_I32] = {"i32", 4},
+    [TL_I64] = {"i64", 8},   [TL_U8] = {"u8", 1},     [TL_U16] = {"u16", 2},   [TL_U32] = {"u32", 4},
+    [TL_U64] = {"u64", 8},   [TL_F16] = {"f16", 2},   [TL_BF16] = {"bf16", 2}, [TL_F32] = {"f32", 4},
+    [TL_F64] = {"f64", 8},
+};
+#define DTYPE_COUNT ((int)(sizeof dtype_table / sizeof dtype_table[0]))
+
+const char *tl_dtype_name(tl_dtype dtype)
+{
+  return (int)dtype > 0 && (int)dtype < DTYPE_COUNT ? dtype_table[dtype].name : "?";
+}
+
+size_t tl_dtype_size(tl_dtype dtype)
+{
+  return (int)dtype > 0 && (int)dtype < DTYPE_COUNT ? dtype_table[dtype].size : 0;
+}
+
+bool tl_dtype_from_name(const char *name, tl_dtype *out)
+{
+  for (int t = 1; name && t < DTYPE_COUNT; t++)
+    if (strcmp(dtype_table[t].name, name) == 0) {
+      if (out)
+        *out = (tl_dtype)t;
+      return true;
+    }
+  return false;
+}
+
+/* ------------------------------------------------------------------------------------ messages */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static tl_status set_message(tl_context *ctx, tl_status status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  tl_vfmt(ctx->message, sizeof ctx->message, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+static tl_status ok(tl_context *ctx)
+{
+  ctx->message[0] = 0;
+  return TL_OK;
+}
+
+/* The status for a failed driver call outside module loading. */
+static tl_status status_of(CUresult r)
+{
+  switch (r) {
+  case CUDA_ERROR_OUT_OF_MEMORY: return TL_ERR_OUT_OF_MEMORY;
+  case CUDA_ERROR_NO_DEVICE:
+  case CUDA_ERROR_INVALID_DEVICE: return TL_ERR_NO_DEVICE;
+  default: return TL_ERR_DRIVER;
+  }
+}
+
+/* "cuMemAlloc(1024 bytes) failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)" */
+static tl_status driver_failure(tl_context *ctx, CUresult r, const char *call)
+{
+  char text[256];
+  tl_cuda_error_text(&ctx->drv, r, text, sizeof text);
+  return set_message(ctx, status_of(r), "%s failed: %s", call, text);
+}
+
+const char *tl_context_message(const tl_context *ctx)
+{
+  return ctx ? ctx->message : "no context (NULL)";
+}
+
+const tl_cuda_driver *tl_context_driver(const tl_context *ctx) { return ctx ? &ctx->drv : NULL; }
+
+tl_status tl_context_make_current(tl_context *ctx)
+{
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  CUresult r = ctx->drv.cuCtxSetCurrent(ctx->cu_context);
+  return r == CUDA_SUCCESS ? TL_OK : driver_failure(ctx, r, "cuCtxSetCurrent");
+}
+
+/* ------------------------------------------------------------------------------------ contexts */
+
+tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err_size)
+{
+  if (out)
+    *out = NULL;
+  if (!out) {
+    tl_fmt(err, err_size, "tl_context_create: out is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (ordinal < 0) {
+    tl_fmt(err, err_size, "tl_context_create: device ordinal %d is negative", ordinal);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  tl_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) {
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  tl_status st = tl_cuda_driver_load(&ctx->drv, err, err_size);
+  if (st != TL_OK) {
+    free(ctx);
+    return st;
+  }
+  const tl_cuda_driver *d = &ctx->drv;
+  char text[256];
+  CUresult r = d->cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    /* A driver without a usable GPU (a container with the library but no device node, say)
+     * answers here, so this is where "no GPU" is told apart from "broken driver". */
+    st = r == CUDA_ERROR_NO_DEVICE ? TL_ERR_NO_DEVICE
+         : r == CUDA_ERROR_STUB_LIBRARY ? TL_ERR_NO_DRIVER
+                                        : TL_ERR_DRIVER;
+    tl_fmt(err, err_size, "cuInit failed: %s", tl_cuda_error_text(d, r, text, sizeof text));
+    goto fail;
+  }
+  int count = 0;
+  if ((r = d->cuDeviceGetCount(&count)) != CUDA_SUCCESS) {
+    st = status_of(r);
+    tl_fmt(err, err_size, "cuDeviceGetCount failed: %s", tl_cuda_error_text(d, r, text, sizeof text));
+    goto fail;
+  }
+  if (ordinal >= count) {
+    st = TL_ERR_NO_DEVICE;
+    tl_fmt(err, err_size, "no CUDA device %d: the driver sees %d device%s", ordinal, count,
+           count == 1 ? "" : "s");
+    goto fail;
+  }
+  if ((r = d->cuDeviceGet(&ctx->cu_device, ordinal)) != CUDA_SUCCESS) {
+    st = status_of(r);
+    tl_fmt(err, err_size, "cuDeviceGet(%d) failed: %s", ordinal,
+           tl_cuda_error_text(d, r, text, sizeof text));
+    goto fail;
+  }
+  /* The primary context is the one the CUDA runtime and libraries (cuBLAS, PyTorch) use, so
+   * memory and modules are shared with them rather than split across contexts. */
+  if ((r = d->cuDevicePrimaryCtxRetain(&ctx->cu_context, ctx->cu_device)) != CUDA_SUCCESS) {
+    st = status_of(r);
+    tl_fmt(err, err_size, "cuDevicePrimaryCtxRetain failed: %s",
+           tl_cuda_error_text(d, r, text, sizeof text));
+    goto fail;
+  }
+  if ((r = d->cuCtxSetCurrent(ctx->cu_context)) != CUDA_SUCCESS) {
+    st = status_of(r);
+    tl_fmt(err, err_size, "cuCtxSetCurrent failed: %s", tl_cuda_error_text(d, r, text, sizeof text));
+    d->cuDevicePrimaryCtxRelease(ctx->cu_device);
+    goto fail;
+  }
+
+  /* Device facts, read once: launches check against them. Failures here are not fatal. */
+  tl_device_info *info = &ctx->device;
+  info->ordinal = ordinal;
+  if (d->cuDeviceGetName(info->name, (int)sizeof info->name, ctx->cu_device) != CUDA_SUCCESS)
+    snprintf(info->name, sizeof info->name, "CUDA device %d", ordinal);
+  d->cuDeviceGetAttribute(&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                          ctx->cu_device);
+  d->cuDeviceGetAttribute(&info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                          ctx->cu_device);
+  d->cuDeviceGetAttribute(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cu_device);
+  d->cuDeviceGetAttribute(&info->max_smem_per_block,
+                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx->cu_device);
+  d->cuDeviceTotalMem(&info->total_memory, ctx->cu_device);
+  d->cuDriverGetVersion(&info->driver_version);
+  *out = ctx;
+  tl_fmt(err, err_size, "%s", "");
+  return ok(ctx);
+
+fail:
+  tl_cuda_driver_unload(&ctx->drv);
+  free(ctx);
+  return st;
+}
+
+void tl_context_destroy(tl_context *ctx)
+{
+  if (!ctx)
+    return;
+  while (ctx->modules)
+    tl_module_unload(ctx->modules);
+  CUcontext current = NULL;
+  if (ctx->drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == ctx->cu_context)
+    ctx->drv.cuCtxSetCurrent(NULL);
+  ctx->drv.cuDevicePrimaryCtxRelease(ctx->cu_device);
+  tl_cuda_driver_unload(&ctx->drv);
+  free(ctx);
+}
+
+tl_status tl_context_device(tl_context *ctx, tl_device_info *out)
+{
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  if (!out)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_context_device: out is NULL");
+  *out = ctx->device;
+  return ok(ctx);
+}
+
+/* ------------------------------------------------------------------------------------- memory */
+
+/* Entry-point prologue: a valid context, made current on this thread. */
+#define ENTER(ctx)                                                                                 \
+  do {                                                                                             \
+    if (!(ctx))                                                                                    \
+      return TL_ERR_BAD_ARGUMENT;                                                                  \
+    tl_status enter_st_ = tl_context_make_current(ctx);                                            \
+    if (enter_st_ != TL_OK)                                                                        \
+      return enter_st_;                                                                            \
+  } while (0)
+
+tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out)
+{
+  if (out)
+    *out = 0;
+  ENTER(ctx);
+  if (!out)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_malloc: out is NULL");
+  if (bytes == 0) /* the driver refuses 0 bytes; an empty tensor needs no memory */
+    return ok(ctx);
+  CUdeviceptr p = 0;
+  CUresult r = ctx->drv.cuMemAlloc(&p, bytes);
+  if (r != CUDA_SUCCESS) {
+    char call[64];
+    snprintf(call, sizeof call, "cuMemAlloc(%zu bytes)", bytes);
+    return driver_failure(ctx, r, call);
+  }
+  *out = p;
+  return ok(ctx);
+}
+
+tl_status tl_free(tl_context *ctx, tl_devptr ptr)
+{
+  ENTER(ctx);
+  if (ptr == 0)
+    return ok(ctx);
+  CUresult r = ctx->drv.cuMemFree(ptr);
+  return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemFree");
+}
+
+tl_status tl_memcpy_htod(tl_context *ctx, tl_devptr dst, const void *src, size_t bytes)
+{
+  ENTER(ctx);
+  if (bytes == 0)
+    return ok(ctx);
+  if (!src || !dst)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_memcpy_htod: %s is NULL", src ? "dst" : "src");
+  CUresult r = ctx->drv.cuMemcpyHtoD(dst, src, bytes);
+  return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemcpyHtoD");
+}
+
+tl_status tl_memcpy_dtoh(tl_context *ctx, void *dst, tl_devptr src, size_t bytes)
+{
+  ENTER(ctx);
+  if (bytes == 0)
+    return ok(ctx);
+  if (!src || !dst)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_memcpy_dtoh: %s is NULL", src ? "dst" : "src");
+  CUresult r = ctx->drv.cuMemcpyDtoH(dst, src, bytes);
+  return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemcpyDtoH");
+}
+
+tl_status tl_memset_d8(tl_context *ctx, tl_devptr dst, unsigned char value, size_t bytes)
+{
+  ENTER(ctx);
+  if (bytes == 0)
+    return ok(ctx);
+  if (!dst)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_memset_d8: dst is NULL");
+  CUresult r = ctx->drv.cuMemsetD8(dst, value, bytes);
+  return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemsetD8");
+}
+
+tl_status tl_synchronize(tl_context *ctx)
+{
+  ENTER(ctx);
+  CUresult r = ctx->drv.cuCtxSynchronize();
+  return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuCtxSynchronize");
+}
+
+/* ------------------------------------------------------------------------------------- modules */
+
+/* The PTX's ".target sm_XX" for messages, or "?" */
+static void ptx_target(const char *ptx, char *buf, size_t size)
+{
+  const char *t = strstr(ptx, "\n.target ");
+  tl_fmt(buf, size, "?");
+  if (!t)
+    return;
+  t += strlen("\n.target ");
+  size_t n = strcspn(t, " ,\r\n\t");
+  if (n > 0 && n < size) {
+    memcpy(buf, t, n);
+    buf[n] = 0;
+  }
+}
+
+static tl_status load_failure(tl_context *ctx, CUresult r, const char *ptx, const char *log)
+{
+  char text[256], target[32];
+  tl_cuda_error_text(&ctx->drv, r, text, sizeof text);
+  switch (r) {
+  case CUDA_ERROR_INVALID_PTX:
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+  case CUDA_ERROR_INVALID_IMAGE:
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+  case CUDA_ERROR_INVALID_SOURCE:
+    ptx_target(ptx, target, sizeof target);
+    return set_message(ctx, TL_ERR_PTX_REJECTED,
+                       "the CUDA driver rejected the PTX: %s [PTX .target %s; device %d is %s, "
+                       "sm_%d%d; driver %d]%s%s",
+                       text, target, ctx->device.ordinal, ctx->device.name, ctx->device.cc_major,
+                       ctx->device.cc_minor, ctx->device.driver_version, *log ? "\n" : "", log);
+  default:
+    return set_message(ctx, status_of(r), "cuModuleLoadDataEx failed: %s%s%s", text,
+                       *log ? "\n" : "", log);
+  }
+}
+
+/* Resolve one kernel and check what the driver knows about it against its metadata, so that a
+ * launch that can never work fails here, once, with the reason. */
+static tl_status bind_kernel(tl_module *m, tl_kernel *kernel)
+{
+  tl_context *ctx = m->ctx;
+  const tl_cuda_driver *d = &ctx->drv;
+  const tl_kernel_info *k = kernel->info;
+  CUresult r = d->cuModuleGetFunction(&kernel->function, m->cu_module, k->name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return set_message(ctx, TL_ERR_BAD_METADATA,
+                       "the metadata describes kernel '%s' (line %d) but the PTX has no .entry "
+                       "of that name",
+                       k->name, k->line);
+  if (r != CUDA_SUCCESS)
+    return driver_failure(ctx, r, "cuModuleGetFunction");
+  int max_threads = 0;
+  if (d->cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                            kernel->function) == CUDA_SUCCESS &&
+      max_threads > 0 && k->threads > (uint32_t)max_threads)
+    return set_message(ctx, TL_ERR_BAD_METADATA,
+                       "kernel '%s' is launched with threads=%u but, with the registers it uses, "
+                       "at most %d fit in a block on this device",
+                       k->name, k->threads, max_threads);
+  if (k->smem > TL_CUDA_DEFAULT_DYNAMIC_SMEM) {
+    /* Above 48 KiB a kernel must opt in, and the opt-in limit is per device (227 KiB on H100). */
+    int static_smem = 0;
+    d->cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel->function);
+    if (ctx->device.max_smem_per_block > 0 &&
+        (int64_t)k->smem + static_smem > ctx->device.max_smem_per_block)
+      return set_message(ctx, TL_ERR_BAD_METADATA,
+                         "kernel '%s' needs %u bytes of dynamic shared memory (+%d static) but %s "
+                         "allows at most %d per block",
+                         k->name, k->smem, static_smem, ctx->device.name,
+                         ctx->device.max_smem_per_block);
+    r = d->cuFuncSetAttribute(kernel->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              (int)k->smem);
+    if (r != CUDA_SUCCESS) {
+      char call[300];
+      snprintf(call, sizeof call, "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)",
+               k->name, k->smem);
+      return driver_failure(ctx, r, call);
+    }
+  }
+  return TL_OK;
+}
+
+tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out)
+{
+  if (out)
+    *out = NULL;
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  if (!ptx || !out)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_ptx: %s is NULL",
+                       ptx ? "out" : "ptx");
+
+  tl_module *m = calloc(1, sizeof *m);
+  if (!m)
+    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  m->ctx = ctx;
+  char why[1024];
+  tl_status st = tl_meta_parse(ptx, strlen(ptx), &m->meta, why, sizeof why);
+  if (st != TL_OK) {
+    free(m);
+    return set_message(ctx, st, "tilec-meta: %s", why);
+  }
+  if ((st = tl_context_make_current(ctx)) != TL_OK) {
+    tl_meta_free(m->meta);
+    free(m);
+    return st;
+  }
+
+  /* The driver compiles PTX to machine code here; its log is the only account of why it refuses. */
+  enum { LOG_BYTES = 8192 };
+  char *error_log = calloc(1, LOG_BYTES), *info_log = calloc(1, LOG_BYTES);
+  if (!error_log || !info_log) {
+    free(error_log);
+    free(info_log);
+    tl_meta_free(m->meta);
+    free(m);
+    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {error_log, (void *)(uintptr_t)LOG_BYTES, info_log, (void *)(uintptr_t)LOG_BYTES};
+  CUresult r = ctx->drv.cuModuleLoadDataEx(&m->cu_module, ptx, 4, options, values);
+  error_log[LOG_BYTES - 1] = 0;
+  if (r != CUDA_SUCCESS) {
+    st = load_failure(ctx, r, ptx, error_log);
+    free(error_log);
+    free(info_log);
+    tl_meta_free(m->meta);
+    free(m);
+    return st;
+  }
+  free(error_log);
+  free(info_log);
+
+  m->nkernels = tl_meta_kernel_count(m->meta);
+  m->kernels = calloc((size_t)m->nkernels + 1, sizeof *m->kernels);
+  if (!m->kernels)
+    st = set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; st == TL_OK && i < m->nkernels; i++) {
+    m->kernels[i].module = m;
+    m->kernels[i].info = tl_meta_kernel(m->meta, i);
+    st = bind_kernel(m, &m->kernels[i]);
+  }
+  if (st != TL_OK) {
+    ctx->drv.cuModuleUnload(m->cu_module);
+    tl_meta_free(m->meta);
+    free(m->kernels);
+    free(m);
+    return st;
+  }
+  m->next = ctx->modules;
+  ctx->modules = m;
+  *out = m;
+  return ok(ctx);
+}
+
+tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out)
+{
+  if (out)
+    *out = NULL;
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  if (!path || !out)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_file: %s is NULL",
+                       path ? "out" : "path");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return set_message(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 65536 + 1 > cap) {
+      cap = cap ? 2 * cap : 1 << 20;
+      char *grown = realloc(text, cap);
+      if (!grown) {
+        free(text);
+        fclose(f);
+        return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+      }
+      text = grown;
+    }
+    size_t n = fread(text + len, 1, cap - len - 1, f);
+    len += n;
+    if (n == 0)
+      break;
+  }
+  const bool failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    free(text);
+    return set_message(ctx, TL_ERR_IO, "cannot read %s", path);
+  }
+  text[len] = 0;
+  if (strlen(text) != len) {
+    free(text);
+    return set_message(ctx, TL_ERR_IO, "%s contains a NUL byte: it is not PTX text", path);
+  }
+  tl_status st = tl_module_load_ptx(ctx, text, out);
+  free(text);
+  if (st != TL_OK) {
+    /* prefix the file name, keeping the message */
+    char *copy = strdup(ctx->message);
+    if (copy) {
+      set_message(ctx, st, "%s: %s", path, copy);
+      free(copy);
+    }
+  }
+  return st;
+}
+
+void tl_module_unload(tl_module *m)
+{
+  if (!m)
+    return;
+  tl_context *ctx = m->ctx;
+  for (tl_module **link = &ctx->modules; *link; link = &(*link)->next)
+    if (*link == m) {
+      *link = m->next;
+      break;
+    }
+  if (tl_context_make_current(ctx) == TL_OK)
+    ctx->drv.cuModuleUnload(m->cu_module);
+  tl_meta_free(m->meta);
+  free(m->kernels);
+  free(m);
+}
+
+const tl_meta *tl_module_meta(const tl_module *m) { return m ? m->meta : NULL; }
+
+tl_status tl_module_get_kernel(tl_module *m, const char *name, tl_kernel **out)
+{
+  if (out)
+    *out = NULL;
+  if (!m)
+    return TL_ERR_BAD_ARGUMENT;
+  tl_context *ctx = m->ctx;
+  if (!name || !out)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_get_kernel: %s is NULL",
+                       name ? "out" : "name");
+  for (int i = 0; i < m->nkernels; i++)
+    if (strcmp(m->kernels[i].info->name, name) == 0) {
+      *out = &m->kernels[i];
+      return ok(ctx);
+    }
+  char list[512] = "";
+  size_t used = 0;
+  for (int i = 0; i < m->nkernels && used + 1 < sizeof list; i++)
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                             m->kernels[i].info->name);
+  return set_message(ctx, TL_ERR_NOT_FOUND, "no kernel '%s' in the module (it has: %s)", name,
+                     m->nkernels ? list : "no kernels");
+}
+
+const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel)
+{
+  return kernel ? kernel->info : NULL;
+}
+
+CUfunction tl_kernel_function(const tl_kernel *kernel) { return kernel ? kernel->function : NULL; }
+
+/* ------------------------------------------------------------------------------------ launches */
+
+tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream)
+{
+  if (!kernel)
+    return TL_ERR_BAD_ARGUMENT;
+  tl_context *ctx = kernel->module->ctx;
+  const tl_kernel_info *k = kernel->info;
+  tl_launch_plan plan;
+  char why[1024];
+  tl_status st = tl_plan_launch(k, args, nargs, &plan, why, sizeof why);
+  if (st != TL_OK)
+    return set_message(ctx, st, "launch of '%s': %s", k->name, why);
+  if (plan.empty) {
+    tl_launch_plan_release(&plan);
+    return ok(ctx);
+  }
+  if ((st = tl_context_make_current(ctx)) != TL_OK) {
+    tl_launch_plan_release(&plan);
+    return st;
+  }
+  CUresult r = ctx->drv.cuLaunchKernel(kernel->function, plan.grid[0], plan.grid[1], plan.grid[2],
+                                       plan.block[0], plan.block[1], plan.block[2], plan.smem,
+                                       (CUstream)stream, plan.params, NULL);
+  tl_launch_plan_release(&plan);
+  if (r != CUDA_SUCCESS) {
+    char call[512];
+    snprintf(call, sizeof call, "cuLaunchKernel(%s, grid %u x %u x %u, block %u, smem %u)", k->name,
+             plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0], plan.smem);
+    return driver_failure(ctx, r, call);
+  }
+  return ok(ctx);
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the GPU acceptance run, on a machine with an NVIDIA GPU (Hopper: sm_90a).
+#
+#   tests/gpu/run.sh TILEC BINDIR OUTDIR [gpu_suite options...]
+#   tests/gpu/run.sh --standin BINDIR OUTDIR [gpu_suite options...]
+#   tests/gpu/run.sh --ptx PTXDIR BINDIR OUTDIR [gpu_suite options...]
+#
+# TILEC   the tilec binary (built statically on the CPU machine and copied over)
+# BINDIR  the folder holding the built gpu_suite and gpu_bench (build/tests/gpu in the full build,
+#         BUILD/gpu in the standalone one: cmake -S tests/gpu/standalone -B BUILD)
+# OUTDIR  where the PTX and the logs go: compile.log, suite.log, bench.log, bench.txt, summary.txt
+# --standin  instead of tilec, build nvcc stand-ins of the example kernels (tests/gpu/standin/), to
+#         check the suite, the benchmark and the runtime on their own
+# --ptx PTXDIR  use PTX that tilec already compiled elsewhere (PTXDIR/NAME.ptx for each example),
+#         for when tilec itself cannot run on the GPU machine
+# gpu_suite options: --seed S to replay a run, --max-size N for a quick one
+#
+# Compiles every examples/*.tl with `tilec --arch=sm_90a FILE.tl -o OUTDIR/NAME.ptx`, then runs
+# gpu_suite and gpu_bench on OUTDIR. Exits 0 only if every example compiled, the suite had no
+# failure and the benchmark met its target.
+set -u -o pipefail
+
+if [ $# -lt 3 ]; then
+  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
+  exit 2
+fi
+tilec=$1
+ptxdir=
+if [ "$tilec" = --ptx ]; then
+  ptxdir=$2
+  shift
+fi
+bindir=$2
+out=$3
+shift 3
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+
+for program in gpu_suite gpu_bench; do
+  if [ ! -x "$bindir/$program" ]; then
+    echo "run.sh: $bindir/$program not found: build it first (see docs/runtime.md)" >&2
+    exit 2
+  fi
+done
+
+failures=()
+: >"$out/compile.log"
+
+if [ "$tilec" = --standin ]; then
+  if ! "$root/tests/gpu/standin/make_ptx.sh" "$out" 2>&1 | tee -a "$out/compile.log"; then
+    failures+=("stand-in PTX")
+  fi
+else
+  shopt -s nullglob
+  examples=("$root"/examples/*.tl)
+  if [ ${#examples[@]} -eq 0 ]; then
+    echo "run.sh: no examples/*.tl to compile" | tee -a "$out/compile.log"
+    failures+=("no examples")
+  fi
+  for tl in "${examples[@]}"; do
+    name=$(basename "$tl" .tl)
+    if [ -n "$ptxdir" ]; then
+      if cp "$ptxdir/$name.ptx" "$out/$name.ptx" 2>>"$out/compile.log"; then
+        echo "copied $ptxdir/$name.ptx (compiled elsewhere)"
+      else
+        echo "FAIL no $ptxdir/$name.ptx for examples/$name.tl"
+        failures+=("missing $name.ptx")
+      fi
+      continue
+    fi
+    echo "== tilec --arch=sm_90a examples/$name.tl -o $name.ptx" >>"$out/compile.log"
+    if "$tilec" --arch=sm_90a "$tl" -o "$out/$name.ptx" >>"$out/compile.log" 2>&1; then
+      echo "compiled examples/$name.tl"
+    else
+      echo "FAIL compile examples/$name.tl (see $out/compile.log)"
+      failures+=("compile $name")
+    fi
+  done
+fi
+
+echo "== gpu_suite $out $*"
+"$bindir/gpu_suite" "$out" "$@" 2>&1 | tee "$out/suite.log"
+suite_rc=$?
+[ $suite_rc -eq 0 ] || failures+=("gpu_suite (exit $suite_rc)")
+
+echo "== gpu_bench $out $out/bench.txt"
+"$bindir/gpu_bench" "$out" "$out/bench.txt" 2>&1 | tee "$out/bench.log"
+bench_rc=$?
+[ $bench_rc -eq 0 ] || failures+=("gpu_bench (exit $bench_rc)")
+
+{
+  if [ ${#failures[@]} -eq 0 ]; then
+    echo "run.sh: PASS"
+  else
+    echo "run.sh: FAIL: ${failures[*]}"
+  fi
+} | tee "$out/summary.txt"
+[ ${#failures[@]} -eq 0 ]
