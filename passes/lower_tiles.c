@@ -73,6 +73,16 @@ static Stmt *unrolled(Lw *w, int var, int64_t n, Stmt *body)
 	return s;
 }
 
+/* A loop over chunks: unrolled when it indexes registers (fragments) or is
+ * short; a plain loop otherwise, so that large shared tiles stay small code. */
+static Stmt *chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers)
+{
+	Stmt *s = unrolled(w, var, n, body);
+	if (!indexes_registers && n > 8)
+		s->for_kind = FOR_SERIAL;
+	return s;
+}
+
 static Stmt *if_then(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s)
 {
 	if (!cond)
@@ -307,7 +317,7 @@ static Stmt *lower_copy_global(Lw *w, Stmt *s, bool load)
 	Stmt *inner = stlist_seq(w->a, &body, s->loc);
 	if (dl.guard) /* `base` is bound inside the guard, so the guard repeats its expression */
 		inner = if_then(w, BIN(w, OP_LT, ex_clone(w->a, base), I32(w, dl.total)), inner, NULL);
-	return unrolled(w, c, dl.chunks, inner);
+	return chunk_loop(w, c, dl.chunks, inner, side.is_frag);
 }
 
 /* shared <-> fragment: per thread, both sides in bounds by construction. */
@@ -353,7 +363,7 @@ static Stmt *coop_elementwise(Lw *w, const Buffer *shape_of, SrcLoc loc,
 		stlist_push(w->a, &g, if_then(w, BIN(w, OP_LT, VAR(w, f2), I32(w, dl.total)), inner, NULL));
 		inner = stlist_seq(w->a, &g, loc);
 	}
-	return unrolled(w, c, dl.chunks, inner);
+	return chunk_loop(w, c, dl.chunks, inner, false);
 }
 
 typedef struct {
@@ -556,7 +566,7 @@ static Stmt *lower_parallel(Lw *w, Stmt *s)
 		stlist_push(w->a, &g, if_then(w, BIN(w, OP_LT, VAR(w, f2), I32(w, total)), inner, NULL));
 		inner = stlist_seq(w->a, &g, s->loc);
 	}
-	Stmt *r = unrolled(w, c, dl.chunks, unrolled(w, v, vec, inner));
+	Stmt *r = chunk_loop(w, c, dl.chunks, unrolled(w, v, vec, inner), fb >= 0);
 	return p.shared_store ? fenced(w, r) : r;
 }
 

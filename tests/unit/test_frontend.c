@@ -73,7 +73,7 @@ static void test_diagnostic_records(void)
 	CHECK(d.severity == 0 && d.line == 2 && d.column == 11 && strstr(d.message, "undefined name 'y'"));
 	d = tilec_result_diagnostic(r, 1);
 	CHECK(d.line == 3 && strstr(d.message, "mismatched types"));
-	CHECK(strstr(tilec_result_diagnostics_text(r), "t.tl:2:11: error: undefined name 'y'\n  let x = y;\n"));
+	CHECK(strstr(tilec_result_diagnostics_text(r), "t.tl:2:11: error: undefined name 'y'\n    let x = y;\n            ^\n"));
 	d = tilec_result_diagnostic(r, 7); /* out of range: an empty record */
 	CHECK(d.message == NULL);
 	tilec_result_free(r);
