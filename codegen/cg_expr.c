@@ -256,8 +256,10 @@ static LLVMValueRef emit_call(Cg *cg, const Expr *e)
 	if (e->nargs != intrinsic_nargs(fn) || e->nargs > 3)
 		DIE("%s called with %d arguments", intrinsic_name(fn), e->nargs);
 	LLVMValueRef args[3];
+	/* Arguments take the call's type, but a shuffle's lane offset stays i32. */
 	for (int i = 0; i < e->nargs; i++)
-		args[i] = cg_convert(cg, emit_expr(cg, e->args[i]), e->args[i]->type, e->type);
+		args[i] = cg_convert(cg, emit_expr(cg, e->args[i]), e->args[i]->type,
+				     fn == FN_SHFL_BFLY && i == 1 ? TY_I32 : e->type);
 	return emit_math_intrinsic(cg, fn, e->type, args);
 }
 

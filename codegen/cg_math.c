@@ -204,8 +204,20 @@ static LLVMValueRef emit_int_math(Cg *cg, IntrinsicKind fn, TypeKind t, LLVMValu
 	return cg_call_intrinsic(cg, "llvm.abs", &ty, 1, a, 2);
 }
 
+/* shfl.sync.bfly over the full warp: the value that lane (laneid ^ args[1]) holds. */
+static LLVMValueRef emit_shfl_bfly(Cg *cg, TypeKind t, LLVMValueRef *args)
+{
+	if (type_bits(t) != 32 || t == TY_BOOL)
+		DIE("shuffle of %s (the lowering shuffles 32-bit values only)", type_name(t));
+	LLVMValueRef a[4] = {LLVMConstInt(cg->t.i32, 0xffffffffu, 0), args[0], args[1], LLVMConstInt(cg->t.i32, 0x1f, 0)};
+	return cg_call_intrinsic(cg, t == TY_F32 ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0,
+				 a, 4);
+}
+
 LLVMValueRef emit_math_intrinsic(Cg *cg, IntrinsicKind fn, TypeKind t, LLVMValueRef *args)
 {
+	if (fn == FN_SHFL_BFLY)
+		return emit_shfl_bfly(cg, t, args);
 	if (type_is_int(t))
 		return emit_int_math(cg, fn, t, args);
 	if (!type_is_float(t))

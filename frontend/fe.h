@@ -48,7 +48,9 @@ struct Node {
 	SrcLoc loc;
 	const char *name; /* N_NAME, N_NAMED, N_CALL callee, N_LET/N_VAR, N_KERNEL, N_PARAM, N_CONST */
 	int op;           /* N_UNARY, N_BINARY (OpKind); N_ASSIGN: OP_COUNT for '=', else the compound op */
-	TypeKind type;    /* N_TYPE, N_PARAM, N_CONST, N_LET/N_VAR (TY_VOID: inferred) */
+	TypeKind type;    /* N_TYPE, N_PARAM, N_CONST, N_LET/N_VAR (TY_VOID: inferred or named) */
+	const char *tname; /* N_PARAM, N_CONST, N_LET/N_VAR: a type constant's name instead of .type */
+	SrcLoc tloc;      /* where that type was written */
 	int64_t ival;
 	double fval;
 	bool overflow;    /* N_INT: literal does not fit 64 bits */

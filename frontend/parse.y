@@ -85,6 +85,14 @@ static Node *mkfloat(Parser *p, Token t)
 	n->fval = strtod(buf, NULL);
 	return n;
 }
+/* An optional type annotation: a concrete type, or a type constant's name. */
+static void settype(Node *n, const Node *t)
+{
+	n->type = t ? t->type : TY_VOID;
+	n->tname = t ? t->name : NULL;
+	if (t)
+		n->tloc = t->loc;
+}
 static Node *mkcall(Parser *p, Token t, Node *args)
 {
 	Node *n = NEW(N_CALL, t.loc);
@@ -152,29 +160,32 @@ constlist(L) ::= constlist(L0) COMMA constdecl(D).  { L = push(p, L0, D); }
 constdecl(D) ::= IDENT(N) typeopt(T) defaultopt(V).  {
 	D = NEW(N_CONST, N.loc);
 	D->name = arena_strndup(p->arena, N.start, (size_t)N.len);
-	D->type = (TypeKind)T;
+	settype(D, T);
 	D->a = V;
 }
 
-%type typeopt {int}
-typeopt(T) ::= .  { T = TY_VOID; }
-typeopt(T) ::= COLON TYPE(X).  { T = type_from_name(X.start, (size_t)X.len); }
+/* A type: an element type, or the name of a type constant ([T = f16]). */
+typeref(T) ::= TYPE(X).  { T = NEW(N_TYPE, X.loc); T->type = type_from_name(X.start, (size_t)X.len); }
+typeref(T) ::= IDENT(X).  { T = NEW(N_TYPE, X.loc); T->name = arena_strndup(p->arena, X.start, (size_t)X.len); }
+typeopt(T) ::= .  { T = NULL; }
+typeopt(T) ::= COLON typeref(X).  { T = X; }
 defaultopt(V) ::= .  { V = NULL; }
 defaultopt(V) ::= ASSIGN expr(E).  { V = E; }
+defaultopt(V) ::= ASSIGN TYPE(X).  { V = NEW(N_TYPE, X.loc); V->type = type_from_name(X.start, (size_t)X.len); }
 
 params(L) ::= .  { L = mklist(p, NO_LOC); }
 params(L) ::= paramlist(L0).  { L = L0; }
 paramlist(L) ::= param(X).  { L = push(p, mklist(p, X->loc), X); }
 paramlist(L) ::= paramlist(L0) COMMA param(X).  { L = push(p, L0, X); }
-param(P) ::= IDENT(N) COLON TYPE(T).  {
+param(P) ::= IDENT(N) COLON typeref(T).  {
 	P = NEW(N_PARAM, N.loc);
 	P->name = arena_strndup(p->arena, N.start, (size_t)N.len);
-	P->type = type_from_name(T.start, (size_t)T.len);
+	settype(P, T);
 }
-param(P) ::= IDENT(N) COLON TYPE(T) LBRACKET dimlist(D) RBRACKET.  {
+param(P) ::= IDENT(N) COLON typeref(T) LBRACKET dimlist(D) RBRACKET.  {
 	P = NEW(N_PARAM, N.loc);
 	P->name = arena_strndup(p->arena, N.start, (size_t)N.len);
-	P->type = type_from_name(T.start, (size_t)T.len);
+	settype(P, T);
 	P->is_tensor = true;
 	P->list = D->list;
 }
@@ -202,14 +213,14 @@ stmts(L) ::= stmts(L0) stmt(S).  { L = S ? push(p, L0, S) : L0; }
 stmt(S) ::= LET(T) IDENT(N) typeopt(Y) ASSIGN expr(E) SEMI.  {
 	S = NEW(N_LET, T.loc);
 	S->name = arena_strndup(p->arena, N.start, (size_t)N.len);
-	S->type = (TypeKind)Y;
+	settype(S, Y);
 	S->a = E;
 	S->b = mkname(p, N);
 }
 stmt(S) ::= VAR(T) IDENT(N) typeopt(Y) ASSIGN expr(E) SEMI.  {
 	S = NEW(N_VAR, T.loc);
 	S->name = arena_strndup(p->arena, N.start, (size_t)N.len);
-	S->type = (TypeKind)Y;
+	settype(S, Y);
 	S->a = E;
 	S->b = mkname(p, N);
 }

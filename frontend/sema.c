@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { SYM_VAR, SYM_BUF } SymKind;
+typedef enum { SYM_VAR, SYM_BUF, SYM_TYPE } SymKind; /* SYM_TYPE: index is a TypeKind */
 
 typedef struct {
 	const char *name;
@@ -76,7 +76,8 @@ static bool declare(Sema *s, const char *name, SrcLoc loc, SymKind kind, int ind
 	}
 	const Sym *old = sym_lookup(s, name);
 	if (old) {
-		SrcLoc prev = old->kind == SYM_VAR ? s->k->vars[old->index].loc : s->k->bufs[old->index].loc;
+		SrcLoc prev = old->kind == SYM_VAR ? s->k->vars[old->index].loc
+			    : old->kind == SYM_BUF ? s->k->bufs[old->index].loc : NO_LOC;
 		error_at(s->d, loc, "redefinition of '%s'", name);
 		if (prev.line)
 			note_at(s->d, prev, "'%s' was defined here", name);
@@ -95,6 +96,29 @@ static int new_var(Sema *s, const char *name, VarKind kind, TypeKind t, SrcLoc l
 	v.loc = loc;
 	v.param_index = -1;
 	return kernel_add_var(s->a, s->k, v);
+}
+
+/* The type a type constant's name stands for, or TY_VOID (not reported). */
+static TypeKind type_const(const Sema *s, const char *name)
+{
+	const Sym *sym = sym_lookup(s, name);
+	return sym && sym->kind == SYM_TYPE ? (TypeKind)sym->index : TY_VOID;
+}
+
+/* A written type: concrete, or a type constant's name.  TY_VOID after an error. */
+static TypeKind resolve_type(Sema *s, TypeKind t, const char *tname, SrcLoc loc)
+{
+	if (!tname)
+		return t;
+	TypeKind r = type_const(s, tname);
+	if (r == TY_VOID) {
+		const Sym *sym = sym_lookup(s, tname);
+		if (sym)
+			error_at(s->d, loc, "'%s' is not a type", tname);
+		else
+			error_at(s->d, loc, "unknown type '%s'", tname);
+	}
+	return r;
 }
 
 /* ---------------------------------------------------------------- expressions */
@@ -335,6 +359,8 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 			return NULL;
 		}
 	TypeKind cast = type_from_name(name, strlen(name));
+	if (cast == TY_VOID)
+		cast = type_const(s, name);
 	if (cast != TY_VOID) {
 		if (!check_arity(s, n, 1, 1, NULL))
 			return NULL;
@@ -442,7 +468,7 @@ static const Buffer *lookup_buffer(Sema *s, const Node *n, int *index)
 		return NULL;
 	}
 	if (sym->kind != SYM_BUF) {
-		error_at(s->d, n->loc, "'%s' is a scalar and cannot be indexed", n->name);
+		error_at(s->d, n->loc, "'%s' is a %s and cannot be indexed", n->name, sym->kind == SYM_TYPE ? "type" : "scalar");
 		return NULL;
 	}
 	*index = sym->index;
@@ -522,6 +548,10 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
 		const Sym *sym = sym_lookup(s, n->name);
 		if (!sym) {
 			error_at(s->d, n->loc, "undefined name '%s'", n->name);
+			return NULL;
+		}
+		if (sym->kind == SYM_TYPE) {
+			error_at(s->d, n->loc, "'%s' is a type, not a value", n->name);
 			return NULL;
 		}
 		if (sym->kind == SYM_BUF) {
@@ -627,14 +657,15 @@ static Stmt *check_alloc(Sema *s, const Node *let, const Node *call)
 	if (!check_arity(s, call, 2, 2, NULL))
 		return NULL;
 	const Node *shape = positional(call, 0), *type = positional(call, 1);
-	if (type->kind != N_TYPE) {
+	TypeKind elem = type->kind == N_TYPE ? type->type : type->kind == N_NAME ? type_const(s, type->name) : TY_VOID;
+	if (elem == TY_VOID) {
 		error_at(s->d, type->loc, "the second argument of '%s' must be an element type such as f32", call->name);
 		return NULL;
 	}
 	Buffer b = {0};
 	b.name = let->name;
 	b.scope = scope;
-	b.elem = type->type;
+	b.elem = elem;
 	b.loc = let->loc;
 	b.param_index = -1;
 	const NodeList *dims = shape->kind == N_LIST ? &shape->list : NULL;
@@ -662,7 +693,7 @@ static Stmt *check_alloc(Sema *s, const Node *let, const Node *call)
 			return NULL;
 		}
 	}
-	if (let->type != TY_VOID) {
+	if (let->type != TY_VOID || let->tname) {
 		error_at(s->d, let->loc, "a buffer binding takes no type annotation; the type is the allocation's");
 		return NULL;
 	}
@@ -682,11 +713,14 @@ static Stmt *check_let(Sema *s, const Node *n)
 		}
 		return check_alloc(s, n, v);
 	}
-	Expr *e = check_expr(s, v, n->type);
+	TypeKind want = resolve_type(s, n->type, n->tname, n->tloc);
+	if (n->tname && want == TY_VOID)
+		return NULL;
+	Expr *e = check_expr(s, v, want);
 	if (!e)
 		return NULL; /* the name stays undefined; later uses report too, which is fine */
-	if (n->type != TY_VOID && e->type != n->type) {
-		error_at(s->d, v->loc, "'%s' is declared %s but initialized with %s", n->name, type_name(n->type),
+	if (want != TY_VOID && e->type != want) {
+		error_at(s->d, v->loc, "'%s' is declared %s but initialized with %s", n->name, type_name(want),
 			 type_name(e->type));
 		return NULL;
 	}
@@ -710,6 +744,10 @@ static Stmt *check_assign(Sema *s, const Node *n)
 		}
 		if (sym->kind == SYM_BUF) {
 			error_at(s->d, lhs->loc, "cannot assign to buffer '%s'; assign its elements, or use fill()", lhs->name);
+			return NULL;
+		}
+		if (sym->kind == SYM_TYPE) {
+			error_at(s->d, lhs->loc, "cannot assign to type '%s'", lhs->name);
 			return NULL;
 		}
 		Var *v = &s->k->vars[sym->index];
@@ -995,8 +1033,27 @@ static Stmt *check_reduce(Sema *s, const Node *call)
 			 call->name, dim, S->name);
 		return NULL;
 	}
-	not_supported(s, call, call->name);
-	return NULL;
+	if (S->scope != SCOPE_FRAGMENT || D->scope != SCOPE_FRAGMENT) {
+		error_at(s->d, call->loc, "'%s' reduces a fragment into a fragment", call->name);
+		return NULL;
+	}
+	if (S->elem != TY_F32 && S->elem != TY_I32 && S->elem != TY_U32) {
+		error_at(s->d, call->loc, "'%s' on %s fragments is not supported yet; reduce an f32, i32 or u32 fragment",
+			 call->name, type_name(S->elem));
+		return NULL;
+	}
+	if (dim != S->rank - 1) {
+		error_at(s->d, dn ? dn->loc : call->loc, "'%s' over a dimension other than the last is not supported yet",
+			 call->name);
+		return NULL;
+	}
+	Stmt *st = st_new(s->a, ST_REDUCE, call->loc);
+	st->src_buf = src;
+	st->buf = dst;
+	st->dim = (int)dim;
+	st->accumulate = !clear;
+	st->reduce = !strcmp(call->name, "reduce_sum") ? RED_SUM : !strcmp(call->name, "reduce_max") ? RED_MAX : RED_MIN;
+	return st;
 }
 
 static Stmt *check_atomic_add(Sema *s, const Node *call)
@@ -1206,7 +1263,9 @@ static bool parse_define(const char *v, bool *is_float, int64_t *i, double *f)
 	}
 	char *end;
 	errno = 0;
-	long long x = strtoll(v, &end, 0);
+	/* Decimal, or hex with 0x, as in the language: a leading 0 is not octal. */
+	const char *digits = v + (*v == '-' || *v == '+');
+	long long x = strtoll(v, &end, digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10);
 	if (*v && !*end && errno == 0) {
 		*is_float = false;
 		*i = x;
@@ -1226,9 +1285,40 @@ static void check_const_value(Sema *s, const Node *c, Var *v);
 
 /* The constant is declared even when its value is bad (the error is already
  * reported), so that its uses do not cascade into "undefined name" errors. */
+/* [T = f16]: a type constant; -D T=bf16 overrides it like any other. */
+static bool check_type_const(Sema *s, const Node *c)
+{
+	const ConstDef *def = NULL;
+	for (int i = 0; i < s->ndefs; i++)
+		if (!strcmp(s->defs[i].name, c->name)) {
+			def = &s->defs[i];
+			s->def_used[i] = true;
+		}
+	TypeKind dt = def ? type_from_name(def->value, strlen(def->value)) : TY_VOID;
+	bool is_type = (c->a && c->a->kind == N_TYPE) || (!c->a && dt != TY_VOID);
+	if (!is_type) {
+		if (dt != TY_VOID)
+			error_at(s->d, c->loc, "-D %s=%s: '%s' is a value constant, not a type", def->name, def->value, c->name);
+		return dt != TY_VOID;
+	}
+	if (c->type != TY_VOID || c->tname)
+		error_at(s->d, c->loc, "type constant '%s' takes no type annotation", c->name);
+	TypeKind t = c->a ? c->a->type : dt;
+	if (def && dt == TY_VOID)
+		error_at(s->d, c->loc, "-D %s=%s: '%s' is a type constant; give a type such as f16", def->name, def->value,
+			 c->name);
+	else if (def)
+		t = dt;
+	declare(s, c->name, c->loc, SYM_TYPE, (int)t);
+	return true;
+}
+
 static void check_const_param(Sema *s, const Node *c)
 {
-	int var = new_var(s, c->name, VAR_CONST, c->type == TY_VOID ? TY_I32 : c->type, c->loc);
+	if (check_type_const(s, c))
+		return;
+	TypeKind annotated = resolve_type(s, c->type, c->tname, c->tloc);
+	int var = new_var(s, c->name, VAR_CONST, annotated == TY_VOID ? TY_I32 : annotated, c->loc);
 	s->k->vars[var].cval_i = 1;
 	check_const_value(s, c, &s->k->vars[var]);
 	declare(s, c->name, c->loc, SYM_VAR, var);
@@ -1242,6 +1332,22 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
 			def = &s->defs[i];
 			s->def_used[i] = true;
 		}
+	/* The annotation, else the default, decides the type, also under -D:
+	 * [S = 2.0] stays f32 with -D S=3. */
+	bool typed = c->type != TY_VOID || c->tname;
+	Expr *dflt = NULL;
+	if (c->a) {
+		dflt = check_expr(s, c->a, typed ? v->type : TY_VOID);
+		if (!dflt)
+			return;
+		if (!typed)
+			v->type = dflt->type;
+		else if (dflt->type != v->type) {
+			error_at(s->d, c->a->loc, "constant '%s' is %s but its default is %s", c->name, type_name(v->type),
+				 type_name(dflt->type));
+			return;
+		}
+	}
 	if (def) {
 		bool is_float;
 		int64_t iv = 0;
@@ -1250,7 +1356,7 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
 			error_at(s->d, c->loc, "-D %s=%s: the value is not a number or true/false", def->name, def->value);
 			return;
 		}
-		if (c->type == TY_VOID)
+		if (!typed && !c->a)
 			v->type = is_float ? TY_F32 : TY_I32;
 		if (is_float && !type_is_float(v->type)) {
 			error_at(s->d, c->loc, "-D %s=%s: '%s' is %s, not a floating-point constant", def->name, def->value,
@@ -1265,18 +1371,8 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
 			return;
 		} else
 			v->cval_i = iv;
-	} else if (c->a) {
-		Expr *e = check_expr(s, c->a, c->type);
-		if (!e)
-			return;
-		if (c->type == TY_VOID)
-			v->type = e->type;
-		if (e->type != v->type) {
-			error_at(s->d, c->a->loc, "constant '%s' is %s but its default is %s", c->name, type_name(v->type),
-				 type_name(e->type));
-			return;
-		}
-		Expr *f = ir_fold(s->a, s->k, e);
+	} else if (dflt) {
+		Expr *f = ir_fold(s->a, s->k, dflt);
 		if (f->kind == EX_INT)
 			v->cval_i = f->i;
 		else if (f->kind == EX_FLOAT) {
@@ -1293,12 +1389,11 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
 
 static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
 {
-	if (p->type == TY_VOID) {
-		error_at(s->d, p->loc, "parameter '%s' has no element type", p->name);
+	TypeKind type = resolve_type(s, p->type, p->tname, p->tloc);
+	if (type == TY_VOID)
 		return;
-	}
 	if (!p->is_tensor) {
-		int var = new_var(s, p->name, VAR_SCALAR, p->type, p->loc);
+		int var = new_var(s, p->name, VAR_SCALAR, type, p->loc);
 		if (declare(s, p->name, p->loc, SYM_VAR, var))
 			kernel_add_param(s->a, s->k, false, var);
 		return;
@@ -1310,7 +1405,7 @@ static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
 	Buffer b = {0};
 	b.name = p->name;
 	b.scope = SCOPE_GLOBAL;
-	b.elem = p->type;
+	b.elem = type;
 	b.rank = p->list.n;
 	b.loc = p->loc;
 	for (int i = 0; i < b.rank; i++) {

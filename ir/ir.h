@@ -3,7 +3,7 @@
  * One header, in sections by source file (QBE's all.h habit):
  *   arena.c   one arena per compilation; nothing is freed piecemeal
  *   diag.c    user diagnostics (file:line:col) and internal-bug aborts
- *   types.c   element types (table in types.def)
+ *   types.c   element types, operators, intrinsics (X-macro tables below)
  *   ir.c      kernels, variables, buffers, expressions, statements; builders
  *   print.c   the textual form printed by --emit=tir and --dump-after
  *   verify.c  structural checks run between passes
@@ -165,8 +165,9 @@ typedef enum {
 const char *op_spelling(OpKind op);
 bool op_is_comparison(OpKind op);
 
-/* Math intrinsics: X(enum, name, nargs, float_only).  exp2, rsqrt and tanh use
- * the hardware's approximate instructions unless the kernel asks otherwise. */
+/* Math intrinsics: X(enum, name, nargs, float_only).  The transcendental ones
+ * use the hardware's approximate instructions (codegen/cg_math.c says which).
+ * Names with a '.' cannot be written in source: the passes alone make them. */
 #define TL_INTRINSICS(X)              \
 	X(FN_EXP, "exp", 1, 1)        \
 	X(FN_EXP2, "exp2", 1, 1)      \
@@ -183,7 +184,8 @@ bool op_is_comparison(OpKind op);
 	X(FN_CEIL, "ceil", 1, 1)      \
 	X(FN_SIGMOID, "sigmoid", 1, 1) \
 	X(FN_FMA, "fma", 3, 1)        \
-	X(FN_POW, "pow", 2, 1)
+	X(FN_POW, "pow", 2, 1)        \
+	X(FN_SHFL_BFLY, "shfl.bfly", 2, 0) /* lowering only: the value of lane ^ b (warp-wide) */
 
 typedef enum {
 #define X(e, n, a, f) e,
@@ -225,19 +227,37 @@ const char *scope_name(Scope s);
 
 #define TL_MAX_RANK 4
 
-/* How a fragment is spread over the block's threads (the elementwise layout):
- * the tile is flattened row-major into vectors of `vec` elements; vector v
- * belongs to thread v % threads, as its chunk v / threads.  A thread thus owns
- * `chunks` vectors, `chunks * vec` registers; the last chunk may fall off the
- * end of the tile (then it is masked).
+/* How a fragment is spread over the block's threads.
+ *
+ * ELEMWISE: the tile is flattened row-major into vectors of `vec` elements;
+ * vector v belongs to thread v % threads, as its chunk v / threads.  A thread
+ * thus owns `chunks` vectors, regs = chunks * vec registers; the last chunk
+ * may fall off the end of the tile (then it is masked).
  *
  *   flat element:   0..vec-1 | vec..2vec-1 | ... | (T-1)vec.. | Tvec..
  *   owner:           thread 0 |  thread 1   | ... | thread T-1 | thread 0 (chunk 1)
+ *   register:        0..vec-1 |  0..vec-1   | ... | 0..vec-1   | vec..2vec-1
+ *
+ * ROWS: the layout of a reduction over the last dimension of an ELEMWISE
+ * fragment (the parent, of shape parent_shape): register c of a thread holds
+ * the row that the thread's chunk c of the parent lies in, so every thread
+ * that owns part of a row holds a copy of its value (replicated), and a
+ * parallel loop over the parent's shape reads it without communication.
+ * regs = chunks; vec, chunks and threads are the parent's.
+ *
+ *   parent [2, 8], vec 4, 2 threads:   row 0: t0 | t1    row 1: t0 | t1 (chunk 1)
+ *   ROWS [2]:                          t0: reg0 = row 0, reg1 = row 1; t1 the same
  */
+typedef enum { LAYOUT_ELEMWISE, LAYOUT_ROWS } LayoutKind;
+
 typedef struct {
+	LayoutKind kind;
 	int vec;
 	int chunks;
 	int threads;
+	int regs;
+	int parent_rank;                    /* ROWS */
+	int64_t parent_shape[TL_MAX_RANK];  /* ROWS */
 } FragLayout;
 
 typedef struct Expr Expr;

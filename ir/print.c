@@ -252,9 +252,16 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
 			for (int d = 0; d < b->rank; d++)
 				sb_printf(sb, "%s%" PRId64, d ? ", " : "", b->tile_shape[d]);
 		sb_puts(sb, "]");
-		if (b->has_layout)
+		if (b->has_layout && b->layout.kind == LAYOUT_ELEMWISE)
 			sb_printf(sb, " layout(vec=%d, chunks=%d, threads=%d)", b->layout.vec, b->layout.chunks,
 				  b->layout.threads);
+		else if (b->has_layout) {
+			sb_puts(sb, " layout(rows of [");
+			for (int d = 0; d < b->layout.parent_rank; d++)
+				sb_printf(sb, "%s%" PRId64, d ? ", " : "", b->layout.parent_shape[d]);
+			sb_printf(sb, "], vec=%d, chunks=%d, threads=%d)", b->layout.vec, b->layout.chunks,
+				  b->layout.threads);
+		}
 		if (b->scope == SCOPE_SHARED)
 			sb_printf(sb, " @%" PRId64, b->smem_offset);
 		sb_puts(sb, "\n");

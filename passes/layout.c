@@ -1,23 +1,39 @@
-/* layout.c: fragment layouts for elementwise code.
+/* layout.c: fragment layouts (FragLayout in ir.h), inferred from how the
+ * fragments are used.
  *
- * A fragment's elements are spread over the block's threads (FragLayout in
- * ir.h).  A parallel loop runs each iteration on the thread that owns that
- * element, so every fragment a parallel loop touches must have the loop's
- * shape and be indexed by the loop's variables in order; all of them then
- * share one layout.  Fragments tied together this way (and by fragment-to-
- * fragment copies) form a class; the class's vector width is the widest that
- * gives every member 16-byte (or narrower) accesses and divides the last
- * dimension, so that copies to and from global memory are coalesced vectors.
+ * A parallel loop runs each iteration on the thread that holds that element,
+ * so inside one loop:
+ *   - a fragment of the loop's shape, indexed by the loop's variables in
+ *     order, must share the layout of every other such fragment (a class,
+ *     kept with union-find; fragment-to-fragment copies join classes too);
+ *   - a fragment of the loop's shape without its last dimension, indexed by
+ *     the leading variables (x[i, j] beside m[i]; for a 1-D loop m[0] of a
+ *     [1] fragment), is broadcast along the last dimension: its class takes
+ *     the ROWS layout of the loop's class.  reduce_*(x, m) says the same.
+ * Any other access is a layout conflict, reported with a hint.
+ *
+ * Then each class without a parent gets an ELEMWISE layout whose vector is 16
+ * bytes of its narrowest member (wider members move theirs in 16-byte pieces),
+ * halved until it divides the last dimension, so that copies to and from
+ * global memory are coalesced vectors; each class with a parent gets ROWS of it.
  */
 #include "passes.h"
 
 #include <inttypes.h>
 
 typedef struct {
+	int child, parent; /* buffer handles */
+	SrcLoc loc;
+} Derived;
+
+typedef struct {
 	PassContext *pc;
 	Kernel *k;
 	int *parent; /* union-find over buffer handles */
+	Derived *derived;
+	int nderived, cap_derived;
 	const Stmt *loop; /* the enclosing parallel loop, if any */
+	int anchor;       /* a fragment of the loop's shape in it, or -1 */
 	bool ok;
 } L;
 
@@ -30,17 +46,58 @@ static int find(L *l, int b)
 
 static void unite(L *l, int a, int b) { l->parent[find(l, a)] = find(l, b); }
 
+static void add_derived(L *l, int child, int parent, SrcLoc loc)
+{
+	if (l->nderived == l->cap_derived) {
+		int cap = l->cap_derived ? l->cap_derived * 2 : 8;
+		Derived *d = ARENA_ARRAY(l->pc->arena, Derived, cap);
+		for (int i = 0; i < l->nderived; i++)
+			d[i] = l->derived[i];
+		l->derived = d;
+		l->cap_derived = cap;
+	}
+	l->derived[l->nderived++] = (Derived){child, parent, loc};
+}
+
 static const char HINT[] =
 	"a fragment's elements are spread over the block's threads, so a parallel loop may only touch "
-	"element [i, j, ...] of a fragment of its own shape, indexed by its own variables in order; "
-	"to read elements in another pattern, stage the data through shared memory (alloc_shared)";
+	"element [i, j, ...] of a fragment of its own shape, indexed by its own variables in order, or "
+	"element [i, ...] of a fragment without the last dimension (broadcast along it); to read elements "
+	"in another pattern, stage the data through shared memory (alloc_shared)";
 
-/* Checks one access to a fragment at `idx`. */
+static bool is_frag(const L *l, int b) { return l->k->bufs[b].scope == SCOPE_FRAGMENT; }
+
+/* Is fragment b of the loop's full shape (full) or the shape without its last
+ * dimension (rows)?  A 1-D loop's rows shape is [1]. */
+static bool shape_is(const Buffer *b, const Stmt *p, bool rows)
+{
+	int n = rows ? p->nvars - 1 : p->nvars;
+	if (rows && n == 0)
+		return b->rank == 1 && b->tile_shape[0] == 1;
+	if (b->rank != n)
+		return false;
+	for (int d = 0; d < n; d++)
+		if (b->tile_shape[d] != p->extents[d]->i)
+			return false;
+	return true;
+}
+
+static bool indexed_by_loop(const Stmt *p, Expr **idx, int n, bool rows)
+{
+	if (rows && p->nvars == 1)
+		return n == 1 && idx[0]->kind == EX_INT && idx[0]->i == 0;
+	for (int d = 0; d < n; d++)
+		if (idx[d]->kind != EX_VAR || idx[d]->var != p->vars[d])
+			return false;
+	return true;
+}
+
+/* Checks one access to a fragment at `idx` and records what it implies. */
 static void check_access(L *l, int buf, Expr **idx, int n, SrcLoc loc)
 {
-	const Buffer *b = &l->k->bufs[buf];
-	if (b->scope != SCOPE_FRAGMENT)
+	if (!is_frag(l, buf))
 		return;
+	const Buffer *b = &l->k->bufs[buf];
 	if (!l->loop) {
 		error_at(l->pc->diags, loc, "fragment '%s' is accessed outside a parallel loop", b->name);
 		note_at(l->pc->diags, loc, "%s; for per-thread scratch use alloc_local", HINT);
@@ -48,24 +105,36 @@ static void check_access(L *l, int buf, Expr **idx, int n, SrcLoc loc)
 		return;
 	}
 	const Stmt *p = l->loop;
-	bool shape_ok = b->rank == p->nvars;
-	for (int d = 0; shape_ok && d < n; d++)
-		shape_ok = b->tile_shape[d] == p->extents[d]->i;
-	if (!shape_ok) {
+	bool full = shape_is(b, p, false), rows = !full && shape_is(b, p, true);
+	if (!full && !rows) {
 		error_at(l->pc->diags, loc, "fragment '%s' does not have the shape of the parallel loop around it", b->name);
 		note_at(l->pc->diags, p->loc, "%s", HINT);
 		l->ok = false;
 		return;
 	}
-	for (int d = 0; d < n; d++)
-		if (idx[d]->kind != EX_VAR || idx[d]->var != p->vars[d]) {
-			error_at(l->pc->diags, idx[d]->loc.line ? idx[d]->loc : loc,
-				 "layout conflict: fragment '%s' is indexed in dimension %d by something other than the "
-				 "parallel loop's variable '%s'", b->name, d, l->k->vars[p->vars[d]].name);
-			note_at(l->pc->diags, p->loc, "%s", HINT);
-			l->ok = false;
-			return;
-		}
+	if (!indexed_by_loop(p, idx, n, rows)) {
+		int d = 0;
+		while (d < n - 1 && idx[d]->kind == EX_VAR && idx[d]->var == p->vars[d])
+			d++;
+		error_at(l->pc->diags, idx[d]->loc.line ? idx[d]->loc : loc,
+			 "layout conflict: fragment '%s' is indexed in dimension %d by something other than the "
+			 "parallel loop's variable '%s'", b->name, d, l->k->vars[p->vars[d]].name);
+		note_at(l->pc->diags, p->loc, "%s", HINT);
+		l->ok = false;
+		return;
+	}
+	if (full) {
+		if (l->anchor < 0)
+			l->anchor = buf;
+		unite(l, buf, l->anchor);
+	} else if (l->anchor >= 0)
+		add_derived(l, buf, l->anchor, loc);
+	else {
+		error_at(l->pc->diags, loc, "fragment '%s' is used as the rows of this parallel loop, but no fragment "
+					    "of the loop's full shape is used in it to take the layout from", b->name);
+		note_at(l->pc->diags, p->loc, "loop over the shape of '%s' instead, or use a full-shape fragment here", b->name);
+		l->ok = false;
+	}
 }
 
 static Expr *visit_expr(void *ctx, Expr *e)
@@ -76,77 +145,49 @@ static Expr *visit_expr(void *ctx, Expr *e)
 	return e;
 }
 
-/* The first fragment accessed in a loop body, or -1: it anchors the class. */
-static int first_fragment(L *l, const Stmt *s);
-static int frag_in_expr(L *l, const Expr *e)
+/* The first fragment of the loop's full shape used in s, or -1. */
+static int full_in_expr(const L *l, const Expr *e)
 {
 	if (!e)
 		return -1;
-	if (e->kind == EX_LOAD && l->k->bufs[e->buf].scope == SCOPE_FRAGMENT)
+	if (e->kind == EX_LOAD && is_frag(l, e->buf) && shape_is(&l->k->bufs[e->buf], l->loop, false))
 		return e->buf;
-	int r = frag_in_expr(l, e->a);
+	int r = full_in_expr(l, e->a);
 	if (r < 0)
-		r = frag_in_expr(l, e->b);
+		r = full_in_expr(l, e->b);
 	if (r < 0)
-		r = frag_in_expr(l, e->c);
+		r = full_in_expr(l, e->c);
 	for (int i = 0; r < 0 && i < e->nargs; i++)
-		r = frag_in_expr(l, e->args[i]);
+		r = full_in_expr(l, e->args[i]);
 	return r;
 }
 
-static int first_fragment(L *l, const Stmt *s)
+static int full_in(const L *l, const Stmt *s)
 {
 	if (!s)
 		return -1;
-	int r = -1;
-	if ((s->kind == ST_STORE) && l->k->bufs[s->buf].scope == SCOPE_FRAGMENT)
+	if (s->kind == ST_STORE && is_frag(l, s->buf) && shape_is(&l->k->bufs[s->buf], l->loop, false))
 		return s->buf;
-	for (int i = 0; r < 0 && i < s->nbody; i++)
-		r = first_fragment(l, s->body[i]);
+	int r = full_in_expr(l, s->value);
 	if (r < 0)
-		r = frag_in_expr(l, s->value);
-	if (r < 0)
-		r = frag_in_expr(l, s->cond);
+		r = full_in_expr(l, s->cond);
 	for (int i = 0; r < 0 && i < s->nidx; i++)
-		r = frag_in_expr(l, s->idx[i]);
+		r = full_in_expr(l, s->idx[i]);
+	for (int i = 0; r < 0 && i < s->nbody; i++)
+		r = full_in(l, s->body[i]);
 	if (r < 0)
-		r = first_fragment(l, s->then_s);
+		r = full_in(l, s->then_s);
 	if (r < 0)
-		r = first_fragment(l, s->else_s);
+		r = full_in(l, s->else_s);
 	return r;
 }
 
-/* Unites every fragment in s with `anchor`. */
-static void unite_all(L *l, const Stmt *s, int anchor);
-static void unite_expr(L *l, const Expr *e, int anchor)
+int loop_full_fragment(const Kernel *k, const Stmt *loop)
 {
-	if (!e)
-		return;
-	if (e->kind == EX_LOAD && l->k->bufs[e->buf].scope == SCOPE_FRAGMENT)
-		unite(l, e->buf, anchor);
-	unite_expr(l, e->a, anchor);
-	unite_expr(l, e->b, anchor);
-	unite_expr(l, e->c, anchor);
-	for (int i = 0; i < e->nargs; i++)
-		unite_expr(l, e->args[i], anchor);
-}
-
-static void unite_all(L *l, const Stmt *s, int anchor)
-{
-	if (!s)
-		return;
-	if (s->kind == ST_STORE && l->k->bufs[s->buf].scope == SCOPE_FRAGMENT)
-		unite(l, s->buf, anchor);
-	for (int i = 0; i < s->nbody; i++)
-		unite_all(l, s->body[i], anchor);
-	unite_expr(l, s->value, anchor);
-	unite_expr(l, s->cond, anchor);
-	for (int i = 0; i < s->nidx; i++)
-		unite_expr(l, s->idx[i], anchor);
-	for (int i = 0; i < s->nvars; i++)
-		unite_expr(l, s->extents[i], anchor);
-	unite_all(l, s->then_s, anchor);
-	unite_all(l, s->else_s, anchor);
+	L l = {0};
+	l.k = (Kernel *)k;
+	l.loop = loop;
+	return full_in(&l, loop->then_s);
 }
 
 static const char *tile_op_name(StmtKind k)
@@ -181,21 +222,20 @@ static void visit_stmt(L *l, Stmt *s)
 				return;
 			}
 			l->loop = s;
-			int anchor = first_fragment(l, s->then_s);
-			if (anchor >= 0)
-				unite_all(l, s->then_s, anchor);
+			l->anchor = full_in(l, s->then_s);
 			visit_stmt(l, s->then_s);
 			l->loop = NULL;
 			return;
 		}
 		visit_stmt(l, s->then_s);
 		return;
-	case ST_COPY: {
-		const Buffer *a = &l->k->bufs[s->src.buf], *b = &l->k->bufs[s->dst.buf];
-		if (a->scope == SCOPE_FRAGMENT && b->scope == SCOPE_FRAGMENT)
+	case ST_COPY:
+		if (is_frag(l, s->src.buf) && is_frag(l, s->dst.buf))
 			unite(l, s->src.buf, s->dst.buf);
 		break;
-	}
+	case ST_REDUCE:
+		add_derived(l, s->buf, s->src_buf, s->loc);
+		break;
 	case ST_STORE:
 		check_access(l, s->buf, s->idx, s->nidx, s->loc);
 		break;
@@ -215,46 +255,130 @@ static void visit_stmt(L *l, Stmt *s)
 	visit_stmt(l, s->else_s);
 }
 
+static bool same_shape(const Buffer *a, const Buffer *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int d = 0; d < a->rank; d++)
+		if (a->tile_shape[d] != b->tile_shape[d])
+			return false;
+	return true;
+}
+
+static int64_t elems(const Buffer *b)
+{
+	int64_t n = 1;
+	for (int d = 0; d < b->rank; d++)
+		n *= b->tile_shape[d];
+	return n;
+}
+
 bool pass_infer_layouts(PassContext *pc, Kernel *k)
 {
-	L l = {pc, k, ARENA_ARRAY(pc->arena, int, k->nbufs + 1), NULL, true};
+	L l = {0};
+	l.pc = pc;
+	l.k = k;
+	l.parent = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+	l.anchor = -1;
+	l.ok = true;
 	for (int i = 0; i < k->nbufs; i++)
 		l.parent[i] = i;
 	visit_stmt(&l, k->body);
 	if (!l.ok)
 		return false;
-	/* Vector width per class: the narrowest member's 16 bytes. */
+
+	/* Each class's parent class (from broadcasts and reductions), or -1. */
+	int *up = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+	SrcLoc *up_loc = ARENA_ARRAY(pc->arena, SrcLoc, k->nbufs + 1);
+	for (int i = 0; i < k->nbufs; i++)
+		up[i] = -1;
+	for (int i = 0; i < l.nderived; i++) {
+		Derived d = l.derived[i];
+		int c = find(&l, d.child), p = find(&l, d.parent);
+		if (c == p) {
+			error_at(pc->diags, d.loc, "layout conflict: fragment '%s' would be both the rows of '%s' and share "
+						  "its layout", k->bufs[d.child].name, k->bufs[d.parent].name);
+			return false;
+		}
+		if (up[c] >= 0 && find(&l, up[c]) != p && same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
+			/* Rows of two fragments of one shape: they simply share a layout. */
+			unite(&l, up[c], p);
+			p = find(&l, p);
+		}
+		if (up[c] >= 0 && find(&l, up[c]) != p) {
+			const Buffer *a = &k->bufs[up[c]], *b = &k->bufs[d.parent];
+			error_at(pc->diags, d.loc, "layout conflict: fragment '%s' holds rows of '%s' here but rows of '%s' "
+						  "(another layout) elsewhere", k->bufs[d.child].name, b->name, a->name);
+			note_at(pc->diags, up_loc[c], "the other use is here; %s", HINT);
+			return false;
+		}
+		up[c] = p;
+		up_loc[c] = d.loc;
+	}
+	for (int i = 0; i < k->nbufs; i++)
+		if (up[i] >= 0)
+			up[i] = find(&l, up[i]);
+
+	/* ELEMWISE classes: 16 bytes of the narrowest member per vector (a wider
+	 * member moves its vector in several 16-byte pieces, still contiguous per
+	 * thread), then halved until it divides every member's last dimension. */
 	int *vec = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
 	for (int i = 0; i < k->nbufs; i++)
-		vec[i] = 16;
+		vec[i] = 1;
 	for (int i = 0; i < k->nbufs; i++)
-		if (k->bufs[i].scope == SCOPE_FRAGMENT) {
+		if (is_frag(&l, i)) {
 			int r = find(&l, i), v = 16 / type_bytes(k->bufs[i].elem);
-			const Buffer *b = &k->bufs[i];
-			while (v > 1 && b->tile_shape[b->rank - 1] % v)
-				v /= 2;
-			if (v < vec[r])
+			if (v > vec[r])
 				vec[r] = v;
+		}
+	for (int i = 0; i < k->nbufs; i++)
+		if (is_frag(&l, i)) {
+			int r = find(&l, i);
+			const Buffer *b = &k->bufs[i];
+			while (vec[r] > 1 && b->tile_shape[b->rank - 1] % vec[r])
+				vec[r] /= 2;
 		}
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
-		if (b->scope != SCOPE_FRAGMENT)
+		if (!is_frag(&l, i) || up[find(&l, i)] >= 0)
 			continue;
-		int64_t total = 1;
-		for (int d = 0; d < b->rank; d++)
-			total *= b->tile_shape[d];
 		int v = vec[find(&l, i)];
-		int64_t vectors = (total + v - 1) / v;
+		int64_t vectors = (elems(b) + v - 1) / v;
 		b->has_layout = true;
+		b->layout.kind = LAYOUT_ELEMWISE;
 		b->layout.vec = v;
 		b->layout.threads = k->nthreads;
 		b->layout.chunks = (int)((vectors + k->nthreads - 1) / k->nthreads);
-		/* Registers are finite: a thread holding more than 256 elements of one
-		 * fragment would spill; say so rather than emit slow code silently. */
-		if ((int64_t)b->layout.chunks * v > 256) {
-			error_at(pc->diags, b->loc, "fragment '%s' needs %" PRId64 " registers per thread with %d threads; "
+		b->layout.regs = b->layout.chunks * v;
+	}
+	/* ROWS classes take their parent's layout, one register per parent chunk. */
+	for (int i = 0; i < k->nbufs; i++) {
+		Buffer *b = &k->bufs[i];
+		int p = is_frag(&l, i) ? up[find(&l, i)] : -1;
+		if (p < 0)
+			continue;
+		const Buffer *pb = &k->bufs[p];
+		if (pb->layout.kind != LAYOUT_ELEMWISE) {
+			error_at(pc->diags, b->loc, "fragment '%s' would hold rows of rows ('%s' is itself reduced); "
+						    "that is not supported yet", b->name, pb->name);
+			return false;
+		}
+		b->has_layout = true;
+		b->layout = pb->layout;
+		b->layout.kind = LAYOUT_ROWS;
+		b->layout.regs = pb->layout.chunks;
+		b->layout.parent_rank = pb->rank;
+		for (int d = 0; d < pb->rank; d++)
+			b->layout.parent_shape[d] = pb->tile_shape[d];
+	}
+	/* Registers are finite: a thread holding more than 256 elements of one
+	 * fragment would spill; say so rather than emit slow code silently. */
+	for (int i = 0; i < k->nbufs; i++) {
+		Buffer *b = &k->bufs[i];
+		if (b->has_layout && b->layout.regs > 256) {
+			error_at(pc->diags, b->loc, "fragment '%s' needs %d registers per thread with %d threads; "
 				 "use more threads or a smaller tile (at most 256 elements per thread)",
-				 b->name, (int64_t)b->layout.chunks * v, k->nthreads);
+				 b->name, b->layout.regs, k->nthreads);
 			return false;
 		}
 	}

@@ -17,6 +17,7 @@
  */
 #include "passes.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct {
@@ -175,14 +176,22 @@ static int coop_vec(const Buffer *tile, TypeKind other)
 	return v;
 }
 
+/* Elements per piece when n contiguous elements move between types a and b:
+ * at most 16 bytes on either side (the widest access there is). */
+static int piece_lanes(TypeKind a, TypeKind b, int n)
+{
+	int piece = n;
+	while (piece > 1 && (piece * type_bytes(a) > 16 || piece * type_bytes(b) > 16))
+		piece /= 2;
+	return piece;
+}
+
 /* Copies n contiguous elements, in pieces of at most 16 bytes on either side. */
 static void vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n,
 		  int last_d, int last_s)
 {
 	TypeKind td = w->k->bufs[dst].elem, ts = w->k->bufs[src].elem;
-	int piece = n;
-	while (piece > 1 && (piece * type_bytes(td) > 16 || piece * type_bytes(ts) > 16))
-		piece /= 2;
+	int piece = piece_lanes(td, ts, n);
 	for (int off = 0; off < n; off += piece) {
 		Stmt *s = st_new(w->a, ST_VCOPY, NO_LOC);
 		s->lanes = piece;
@@ -310,7 +319,9 @@ static Stmt *lower_copy_global(Lw *w, Stmt *s, bool load)
 		Expr **ga = ARENA_ARRAY(w->a, Expr *, R);
 		for (int d = 0; d < R; d++)
 			ga[d] = ex_clone(w->a, g[d]);
-		Expr *aligned = ex_aligned(w->a, gr->buf, ga, R, vec * type_bytes(G->elem));
+		/* Each piece must be aligned; pieces sit at multiples of their size. */
+		int piece = piece_lanes(G->elem, T->elem, vec);
+		Expr *aligned = ex_aligned(w->a, gr->buf, ga, R, piece * type_bytes(G->elem));
 		chunk = if_then(w, AND(w, whole, aligned), fast_s, slow_s);
 	}
 	stlist_push(w->a, &body, chunk);
@@ -397,10 +408,208 @@ static Stmt *shared_fill_body(Lw *w, Expr **t, void *ctx)
 static Stmt *lower_copy_frag_frag(Lw *w, Stmt *s)
 {
 	const Buffer *D = &w->k->bufs[s->dst.buf];
-	int64_t n = (int64_t)D->layout.chunks * D->layout.vec;
+	int64_t n = D->layout.regs;
 	int i = fresh(w, "r", VAR_LOOP);
 	return unrolled(w, i, n, store(w, s->dst.buf, idx1(w, VAR(w, i)), 1,
 					 ex_load(w->a, w->k, s->src.buf, idx1(w, VAR(w, i)), 1)));
+}
+
+/* Registers of a ROWS fragment and where their rows are: row coordinates in
+ * rc[] (rank of the fragment), `valid` when the chunk exists, `first` when the
+ * chunk starts its row (so that one thread per row stores it). */
+typedef struct {
+	Expr *rc[TL_MAX_RANK];
+	Expr *valid, *first;
+} RowPos;
+
+static RowPos row_pos(Lw *w, StmtList *out, const Buffer *F, int c)
+{
+	const FragLayout *L = &F->layout;
+	int64_t ptotal = 1;
+	for (int d = 0; d < L->parent_rank; d++)
+		ptotal *= L->parent_shape[d];
+	int flat = let(w, out, "flat", BIN(w, OP_MUL, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, L->threads)),
+							  VAR(w, w->tid)), I32(w, L->vec)));
+	Expr *pc[TL_MAX_RANK];
+	coords(w, L->parent_shape, L->parent_rank, VAR(w, flat), pc);
+	RowPos r;
+	for (int d = 0; d < F->rank; d++)
+		r.rc[d] = L->parent_rank == 1 ? I32(w, 0) : pc[d];
+	r.valid = BIN(w, OP_LT, VAR(w, flat), I32(w, ptotal));
+	r.first = BIN(w, OP_EQ, pc[L->parent_rank - 1], I32(w, 0));
+	return r;
+}
+
+/* Copies between a ROWS fragment and global or shared memory: one element per
+ * register; a store comes from the one thread whose chunk starts the row. */
+static Stmt *lower_copy_rows(Lw *w, Stmt *s)
+{
+	bool to_frag = w->k->bufs[s->dst.buf].scope == SCOPE_FRAGMENT;
+	const Region *other = to_frag ? &s->src : &s->dst;
+	int fb = to_frag ? s->dst.buf : s->src.buf, ob = other->buf;
+	const Buffer *F = &w->k->bufs[fb], *O = &w->k->bufs[ob];
+	int c = fresh(w, "c", VAR_LOOP);
+	StmtList body = {0};
+	RowPos r = row_pos(w, &body, F, c);
+	Expr **oi = ARENA_ARRAY(w->a, Expr *, O->rank);
+	Expr *inb = r.valid;
+	int lead = O->rank - F->rank;
+	for (int d = 0; d < O->rank; d++) {
+		if (O->scope != SCOPE_GLOBAL) {
+			oi[d] = ex_clone(w->a, r.rc[d]);
+			continue;
+		}
+		Expr *o = ex_clone(w->a, other->origin[d]);
+		oi[d] = d < lead ? o : ex_add(w->a, o, ex_clone(w->a, r.rc[d - lead]));
+		inb = AND(w, inb, AND(w, BIN(w, OP_GE, ex_clone(w->a, oi[d]), I32(w, 0)),
+				      BIN(w, OP_LT, ex_clone(w->a, oi[d]), ex_clone(w->a, O->shape[d]))));
+	}
+	Expr **fi = idx1(w, VAR(w, c));
+	if (to_frag) {
+		Stmt *ld = store(w, fb, fi, 1, ex_load(w->a, w->k, ob, oi, O->rank));
+		stlist_push(w->a, &body, if_then(w, inb, ld, store(w, fb, idx1(w, VAR(w, c)), 1, zero(w, F->elem))));
+	} else {
+		Stmt *st = store(w, ob, oi, O->rank, ex_load(w->a, w->k, fb, fi, 1));
+		stlist_push(w->a, &body, if_then(w, AND(w, inb, r.first), st, NULL));
+	}
+	return unrolled(w, c, F->layout.chunks, stlist_seq(w->a, &body, s->loc));
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+static Expr *reduce_identity(Lw *w, ReduceKind r, TypeKind t)
+{
+	if (r == RED_SUM)
+		return zero(w, t);
+	bool max = r == RED_MAX;
+	if (type_is_float(t))
+		return ex_float(w->a, t, max ? -INFINITY : INFINITY);
+	if (type_is_signed(t))
+		return ex_int(w->a, t, max ? INT32_MIN : INT32_MAX);
+	return ex_int(w->a, t, max ? 0 : (int64_t)UINT32_MAX);
+}
+
+static Expr *reduce_op(Lw *w, ReduceKind r, Expr *a, Expr *b)
+{
+	return BIN(w, r == RED_SUM ? OP_ADD : r == RED_MAX ? OP_MAX : OP_MIN, a, b);
+}
+
+static int new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
+{
+	Buffer b = {0};
+	b.name = arena_printf(w->a, "%s.%d", name, w->counter++);
+	b.scope = scope;
+	b.elem = t;
+	b.rank = 1;
+	b.tile_shape[0] = n;
+	b.shape[0] = I32(w, n);
+	b.local_size = n;
+	b.param_index = -1;
+	return kernel_add_buffer(w->a, w->k, b);
+}
+
+/* reduce_op(src, dst) over the last dimension, src ELEMWISE, dst its ROWS.
+ *
+ *   1. in each thread, each chunk's vec elements (one row's) -> part[c];
+ *   2. the G = last/vec vectors of a row lie in G consecutive (thread, chunk)
+ *      slots: when G is a power of two, butterfly shuffles combine groups of
+ *      min(G, 32) lanes;
+ *   3. rows wider than a warp (or G not a power of two) go through shared
+ *      memory: one partial per warp (per thread), then every thread combines
+ *      the G/32 (G) partials of each of its rows.
+ * Every thread ends with the whole row's value in each of its chunks: ROWS. */
+static Stmt *lower_reduce(Lw *w, Stmt *s)
+{
+	const Buffer *S = &w->k->bufs[s->src_buf];
+	const FragLayout *L = &S->layout;
+	TypeKind t = S->elem;
+	int T = L->threads, vec = L->vec, chunks = L->chunks;
+	int64_t last = S->tile_shape[S->rank - 1], G = last / vec;
+	int64_t vectors = tile_elems(S) / vec;
+	bool pow2 = (G & (G - 1)) == 0, use_shfl = pow2 && G > 1 && T % 32 == 0;
+	int part = new_buffer(w, "part", SCOPE_LOCAL, t, chunks);
+	StmtList out = {0};
+
+	/* 1. In-thread: part[c] = op over the chunk's vector (identity past the tile). */
+	{
+		int c = fresh(w, "c", VAR_LOOP);
+		Expr *acc = NULL;
+		for (int v = 0; v < vec; v++) {
+			Expr *x = ex_load(w->a, w->k, s->src_buf,
+					  idx1(w, ex_add(w->a, ex_mul(w->a, VAR(w, c), I32(w, vec)), I32(w, v))), 1);
+			acc = acc ? reduce_op(w, s->reduce, acc, x) : x;
+		}
+		if ((int64_t)chunks * T > vectors) {
+			Expr *valid = BIN(w, OP_LT, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, T)), VAR(w, w->tid)),
+					  I32(w, vectors));
+			acc = ex_select(w->a, valid, acc, reduce_identity(w, s->reduce, t));
+		}
+		stlist_push(w->a, &out, unrolled(w, c, chunks, store(w, part, idx1(w, VAR(w, c)), 1, acc)));
+	}
+	/* 2. Butterfly shuffles within groups of lanes that share a row. */
+	if (use_shfl)
+		for (int64_t off = (G < 32 ? G : 32) / 2; off >= 1; off /= 2) {
+			int c = fresh(w, "c", VAR_LOOP);
+			Expr *args[2] = {ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1), I32(w, off)};
+			Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
+			a2[0] = args[0];
+			a2[1] = args[1];
+			Expr *sh = ex_call(w->a, FN_SHFL_BFLY, t, a2, 2);
+			Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1), sh);
+			stlist_push(w->a, &out, unrolled(w, c, chunks, store(w, part, idx1(w, VAR(w, c)), 1, v)));
+		}
+	/* 3. Across warps (or for any G) through shared memory. */
+	if (G > 1 && !(use_shfl && G <= 32)) {
+		int64_t slot = use_shfl ? 32 : 1; /* vectors per partial */
+		int64_t nslots = ((int64_t)chunks * T + slot - 1) / slot;
+		int scratch = new_buffer(w, "scratch", SCOPE_SHARED, t, nslots);
+		stlist_push(w->a, &out, barrier(w));
+		int c = fresh(w, "c", VAR_LOOP);
+		Expr *vidx = BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, T)), VAR(w, w->tid));
+		Expr *writer = BIN(w, OP_LT, ex_clone(w->a, vidx), I32(w, vectors));
+		if (slot > 1)
+			writer = AND(w, writer, BIN(w, OP_EQ, BIN(w, OP_MOD, VAR(w, w->tid), I32(w, 32)), I32(w, 0)));
+		Stmt *put = store(w, scratch, idx1(w, BIN(w, OP_DIV, ex_clone(w->a, vidx), I32(w, slot))), 1,
+				  ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1));
+		stlist_push(w->a, &out, unrolled(w, c, chunks, if_then(w, writer, put, NULL)));
+		stlist_push(w->a, &out, barrier(w));
+		/* Each chunk: its row's G / slot partials, in order. */
+		int c2 = fresh(w, "c", VAR_LOOP);
+		StmtList one = {0};
+		int row = let(w, &one, "row", BIN(w, OP_DIV, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c2), I32(w, T)),
+									VAR(w, w->tid)), I32(w, G)));
+		Var av = {0};
+		av.name = arena_printf(w->a, "acc.%d", w->counter++);
+		av.kind = VAR_MUT;
+		av.type = t;
+		av.param_index = -1;
+		int acc = kernel_add_var(w->a, w->k, av);
+		Stmt *init = st_new(w->a, ST_ASSIGN, NO_LOC);
+		init->var = acc;
+		init->value = reduce_identity(w, s->reduce, t);
+		stlist_push(w->a, &one, init);
+		int q = fresh(w, "q", VAR_LOOP);
+		int64_t per_row = G / slot;
+		Expr *at = BIN(w, OP_ADD, ex_mul(w->a, VAR(w, row), I32(w, per_row)), VAR(w, q));
+		/* Rows of a padding chunk point past the scratch: clamp, the value is unused. */
+		at = BIN(w, OP_MIN, at, I32(w, nslots - 1));
+		Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
+		step->var = acc;
+		step->value = reduce_op(w, s->reduce, VAR(w, acc), ex_load(w->a, w->k, scratch, idx1(w, at), 1));
+		Stmt *loop = unrolled(w, q, per_row, step);
+		if (per_row > 16)
+			loop->for_kind = FOR_SERIAL;
+		stlist_push(w->a, &one, loop);
+		stlist_push(w->a, &one, store(w, part, idx1(w, VAR(w, c2)), 1, VAR(w, acc)));
+		stlist_push(w->a, &out, unrolled(w, c2, chunks, stlist_seq(w->a, &one, s->loc)));
+	}
+	/* dst[c] = part[c], or combined with what dst held. */
+	int c = fresh(w, "c", VAR_LOOP);
+	Expr *v = ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1);
+	if (s->accumulate)
+		v = reduce_op(w, s->reduce, ex_load(w->a, w->k, s->buf, idx1(w, VAR(w, c)), 1), v);
+	stlist_push(w->a, &out, unrolled(w, c, chunks, store(w, s->buf, idx1(w, VAR(w, c)), 1, v)));
+	return stlist_seq(w->a, &out, s->loc);
 }
 
 static bool writes_shared(const Lw *w, int buf) { return w->k->bufs[buf].scope == SCOPE_SHARED; }
@@ -423,7 +632,11 @@ static Stmt *lower_copy(Lw *w, Stmt *s)
 					       "assign its elements in a loop");
 		return NULL;
 	}
-	if (A->scope == SCOPE_GLOBAL)
+	bool rows = (A->scope == SCOPE_FRAGMENT && A->layout.kind == LAYOUT_ROWS) ||
+		    (B->scope == SCOPE_FRAGMENT && B->layout.kind == LAYOUT_ROWS);
+	if (rows && !(A->scope == SCOPE_FRAGMENT && B->scope == SCOPE_FRAGMENT))
+		r = lower_copy_rows(w, s);
+	else if (A->scope == SCOPE_GLOBAL)
 		r = lower_copy_global(w, s, true);
 	else if (B->scope == SCOPE_GLOBAL)
 		r = lower_copy_global(w, s, false);
@@ -444,7 +657,7 @@ static Stmt *lower_fill(Lw *w, Stmt *s)
 		CoopCtx c = {-1, s->buf, s->value};
 		return fenced(w, coop_elementwise(w, b, s->loc, shared_fill_body, &c));
 	}
-	int64_t n = b->scope == SCOPE_FRAGMENT ? (int64_t)b->layout.chunks * b->layout.vec : tile_elems(b);
+	int64_t n = b->scope == SCOPE_FRAGMENT ? b->layout.regs : tile_elems(b);
 	int i = fresh(w, "r", VAR_LOOP);
 	return unrolled(w, i, n, store(w, s->buf, idx1(w, VAR(w, i)), 1, s->value));
 }
@@ -455,9 +668,15 @@ typedef struct {
 	Lw *w;
 	const Stmt *loop;
 	int lets[TL_MAX_RANK]; /* the loop variables, rebound per element */
-	Expr *reg;             /* the register index of the current element */
+	Expr *reg;             /* the register of the current element, in ELEMWISE fragments */
+	Expr *row_reg;         /* the register of its row, in ROWS fragments */
 	bool shared_store;
 } ParCtx;
+
+static Expr *reg_of(ParCtx *p, int buf)
+{
+	return ex_clone(p->w->a, p->w->k->bufs[buf].layout.kind == LAYOUT_ROWS ? p->row_reg : p->reg);
+}
 
 static Expr *par_expr(void *ctx, Expr *e)
 {
@@ -467,7 +686,7 @@ static Expr *par_expr(void *ctx, Expr *e)
 			if (e->var == p->loop->vars[d])
 				return VAR(p->w, p->lets[d]);
 	if (e->kind == EX_LOAD && p->w->k->bufs[e->buf].scope == SCOPE_FRAGMENT) {
-		e->args = idx1(p->w, ex_clone(p->w->a, p->reg));
+		e->args = idx1(p->w, reg_of(p, e->buf));
 		e->nargs = 1;
 	}
 	return e;
@@ -481,7 +700,7 @@ static void par_stores(ParCtx *p, Stmt *s)
 	if (s->kind == ST_STORE) {
 		const Buffer *b = &p->w->k->bufs[s->buf];
 		if (b->scope == SCOPE_FRAGMENT) {
-			s->idx = idx1(p->w, ex_clone(p->w->a, p->reg));
+			s->idx = idx1(p->w, reg_of(p, s->buf));
 			s->nidx = 1;
 		}
 		p->shared_store |= b->scope == SCOPE_SHARED;
@@ -498,40 +717,30 @@ static void par_stmt(ParCtx *p, Stmt *s)
 	par_stores(p, s);
 }
 
-static int frag_of(const Lw *w, const Expr *e)
+/* The parallel loop's iterations on a ROWS anchor: register c of each thread
+ * is one row (replicated over the threads that hold parts of it). */
+static Stmt *lower_parallel_rows(Lw *w, Stmt *s, const FragLayout *L)
 {
-	if (!e)
-		return -1;
-	if (e->kind == EX_LOAD && w->k->bufs[e->buf].scope == SCOPE_FRAGMENT)
-		return e->buf;
-	int r = frag_of(w, e->a);
-	if (r < 0)
-		r = frag_of(w, e->b);
-	if (r < 0)
-		r = frag_of(w, e->c);
-	for (int i = 0; r < 0 && i < e->nargs; i++)
-		r = frag_of(w, e->args[i]);
-	return r;
-}
-
-static int frag_in(const Lw *w, const Stmt *s)
-{
-	if (!s)
-		return -1;
-	if (s->kind == ST_STORE && w->k->bufs[s->buf].scope == SCOPE_FRAGMENT)
-		return s->buf;
-	int r = frag_of(w, s->value);
-	if (r < 0)
-		r = frag_of(w, s->cond);
-	for (int i = 0; r < 0 && i < s->nidx; i++)
-		r = frag_of(w, s->idx[i]);
-	for (int i = 0; r < 0 && i < s->nbody; i++)
-		r = frag_in(w, s->body[i]);
-	if (r < 0)
-		r = frag_in(w, s->then_s);
-	if (r < 0)
-		r = frag_in(w, s->else_s);
-	return r;
+	int c = fresh(w, "c", VAR_LOOP);
+	int64_t ptotal = 1;
+	for (int d = 0; d < L->parent_rank; d++)
+		ptotal *= L->parent_shape[d];
+	StmtList body = {0};
+	Expr *flat = BIN(w, OP_MUL, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, L->threads)), VAR(w, w->tid)),
+			 I32(w, L->vec));
+	int flatv = let(w, &body, "flat", flat);
+	Expr *t[TL_MAX_RANK];
+	coords(w, L->parent_shape, L->parent_rank, VAR(w, flatv), t);
+	ParCtx p = {w, s, {0}, NULL, NULL, false};
+	for (int d = 0; d < s->nvars; d++)
+		p.lets[d] = let(w, &body, w->k->vars[s->vars[d]].name, L->parent_rank == 1 ? I32(w, 0) : t[d]);
+	p.reg = VAR(w, c);
+	p.row_reg = VAR(w, c);
+	par_stmt(&p, s->then_s);
+	stlist_push(w->a, &body, s->then_s);
+	Stmt *inner = if_then(w, BIN(w, OP_LT, ex_clone(w->a, flat), I32(w, ptotal)), stlist_seq(w->a, &body, s->loc), NULL);
+	Stmt *r = unrolled(w, c, L->chunks, inner);
+	return p.shared_store ? fenced(w, r) : r;
 }
 
 static Stmt *lower_parallel(Lw *w, Stmt *s)
@@ -539,7 +748,9 @@ static Stmt *lower_parallel(Lw *w, Stmt *s)
 	int64_t shape[TL_MAX_RANK], total = 1;
 	for (int d = 0; d < s->nvars; d++)
 		total *= shape[d] = s->extents[d]->i;
-	int fb = frag_in(w, s->then_s);
+	int fb = loop_full_fragment(w->k, s);
+	if (fb >= 0 && w->k->bufs[fb].layout.kind == LAYOUT_ROWS)
+		return lower_parallel_rows(w, s, &w->k->bufs[fb].layout);
 	int vec = fb >= 0 ? w->k->bufs[fb].layout.vec : 1;
 	Deal dl = deal_for(w, vec, total);
 
@@ -552,11 +763,11 @@ static Stmt *lower_parallel(Lw *w, Stmt *s)
 	int flatv = let(w, &body, "flat", flat);
 	Expr *t[TL_MAX_RANK];
 	coords(w, shape, s->nvars, VAR(w, flatv), t);
-	ParCtx p = {w, s, {0}, NULL, false};
-	for (int d = 0; d < s->nvars; d++) {
+	ParCtx p = {w, s, {0}, NULL, NULL, false};
+	for (int d = 0; d < s->nvars; d++)
 		p.lets[d] = let(w, &body, w->k->vars[s->vars[d]].name, t[d]);
-	}
 	p.reg = ex_add(w->a, ex_mul(w->a, VAR(w, c), I32(w, vec)), VAR(w, v));
+	p.row_reg = VAR(w, c);
 	par_stmt(&p, s->then_s);
 	stlist_push(w->a, &body, s->then_s);
 	Stmt *inner = stlist_seq(w->a, &body, s->loc);
@@ -607,8 +818,9 @@ static Stmt *lower_stmt(Lw *w, Stmt *s)
 		return lower_copy(w, s);
 	case ST_FILL:
 		return lower_fill(w, s);
-	case ST_GEMM:
 	case ST_REDUCE:
+		return lower_reduce(w, s);
+	case ST_GEMM:
 	case ST_ATOMIC:
 		DIE("tile op %d reached lowering; the frontend rejects it", s->kind);
 	default:
@@ -671,7 +883,7 @@ bool pass_lower_tiles(PassContext *pc, Kernel *k)
 		Buffer *b = &k->bufs[i];
 		if (b->scope == SCOPE_FRAGMENT) {
 			b->scope = SCOPE_LOCAL;
-			b->local_size = (int64_t)b->layout.chunks * b->layout.vec;
+			b->local_size = b->layout.regs;
 		}
 	}
 	ir_fold_stmt(pc->arena, k, k->body);

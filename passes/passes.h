@@ -22,6 +22,10 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k);
 bool pass_lower_tiles(PassContext *pc, Kernel *k);
 bool pass_plan_shared(PassContext *pc, Kernel *k);
 
+/* A fragment of the parallel loop's full shape used in its body, or -1: its
+ * layout decides which thread runs which iteration (layout.c). */
+int loop_full_fragment(const Kernel *k, const Stmt *loop);
+
 /* Names accepted by --dump-after, in pipeline order, NULL-terminated. */
 extern const char *const pass_names[];
 bool pass_name_valid(const char *name);
