@@ -208,8 +208,21 @@ static Expr *require_int(Sema *s, Expr *e, SrcLoc loc, const char *what)
 }
 
 /* Checks two operands so that an untyped literal adopts the other's type. */
+/* Does an untyped expression hold a floating-point literal? Then it is a float. */
+static bool untyped_has_float(const Node *n, int depth)
+{
+	if (!n || depth > 64)
+		return false;
+	if (n->kind == N_FLOAT)
+		return true;
+	return untyped_has_float(n->a, depth + 1) || untyped_has_float(n->b, depth + 1);
+}
+
 static bool check_pair(Sema *s, const Node *a, const Node *b, TypeKind hint, Expr **ea, Expr **eb)
 {
+	if (is_untyped(a) && is_untyped(b) && !type_is_float(hint) &&
+	    (untyped_has_float(a, 0) || untyped_has_float(b, 0)))
+		hint = TY_F32; /* 1 + 2.0 is a float, as 2.0 + 1 is */
 	if (is_untyped(a) && !is_untyped(b)) {
 		*eb = check_expr(s, b, hint);
 		*ea = check_expr(s, a, *eb ? (*eb)->type : hint);
@@ -411,8 +424,8 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 				t = e->type;
 				break;
 			}
-		if (t == TY_VOID)
-			t = type_is_float(hint) ? hint : TY_F32;
+		if (t == TY_VOID) /* all untyped: the context decides (abs(-3) can be an i32) */
+			t = type_is_float(hint) || (type_is_int(hint) && !intrinsic_float_only((IntrinsicKind)fn)) ? hint : TY_F32;
 		for (int i = 0; i < na; i++) {
 			args[i] = check_expr(s, positional(n, i), t);
 			if (!args[i])
@@ -1134,6 +1147,7 @@ static Stmt *check_for(Sema *s, const Node *n)
 			return NULL;
 		}
 		st->for_kind = FOR_PARALLEL;
+		int64_t total = 1;
 		for (int i = 0; i < nv; i++) {
 			int64_t v;
 			if (!check_const_int(s, positional(it, i), "a parallel extent", &v))
@@ -1144,6 +1158,11 @@ static Stmt *check_for(Sema *s, const Node *n)
 				return NULL;
 			}
 			st->extents[i] = ex_int(s->a, TY_I32, v);
+			total *= v;
+			if (total > MAX_TILE_ELEMS) {
+				error_at(s->d, it->loc, "parallel() covers more than %" PRId64 " iterations", MAX_TILE_ELEMS);
+				return NULL;
+			}
 		}
 	} else {
 		static const char *const pnamed[] = {"stages", NULL};
@@ -1461,6 +1480,8 @@ static bool grid_expr_ok(Sema *s, const Expr *e)
 		VarKind k = s->k->vars[e->var].kind;
 		if (k != VAR_SIZE && k != VAR_CONST && k != VAR_SCALAR)
 			return false;
+		if (k == VAR_SCALAR && s->k->vars[e->var].type != TY_I32)
+			return false; /* the launch metadata evaluates grids over i32 scalars */
 	}
 	if (e->kind == EX_BINARY && (op_is_comparison((OpKind)e->op) || e->op == OP_LAND || e->op == OP_LOR ||
 				     e->op == OP_SHL || e->op == OP_SHR || e->op == OP_BAND || e->op == OP_BOR ||
@@ -1504,7 +1525,7 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
 		const Node *g = kn->list3.items[i];
 		Expr *e = require_int(s, check_expr(s, g, TY_I32), g->loc, "a grid dimension");
 		if (e && !grid_expr_ok(s, e)) {
-			error_at(s->d, g->loc, "a grid dimension may use only sizes, constants, integer scalar parameters, "
+			error_at(s->d, g->loc, "a grid dimension may use only sizes, constants, i32 scalar parameters, "
 					       "arithmetic, min, max and ceildiv");
 			e = NULL;
 		}
@@ -1562,6 +1583,12 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
 		error_at(d, NO_LOC, "no kernel named '%s'", only);
 	else if (!kernels->n && d->nerrors == errors)
 		error_at(d, NO_LOC, "no kernel in the input");
+	/* A -D for a constant of a kernel that --kernel left out is not unused. */
+	for (int i = 0; i < kernels->n; i++)
+		for (int c = 0; c < kernels->items[i]->list2.n; c++)
+			for (int j = 0; j < ndefs; j++)
+				if (!strcmp(kernels->items[i]->list2.items[c]->name, defs[j].name))
+					s.def_used[j] = true;
 	for (int i = 0; i < ndefs && d->nerrors == errors; i++)
 		if (!s.def_used[i])
 			diag_at(d, DIAG_WARNING, NO_LOC, "-D %s: no kernel has a constant of that name", defs[i].name);

@@ -820,6 +820,10 @@ static Stmt *lower_stmt(Lw *w, Stmt *s)
 		return lower_fill(w, s);
 	case ST_REDUCE:
 		return lower_reduce(w, s);
+	case ST_STORE:
+		/* Every thread runs a plain statement: its shared store is fenced from
+		 * earlier readers and for later ones, like a tile op's. */
+		return writes_shared(w, s->buf) ? fenced(w, s) : s;
 	case ST_GEMM:
 	case ST_ATOMIC:
 		DIE("tile op %d reached lowering; the frontend rejects it", s->kind);

@@ -268,10 +268,14 @@ static Kernel *build_math(Arena *a)
 			if (t == TY_F64 && fn != FN_SQRT && fn != FN_ABS && fn != FN_FLOOR && fn != FN_CEIL &&
 			    fn != FN_FMA)
 				continue;
+			if (fn == FN_SHFL_BFLY && t != TY_F32)
+				continue; /* shuffles move 32-bit values; the lane offset is an i32 */
 			int n = intrinsic_nargs((IntrinsicKind)fn);
 			Expr **args = ARENA_ARRAY(a, Expr *, n);
 			for (int k = 0; k < n; k++)
 				args[k] = ex_cast(a, t, bin(&b, OP_ADD, V(&b, x), ex_float(a, TY_F32, 0.25 * k)));
+			if (fn == FN_SHFL_BFLY)
+				args[1] = I(&b, 16);
 			Expr *call = ex_call(a, (IntrinsicKind)fn, t, args, n);
 			stlist_push(a, &body, store(&b, outs[ti], idx2(&b, I(&b, fn), V(&b, tx)), 2, call));
 		}
