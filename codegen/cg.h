@@ -45,6 +45,14 @@ typedef struct {
 #define CG_STATIC_SMEM_MAX (48 * 1024)
 #define CG_SMEM_ALIGN 128 /* plan_shared aligns offsets to 128 for swizzled layouts */
 
+/* ---------------------------------------------------------------- cg_tensor.c */
+
+void emit_ldmatrix(Cg *cg, const Stmt *s);
+void emit_mma(Cg *cg, const Stmt *s);
+void emit_cp_async(Cg *cg, const Stmt *s);
+void emit_cp_commit(Cg *cg);
+void emit_cp_wait(Cg *cg, int n);
+
 /* ---------------------------------------------------------------- cg_types.c */
 
 void cg_types_init(CgTypes *t, LLVMContextRef ctx);

@@ -34,7 +34,11 @@ static LLVMValueRef global_offset(Cg *cg, const Buffer *buf, Expr *const *idx, i
 	return off;
 }
 
-/* Row-major over the tile's constant shape, in i32 (tiles are small). */
+/* Row-major over the tile's constant shape, in i32 (tiles are small).  A
+ * swizzled tile then XORs the 16-byte chunk within each 128-byte line with a
+ * key from the line's index, so that the 8 rows an ldmatrix reads, or a warp's
+ * 16-byte copies, fall in 8 different bank groups, for rows of 32 to 512 bytes:
+ *     line = byte >> 7;  byte' = byte ^ (((line ^ (line >> 3)) & 7) << 4)       */
 static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
 {
 	LLVMValueRef off = emit_index(cg, idx[0], cg->t.i32);
@@ -42,7 +46,15 @@ static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int
 		LLVMValueRef extent = LLVMConstInt(cg->t.i32, (unsigned long long)buf->tile_shape[d], 0);
 		off = nsw_mul_add(cg, off, extent, emit_index(cg, idx[d], cg->t.i32));
 	}
-	return off;
+	if (!buf->swizzle)
+		return off;
+	LLVMValueRef esize = LLVMConstInt(cg->t.i32, (unsigned)type_bytes(buf->elem), 0);
+	LLVMValueRef byte = LLVMBuildMul(cg->b, off, esize, "");
+	LLVMValueRef line = LLVMBuildLShr(cg->b, byte, LLVMConstInt(cg->t.i32, 7, 0), "");
+	LLVMValueRef key = LLVMBuildXor(cg->b, line, LLVMBuildLShr(cg->b, line, LLVMConstInt(cg->t.i32, 3, 0), ""), "");
+	key = LLVMBuildAnd(cg->b, key, LLVMConstInt(cg->t.i32, 7, 0), "");
+	byte = LLVMBuildXor(cg->b, byte, LLVMBuildShl(cg->b, key, LLVMConstInt(cg->t.i32, 4, 0), ""), "");
+	return LLVMBuildUDiv(cg->b, byte, esize, "");
 }
 
 LLVMValueRef emit_elem_ptr(Cg *cg, int b, Expr *const *idx, int nidx)
@@ -89,14 +101,17 @@ static LLVMValueRef emit_aligned(Cg *cg, const Expr *e)
 
 static LLVMValueRef read_sreg(Cg *cg, const char *base, int dim)
 {
-	static const char *const names[2][3] = {
+	static const char *const names[3][3] = {
 		{"llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.read.ptx.sreg.tid.y", "llvm.nvvm.read.ptx.sreg.tid.z"},
 		{"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
 		 "llvm.nvvm.read.ptx.sreg.ctaid.z"},
+		{"llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y",
+		 "llvm.nvvm.read.ptx.sreg.nctaid.z"},
 	};
 	if (dim < 0 || dim > 2)
 		DIE("%s dimension %d", base, dim);
-	return cg_call_intrinsic(cg, names[base[0] == 'c'][dim], NULL, 0, NULL, 0);
+	int which = base[0] == 't' ? 0 : base[0] == 'c' ? 1 : 2;
+	return cg_call_intrinsic(cg, names[which][dim], NULL, 0, NULL, 0);
 }
 
 static LLVMValueRef emit_var(Cg *cg, int vi)
@@ -105,6 +120,7 @@ static LLVMValueRef emit_var(Cg *cg, int vi)
 	switch (v->kind) {
 	case VAR_THREAD_IDX: return cg_convert(cg, read_sreg(cg, "tid", v->dim), TY_I32, v->type);
 	case VAR_BLOCK_IDX: return cg_convert(cg, read_sreg(cg, "ctaid", v->dim), TY_I32, v->type);
+	case VAR_GRID_DIM: return cg_convert(cg, read_sreg(cg, "nctaid", v->dim), TY_I32, v->type);
 	case VAR_CONST:
 		if (type_is_float(v->type))
 			return cg_const_float(cg, v->type, v->cval_is_float ? v->cval_f : (double)v->cval_i);

@@ -7,7 +7,7 @@
  *   }
  *   @NAME$smem = internal addrspace(3) global [BYTES x i8] undef, align 128
  *                (or an external [0 x i8] when the kernel needs dynamic smem)
- *   !nvvm.annotations: kernel, maxntidx = threads
+ *   !nvvm.annotations: kernel, maxntidx = threads, minctasm (when the IR asks)
  */
 #include "cg.h"
 
@@ -165,6 +165,8 @@ void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k)
 
 	annotate(&cg, "kernel", 1);
 	annotate(&cg, "maxntidx", k->nthreads);
+	if (k->min_blocks_per_sm > 0) /* ptxas may then use every register a block of this size allows */
+		annotate(&cg, "minctasm", k->min_blocks_per_sm);
 
 	LLVMDisposeBuilder(cg.b);
 	free(cg.vals);

@@ -223,6 +223,11 @@ void emit_stmt(Cg *cg, const Stmt *s)
 	case ST_VCOPY: emit_vcopy(cg, s); return;
 	case ST_BARRIER: cg_call_intrinsic(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); return;
 	case ST_EVAL: emit_expr(cg, s->value); return;
+	case ST_LDMATRIX: emit_ldmatrix(cg, s); return;
+	case ST_MMA: emit_mma(cg, s); return;
+	case ST_CP_ASYNC: emit_cp_async(cg, s); return;
+	case ST_CP_COMMIT: emit_cp_commit(cg); return;
+	case ST_CP_WAIT: emit_cp_wait(cg, s->stages); return;
 	case ST_COPY:
 	case ST_FILL:
 	case ST_GEMM:

@@ -57,7 +57,7 @@ static const Sym *sym_lookup(const Sema *s, const char *name)
 static bool is_reserved(const char *name)
 {
 	static const char *ops[] = {"copy", "fill", "clear", "gemm", "reduce_sum", "reduce_max",
-				    "reduce_min", "atomic_add", "alloc_shared", "alloc_fragment",
+				    "reduce_min", "atomic_add", "use_swizzle", "alloc_shared", "alloc_fragment",
 				    "alloc_local", "serial", "parallel", "pipelined", "min", "max",
 				    "ceildiv", "select"};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
@@ -961,7 +961,7 @@ static void not_supported(Sema *s, const Node *n, const char *what)
 
 static Stmt *check_gemm(Sema *s, const Node *call)
 {
-	static const char *const named[] = {"transpose_A", "transpose_B", NULL};
+	static const char *const named[] = {"transpose_A", "transpose_B", "warps_m", "warps_n", NULL};
 	if (!check_arity(s, call, 3, 3, named))
 		return NULL;
 	Stmt *st = st_new(s->a, ST_GEMM, call->loc);
@@ -1002,8 +1002,29 @@ static Stmt *check_gemm(Sema *s, const Node *call)
 			 ", C is %" PRId64 "x%" PRId64 " (after transposes)", M, K, KB, N, C->tile_shape[0], C->tile_shape[1]);
 		return NULL;
 	}
-	not_supported(s, call, "gemm");
-	return NULL;
+	if (A->scope != SCOPE_SHARED) {
+		error_at(s->d, positional(call, 0)->loc, "gemm with A in a fragment is not supported yet; stage A through "
+							 "shared memory");
+		return NULL;
+	}
+	if (M % 16 || N % 8 || K % 16) {
+		error_at(s->d, call->loc, "gemm tiles must be multiples of the m16n8k16 instruction: M %% 16, N %% 8 and "
+					  "K %% 16 must be 0 (M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64 ")", M, N, K);
+		return NULL;
+	}
+	static const char *const wn[] = {"warps_m", "warps_n"};
+	for (int i = 0; i < 2; i++) {
+		const Node *n = named_arg(call, wn[i]);
+		int64_t v = 0;
+		if (n && !check_const_int(s, n, wn[i], &v))
+			return NULL;
+		if (n && (v < 1 || v > 32)) {
+			error_at(s->d, n->loc, "%s must be between 1 and 32, got %" PRId64, wn[i], v);
+			return NULL;
+		}
+		*(i ? &st->warps_n : &st->warps_m) = (int)v;
+	}
+	return st;
 }
 
 static Stmt *check_reduce(Sema *s, const Node *call)
@@ -1096,6 +1117,32 @@ static Stmt *check_atomic_add(Sema *s, const Node *call)
 	return NULL;
 }
 
+/* use_swizzle(P): visit the blocks in panels of P rows of the grid, so that
+ * blocks running together share tiles of A and B in L2 (TileLang's name). */
+static Stmt *check_use_swizzle(Sema *s, const Node *call)
+{
+	if (!check_arity(s, call, 1, 1, NULL))
+		return NULL;
+	int64_t p;
+	if (!check_const_int(s, positional(call, 0), "the panel size", &p))
+		return NULL;
+	if (p < 1 || p > 65535) {
+		error_at(s->d, positional(call, 0)->loc, "the panel size must be between 1 and 65535, got %" PRId64, p);
+		return NULL;
+	}
+	if (s->k->grid_rank < 2) {
+		error_at(s->d, call->loc, "use_swizzle reorders a 2-dimensional grid; this kernel's grid has %d dimension",
+			 s->k->grid_rank);
+		return NULL;
+	}
+	if (s->k->swizzle_panel) {
+		error_at(s->d, call->loc, "use_swizzle is given twice");
+		return NULL;
+	}
+	s->k->swizzle_panel = (int)p;
+	return NULL;
+}
+
 static Stmt *check_call_stmt(Sema *s, const Node *n)
 {
 	const Node *call = n->a;
@@ -1122,6 +1169,8 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 		return check_reduce(s, call);
 	if (!strcmp(name, "atomic_add"))
 		return check_atomic_add(s, call);
+	if (!strcmp(name, "use_swizzle"))
+		return check_use_swizzle(s, call);
 	/* Anything else is a value computed for nothing: report what it is. */
 	if (check_expr(s, call, TY_VOID))
 		error_at(s->d, n->loc, "the result of '%s' is unused", name);
@@ -1223,10 +1272,6 @@ static Stmt *check_for(Sema *s, const Node *n)
 	stlist_push(s->a, &body, check_block(s, n->b));
 	s->nsyms = mark;
 	st->then_s = stlist_seq(s->a, &body, n->b->loc);
-	if (st->for_kind == FOR_PIPELINED) {
-		not_supported(s, it, "pipelined");
-		return NULL;
-	}
 	return ok ? st : NULL;
 }
 

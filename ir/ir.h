@@ -208,6 +208,7 @@ typedef enum {
 	VAR_LOOP,        /* loop variable */
 	VAR_BLOCK_IDX,   /* blockIdx.{x,y,z}: .dim */
 	VAR_THREAD_IDX,  /* threadIdx.x, introduced by lowering */
+	VAR_GRID_DIM,    /* gridDim.{x,y,z}: .dim, introduced by lowering */
 } VarKind;
 
 typedef struct {
@@ -248,7 +249,17 @@ const char *scope_name(Scope s);
  *   parent [2, 8], vec 4, 2 threads:   row 0: t0 | t1    row 1: t0 | t1 (chunk 1)
  *   ROWS [2]:                          t0: reg0 = row 0, reg1 = row 1; t1 the same
  */
-typedef enum { LAYOUT_ELEMWISE, LAYOUT_ROWS } LayoutKind;
+/* MMA: the accumulator of gemm, as mma.sync.m16n8k16 leaves it.  The block's
+ * warps form a warps_m x warps_n grid over the [M, N] tile; each warp owns a
+ * (frag_m * 16) x (frag_n * 8) sub-tile of m16n8 pieces, and in each piece lane
+ * l holds 4 registers:
+ *
+ *          cols 2(l%4), 2(l%4)+1
+ *   row l/4       r0, r1
+ *   row l/4 + 8   r2, r3          register = (fm * frag_n + fn) * 4 + r
+ *
+ * vec = 2 (r0 r1 and r2 r3 are neighbours in a row); regs = frag_m * frag_n * 4. */
+typedef enum { LAYOUT_ELEMWISE, LAYOUT_ROWS, LAYOUT_MMA } LayoutKind;
 
 typedef struct {
 	LayoutKind kind;
@@ -258,6 +269,7 @@ typedef struct {
 	int regs;
 	int parent_rank;                    /* ROWS */
 	int64_t parent_shape[TL_MAX_RANK];  /* ROWS */
+	int warps_m, warps_n, frag_m, frag_n; /* MMA */
 } FragLayout;
 
 typedef struct Expr Expr;
@@ -274,6 +286,8 @@ typedef struct {
 	FragLayout layout;          /* FRAGMENT, once layout inference ran */
 	int64_t local_size;         /* LOCAL: elements per thread */
 	int64_t smem_offset;        /* SHARED: byte offset in the block's shared memory */
+	bool swizzle;               /* SHARED: 16-byte chunks XOR-swizzled within 128-byte lines (gemm operands) */
+	int stages;                 /* SHARED: copies kept by a pipelined loop (the leading dimension), or 0 */
 	SrcLoc loc;
 } Buffer;
 
@@ -333,6 +347,15 @@ typedef enum {
 	ST_ATOMIC,  /* .buf[.idx] += .value, atomically */
 	ST_VCOPY,   /* thread-level: .lanes contiguous elements .src_buf[.src_idx] -> .buf[.idx] */
 	ST_BARRIER, /* bar.sync 0 */
+	/* Tensor-core and async-copy instructions (thread-level, warp-wide where noted): */
+	ST_LDMATRIX, /* warp: .lanes (1, 2, 4) 8x8 b16 matrices from shared .src_buf[.src_idx] (this lane's
+			row address) into u32 registers .buf[.idx[0] ...]; .trans_a: transposed */
+	ST_MMA,      /* warp: mma.sync m16n8k16 .elem inputs, f32 accumulate: registers .c[.idx[2]..+3] +=
+			.a[.idx[0]..+3] x .b[.idx[1]..+1] */
+	ST_CP_ASYNC, /* cp.async 16 bytes global .src_buf[.src_idx] -> shared .buf[.idx]; reads .value bytes
+			(16, or 0 to zero-fill) */
+	ST_CP_COMMIT, /* cp.async.commit_group */
+	ST_CP_WAIT,   /* cp.async.wait_group .stages */
 	ST_EVAL,    /* evaluate .value for effect (never produced yet) */
 } StmtKind;
 
@@ -374,6 +397,12 @@ struct Stmt {
 	ReduceKind reduce;
 	int dim;
 	bool accumulate;
+	/* MMA */
+	TypeKind elem;
+	/* GEMM: the warp grid (0: the default policy); stage indices of A and B
+	 * when a pipelined loop keeps several copies of them (NULL otherwise) */
+	int warps_m, warps_n;
+	Expr *stage_a, *stage_b;
 };
 
 typedef struct {
@@ -393,6 +422,8 @@ typedef struct {
 	int grid_rank;
 	Expr *threads;  /* threads per block; a constant after specialization */
 	int nthreads;   /* set by specialization */
+	int swizzle_panel; /* use_swizzle(P): blocks visit the grid in panels of P rows (0: row order) */
+	int min_blocks_per_sm; /* a hint to ptxas (.minnctapersm), 0: none; gemm sets 1 to keep its registers */
 	int64_t smem_bytes; /* shared memory per block, set by the shared-memory planner */
 	bool fast_math;
 	Stmt *body;

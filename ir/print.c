@@ -199,6 +199,36 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
 	case ST_BARRIER:
 		sb_puts(sb, "barrier");
 		break;
+	case ST_LDMATRIX:
+		sb_printf(sb, "ldmatrix.x%d%s %s[", s->lanes, s->trans_a ? ".trans" : "", k->bufs[s->src_buf].name);
+		print_exprs(sb, k, s->src_idx, s->nsrc_idx);
+		sb_printf(sb, "] -> %s[", k->bufs[s->buf].name);
+		ir_print_expr(sb, k, s->idx[0]);
+		sb_puts(sb, "]");
+		break;
+	case ST_MMA:
+		sb_printf(sb, "mma.m16n8k16.%s %s[", type_name(s->elem), k->bufs[s->c].name);
+		ir_print_expr(sb, k, s->idx[2]);
+		sb_printf(sb, "] += %s[", k->bufs[s->a].name);
+		ir_print_expr(sb, k, s->idx[0]);
+		sb_printf(sb, "] x %s[", k->bufs[s->b].name);
+		ir_print_expr(sb, k, s->idx[1]);
+		sb_puts(sb, "]");
+		break;
+	case ST_CP_ASYNC:
+		sb_printf(sb, "cp.async.16 %s[", k->bufs[s->src_buf].name);
+		print_exprs(sb, k, s->src_idx, s->nsrc_idx);
+		sb_printf(sb, "] -> %s[", k->bufs[s->buf].name);
+		print_exprs(sb, k, s->idx, s->nidx);
+		sb_puts(sb, "], bytes ");
+		ir_print_expr(sb, k, s->value);
+		break;
+	case ST_CP_COMMIT:
+		sb_puts(sb, "cp.async.commit");
+		break;
+	case ST_CP_WAIT:
+		sb_printf(sb, "cp.async.wait %d", s->stages);
+		break;
 	case ST_EVAL:
 		ir_print_expr(sb, k, s->value);
 		break;
@@ -255,13 +285,18 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
 		if (b->has_layout && b->layout.kind == LAYOUT_ELEMWISE)
 			sb_printf(sb, " layout(vec=%d, chunks=%d, threads=%d)", b->layout.vec, b->layout.chunks,
 				  b->layout.threads);
-		else if (b->has_layout) {
+		else if (b->has_layout && b->layout.kind == LAYOUT_ROWS) {
 			sb_puts(sb, " layout(rows of [");
 			for (int d = 0; d < b->layout.parent_rank; d++)
 				sb_printf(sb, "%s%" PRId64, d ? ", " : "", b->layout.parent_shape[d]);
 			sb_printf(sb, "], vec=%d, chunks=%d, threads=%d)", b->layout.vec, b->layout.chunks,
 				  b->layout.threads);
 		}
+		if (b->has_layout && b->layout.kind == LAYOUT_MMA)
+			sb_printf(sb, " layout(mma, warps=%dx%d, frags=%dx%d)", b->layout.warps_m, b->layout.warps_n,
+				  b->layout.frag_m, b->layout.frag_n);
+		if (b->scope == SCOPE_SHARED && b->swizzle)
+			sb_puts(sb, " swizzled");
 		if (b->scope == SCOPE_SHARED)
 			sb_printf(sb, " @%" PRId64, b->smem_offset);
 		sb_puts(sb, "\n");

@@ -178,6 +178,37 @@ static bool stmt_ok(V *v, const Stmt *s)
 				return false;
 		return true;
 	case ST_BARRIER:
+	case ST_CP_COMMIT:
+	case ST_CP_WAIT:
+		return true;
+	case ST_LDMATRIX:
+		if (!thread)
+			return fail(v, "ldmatrix before lowering");
+		if ((s->lanes != 1 && s->lanes != 2 && s->lanes != 4) || s->nidx != 1 || !expr_ok(v, s->idx[0]))
+			return fail(v, "malformed ldmatrix");
+		if (!buf_ok(v, s->buf, 1, "ldmatrix") || !buf_ok(v, s->src_buf, s->nsrc_idx, "ldmatrix"))
+			return false;
+		if (v->k->bufs[s->buf].scope != SCOPE_LOCAL || v->k->bufs[s->buf].elem != TY_U32 ||
+		    v->k->bufs[s->src_buf].scope != SCOPE_SHARED || type_bytes(v->k->bufs[s->src_buf].elem) != 2)
+			return fail(v, "ldmatrix moves 16-bit shared elements into u32 registers");
+		return true;
+	case ST_MMA:
+		if (!thread)
+			return fail(v, "mma before lowering");
+		if (s->nidx != 3 || !buf_ok(v, s->a, 1, "mma") || !buf_ok(v, s->b, 1, "mma") || !buf_ok(v, s->c, 1, "mma"))
+			return fail(v, "malformed mma");
+		if (v->k->bufs[s->c].elem != TY_F32 || v->k->bufs[s->a].elem != TY_U32 || v->k->bufs[s->b].elem != TY_U32 ||
+		    (s->elem != TY_F16 && s->elem != TY_BF16))
+			return fail(v, "mma takes u32 operand registers and an f32 accumulator");
+		return true;
+	case ST_CP_ASYNC:
+		if (!thread)
+			return fail(v, "cp.async before lowering");
+		if (!buf_ok(v, s->buf, s->nidx, "cp.async") || !buf_ok(v, s->src_buf, s->nsrc_idx, "cp.async") ||
+		    !s->value || !expr_ok(v, s->value))
+			return false;
+		if (v->k->bufs[s->buf].scope != SCOPE_SHARED || v->k->bufs[s->src_buf].scope != SCOPE_GLOBAL)
+			return fail(v, "cp.async copies global to shared");
 		return true;
 	case ST_EVAL:
 		return expr_ok(v, s->value);

@@ -33,6 +33,8 @@ typedef struct {
 	Derived *derived;
 	int nderived, cap_derived;
 	const Stmt *loop; /* the enclosing parallel loop, if any */
+	const Stmt **gemms;
+	int ngemms, cap_gemms;
 	int anchor;       /* a fragment of the loop's shape in it, or -1 */
 	bool ok;
 } L;
@@ -236,6 +238,17 @@ static void visit_stmt(L *l, Stmt *s)
 	case ST_REDUCE:
 		add_derived(l, s->buf, s->src_buf, s->loc);
 		break;
+	case ST_GEMM:
+		if (l->ngemms == l->cap_gemms) {
+			int cap = l->cap_gemms ? l->cap_gemms * 2 : 4;
+			const Stmt **g = ARENA_ARRAY(l->pc->arena, const Stmt *, cap);
+			for (int i = 0; i < l->ngemms; i++)
+				g[i] = l->gemms[i];
+			l->gemms = g;
+			l->cap_gemms = cap;
+		}
+		l->gemms[l->ngemms++] = s;
+		break;
 	case ST_STORE:
 		check_access(l, s->buf, s->idx, s->nidx, s->loc);
 		break;
@@ -319,6 +332,58 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		if (up[i] >= 0)
 			up[i] = find(&l, up[i]);
 
+	/* gemm fixes its accumulator's class to the MMA layout. */
+	FragLayout *mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
+	for (int i = 0; i < l.ngemms; i++) {
+		const Stmt *g = l.gemms[i];
+		const Buffer *C = &k->bufs[g->c];
+		int r = find(&l, g->c);
+		if (up[r] >= 0) {
+			error_at(pc->diags, g->loc, "the accumulator '%s' of gemm cannot also hold the rows of another fragment",
+				 C->name);
+			return false;
+		}
+		if (k->nthreads % 32) {
+			error_at(pc->diags, g->loc, "gemm needs whole warps: the thread count %d is not a multiple of 32",
+				 k->nthreads);
+			return false;
+		}
+		int wm, wn;
+		const char *why = NULL;
+		if (!gemm_warp_policy(k->nthreads / 32, C->tile_shape[0], C->tile_shape[1], g->warps_m, g->warps_n, &wm, &wn,
+				      &why)) {
+			error_at(pc->diags, g->loc, "gemm: %s", why);
+			return false;
+		}
+		FragLayout L = {0};
+		L.kind = LAYOUT_MMA;
+		L.threads = k->nthreads;
+		L.vec = 2;
+		L.warps_m = wm;
+		L.warps_n = wn;
+		L.frag_m = (int)(C->tile_shape[0] / (wm * 16));
+		L.frag_n = (int)(C->tile_shape[1] / (wn * 8));
+		L.regs = L.frag_m * L.frag_n * 4;
+		if (mma[r].kind == LAYOUT_MMA && (mma[r].warps_m != wm || mma[r].warps_n != wn)) {
+			error_at(pc->diags, g->loc, "layout conflict: '%s' is the accumulator of gemms with different warp grids",
+				 C->name);
+			return false;
+		}
+		mma[r] = L;
+	}
+	for (int i = 0; i < k->nbufs; i++) {
+		Buffer *b = &k->bufs[i];
+		if (!is_frag(&l, i) || mma[find(&l, i)].kind != LAYOUT_MMA)
+			continue;
+		if (b->elem != TY_F32 && b->elem != TY_F16 && b->elem != TY_BF16) {
+			error_at(pc->diags, b->loc, "fragment '%s' shares the layout of a gemm accumulator, which holds 32- "
+						    "or 16-bit floats, not %s", b->name, type_name(b->elem));
+			return false;
+		}
+		b->has_layout = true;
+		b->layout = mma[find(&l, i)];
+	}
+
 	/* ELEMWISE classes: 16 bytes of the narrowest member per vector (a wider
 	 * member moves its vector in several 16-byte pieces, still contiguous per
 	 * thread), then halved until it divides every member's last dimension. */
@@ -340,7 +405,7 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		}
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
-		if (!is_frag(&l, i) || up[find(&l, i)] >= 0)
+		if (!is_frag(&l, i) || up[find(&l, i)] >= 0 || b->has_layout)
 			continue;
 		int v = vec[find(&l, i)];
 		int64_t vectors = (elems(b) + v - 1) / v;
@@ -359,8 +424,9 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 			continue;
 		const Buffer *pb = &k->bufs[p];
 		if (pb->layout.kind != LAYOUT_ELEMWISE) {
-			error_at(pc->diags, b->loc, "fragment '%s' would hold rows of rows ('%s' is itself reduced); "
-						    "that is not supported yet", b->name, pb->name);
+			error_at(pc->diags, b->loc, "fragment '%s' would hold rows of '%s', which is %s; that is not "
+						    "supported yet", b->name, pb->name,
+				 pb->layout.kind == LAYOUT_MMA ? "laid out for gemm" : "itself reduced");
 			return false;
 		}
 		b->has_layout = true;

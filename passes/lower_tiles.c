@@ -15,33 +15,28 @@
  * are fenced by barriers before (readers of the old contents) and after
  * (readers of the new).
  */
-#include "passes.h"
+#include "lower.h"
 
 #include <math.h>
 #include <string.h>
 
-typedef struct {
-	PassContext *pc;
-	Kernel *k;
-	Arena *a;
-	int tid;
-	int counter; /* for fresh variable names */
-} Lw;
 
-static Expr *I32(Lw *w, int64_t v) { return ex_int(w->a, TY_I32, v); }
-static Expr *VAR(Lw *w, int v) { return ex_var(w->a, w->k, v); }
-static Expr *BIN(Lw *w, OpKind op, Expr *x, Expr *y) { return ex_binary(w->a, op, x, y); }
+Expr *lw_i32(Lw *w, int64_t v) { return ex_int(w->a, TY_I32, v); }
+Expr *lw_var(Lw *w, int v) { return ex_var(w->a, w->k, v); }
+Expr *lw_bin(Lw *w, OpKind op, Expr *x, Expr *y) { return ex_binary(w->a, op, x, y); }
 
-static Expr *AND(Lw *w, Expr *x, Expr *y)
+Expr *lw_unary_not(Lw *w, Expr *x) { return ex_unary(w->a, OP_NOT, x); }
+
+Expr *lw_and(Lw *w, Expr *x, Expr *y)
 {
 	if (!x)
 		return y;
 	if (!y)
 		return x;
-	return BIN(w, OP_LAND, x, y);
+	return lw_bin(w, OP_LAND, x, y);
 }
 
-static int fresh(Lw *w, const char *base, VarKind kind)
+int lw_fresh(Lw *w, const char *base, VarKind kind)
 {
 	Var v = {0};
 	v.name = arena_printf(w->a, "%s.%d", base, w->counter++);
@@ -52,9 +47,9 @@ static int fresh(Lw *w, const char *base, VarKind kind)
 }
 
 /* let NAME = value; returns the new variable. */
-static int let(Lw *w, StmtList *out, const char *name, Expr *value)
+int lw_let(Lw *w, StmtList *out, const char *name, Expr *value)
 {
-	int v = fresh(w, name, VAR_LET);
+	int v = lw_fresh(w, name, VAR_LET);
 	w->k->vars[v].type = value->type;
 	Stmt *s = st_new(w->a, ST_LET, NO_LOC);
 	s->var = v;
@@ -63,28 +58,28 @@ static int let(Lw *w, StmtList *out, const char *name, Expr *value)
 	return v;
 }
 
-static Stmt *unrolled(Lw *w, int var, int64_t n, Stmt *body)
+Stmt *lw_unrolled(Lw *w, int var, int64_t n, Stmt *body)
 {
 	Stmt *s = st_new(w->a, ST_FOR, body->loc);
 	s->for_kind = FOR_UNROLLED;
 	s->nvars = 1;
 	s->vars[0] = var;
-	s->extents[0] = I32(w, n);
+	s->extents[0] = lw_i32(w, n);
 	s->then_s = body;
 	return s;
 }
 
 /* A loop over chunks: unrolled when it indexes registers (fragments) or is
  * short; a plain loop otherwise, so that large shared tiles stay small code. */
-static Stmt *chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers)
+Stmt *lw_chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers)
 {
-	Stmt *s = unrolled(w, var, n, body);
+	Stmt *s = lw_unrolled(w, var, n, body);
 	if (!indexes_registers && n > 8)
 		s->for_kind = FOR_SERIAL;
 	return s;
 }
 
-static Stmt *if_then(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s)
+Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s)
 {
 	if (!cond)
 		return then_s;
@@ -95,12 +90,12 @@ static Stmt *if_then(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s)
 	return s;
 }
 
-static Stmt *barrier(Lw *w)
+Stmt *lw_barrier(Lw *w)
 {
 	return st_new(w->a, ST_BARRIER, NO_LOC);
 }
 
-static Stmt *store(Lw *w, int buf, Expr **idx, int n, Expr *value)
+Stmt *lw_store(Lw *w, int buf, Expr **idx, int n, Expr *value)
 {
 	Stmt *s = st_new(w->a, ST_STORE, NO_LOC);
 	s->buf = buf;
@@ -111,19 +106,19 @@ static Stmt *store(Lw *w, int buf, Expr **idx, int n, Expr *value)
 	return s;
 }
 
-static Expr *zero(Lw *w, TypeKind t)
+Expr *lw_zero(Lw *w, TypeKind t)
 {
 	return type_is_float(t) ? ex_float(w->a, t, 0) : ex_int(w->a, t, 0);
 }
 
-static Expr **idx1(Lw *w, Expr *x)
+Expr **lw_idx1(Lw *w, Expr *x)
 {
 	Expr **v = ARENA_ARRAY(w->a, Expr *, 1);
 	v[0] = x;
 	return v;
 }
 
-static int64_t tile_elems(const Buffer *b)
+int64_t lw_tile_elems(const Buffer *b)
 {
 	int64_t n = 1;
 	for (int d = 0; d < b->rank; d++)
@@ -132,12 +127,12 @@ static int64_t tile_elems(const Buffer *b)
 }
 
 /* Coordinates of flat row-major element `flat` in a tile of `shape`. */
-static void coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out)
+void lw_coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out)
 {
 	int64_t stride = 1;
 	for (int d = rank - 1; d >= 0; d--) {
-		Expr *q = stride == 1 ? flat : BIN(w, OP_DIV, ex_clone(w->a, flat), I32(w, stride));
-		out[d] = d == 0 ? q : BIN(w, OP_MOD, q, I32(w, shape[d]));
+		Expr *q = stride == 1 ? flat : lw_bin(w, OP_DIV, ex_clone(w->a, flat), lw_i32(w, stride));
+		out[d] = d == 0 ? q : lw_bin(w, OP_MOD, q, lw_i32(w, shape[d]));
 		stride *= shape[d];
 	}
 }
@@ -165,7 +160,7 @@ static Deal deal_for(Lw *w, int vec, int64_t total)
 }
 
 /* The widest vector of at most 16 bytes on both sides that divides the last dim. */
-static int coop_vec(const Buffer *tile, TypeKind other)
+int lw_coop_vec(const Buffer *tile, TypeKind other)
 {
 	int v = 16 / type_bytes(tile->elem);
 	int v2 = 16 / type_bytes(other);
@@ -178,7 +173,7 @@ static int coop_vec(const Buffer *tile, TypeKind other)
 
 /* Elements per piece when n contiguous elements move between types a and b:
  * at most 16 bytes on either side (the widest access there is). */
-static int piece_lanes(TypeKind a, TypeKind b, int n)
+int lw_piece_lanes(TypeKind a, TypeKind b, int n)
 {
 	int piece = n;
 	while (piece > 1 && (piece * type_bytes(a) > 16 || piece * type_bytes(b) > 16))
@@ -187,11 +182,11 @@ static int piece_lanes(TypeKind a, TypeKind b, int n)
 }
 
 /* Copies n contiguous elements, in pieces of at most 16 bytes on either side. */
-static void vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n,
+void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n,
 		  int last_d, int last_s)
 {
 	TypeKind td = w->k->bufs[dst].elem, ts = w->k->bufs[src].elem;
-	int piece = piece_lanes(td, ts, n);
+	int piece = lw_piece_lanes(td, ts, n);
 	for (int off = 0; off < n; off += piece) {
 		Stmt *s = st_new(w->a, ST_VCOPY, NO_LOC);
 		s->lanes = piece;
@@ -199,136 +194,164 @@ static void vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, E
 		s->nidx = dn;
 		s->idx = ARENA_ARRAY(w->a, Expr *, dn);
 		for (int i = 0; i < dn; i++)
-			s->idx[i] = i == last_d ? ex_add(w->a, ex_clone(w->a, didx[i]), I32(w, off)) : ex_clone(w->a, didx[i]);
+			s->idx[i] = i == last_d ? ex_add(w->a, ex_clone(w->a, didx[i]), lw_i32(w, off)) : ex_clone(w->a, didx[i]);
 		s->src_buf = src;
 		s->nsrc_idx = sn;
 		s->src_idx = ARENA_ARRAY(w->a, Expr *, sn);
 		for (int i = 0; i < sn; i++)
-			s->src_idx[i] = i == last_s ? ex_add(w->a, ex_clone(w->a, sidx[i]), I32(w, off)) : ex_clone(w->a, sidx[i]);
+			s->src_idx[i] = i == last_s ? ex_add(w->a, ex_clone(w->a, sidx[i]), lw_i32(w, off)) : ex_clone(w->a, sidx[i]);
 		stlist_push(w->a, out, s);
 	}
 }
 
 /* ---------------------------------------------------------------- copy */
 
-typedef struct {
-	int buf;
-	bool is_frag; /* index by register, else by coordinates */
-} TileSide;
-
-/* Index of element `off` of the current vector on a tile side.  For fragments
- * the register is c * vec + off; for shared tiles the coordinates t[] with off
- * added to the last. */
-static Expr **tile_index(Lw *w, TileSide ts, Expr *creg, Expr **t, int rank, int off, int *n)
+/* The tile-side index of element `off` of a vector: register creg + off of a
+ * fragment (creg != NULL), else the coordinates t[] with off added to the last. */
+static Expr **tile_index(Lw *w, Expr *creg, Expr **t, int rank, Expr *off, int *n)
 {
-	if (ts.is_frag) {
+	if (creg) {
 		*n = 1;
-		return idx1(w, ex_add(w->a, ex_clone(w->a, creg), I32(w, off)));
+		return lw_idx1(w, ex_add(w->a, ex_clone(w->a, creg), off));
 	}
 	Expr **v = ARENA_ARRAY(w->a, Expr *, rank);
 	for (int d = 0; d < rank; d++)
-		v[d] = d == rank - 1 ? ex_add(w->a, ex_clone(w->a, t[d]), I32(w, off)) : ex_clone(w->a, t[d]);
+		v[d] = d == rank - 1 ? ex_add(w->a, ex_clone(w->a, t[d]), off) : ex_clone(w->a, t[d]);
 	*n = rank;
 	return v;
 }
 
-/* global <-> tile (fragment or shared), with masks at the tensor's edges. */
-static Stmt *lower_copy_global(Lw *w, Stmt *s, bool load)
+void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, Expr *creg, Expr **t, int vec,
+		    Expr *stage, bool async, SrcLoc loc)
 {
-	const Region *gr = load ? &s->src : &s->dst;
-	int tb = load ? s->dst.buf : s->src.buf;
 	const Buffer *G = &w->k->bufs[gr->buf], *T = &w->k->bufs[tb];
-	TileSide side = {tb, T->scope == SCOPE_FRAGMENT};
-	int vec = side.is_frag ? T->layout.vec : coop_vec(T, G->elem);
-	Deal dl = deal_for(w, vec, tile_elems(T));
-	int R = G->rank, r = T->rank, lead = R - r;
-
-	StmtList body = {0};
-	int c = fresh(w, "c", VAR_LOOP);
-	Expr *creg = ex_mul(w->a, VAR(w, c), I32(w, vec));
-	Expr *base = BIN(w, OP_MUL, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, w->k->nthreads)), VAR(w, w->tid)),
-			 I32(w, vec));
-	int basev = let(w, &body, "base", ex_clone(w->a, base));
-	Expr *t[TL_MAX_RANK];
-	coords(w, T->tile_shape, r, VAR(w, basev), t);
+	int R = G->rank, r = T->rank - (stage != NULL), lead = R - r;
+	/* A staged shared tile (pipelined loop) takes the stage as its first index. */
+	Expr *ts[TL_MAX_RANK + 1];
+	int toff = 0;
+	if (stage && !creg)
+		ts[toff++] = stage;
 	for (int d = 0; d < r; d++)
-		t[d] = VAR(w, let(w, &body, "t", t[d]));
+		ts[toff + d] = t[d];
+	Expr **tt = creg ? t : ts;
+	int trank = creg ? r : r + toff;
+
 	/* Global coordinates and the in-bounds test of all but the last dimension. */
 	Expr *g[TL_MAX_RANK];
 	Expr *inb = NULL;
 	for (int d = 0; d < R; d++) {
 		Expr *o = ex_clone(w->a, gr->origin[d]);
-		g[d] = d < lead ? o : VAR(w, let(w, &body, "g", ex_add(w->a, o, t[d - lead])));
+		g[d] = d < lead ? o : lw_var(w, lw_let(w, body, "g", ex_add(w->a, o, ex_clone(w->a, t[d - lead]))));
 		if (d < R - 1)
-			inb = AND(w, inb, AND(w, BIN(w, OP_GE, ex_clone(w->a, g[d]), I32(w, 0)),
-					      BIN(w, OP_LT, ex_clone(w->a, g[d]), ex_clone(w->a, G->shape[d]))));
+			inb = lw_and(w, inb, lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, g[d]), lw_i32(w, 0)),
+						    lw_bin(w, OP_LT, ex_clone(w->a, g[d]), ex_clone(w->a, G->shape[d]))));
 	}
 	Expr *glast = g[R - 1], *extent = G->shape[R - 1];
-	if (lead == R) /* a rank-0 tile cannot happen: tiles have rank >= 1 */
-		DIE("copy tile of rank 0");
 
 	/* Fast path: the whole vector inside the tensor and aligned for one access. */
 	StmtList fast = {0};
 	int tn;
-	Expr **ti = tile_index(w, side, creg, t, r, 0, &tn);
-	if (load)
-		vcopy(w, &fast, tb, ti, tn, gr->buf, g, R, vec, tn - 1, R - 1);
+	Expr **ti = tile_index(w, creg, tt, trank, lw_i32(w, 0), &tn);
+	if (async) {
+		Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
+		cp->buf = tb;
+		cp->idx = ti;
+		cp->nidx = tn;
+		cp->src_buf = gr->buf;
+		cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+		for (int d = 0; d < R; d++)
+			cp->src_idx[d] = ex_clone(w->a, g[d]);
+		cp->nsrc_idx = R;
+		cp->value = lw_i32(w, 16);
+		cp->lanes = vec;
+		stlist_push(w->a, &fast, cp);
+	} else if (load)
+		lw_vcopy(w, &fast, tb, ti, tn, gr->buf, g, R, vec, tn - 1, R - 1);
 	else
-		vcopy(w, &fast, gr->buf, g, R, tb, ti, tn, vec, R - 1, tn - 1);
+		lw_vcopy(w, &fast, gr->buf, g, R, tb, ti, tn, vec, R - 1, tn - 1);
 
-	/* Slow path: element by element. */
+	/* Slow path: element by element, zeros outside the tensor. */
 	StmtList slow = {0};
-	int v = fresh(w, "v", VAR_LOOP);
+	int v = lw_fresh(w, "v", VAR_LOOP);
 	{
 		StmtList one = {0};
-		int gv = let(w, &one, "gv", ex_add(w->a, ex_clone(w->a, glast), VAR(w, v)));
-		Expr *ok = AND(w, ex_clone(w->a, inb), AND(w, BIN(w, OP_GE, VAR(w, gv), I32(w, 0)),
-							 BIN(w, OP_LT, VAR(w, gv), ex_clone(w->a, extent))));
+		int gv = lw_let(w, &one, "gv", ex_add(w->a, ex_clone(w->a, glast), lw_var(w, v)));
+		Expr *ok = lw_and(w, ex_clone(w->a, inb), lw_and(w, lw_bin(w, OP_GE, lw_var(w, gv), lw_i32(w, 0)),
+								 lw_bin(w, OP_LT, lw_var(w, gv), ex_clone(w->a, extent))));
 		Expr **ge = ARENA_ARRAY(w->a, Expr *, R);
 		for (int d = 0; d < R; d++)
-			ge[d] = d == R - 1 ? VAR(w, gv) : ex_clone(w->a, g[d]);
-		/* The register / coordinate of element v of this vector. */
-		Expr **te;
-		if (side.is_frag)
-			te = idx1(w, ex_add(w->a, ex_clone(w->a, creg), VAR(w, v))), tn = 1;
-		else {
-			te = ARENA_ARRAY(w->a, Expr *, r);
-			for (int d = 0; d < r; d++)
-				te[d] = d == r - 1 ? ex_add(w->a, ex_clone(w->a, t[d]), VAR(w, v)) : ex_clone(w->a, t[d]);
-			tn = r;
-		}
+			ge[d] = d == R - 1 ? lw_var(w, gv) : ex_clone(w->a, g[d]);
+		Expr **te = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
 		if (load) {
-			Stmt *ld = store(w, tb, te, tn, ex_load(w->a, w->k, gr->buf, ge, R));
-			Expr **te0 = ARENA_ARRAY(w->a, Expr *, tn);
-			for (int i = 0; i < tn; i++)
-				te0[i] = ex_clone(w->a, te[i]);
-			stlist_push(w->a, &one, if_then(w, ok, ld, store(w, tb, te0, tn, zero(w, T->elem))));
+			Stmt *ld = lw_store(w, tb, te, tn, ex_load(w->a, w->k, gr->buf, ge, R));
+			Expr **te0 = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
+			stlist_push(w->a, &one, lw_if(w, ok, ld, lw_store(w, tb, te0, tn, lw_zero(w, T->elem))));
 		} else {
-			stlist_push(w->a, &one, if_then(w, ok, store(w, gr->buf, ge, R, ex_load(w->a, w->k, tb, te, tn)), NULL));
+			stlist_push(w->a, &one, lw_if(w, ok, lw_store(w, gr->buf, ge, R, ex_load(w->a, w->k, tb, te, tn)), NULL));
 		}
-		stlist_push(w->a, &slow, unrolled(w, v, vec, stlist_seq(w->a, &one, s->loc)));
+		stlist_push(w->a, &slow, lw_unrolled(w, v, vec, stlist_seq(w->a, &one, loc)));
 	}
-	Stmt *fast_s = stlist_seq(w->a, &fast, s->loc), *slow_s = stlist_seq(w->a, &slow, s->loc);
-	Stmt *chunk;
-	if (vec == 1)
-		chunk = slow_s;
-	else {
-		Expr *whole = AND(w, ex_clone(w->a, inb),
-				  AND(w, BIN(w, OP_GE, ex_clone(w->a, glast), I32(w, 0)),
-				      BIN(w, OP_LE, ex_add(w->a, ex_clone(w->a, glast), I32(w, vec)), ex_clone(w->a, extent))));
-		Expr **ga = ARENA_ARRAY(w->a, Expr *, R);
+	Stmt *fast_s = stlist_seq(w->a, &fast, loc), *slow_s = stlist_seq(w->a, &slow, loc);
+	if (vec == 1) {
+		stlist_push(w->a, body, slow_s);
+		return;
+	}
+	Expr *whole = lw_and(w, ex_clone(w->a, inb),
+			     lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, glast), lw_i32(w, 0)),
+				    lw_bin(w, OP_LE, ex_add(w->a, ex_clone(w->a, glast), lw_i32(w, vec)), ex_clone(w->a, extent))));
+	Expr **ga = ARENA_ARRAY(w->a, Expr *, R);
+	for (int d = 0; d < R; d++)
+		ga[d] = ex_clone(w->a, g[d]);
+	/* Each piece must be aligned; pieces sit at multiples of their size. */
+	int piece = async ? vec : lw_piece_lanes(G->elem, T->elem, vec);
+	Expr *aligned = ex_aligned(w->a, gr->buf, ga, R, piece * type_bytes(G->elem));
+	Stmt *chunk = lw_if(w, lw_and(w, whole, aligned), fast_s, slow_s);
+	if (async) {
+		/* Wholly outside the tensor: let the copy engine write the zeros. */
+		Expr *outside = lw_bin(w, OP_GE, ex_clone(w->a, glast), ex_clone(w->a, extent));
+		if (inb)
+			outside = lw_bin(w, OP_LOR, lw_unary_not(w, ex_clone(w->a, inb)), outside);
+		Stmt *zf = st_new(w->a, ST_CP_ASYNC, loc);
+		zf->buf = tb;
+		zf->idx = tile_index(w, creg, tt, trank, lw_i32(w, 0), &zf->nidx);
+		zf->src_buf = gr->buf;
+		zf->nsrc_idx = R;
+		zf->src_idx = ARENA_ARRAY(w->a, Expr *, R);
 		for (int d = 0; d < R; d++)
-			ga[d] = ex_clone(w->a, g[d]);
-		/* Each piece must be aligned; pieces sit at multiples of their size. */
-		int piece = piece_lanes(G->elem, T->elem, vec);
-		Expr *aligned = ex_aligned(w->a, gr->buf, ga, R, piece * type_bytes(G->elem));
-		chunk = if_then(w, AND(w, whole, aligned), fast_s, slow_s);
+			zf->src_idx[d] = lw_i32(w, 0); /* a valid address; no byte is read */
+		zf->value = lw_i32(w, 0);
+		zf->lanes = vec;
+		chunk->else_s = lw_if(w, outside, zf, slow_s);
 	}
-	stlist_push(w->a, &body, chunk);
+	stlist_push(w->a, body, chunk);
+}
+
+/* global <-> fragment (ELEMWISE) or shared tile, with masks at the tensor's edges. */
+static Stmt *lower_copy_global(Lw *w, Stmt *s, bool load)
+{
+	const Region *gr = load ? &s->src : &s->dst;
+	int tb = load ? s->dst.buf : s->src.buf;
+	const Buffer *G = &w->k->bufs[gr->buf], *T = &w->k->bufs[tb];
+	bool is_frag = T->scope == SCOPE_FRAGMENT;
+	if (is_frag && T->layout.kind == LAYOUT_MMA)
+		return lower_copy_mma_global(w, s, load);
+	int vec = is_frag ? T->layout.vec : lw_coop_vec(T, G->elem);
+	Deal dl = deal_for(w, vec, lw_tile_elems(T));
+	StmtList body = {0};
+	int c = lw_fresh(w, "c", VAR_LOOP);
+	Expr *creg = is_frag ? ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)) : NULL;
+	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)),
+			    lw_i32(w, vec));
+	int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
+	Expr *t[TL_MAX_RANK];
+	lw_coords(w, T->tile_shape, T->rank, lw_var(w, basev), t);
+	for (int d = 0; d < T->rank; d++)
+		t[d] = lw_var(w, lw_let(w, &body, "t", t[d]));
+	lw_copy_vector(w, &body, load, gr, tb, creg, t, vec, NULL, false, s->loc);
 	Stmt *inner = stlist_seq(w->a, &body, s->loc);
 	if (dl.guard) /* `base` is bound inside the guard, so the guard repeats its expression */
-		inner = if_then(w, BIN(w, OP_LT, ex_clone(w->a, base), I32(w, dl.total)), inner, NULL);
-	return chunk_loop(w, c, dl.chunks, inner, side.is_frag);
+		inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, base), lw_i32(w, dl.total)), inner, NULL);
+	return lw_chunk_loop(w, c, dl.chunks, inner, is_frag);
 }
 
 /* shared <-> fragment: per thread, both sides in bounds by construction. */
@@ -338,43 +361,43 @@ static Stmt *lower_copy_shared_frag(Lw *w, Stmt *s)
 	int fb = to_frag ? s->dst.buf : s->src.buf, sb = to_frag ? s->src.buf : s->dst.buf;
 	const Buffer *F = &w->k->bufs[fb], *S = &w->k->bufs[sb];
 	int vec = F->layout.vec;
-	Deal dl = deal_for(w, vec, tile_elems(F));
+	Deal dl = deal_for(w, vec, lw_tile_elems(F));
 	StmtList body = {0};
-	int c = fresh(w, "c", VAR_LOOP);
-	Expr *base = BIN(w, OP_MUL, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, w->k->nthreads)), VAR(w, w->tid)),
-			 I32(w, vec));
+	int c = lw_fresh(w, "c", VAR_LOOP);
+	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)),
+			 lw_i32(w, vec));
 	Expr *t[TL_MAX_RANK];
-	coords(w, S->tile_shape, S->rank, ex_clone(w->a, base), t);
-	Expr **fi = idx1(w, ex_mul(w->a, VAR(w, c), I32(w, vec)));
+	lw_coords(w, S->tile_shape, S->rank, ex_clone(w->a, base), t);
+	Expr **fi = lw_idx1(w, ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)));
 	if (to_frag)
-		vcopy(w, &body, fb, fi, 1, sb, t, S->rank, vec, 0, S->rank - 1);
+		lw_vcopy(w, &body, fb, fi, 1, sb, t, S->rank, vec, 0, S->rank - 1);
 	else
-		vcopy(w, &body, sb, t, S->rank, fb, fi, 1, vec, S->rank - 1, 0);
+		lw_vcopy(w, &body, sb, t, S->rank, fb, fi, 1, vec, S->rank - 1, 0);
 	Stmt *inner = stlist_seq(w->a, &body, s->loc);
 	if (dl.guard)
-		inner = if_then(w, BIN(w, OP_LT, ex_clone(w->a, base), I32(w, dl.total)), inner, NULL);
-	return unrolled(w, c, dl.chunks, inner);
+		inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, base), lw_i32(w, dl.total)), inner, NULL);
+	return lw_unrolled(w, c, dl.chunks, inner);
 }
 
 /* Elementwise over a tile, spread over the threads: body(flat coordinates). */
 static Stmt *coop_elementwise(Lw *w, const Buffer *shape_of, SrcLoc loc,
 			      Stmt *(*body)(Lw *, Expr **t, void *ctx), void *ctx)
 {
-	Deal dl = deal_for(w, 1, tile_elems(shape_of));
-	int c = fresh(w, "c", VAR_LOOP);
+	Deal dl = deal_for(w, 1, lw_tile_elems(shape_of));
+	int c = lw_fresh(w, "c", VAR_LOOP);
 	StmtList l = {0};
-	int flat = let(w, &l, "flat", BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, w->k->nthreads)), VAR(w, w->tid)));
+	int flat = lw_let(w, &l, "flat", lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)));
 	Expr *t[TL_MAX_RANK];
-	coords(w, shape_of->tile_shape, shape_of->rank, VAR(w, flat), t);
+	lw_coords(w, shape_of->tile_shape, shape_of->rank, lw_var(w, flat), t);
 	stlist_push(w->a, &l, body(w, t, ctx));
 	Stmt *inner = stlist_seq(w->a, &l, loc);
 	if (dl.guard) {
 		StmtList g = {0};
-		int f2 = let(w, &g, "flat", BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, w->k->nthreads)), VAR(w, w->tid)));
-		stlist_push(w->a, &g, if_then(w, BIN(w, OP_LT, VAR(w, f2), I32(w, dl.total)), inner, NULL));
+		int f2 = lw_let(w, &g, "flat", lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)));
+		stlist_push(w->a, &g, lw_if(w, lw_bin(w, OP_LT, lw_var(w, f2), lw_i32(w, dl.total)), inner, NULL));
 		inner = stlist_seq(w->a, &g, loc);
 	}
-	return chunk_loop(w, c, dl.chunks, inner, false);
+	return lw_chunk_loop(w, c, dl.chunks, inner, false);
 }
 
 typedef struct {
@@ -391,7 +414,7 @@ static Stmt *shared_copy_body(Lw *w, Expr **t, void *ctx)
 		ti[d] = ex_clone(w->a, t[d]);
 		ts[d] = ex_clone(w->a, t[d]);
 	}
-	return store(w, c->dst, ti, r, ex_load(w->a, w->k, c->src, ts, r));
+	return lw_store(w, c->dst, ti, r, ex_load(w->a, w->k, c->src, ts, r));
 }
 
 static Stmt *shared_fill_body(Lw *w, Expr **t, void *ctx)
@@ -401,7 +424,7 @@ static Stmt *shared_fill_body(Lw *w, Expr **t, void *ctx)
 	Expr **ti = ARENA_ARRAY(w->a, Expr *, r);
 	for (int d = 0; d < r; d++)
 		ti[d] = ex_clone(w->a, t[d]);
-	return store(w, c->dst, ti, r, ex_clone(w->a, c->value));
+	return lw_store(w, c->dst, ti, r, ex_clone(w->a, c->value));
 }
 
 /* Per-thread registers src -> dst, same layout. */
@@ -409,9 +432,9 @@ static Stmt *lower_copy_frag_frag(Lw *w, Stmt *s)
 {
 	const Buffer *D = &w->k->bufs[s->dst.buf];
 	int64_t n = D->layout.regs;
-	int i = fresh(w, "r", VAR_LOOP);
-	return unrolled(w, i, n, store(w, s->dst.buf, idx1(w, VAR(w, i)), 1,
-					 ex_load(w->a, w->k, s->src.buf, idx1(w, VAR(w, i)), 1)));
+	int i = lw_fresh(w, "r", VAR_LOOP);
+	return lw_unrolled(w, i, n, lw_store(w, s->dst.buf, lw_idx1(w, lw_var(w, i)), 1,
+					 ex_load(w->a, w->k, s->src.buf, lw_idx1(w, lw_var(w, i)), 1)));
 }
 
 /* Registers of a ROWS fragment and where their rows are: row coordinates in
@@ -428,15 +451,15 @@ static RowPos row_pos(Lw *w, StmtList *out, const Buffer *F, int c)
 	int64_t ptotal = 1;
 	for (int d = 0; d < L->parent_rank; d++)
 		ptotal *= L->parent_shape[d];
-	int flat = let(w, out, "flat", BIN(w, OP_MUL, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, L->threads)),
-							  VAR(w, w->tid)), I32(w, L->vec)));
+	int flat = lw_let(w, out, "flat", lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, L->threads)),
+							  lw_var(w, w->tid)), lw_i32(w, L->vec)));
 	Expr *pc[TL_MAX_RANK];
-	coords(w, L->parent_shape, L->parent_rank, VAR(w, flat), pc);
+	lw_coords(w, L->parent_shape, L->parent_rank, lw_var(w, flat), pc);
 	RowPos r;
 	for (int d = 0; d < F->rank; d++)
-		r.rc[d] = L->parent_rank == 1 ? I32(w, 0) : pc[d];
-	r.valid = BIN(w, OP_LT, VAR(w, flat), I32(w, ptotal));
-	r.first = BIN(w, OP_EQ, pc[L->parent_rank - 1], I32(w, 0));
+		r.rc[d] = L->parent_rank == 1 ? lw_i32(w, 0) : pc[d];
+	r.valid = lw_bin(w, OP_LT, lw_var(w, flat), lw_i32(w, ptotal));
+	r.first = lw_bin(w, OP_EQ, pc[L->parent_rank - 1], lw_i32(w, 0));
 	return r;
 }
 
@@ -448,7 +471,7 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
 	const Region *other = to_frag ? &s->src : &s->dst;
 	int fb = to_frag ? s->dst.buf : s->src.buf, ob = other->buf;
 	const Buffer *F = &w->k->bufs[fb], *O = &w->k->bufs[ob];
-	int c = fresh(w, "c", VAR_LOOP);
+	int c = lw_fresh(w, "c", VAR_LOOP);
 	StmtList body = {0};
 	RowPos r = row_pos(w, &body, F, c);
 	Expr **oi = ARENA_ARRAY(w->a, Expr *, O->rank);
@@ -461,18 +484,18 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
 		}
 		Expr *o = ex_clone(w->a, other->origin[d]);
 		oi[d] = d < lead ? o : ex_add(w->a, o, ex_clone(w->a, r.rc[d - lead]));
-		inb = AND(w, inb, AND(w, BIN(w, OP_GE, ex_clone(w->a, oi[d]), I32(w, 0)),
-				      BIN(w, OP_LT, ex_clone(w->a, oi[d]), ex_clone(w->a, O->shape[d]))));
+		inb = lw_and(w, inb, lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, oi[d]), lw_i32(w, 0)),
+				      lw_bin(w, OP_LT, ex_clone(w->a, oi[d]), ex_clone(w->a, O->shape[d]))));
 	}
-	Expr **fi = idx1(w, VAR(w, c));
+	Expr **fi = lw_idx1(w, lw_var(w, c));
 	if (to_frag) {
-		Stmt *ld = store(w, fb, fi, 1, ex_load(w->a, w->k, ob, oi, O->rank));
-		stlist_push(w->a, &body, if_then(w, inb, ld, store(w, fb, idx1(w, VAR(w, c)), 1, zero(w, F->elem))));
+		Stmt *ld = lw_store(w, fb, fi, 1, ex_load(w->a, w->k, ob, oi, O->rank));
+		stlist_push(w->a, &body, lw_if(w, inb, ld, lw_store(w, fb, lw_idx1(w, lw_var(w, c)), 1, lw_zero(w, F->elem))));
 	} else {
-		Stmt *st = store(w, ob, oi, O->rank, ex_load(w->a, w->k, fb, fi, 1));
-		stlist_push(w->a, &body, if_then(w, AND(w, inb, r.first), st, NULL));
+		Stmt *st = lw_store(w, ob, oi, O->rank, ex_load(w->a, w->k, fb, fi, 1));
+		stlist_push(w->a, &body, lw_if(w, lw_and(w, inb, r.first), st, NULL));
 	}
-	return unrolled(w, c, F->layout.chunks, stlist_seq(w->a, &body, s->loc));
+	return lw_unrolled(w, c, F->layout.chunks, stlist_seq(w->a, &body, s->loc));
 }
 
 /* ---------------------------------------------------------------- reductions */
@@ -480,7 +503,7 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
 static Expr *reduce_identity(Lw *w, ReduceKind r, TypeKind t)
 {
 	if (r == RED_SUM)
-		return zero(w, t);
+		return lw_zero(w, t);
 	bool max = r == RED_MAX;
 	if (type_is_float(t))
 		return ex_float(w->a, t, max ? -INFINITY : INFINITY);
@@ -491,10 +514,10 @@ static Expr *reduce_identity(Lw *w, ReduceKind r, TypeKind t)
 
 static Expr *reduce_op(Lw *w, ReduceKind r, Expr *a, Expr *b)
 {
-	return BIN(w, r == RED_SUM ? OP_ADD : r == RED_MAX ? OP_MAX : OP_MIN, a, b);
+	return lw_bin(w, r == RED_SUM ? OP_ADD : r == RED_MAX ? OP_MAX : OP_MIN, a, b);
 }
 
-static int new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
+int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
 {
 	Buffer b = {0};
 	b.name = arena_printf(w->a, "%s.%d", name, w->counter++);
@@ -502,7 +525,7 @@ static int new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t 
 	b.elem = t;
 	b.rank = 1;
 	b.tile_shape[0] = n;
-	b.shape[0] = I32(w, n);
+	b.shape[0] = lw_i32(w, n);
 	b.local_size = n;
 	b.param_index = -1;
 	return kernel_add_buffer(w->a, w->k, b);
@@ -525,59 +548,59 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 	TypeKind t = S->elem;
 	int T = L->threads, vec = L->vec, chunks = L->chunks;
 	int64_t last = S->tile_shape[S->rank - 1], G = last / vec;
-	int64_t vectors = tile_elems(S) / vec;
+	int64_t vectors = lw_tile_elems(S) / vec;
 	bool pow2 = (G & (G - 1)) == 0, use_shfl = pow2 && G > 1 && T % 32 == 0;
-	int part = new_buffer(w, "part", SCOPE_LOCAL, t, chunks);
+	int part = lw_new_buffer(w, "part", SCOPE_LOCAL, t, chunks);
 	StmtList out = {0};
 
 	/* 1. In-thread: part[c] = op over the chunk's vector (identity past the tile). */
 	{
-		int c = fresh(w, "c", VAR_LOOP);
+		int c = lw_fresh(w, "c", VAR_LOOP);
 		Expr *acc = NULL;
 		for (int v = 0; v < vec; v++) {
 			Expr *x = ex_load(w->a, w->k, s->src_buf,
-					  idx1(w, ex_add(w->a, ex_mul(w->a, VAR(w, c), I32(w, vec)), I32(w, v))), 1);
+					  lw_idx1(w, ex_add(w->a, ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)), lw_i32(w, v))), 1);
 			acc = acc ? reduce_op(w, s->reduce, acc, x) : x;
 		}
 		if ((int64_t)chunks * T > vectors) {
-			Expr *valid = BIN(w, OP_LT, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, T)), VAR(w, w->tid)),
-					  I32(w, vectors));
+			Expr *valid = lw_bin(w, OP_LT, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, T)), lw_var(w, w->tid)),
+					  lw_i32(w, vectors));
 			acc = ex_select(w->a, valid, acc, reduce_identity(w, s->reduce, t));
 		}
-		stlist_push(w->a, &out, unrolled(w, c, chunks, store(w, part, idx1(w, VAR(w, c)), 1, acc)));
+		stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_store(w, part, lw_idx1(w, lw_var(w, c)), 1, acc)));
 	}
 	/* 2. Butterfly shuffles within groups of lanes that share a row. */
 	if (use_shfl)
 		for (int64_t off = (G < 32 ? G : 32) / 2; off >= 1; off /= 2) {
-			int c = fresh(w, "c", VAR_LOOP);
-			Expr *args[2] = {ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1), I32(w, off)};
+			int c = lw_fresh(w, "c", VAR_LOOP);
+			Expr *args[2] = {ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1), lw_i32(w, off)};
 			Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
 			a2[0] = args[0];
 			a2[1] = args[1];
 			Expr *sh = ex_call(w->a, FN_SHFL_BFLY, t, a2, 2);
-			Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1), sh);
-			stlist_push(w->a, &out, unrolled(w, c, chunks, store(w, part, idx1(w, VAR(w, c)), 1, v)));
+			Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1), sh);
+			stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_store(w, part, lw_idx1(w, lw_var(w, c)), 1, v)));
 		}
 	/* 3. Across warps (or for any G) through shared memory. */
 	if (G > 1 && !(use_shfl && G <= 32)) {
 		int64_t slot = use_shfl ? 32 : 1; /* vectors per partial */
 		int64_t nslots = ((int64_t)chunks * T + slot - 1) / slot;
-		int scratch = new_buffer(w, "scratch", SCOPE_SHARED, t, nslots);
-		stlist_push(w->a, &out, barrier(w));
-		int c = fresh(w, "c", VAR_LOOP);
-		Expr *vidx = BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, T)), VAR(w, w->tid));
-		Expr *writer = BIN(w, OP_LT, ex_clone(w->a, vidx), I32(w, vectors));
+		int scratch = lw_new_buffer(w, "scratch", SCOPE_SHARED, t, nslots);
+		stlist_push(w->a, &out, lw_barrier(w));
+		int c = lw_fresh(w, "c", VAR_LOOP);
+		Expr *vidx = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, T)), lw_var(w, w->tid));
+		Expr *writer = lw_bin(w, OP_LT, ex_clone(w->a, vidx), lw_i32(w, vectors));
 		if (slot > 1)
-			writer = AND(w, writer, BIN(w, OP_EQ, BIN(w, OP_MOD, VAR(w, w->tid), I32(w, 32)), I32(w, 0)));
-		Stmt *put = store(w, scratch, idx1(w, BIN(w, OP_DIV, ex_clone(w->a, vidx), I32(w, slot))), 1,
-				  ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1));
-		stlist_push(w->a, &out, unrolled(w, c, chunks, if_then(w, writer, put, NULL)));
-		stlist_push(w->a, &out, barrier(w));
+			writer = lw_and(w, writer, lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 32)), lw_i32(w, 0)));
+		Stmt *put = lw_store(w, scratch, lw_idx1(w, lw_bin(w, OP_DIV, ex_clone(w->a, vidx), lw_i32(w, slot))), 1,
+				  ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1));
+		stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_if(w, writer, put, NULL)));
+		stlist_push(w->a, &out, lw_barrier(w));
 		/* Each chunk: its row's G / slot partials, in order. */
-		int c2 = fresh(w, "c", VAR_LOOP);
+		int c2 = lw_fresh(w, "c", VAR_LOOP);
 		StmtList one = {0};
-		int row = let(w, &one, "row", BIN(w, OP_DIV, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c2), I32(w, T)),
-									VAR(w, w->tid)), I32(w, G)));
+		int row = lw_let(w, &one, "row", lw_bin(w, OP_DIV, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c2), lw_i32(w, T)),
+									lw_var(w, w->tid)), lw_i32(w, G)));
 		Var av = {0};
 		av.name = arena_printf(w->a, "acc.%d", w->counter++);
 		av.kind = VAR_MUT;
@@ -588,38 +611,38 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		init->var = acc;
 		init->value = reduce_identity(w, s->reduce, t);
 		stlist_push(w->a, &one, init);
-		int q = fresh(w, "q", VAR_LOOP);
+		int q = lw_fresh(w, "q", VAR_LOOP);
 		int64_t per_row = G / slot;
-		Expr *at = BIN(w, OP_ADD, ex_mul(w->a, VAR(w, row), I32(w, per_row)), VAR(w, q));
+		Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)), lw_var(w, q));
 		/* Rows of a padding chunk point past the scratch: clamp, the value is unused. */
-		at = BIN(w, OP_MIN, at, I32(w, nslots - 1));
+		at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1));
 		Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
 		step->var = acc;
-		step->value = reduce_op(w, s->reduce, VAR(w, acc), ex_load(w->a, w->k, scratch, idx1(w, at), 1));
-		Stmt *loop = unrolled(w, q, per_row, step);
+		step->value = reduce_op(w, s->reduce, lw_var(w, acc), ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1));
+		Stmt *loop = lw_unrolled(w, q, per_row, step);
 		if (per_row > 16)
 			loop->for_kind = FOR_SERIAL;
 		stlist_push(w->a, &one, loop);
-		stlist_push(w->a, &one, store(w, part, idx1(w, VAR(w, c2)), 1, VAR(w, acc)));
-		stlist_push(w->a, &out, unrolled(w, c2, chunks, stlist_seq(w->a, &one, s->loc)));
+		stlist_push(w->a, &one, lw_store(w, part, lw_idx1(w, lw_var(w, c2)), 1, lw_var(w, acc)));
+		stlist_push(w->a, &out, lw_unrolled(w, c2, chunks, stlist_seq(w->a, &one, s->loc)));
 	}
 	/* dst[c] = part[c], or combined with what dst held. */
-	int c = fresh(w, "c", VAR_LOOP);
-	Expr *v = ex_load(w->a, w->k, part, idx1(w, VAR(w, c)), 1);
+	int c = lw_fresh(w, "c", VAR_LOOP);
+	Expr *v = ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1);
 	if (s->accumulate)
-		v = reduce_op(w, s->reduce, ex_load(w->a, w->k, s->buf, idx1(w, VAR(w, c)), 1), v);
-	stlist_push(w->a, &out, unrolled(w, c, chunks, store(w, s->buf, idx1(w, VAR(w, c)), 1, v)));
+		v = reduce_op(w, s->reduce, ex_load(w->a, w->k, s->buf, lw_idx1(w, lw_var(w, c)), 1), v);
+	stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_store(w, s->buf, lw_idx1(w, lw_var(w, c)), 1, v)));
 	return stlist_seq(w->a, &out, s->loc);
 }
 
 static bool writes_shared(const Lw *w, int buf) { return w->k->bufs[buf].scope == SCOPE_SHARED; }
 
-static Stmt *fenced(Lw *w, Stmt *s)
+Stmt *lw_fenced(Lw *w, Stmt *s)
 {
 	Stmt **v = ARENA_ARRAY(w->a, Stmt *, 3);
-	v[0] = barrier(w);
+	v[0] = lw_barrier(w);
 	v[1] = s;
-	v[2] = barrier(w);
+	v[2] = lw_barrier(w);
 	return st_seq(w->a, v, 3);
 }
 
@@ -647,7 +670,7 @@ static Stmt *lower_copy(Lw *w, Stmt *s)
 		r = coop_elementwise(w, B, s->loc, shared_copy_body, &c);
 	} else
 		r = lower_copy_shared_frag(w, s);
-	return writes_shared(w, s->dst.buf) ? fenced(w, r) : r;
+	return writes_shared(w, s->dst.buf) ? lw_fenced(w, r) : r;
 }
 
 static Stmt *lower_fill(Lw *w, Stmt *s)
@@ -655,11 +678,11 @@ static Stmt *lower_fill(Lw *w, Stmt *s)
 	const Buffer *b = &w->k->bufs[s->buf];
 	if (b->scope == SCOPE_SHARED) {
 		CoopCtx c = {-1, s->buf, s->value};
-		return fenced(w, coop_elementwise(w, b, s->loc, shared_fill_body, &c));
+		return lw_fenced(w, coop_elementwise(w, b, s->loc, shared_fill_body, &c));
 	}
-	int64_t n = b->scope == SCOPE_FRAGMENT ? b->layout.regs : tile_elems(b);
-	int i = fresh(w, "r", VAR_LOOP);
-	return unrolled(w, i, n, store(w, s->buf, idx1(w, VAR(w, i)), 1, s->value));
+	int64_t n = b->scope == SCOPE_FRAGMENT ? b->layout.regs : lw_tile_elems(b);
+	int i = lw_fresh(w, "r", VAR_LOOP);
+	return lw_unrolled(w, i, n, lw_store(w, s->buf, lw_idx1(w, lw_var(w, i)), 1, s->value));
 }
 
 /* ---------------------------------------------------------------- parallel */
@@ -684,9 +707,9 @@ static Expr *par_expr(void *ctx, Expr *e)
 	if (e->kind == EX_VAR)
 		for (int d = 0; d < p->loop->nvars; d++)
 			if (e->var == p->loop->vars[d])
-				return VAR(p->w, p->lets[d]);
+				return lw_var(p->w, p->lets[d]);
 	if (e->kind == EX_LOAD && p->w->k->bufs[e->buf].scope == SCOPE_FRAGMENT) {
-		e->args = idx1(p->w, reg_of(p, e->buf));
+		e->args = lw_idx1(p->w, reg_of(p, e->buf));
 		e->nargs = 1;
 	}
 	return e;
@@ -700,7 +723,7 @@ static void par_stores(ParCtx *p, Stmt *s)
 	if (s->kind == ST_STORE) {
 		const Buffer *b = &p->w->k->bufs[s->buf];
 		if (b->scope == SCOPE_FRAGMENT) {
-			s->idx = idx1(p->w, reg_of(p, s->buf));
+			s->idx = lw_idx1(p->w, reg_of(p, s->buf));
 			s->nidx = 1;
 		}
 		p->shared_store |= b->scope == SCOPE_SHARED;
@@ -721,26 +744,48 @@ static void par_stmt(ParCtx *p, Stmt *s)
  * is one row (replicated over the threads that hold parts of it). */
 static Stmt *lower_parallel_rows(Lw *w, Stmt *s, const FragLayout *L)
 {
-	int c = fresh(w, "c", VAR_LOOP);
+	int c = lw_fresh(w, "c", VAR_LOOP);
 	int64_t ptotal = 1;
 	for (int d = 0; d < L->parent_rank; d++)
 		ptotal *= L->parent_shape[d];
 	StmtList body = {0};
-	Expr *flat = BIN(w, OP_MUL, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, L->threads)), VAR(w, w->tid)),
-			 I32(w, L->vec));
-	int flatv = let(w, &body, "flat", flat);
+	Expr *flat = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, L->threads)), lw_var(w, w->tid)),
+			 lw_i32(w, L->vec));
+	int flatv = lw_let(w, &body, "flat", flat);
 	Expr *t[TL_MAX_RANK];
-	coords(w, L->parent_shape, L->parent_rank, VAR(w, flatv), t);
+	lw_coords(w, L->parent_shape, L->parent_rank, lw_var(w, flatv), t);
 	ParCtx p = {w, s, {0}, NULL, NULL, false};
 	for (int d = 0; d < s->nvars; d++)
-		p.lets[d] = let(w, &body, w->k->vars[s->vars[d]].name, L->parent_rank == 1 ? I32(w, 0) : t[d]);
-	p.reg = VAR(w, c);
-	p.row_reg = VAR(w, c);
+		p.lets[d] = lw_let(w, &body, w->k->vars[s->vars[d]].name, L->parent_rank == 1 ? lw_i32(w, 0) : t[d]);
+	p.reg = lw_var(w, c);
+	p.row_reg = lw_var(w, c);
 	par_stmt(&p, s->then_s);
 	stlist_push(w->a, &body, s->then_s);
-	Stmt *inner = if_then(w, BIN(w, OP_LT, ex_clone(w->a, flat), I32(w, ptotal)), stlist_seq(w->a, &body, s->loc), NULL);
-	Stmt *r = unrolled(w, c, L->chunks, inner);
-	return p.shared_store ? fenced(w, r) : r;
+	Stmt *inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, flat), lw_i32(w, ptotal)), stlist_seq(w->a, &body, s->loc), NULL);
+	Stmt *r = lw_unrolled(w, c, L->chunks, inner);
+	return p.shared_store ? lw_fenced(w, r) : r;
+}
+
+/* The parallel loop's iterations on an MMA anchor: every register of the
+ * accumulator layout, at its (row, col). */
+static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
+{
+	int fm = lw_fresh(w, "fm", VAR_LOOP), fn = lw_fresh(w, "fn", VAR_LOOP), r = lw_fresh(w, "r", VAR_LOOP);
+	StmtList body = {0};
+	Expr *row, *col;
+	lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_var(w, r), &row, &col);
+	ParCtx p = {w, s, {0}, NULL, NULL, false};
+	p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, row);
+	p.lets[1] = lw_let(w, &body, w->k->vars[s->vars[1]].name, col);
+	p.reg = ex_add(w->a, ex_mul(w->a, ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, L->frag_n)), lw_var(w, fn)),
+					lw_i32(w, 4)), lw_var(w, r));
+	p.row_reg = p.reg; /* no row fragments beside an accumulator (layout.c) */
+	par_stmt(&p, s->then_s);
+	stlist_push(w->a, &body, s->then_s);
+	Stmt *x = lw_unrolled(w, r, 4, stlist_seq(w->a, &body, s->loc));
+	x = lw_unrolled(w, fn, L->frag_n, x);
+	x = lw_unrolled(w, fm, L->frag_m, x);
+	return p.shared_store ? lw_fenced(w, x) : x;
 }
 
 static Stmt *lower_parallel(Lw *w, Stmt *s)
@@ -751,39 +796,41 @@ static Stmt *lower_parallel(Lw *w, Stmt *s)
 	int fb = loop_full_fragment(w->k, s);
 	if (fb >= 0 && w->k->bufs[fb].layout.kind == LAYOUT_ROWS)
 		return lower_parallel_rows(w, s, &w->k->bufs[fb].layout);
+	if (fb >= 0 && w->k->bufs[fb].layout.kind == LAYOUT_MMA)
+		return lower_parallel_mma(w, s, &w->k->bufs[fb].layout);
 	int vec = fb >= 0 ? w->k->bufs[fb].layout.vec : 1;
 	Deal dl = deal_for(w, vec, total);
 
-	int c = fresh(w, "c", VAR_LOOP), v = fresh(w, "v", VAR_LOOP);
+	int c = lw_fresh(w, "c", VAR_LOOP), v = lw_fresh(w, "v", VAR_LOOP);
 	StmtList body = {0};
-	Expr *flat = BIN(w, OP_ADD,
-			 BIN(w, OP_MUL, BIN(w, OP_ADD, ex_mul(w->a, VAR(w, c), I32(w, w->k->nthreads)), VAR(w, w->tid)),
-			     I32(w, vec)),
-			 VAR(w, v));
-	int flatv = let(w, &body, "flat", flat);
+	Expr *flat = lw_bin(w, OP_ADD,
+			 lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)),
+			     lw_i32(w, vec)),
+			 lw_var(w, v));
+	int flatv = lw_let(w, &body, "flat", flat);
 	Expr *t[TL_MAX_RANK];
-	coords(w, shape, s->nvars, VAR(w, flatv), t);
+	lw_coords(w, shape, s->nvars, lw_var(w, flatv), t);
 	ParCtx p = {w, s, {0}, NULL, NULL, false};
 	for (int d = 0; d < s->nvars; d++)
-		p.lets[d] = let(w, &body, w->k->vars[s->vars[d]].name, t[d]);
-	p.reg = ex_add(w->a, ex_mul(w->a, VAR(w, c), I32(w, vec)), VAR(w, v));
-	p.row_reg = VAR(w, c);
+		p.lets[d] = lw_let(w, &body, w->k->vars[s->vars[d]].name, t[d]);
+	p.reg = ex_add(w->a, ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)), lw_var(w, v));
+	p.row_reg = lw_var(w, c);
 	par_stmt(&p, s->then_s);
 	stlist_push(w->a, &body, s->then_s);
 	Stmt *inner = stlist_seq(w->a, &body, s->loc);
 	if (dl.guard) {
 		StmtList g = {0};
-		int f2 = let(w, &g, "flat", ex_clone(w->a, flat));
-		stlist_push(w->a, &g, if_then(w, BIN(w, OP_LT, VAR(w, f2), I32(w, total)), inner, NULL));
+		int f2 = lw_let(w, &g, "flat", ex_clone(w->a, flat));
+		stlist_push(w->a, &g, lw_if(w, lw_bin(w, OP_LT, lw_var(w, f2), lw_i32(w, total)), inner, NULL));
 		inner = stlist_seq(w->a, &g, s->loc);
 	}
-	Stmt *r = chunk_loop(w, c, dl.chunks, unrolled(w, v, vec, inner), fb >= 0);
-	return p.shared_store ? fenced(w, r) : r;
+	Stmt *r = lw_chunk_loop(w, c, dl.chunks, lw_unrolled(w, v, vec, inner), fb >= 0);
+	return p.shared_store ? lw_fenced(w, r) : r;
 }
 
 /* ---------------------------------------------------------------- driver */
 
-static Stmt *lower_stmt(Lw *w, Stmt *s)
+Stmt *lw_lower_stmt(Lw *w, Stmt *s)
 {
 	if (!s)
 		return NULL;
@@ -791,7 +838,7 @@ static Stmt *lower_stmt(Lw *w, Stmt *s)
 	case ST_SEQ: {
 		StmtList l = {0};
 		for (int i = 0; i < s->nbody; i++) {
-			Stmt *r = lower_stmt(w, s->body[i]);
+			Stmt *r = lw_lower_stmt(w, s->body[i]);
 			if (!r)
 				continue;
 			/* Flatten nested sequences; drop a barrier right after a barrier. */
@@ -806,13 +853,15 @@ static Stmt *lower_stmt(Lw *w, Stmt *s)
 		return stlist_seq(w->a, &l, s->loc);
 	}
 	case ST_IF:
-		s->then_s = lower_stmt(w, s->then_s);
-		s->else_s = lower_stmt(w, s->else_s);
+		s->then_s = lw_lower_stmt(w, s->then_s);
+		s->else_s = lw_lower_stmt(w, s->else_s);
 		return s;
 	case ST_FOR:
 		if (s->for_kind == FOR_PARALLEL)
 			return lower_parallel(w, s);
-		s->then_s = lower_stmt(w, s->then_s);
+		if (s->for_kind == FOR_PIPELINED)
+			return lower_pipelined(w, s);
+		s->then_s = lw_lower_stmt(w, s->then_s);
 		return s;
 	case ST_COPY:
 		return lower_copy(w, s);
@@ -823,8 +872,9 @@ static Stmt *lower_stmt(Lw *w, Stmt *s)
 	case ST_STORE:
 		/* Every thread runs a plain statement: its shared store is fenced from
 		 * earlier readers and for later ones, like a tile op's. */
-		return writes_shared(w, s->buf) ? fenced(w, s) : s;
+		return writes_shared(w, s->buf) ? lw_fenced(w, s) : s;
 	case ST_GEMM:
+		return lower_gemm(w, s);
 	case ST_ATOMIC:
 		DIE("tile op %d reached lowering; the frontend rejects it", s->kind);
 	default:
@@ -837,7 +887,7 @@ static Expr *linear_index(Lw *w, const Buffer *b, Expr **idx, int n)
 {
 	Expr *lin = idx[0];
 	for (int d = 1; d < n; d++)
-		lin = ex_add(w->a, ex_mul(w->a, lin, I32(w, b->tile_shape[d])), idx[d]);
+		lin = ex_add(w->a, ex_mul(w->a, lin, lw_i32(w, b->tile_shape[d])), idx[d]);
 	return lin;
 }
 
@@ -845,7 +895,7 @@ static Expr *linearize_expr(void *ctx, Expr *e)
 {
 	Lw *w = ctx;
 	if (e->kind == EX_LOAD && w->k->bufs[e->buf].scope == SCOPE_LOCAL && e->nargs > 1) {
-		e->args = idx1(w, linear_index(w, &w->k->bufs[e->buf], e->args, e->nargs));
+		e->args = lw_idx1(w, linear_index(w, &w->k->bufs[e->buf], e->args, e->nargs));
 		e->nargs = 1;
 	}
 	return e;
@@ -856,13 +906,77 @@ static void linearize_locals(Lw *w, Stmt *s)
 	if (!s)
 		return;
 	if (s->kind == ST_STORE && w->k->bufs[s->buf].scope == SCOPE_LOCAL && s->nidx > 1) {
-		s->idx = idx1(w, linear_index(w, &w->k->bufs[s->buf], s->idx, s->nidx));
+		s->idx = lw_idx1(w, linear_index(w, &w->k->bufs[s->buf], s->idx, s->nidx));
 		s->nidx = 1;
 	}
 	for (int i = 0; i < s->nbody; i++)
 		linearize_locals(w, s->body[i]);
 	linearize_locals(w, s->then_s);
 	linearize_locals(w, s->else_s);
+}
+
+/* Shared tiles that gemm reads are swizzled (codegen's tile_offset) when they
+ * hold 16-bit elements in whole 128-byte lines. */
+static void mark_swizzled(Kernel *k, const Stmt *s)
+{
+	if (!s)
+		return;
+	if (s->kind == ST_GEMM) {
+		int ops[2] = {s->a, s->b};
+		for (int i = 0; i < 2; i++) {
+			Buffer *b = &k->bufs[ops[i]];
+			int64_t bytes = lw_tile_elems(b) * type_bytes(b->elem);
+			int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
+			if (b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 && bytes % 128 == 0 && row % 16 == 0)
+				b->swizzle = true;
+		}
+	}
+	for (int i = 0; i < s->nbody; i++)
+		mark_swizzled(k, s->body[i]);
+	mark_swizzled(k, s->then_s);
+	mark_swizzled(k, s->else_s);
+}
+
+/* use_swizzle(P): the user's block indices become a permutation of the raw
+ * ones that walks the grid in panels of P rows (by), column by column within
+ * a panel, so that consecutive blocks share rows of A and columns of B in L2:
+ *
+ *   id = rby * gx + rbx;  group = id / (P * gx);  first = group * P
+ *   rows = min(gy - first, P);  by = first + (id % (P gx)) % rows;  bx = (id % (P gx)) / rows */
+static Stmt *swizzle_blocks(Lw *w)
+{
+	Kernel *k = w->k;
+	int user[2] = {-1, -1};
+	for (int i = 0; i < k->nvars; i++)
+		if (k->vars[i].kind == VAR_BLOCK_IDX && k->vars[i].dim < 2)
+			user[k->vars[i].dim] = i;
+	int raw[2], grid[2];
+	for (int d = 0; d < 2; d++) {
+		raw[d] = lw_fresh(w, d ? "ctaid.y" : "ctaid.x", VAR_BLOCK_IDX);
+		k->vars[raw[d]].dim = d;
+		grid[d] = lw_fresh(w, d ? "nctaid.y" : "nctaid.x", VAR_GRID_DIM);
+		k->vars[grid[d]].dim = d;
+	}
+	StmtList l = {0};
+	int64_t P = k->swizzle_panel;
+	int id = lw_let(w, &l, "id", ex_add(w->a, ex_mul(w->a, lw_var(w, raw[1]), lw_var(w, grid[0])), lw_var(w, raw[0])));
+	int pw = lw_let(w, &l, "panel", ex_mul(w->a, lw_i32(w, P), lw_var(w, grid[0])));
+	int first = lw_let(w, &l, "first", ex_mul(w->a, lw_bin(w, OP_DIV, lw_var(w, id), lw_var(w, pw)), lw_i32(w, P)));
+	int rows = lw_let(w, &l, "rows", lw_bin(w, OP_MIN, lw_bin(w, OP_SUB, lw_var(w, grid[1]), lw_var(w, first)), lw_i32(w, P)));
+	int in = lw_let(w, &l, "in_panel", lw_bin(w, OP_MOD, lw_var(w, id), lw_var(w, pw)));
+	Expr *v[2] = {lw_bin(w, OP_DIV, lw_var(w, in), lw_var(w, rows)),
+		      ex_add(w->a, lw_var(w, first), lw_bin(w, OP_MOD, lw_var(w, in), lw_var(w, rows)))};
+	for (int d = 0; d < 2; d++) {
+		if (user[d] < 0)
+			continue;
+		k->vars[user[d]].kind = VAR_LET;
+		Stmt *s = st_new(w->a, ST_LET, NO_LOC);
+		s->var = user[d];
+		s->value = v[d];
+		stlist_push(w->a, &l, s);
+	}
+	stlist_push(w->a, &l, k->body);
+	return stlist_seq(w->a, &l, k->body->loc);
 }
 
 bool pass_lower_tiles(PassContext *pc, Kernel *k)
@@ -876,11 +990,14 @@ bool pass_lower_tiles(PassContext *pc, Kernel *k)
 	w.tid = kernel_add_var(pc->arena, k, t);
 	for (int i = 0; i < k->nbufs; i++)
 		if (k->bufs[i].scope == SCOPE_LOCAL)
-			k->bufs[i].local_size = tile_elems(&k->bufs[i]);
+			k->bufs[i].local_size = lw_tile_elems(&k->bufs[i]);
 	stmt_rewrite_exprs(k->body, linearize_expr, &w);
 	linearize_locals(&w, k->body);
+	mark_swizzled(k, k->body);
+	if (k->swizzle_panel)
+		k->body = swizzle_blocks(&w);
 	int errors = pc->diags->nerrors;
-	k->body = lower_stmt(&w, k->body);
+	k->body = lw_lower_stmt(&w, k->body);
 	if (pc->diags->nerrors != errors)
 		return false;
 	for (int i = 0; i < k->nbufs; i++) {

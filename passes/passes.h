@@ -26,6 +26,12 @@ bool pass_plan_shared(PassContext *pc, Kernel *k);
  * layout decides which thread runs which iteration (layout.c). */
 int loop_full_fragment(const Kernel *k, const Stmt *loop);
 
+/* gemm.c: the warp grid for an M x N accumulator over nwarps warps: the
+ * requested one (req_* > 0) if it fits, else the one with the squarest warp
+ * tiles.  False (with *why) if none fits the m16n8 pieces. */
+bool gemm_warp_policy(int nwarps, int64_t M, int64_t N, int req_wm, int req_wn, int *wm, int *wn,
+		      const char **why);
+
 /* Names accepted by --dump-after, in pipeline order, NULL-terminated. */
 extern const char *const pass_names[];
 bool pass_name_valid(const char *name);

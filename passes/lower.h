@@ -1,0 +1,63 @@
+/* lower.h: what the lowering files share (lower_tiles.c, gemm.c,
+ * software_pipeline.c): the lowering context and small IR builders.
+ * Everything here is internal to passes/. */
+#ifndef TILEC_LOWER_H
+#define TILEC_LOWER_H
+
+#include "passes.h"
+
+typedef struct {
+	PassContext *pc;
+	Kernel *k;
+	Arena *a;
+	int tid;     /* the thread index variable */
+	int counter; /* for fresh variable names */
+} Lw;
+
+/* ---------------------------------------------------------------- lower_tiles.c */
+
+Expr *lw_i32(Lw *w, int64_t v);
+Expr *lw_var(Lw *w, int v);
+Expr *lw_bin(Lw *w, OpKind op, Expr *x, Expr *y);
+Expr *lw_and(Lw *w, Expr *x, Expr *y); /* x or y may be NULL (true) */
+Expr *lw_unary_not(Lw *w, Expr *x);
+Expr *lw_zero(Lw *w, TypeKind t);
+Expr **lw_idx1(Lw *w, Expr *x);
+int lw_fresh(Lw *w, const char *base, VarKind kind);              /* a new i32 variable */
+int lw_let(Lw *w, StmtList *out, const char *name, Expr *value); /* let NAME = value */
+int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n);
+Stmt *lw_unrolled(Lw *w, int var, int64_t n, Stmt *body);
+Stmt *lw_chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers);
+Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s); /* cond NULL: then_s */
+Stmt *lw_barrier(Lw *w);
+Stmt *lw_store(Lw *w, int buf, Expr **idx, int n, Expr *value); /* converts value to the element type */
+Stmt *lw_fenced(Lw *w, Stmt *s);                                 /* barrier; s; barrier */
+int64_t lw_tile_elems(const Buffer *b);
+void lw_coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out);
+int lw_coop_vec(const Buffer *tile, TypeKind other);
+int lw_piece_lanes(TypeKind a, TypeKind b, int n);
+void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n, int last_d,
+	      int last_s);
+/* One vector of `vec` elements of a copy between global memory (region gr)
+ * and tile tb, whose first element is at tile coordinates t[] (and register
+ * creg of a fragment, creg != NULL).  Appends to body the fast path (one wide
+ * access; cp.async when async) and the masked path (zeros read outside the
+ * tensor, nothing written there).  stage: the leading index of a staged
+ * shared tile, or NULL. */
+void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, Expr *creg, Expr **t, int vec,
+		    Expr *stage, bool async, SrcLoc loc);
+Stmt *lw_lower_stmt(Lw *w, Stmt *s);
+
+/* ---------------------------------------------------------------- gemm.c */
+
+/* Row and column of register (fm, fn, r) of an MMA fragment, for this thread. */
+void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr **row, Expr **col);
+Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);
+Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);
+Stmt *lower_gemm(Lw *w, Stmt *s);
+
+/* ---------------------------------------------------------------- software_pipeline.c */
+
+Stmt *lower_pipelined(Lw *w, Stmt *s);
+
+#endif

@@ -1,0 +1,286 @@
+/* software_pipeline.c: `for k in pipelined(n, stages = S)`.
+ *
+ * The loop body starts with copies of global tiles into shared memory (the
+ * producers); the rest (gemm, parallel loops: the consumers) reads them.
+ * Each shared tile a producer fills gets S copies (a leading stage dimension,
+ * stage = iteration % S), the producers become cp.async 16-byte copies (zero
+ * filled past the tensor's edge) and run S - 1 iterations ahead:
+ *
+ *   for p in 0 .. S-2:  if p < n { produce(p) }  commit          prologue
+ *   for k in 0 .. n-1:                                           steady state
+ *       if k + S-1 < n { produce(k + S-1) }  commit
+ *       wait_group(S-1)   -- this thread's copies for iteration k landed
+ *       barrier           -- everyone's did
+ *       consume(k)
+ *       barrier           -- nobody reads stage k % S when k + S overwrites it
+ *   wait_group(0)                                                epilogue
+ *
+ * Every commit is unconditional, so the group count is the same in every
+ * thread and wait_group(S-1) always means "iteration k is complete"; trip
+ * counts below S are correct (the extra groups are empty).  Vectors that hang
+ * over the tensor's edge, or are not aligned, are copied element by element
+ * instead (still before the barrier that publishes them).
+ */
+#include "lower.h"
+
+static bool is_producer(const Kernel *k, const Stmt *s)
+{
+	return s->kind == ST_COPY && k->bufs[s->src.buf].scope == SCOPE_GLOBAL && k->bufs[s->dst.buf].scope == SCOPE_SHARED;
+}
+
+/* The body's statements, with nested sequences flattened. */
+static void flatten(Arena *a, Stmt *s, StmtList *out)
+{
+	if (s->kind == ST_SEQ) {
+		for (int i = 0; i < s->nbody; i++)
+			flatten(a, s->body[i], out);
+		return;
+	}
+	stlist_push(a, out, s);
+}
+
+/* ---------------------------------------------------------------- uses of a buffer */
+
+static bool expr_uses(const Expr *e, int buf)
+{
+	if (!e)
+		return false;
+	if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && e->buf == buf)
+		return true;
+	if (expr_uses(e->a, buf) || expr_uses(e->b, buf) || expr_uses(e->c, buf))
+		return true;
+	for (int i = 0; i < e->nargs; i++)
+		if (expr_uses(e->args[i], buf))
+			return true;
+	return false;
+}
+
+/* Does s (other than `skip`) use buf? */
+static bool stmt_uses(const Stmt *s, const Stmt *skip, int buf)
+{
+	if (!s || s == skip)
+		return false;
+	if (((s->kind == ST_STORE || s->kind == ST_FILL || s->kind == ST_ATOMIC) && s->buf == buf) ||
+	    (s->kind == ST_COPY && (s->src.buf == buf || s->dst.buf == buf)) ||
+	    (s->kind == ST_GEMM && (s->a == buf || s->b == buf || s->c == buf)) ||
+	    (s->kind == ST_REDUCE && (s->src_buf == buf || s->buf == buf)))
+		return true;
+	if (expr_uses(s->value, buf) || expr_uses(s->cond, buf))
+		return true;
+	for (int i = 0; i < s->nidx; i++)
+		if (expr_uses(s->idx[i], buf))
+			return true;
+	for (int i = 0; i < s->nbody; i++)
+		if (stmt_uses(s->body[i], skip, buf))
+			return true;
+	return stmt_uses(s->then_s, skip, buf) || stmt_uses(s->else_s, skip, buf);
+}
+
+/* ---------------------------------------------------------------- staging */
+
+typedef struct {
+	Lw *w;
+	bool *staged; /* per buffer */
+	Expr *stage;  /* the consumers' stage index */
+	int var;      /* the loop variable, for substitution */
+	Expr *iter;   /* ... by this expression */
+	bool ok;
+} Stage;
+
+static Expr **prefix(Lw *w, Expr *first, Expr **idx, int n)
+{
+	Expr **v = ARENA_ARRAY(w->a, Expr *, n + 1);
+	v[0] = ex_clone(w->a, first);
+	for (int i = 0; i < n; i++)
+		v[i + 1] = idx[i];
+	return v;
+}
+
+static Expr *stage_expr(void *ctx, Expr *e)
+{
+	Stage *st = ctx;
+	if (e->kind == EX_LOAD && st->staged[e->buf]) {
+		e->args = prefix(st->w, st->stage, e->args, e->nargs);
+		e->nargs++;
+	}
+	return e;
+}
+
+static void stage_stmt(Stage *st, Stmt *s)
+{
+	if (!s)
+		return;
+	const Kernel *k = st->w->k;
+	if (s->kind == ST_STORE && st->staged[s->buf]) {
+		s->idx = prefix(st->w, st->stage, s->idx, s->nidx);
+		s->nidx++;
+	}
+	if (s->kind == ST_GEMM) {
+		if (st->staged[s->a])
+			s->stage_a = ex_clone(st->w->a, st->stage);
+		if (st->staged[s->b])
+			s->stage_b = ex_clone(st->w->a, st->stage);
+	}
+	if ((s->kind == ST_COPY && (st->staged[s->src.buf] || st->staged[s->dst.buf])) ||
+	    (s->kind == ST_FILL && st->staged[s->buf])) {
+		int b = s->kind == ST_FILL ? s->buf : st->staged[s->src.buf] ? s->src.buf : s->dst.buf;
+		error_at(st->w->pc->diags, s->loc, "'%s' is filled by the pipelined loop; reading it with %s is not "
+						   "supported yet (use gemm or a parallel loop)", k->bufs[b].name,
+			 s->kind == ST_FILL ? "fill" : "copy");
+		st->ok = false;
+		return;
+	}
+	for (int i = 0; i < s->nbody; i++)
+		stage_stmt(st, s->body[i]);
+	stage_stmt(st, s->then_s);
+	stage_stmt(st, s->else_s);
+}
+
+static Expr *subst_iter(void *ctx, Expr *e)
+{
+	Stage *st = ctx;
+	if (e->kind == EX_VAR && e->var == st->var)
+		return ex_clone(st->w->a, st->iter);
+	return e;
+}
+
+/* One producer copy for iteration `iter` into stage `stage`, spread over the
+ * block's threads in 16-byte vectors (cp.async where possible). */
+static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *stage)
+{
+	Stage st = {w, NULL, NULL, loop_var, iter, true};
+	Region gr = copy->src;
+	gr.origin = ARENA_ARRAY(w->a, Expr *, gr.rank);
+	for (int d = 0; d < gr.rank; d++)
+		gr.origin[d] = expr_rewrite(ex_clone(w->a, copy->src.origin[d]), subst_iter, &st);
+	const Buffer *G = &w->k->bufs[gr.buf], *T = &w->k->bufs[copy->dst.buf];
+	/* T is already staged: its tile is T's shape without the stage dimension. */
+	Buffer slice = *T;
+	slice.rank = T->rank - 1;
+	for (int d = 0; d < slice.rank; d++)
+		slice.tile_shape[d] = T->tile_shape[d + 1];
+	int vec = lw_coop_vec(&slice, G->elem);
+	bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16;
+	int64_t total = lw_tile_elems(&slice);
+	int64_t vectors = (total + vec - 1) / vec;
+	int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
+	bool guard = (int64_t)chunks * w->k->nthreads != vectors;
+	StmtList body = {0};
+	int c = lw_fresh(w, "c", VAR_LOOP);
+	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)),
+					     lw_var(w, w->tid)), lw_i32(w, vec));
+	int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
+	Expr *t[TL_MAX_RANK];
+	lw_coords(w, slice.tile_shape, slice.rank, lw_var(w, basev), t);
+	for (int d = 0; d < slice.rank; d++)
+		t[d] = lw_var(w, lw_let(w, &body, "t", t[d]));
+	lw_copy_vector(w, &body, true, &gr, copy->dst.buf, NULL, t, vec, stage, async, copy->loc);
+	Stmt *inner = stlist_seq(w->a, &body, copy->loc);
+	if (guard)
+		inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, base), lw_i32(w, total)), inner, NULL);
+	return lw_chunk_loop(w, c, chunks, inner, false);
+}
+
+static Stmt *produce_all(Lw *w, StmtList *producers, int loop_var, Expr *iter, Expr *stage)
+{
+	StmtList l = {0};
+	for (int i = 0; i < producers->n; i++)
+		stlist_push(w->a, &l, produce(w, producers->items[i], loop_var, iter, stage));
+	return stlist_seq(w->a, &l, NO_LOC);
+}
+
+static Stmt *simple(Lw *w, StmtKind kind, int n)
+{
+	Stmt *s = st_new(w->a, kind, NO_LOC);
+	s->stages = n;
+	return s;
+}
+
+Stmt *lower_pipelined(Lw *w, Stmt *s)
+{
+	Kernel *k = w->k;
+	StmtList all = {0}, producers = {0}, consumers = {0};
+	flatten(w->a, s->then_s, &all);
+	int i = 0;
+	for (; i < all.n && is_producer(k, all.items[i]); i++)
+		stlist_push(w->a, &producers, all.items[i]);
+	for (; i < all.n; i++) {
+		if (is_producer(k, all.items[i])) {
+			error_at(w->pc->diags, all.items[i]->loc, "in a pipelined loop, the copies of global tiles into shared "
+								  "memory come first, before the statements that use them");
+			return NULL;
+		}
+		stlist_push(w->a, &consumers, all.items[i]);
+	}
+	if (!producers.n) { /* nothing to overlap: an ordinary loop */
+		s->for_kind = FOR_SERIAL;
+		s->then_s = lw_lower_stmt(w, s->then_s);
+		return s;
+	}
+	int S = s->stages;
+	bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
+	for (int p = 0; p < producers.n; p++) {
+		int b = producers.items[p]->dst.buf;
+		if (staged[b]) {
+			error_at(w->pc->diags, producers.items[p]->loc, "'%s' is filled twice in one pipelined iteration",
+				 k->bufs[b].name);
+			return NULL;
+		}
+		if (stmt_uses(k->body, s, b)) {
+			error_at(w->pc->diags, producers.items[p]->loc, "'%s' is filled by this pipelined loop, which keeps %d "
+									"copies of it, so it cannot be used outside the loop",
+				 k->bufs[b].name, S);
+			return NULL;
+		}
+		staged[b] = true;
+		Buffer *B = &k->bufs[b];
+		if (B->rank >= TL_MAX_RANK) {
+			error_at(w->pc->diags, B->loc, "'%s' has too many dimensions to be staged by a pipelined loop", B->name);
+			return NULL;
+		}
+		for (int d = B->rank; d > 0; d--) {
+			B->tile_shape[d] = B->tile_shape[d - 1];
+			B->shape[d] = B->shape[d - 1];
+		}
+		B->tile_shape[0] = S;
+		B->shape[0] = lw_i32(w, S);
+		B->rank++;
+		B->stages = S;
+	}
+	int kv = s->vars[0];
+	StmtList out = {0};
+	int n = lw_let(w, &out, "n", s->extents[0]);
+	/* Prologue. */
+	for (int p = 0; p < S - 1; p++) {
+		Stmt *issue = produce_all(w, &producers, kv, lw_i32(w, p), lw_i32(w, p));
+		stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)), issue, NULL));
+		stlist_push(w->a, &out, simple(w, ST_CP_COMMIT, 0));
+	}
+	/* Steady state. */
+	StmtList it = {0};
+	int stage = lw_let(w, &it, "stage", lw_bin(w, OP_MOD, lw_var(w, kv), lw_i32(w, S)));
+	int next = lw_let(w, &it, "next", ex_add(w->a, lw_var(w, kv), lw_i32(w, S - 1)));
+	Stmt *issue = produce_all(w, &producers, kv, lw_var(w, next), lw_bin(w, OP_MOD, lw_var(w, next), lw_i32(w, S)));
+	stlist_push(w->a, &it, lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL));
+	stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
+	stlist_push(w->a, &it, simple(w, ST_CP_WAIT, S - 1));
+	stlist_push(w->a, &it, lw_barrier(w));
+	Stage st = {w, staged, lw_var(w, stage), -1, NULL, true};
+	Stmt *use = stlist_seq(w->a, &consumers, s->loc);
+	stage_stmt(&st, use);
+	stmt_rewrite_exprs(use, stage_expr, &st);
+	if (!st.ok)
+		return NULL;
+	stlist_push(w->a, &it, lw_lower_stmt(w, use));
+	stlist_push(w->a, &it, lw_barrier(w));
+	Stmt *loop = st_new(w->a, ST_FOR, s->loc);
+	loop->for_kind = FOR_SERIAL;
+	loop->nvars = 1;
+	loop->vars[0] = kv;
+	loop->extents[0] = lw_var(w, n);
+	loop->then_s = stlist_seq(w->a, &it, s->loc);
+	stlist_push(w->a, &out, loop);
+	/* Epilogue: no copy may still be landing when the tiles are reused. */
+	stlist_push(w->a, &out, simple(w, ST_CP_WAIT, 0));
+	return stlist_seq(w->a, &out, s->loc);
+}
