@@ -39,22 +39,40 @@ static LLVMValueRef global_offset(Cg *cg, const Buffer *buf, Expr *const *idx, i
  * key from the line's index, so that the 8 rows an ldmatrix reads, or a warp's
  * 16-byte copies, fall in 8 different bank groups, for rows of 32 to 512 bytes:
  *     line = byte >> 7;  byte' = byte ^ (((line ^ (line >> 3)) & 7) << 4)       */
-static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
+static LLVMValueRef swizzle(Cg *cg, LLVMValueRef off, TypeKind elem)
 {
-	LLVMValueRef off = emit_index(cg, idx[0], cg->t.i32);
-	for (int d = 1; d < nidx; d++) {
-		LLVMValueRef extent = LLVMConstInt(cg->t.i32, (unsigned long long)buf->tile_shape[d], 0);
-		off = nsw_mul_add(cg, off, extent, emit_index(cg, idx[d], cg->t.i32));
-	}
-	if (!buf->swizzle)
-		return off;
-	LLVMValueRef esize = LLVMConstInt(cg->t.i32, (unsigned)type_bytes(buf->elem), 0);
+	LLVMValueRef esize = LLVMConstInt(cg->t.i32, (unsigned)type_bytes(elem), 0);
 	LLVMValueRef byte = LLVMBuildMul(cg->b, off, esize, "");
 	LLVMValueRef line = LLVMBuildLShr(cg->b, byte, LLVMConstInt(cg->t.i32, 7, 0), "");
 	LLVMValueRef key = LLVMBuildXor(cg->b, line, LLVMBuildLShr(cg->b, line, LLVMConstInt(cg->t.i32, 3, 0), ""), "");
 	key = LLVMBuildAnd(cg->b, key, LLVMConstInt(cg->t.i32, 7, 0), "");
 	byte = LLVMBuildXor(cg->b, byte, LLVMBuildShl(cg->b, key, LLVMConstInt(cg->t.i32, 4, 0), ""), "");
 	return LLVMBuildUDiv(cg->b, byte, esize, "");
+}
+
+static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
+{
+	/* A staged tile swizzles within each stage (whole 128-byte lines: still a
+	 * bijection, still conflict-free), then adds the stage, so that the swizzled
+	 * part (lane and constants only) can leave the K loop. */
+	int first = 0;
+	int64_t slice = 1;
+	for (int d = 1; d < nidx; d++)
+		slice *= buf->tile_shape[d];
+	bool staged = buf->swizzle && buf->stages > 0 && nidx > 1 && (slice * type_bytes(buf->elem)) % 128 == 0;
+	if (staged)
+		first = 1;
+	LLVMValueRef off = emit_index(cg, idx[first], cg->t.i32);
+	for (int d = first + 1; d < nidx; d++) {
+		LLVMValueRef extent = LLVMConstInt(cg->t.i32, (unsigned long long)buf->tile_shape[d], 0);
+		off = nsw_mul_add(cg, off, extent, emit_index(cg, idx[d], cg->t.i32));
+	}
+	if (buf->swizzle)
+		off = swizzle(cg, off, buf->elem);
+	if (staged)
+		off = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, emit_index(cg, idx[0], cg->t.i32),
+						       LLVMConstInt(cg->t.i32, (unsigned long long)slice, 0), ""), off, "");
+	return off;
 }
 
 LLVMValueRef emit_elem_ptr(Cg *cg, int b, Expr *const *idx, int nidx)
