@@ -37,7 +37,7 @@ static LLVMValueRef global_offset(Cg *cg, const Buffer *buf, Expr *const *idx, i
 /* Row-major over the tile's constant shape, in i32 (tiles are small).  A
  * swizzled tile then XORs the 16-byte chunk within each 128-byte line with a
  * key from the line's index, so that the 8 rows an ldmatrix reads, or a warp's
- * 16-byte copies, fall in 8 different bank groups, for rows of 32 to 512 bytes:
+ * 16-byte copies, fall in 8 different bank groups, for rows of 32 to 1024 bytes:
  *     line = byte >> 7;  byte' = byte ^ (((line ^ (line >> 3)) & 7) << 4)       */
 static LLVMValueRef swizzle(Cg *cg, LLVMValueRef off, TypeKind elem)
 {

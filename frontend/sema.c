@@ -28,6 +28,7 @@ typedef struct {
 	int ndefs;
 	bool *def_used;
 	int depth;           /* of check_expr */
+	int block_depth;     /* 1 in the kernel's own block */
 	bool depth_reported;
 } Sema;
 
@@ -653,11 +654,13 @@ static Stmt *check_stmt(Sema *s, const Node *n);
 
 static Stmt *check_block(Sema *s, const Node *n)
 {
+	s->block_depth++;
 	int mark = s->nsyms;
 	StmtList l = {0};
 	for (int i = 0; i < n->list.n; i++)
 		stlist_push(s->a, &l, check_stmt(s, n->list.items[i]));
 	s->nsyms = mark;
+	s->block_depth--;
 	return stlist_seq(s->a, &l, n->loc);
 }
 
@@ -1133,6 +1136,11 @@ static Stmt *check_use_swizzle(Sema *s, const Node *call)
 	if (s->k->grid_rank < 2) {
 		error_at(s->d, call->loc, "use_swizzle reorders a 2-dimensional grid; this kernel's grid has %d dimension",
 			 s->k->grid_rank);
+		return NULL;
+	}
+	if (s->block_depth != 1) {
+		error_at(s->d, call->loc, "use_swizzle applies to the whole kernel: call it in the kernel's own block, "
+					  "not inside a loop or an if");
 		return NULL;
 	}
 	if (s->k->swizzle_panel) {

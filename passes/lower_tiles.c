@@ -533,14 +533,16 @@ int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
 
 /* reduce_op(src, dst) over the last dimension, src ELEMWISE, dst its ROWS.
  *
- *   1. in each thread, each chunk's vec elements (one row's) -> part[c];
- *   2. the G = last/vec vectors of a row lie in G consecutive (thread, chunk)
- *      slots: when G is a power of two, butterfly shuffles combine groups of
- *      min(G, 32) lanes;
+ *   1. in each thread, each chunk's vec elements (one row's) -> part[c]; when a
+ *      row spans several chunks of every thread (G = last/vec vectors per row,
+ *      a multiple of the thread count), the thread first combines those cpr =
+ *      G / threads chunks, so each of its rows is reduced once from here on;
+ *   2. the row's partials lie in consecutive lanes: when G is a power of two,
+ *      butterfly shuffles combine groups of min(G, 32) lanes;
  *   3. rows wider than a warp (or G not a power of two) go through shared
  *      memory: one partial per warp (per thread), then every thread combines
- *      the G/32 (G) partials of each of its rows.
- * Every thread ends with the whole row's value in each of its chunks: ROWS. */
+ *      the partials of each of its rows.
+ * Every thread ends with its rows' values in each of its chunks: ROWS. */
 static Stmt *lower_reduce(Lw *w, Stmt *s)
 {
 	const Buffer *S = &w->k->bufs[s->src_buf];
@@ -550,6 +552,8 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 	int64_t last = S->tile_shape[S->rank - 1], G = last / vec;
 	int64_t vectors = lw_tile_elems(S) / vec;
 	bool pow2 = (G & (G - 1)) == 0, use_shfl = pow2 && G > 1 && T % 32 == 0;
+	int cpr = G > T && G % T == 0 ? (int)(G / T) : 1; /* chunks per row, per thread */
+	int groups = chunks / cpr;
 	int part = lw_new_buffer(w, "part", SCOPE_LOCAL, t, chunks);
 	StmtList out = {0};
 
@@ -564,43 +568,56 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		}
 		if ((int64_t)chunks * T > vectors) {
 			Expr *valid = lw_bin(w, OP_LT, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, T)), lw_var(w, w->tid)),
-					  lw_i32(w, vectors));
+					     lw_i32(w, vectors));
 			acc = ex_select(w->a, valid, acc, reduce_identity(w, s->reduce, t));
 		}
 		stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_store(w, part, lw_idx1(w, lw_var(w, c)), 1, acc)));
 	}
+	/* The first chunk of each of the thread's rows leads: part[g * cpr]. */
+	if (cpr > 1) {
+		int g = lw_fresh(w, "g", VAR_LOOP);
+		Expr *lead = ex_mul(w->a, lw_var(w, g), lw_i32(w, cpr));
+		Expr *acc = ex_load(w->a, w->k, part, lw_idx1(w, ex_clone(w->a, lead)), 1);
+		for (int j = 1; j < cpr; j++)
+			acc = reduce_op(w, s->reduce, acc,
+					ex_load(w->a, w->k, part, lw_idx1(w, ex_add(w->a, ex_clone(w->a, lead), lw_i32(w, j))), 1));
+		stlist_push(w->a, &out, lw_unrolled(w, g, groups, lw_store(w, part, lw_idx1(w, lead), 1, acc)));
+	}
 	/* 2. Butterfly shuffles within groups of lanes that share a row. */
 	if (use_shfl)
 		for (int64_t off = (G < 32 ? G : 32) / 2; off >= 1; off /= 2) {
-			int c = lw_fresh(w, "c", VAR_LOOP);
-			Expr *args[2] = {ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1), lw_i32(w, off)};
+			int g = lw_fresh(w, "g", VAR_LOOP);
+			Expr *lead = ex_mul(w->a, lw_var(w, g), lw_i32(w, cpr));
 			Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
-			a2[0] = args[0];
-			a2[1] = args[1];
+			a2[0] = ex_load(w->a, w->k, part, lw_idx1(w, ex_clone(w->a, lead)), 1);
+			a2[1] = lw_i32(w, off);
 			Expr *sh = ex_call(w->a, FN_SHFL_BFLY, t, a2, 2);
-			Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1), sh);
-			stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_store(w, part, lw_idx1(w, lw_var(w, c)), 1, v)));
+			Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, ex_clone(w->a, lead)), 1), sh);
+			stlist_push(w->a, &out, lw_unrolled(w, g, groups, lw_store(w, part, lw_idx1(w, lead), 1, v)));
 		}
-	/* 3. Across warps (or for any G) through shared memory. */
+	/* 3. Across warps (or for any G) through shared memory.  Slot of a leader
+	 * g: (g*T + tid) / slot; the slots of row r: r * per_row ... + per_row. */
 	if (G > 1 && !(use_shfl && G <= 32)) {
-		int64_t slot = use_shfl ? 32 : 1; /* vectors per partial */
-		int64_t nslots = ((int64_t)chunks * T + slot - 1) / slot;
+		int64_t slot = use_shfl ? 32 : 1; /* the lanes whose partial one slot holds */
+		int64_t nslots = ((int64_t)groups * T + slot - 1) / slot;
+		int64_t per_row = G / slot / cpr;
 		int scratch = lw_new_buffer(w, "scratch", SCOPE_SHARED, t, nslots);
 		stlist_push(w->a, &out, lw_barrier(w));
-		int c = lw_fresh(w, "c", VAR_LOOP);
-		Expr *vidx = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, T)), lw_var(w, w->tid));
-		Expr *writer = lw_bin(w, OP_LT, ex_clone(w->a, vidx), lw_i32(w, vectors));
+		int g = lw_fresh(w, "g", VAR_LOOP);
+		Expr *vidx = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, g), lw_i32(w, T)), lw_var(w, w->tid));
+		Expr *writer = lw_bin(w, OP_LT, ex_mul(w->a, ex_clone(w->a, vidx), lw_i32(w, cpr)), lw_i32(w, vectors));
 		if (slot > 1)
 			writer = lw_and(w, writer, lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 32)), lw_i32(w, 0)));
 		Stmt *put = lw_store(w, scratch, lw_idx1(w, lw_bin(w, OP_DIV, ex_clone(w->a, vidx), lw_i32(w, slot))), 1,
-				  ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1));
-		stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_if(w, writer, put, NULL)));
+				     ex_load(w->a, w->k, part, lw_idx1(w, ex_mul(w->a, lw_var(w, g), lw_i32(w, cpr))), 1));
+		stlist_push(w->a, &out, lw_unrolled(w, g, groups, lw_if(w, writer, put, NULL)));
 		stlist_push(w->a, &out, lw_barrier(w));
-		/* Each chunk: its row's G / slot partials, in order. */
-		int c2 = lw_fresh(w, "c", VAR_LOOP);
+		/* Each leader: its row's per_row partials, in order. */
+		int g2 = lw_fresh(w, "g", VAR_LOOP);
 		StmtList one = {0};
-		int row = lw_let(w, &one, "row", lw_bin(w, OP_DIV, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c2), lw_i32(w, T)),
-									lw_var(w, w->tid)), lw_i32(w, G)));
+		Expr *lead = ex_mul(w->a, lw_var(w, g2), lw_i32(w, cpr));
+		int row = lw_let(w, &one, "row", lw_bin(w, OP_DIV, lw_bin(w, OP_ADD, ex_mul(w->a, ex_clone(w->a, lead), lw_i32(w, T)),
+									      lw_var(w, w->tid)), lw_i32(w, G)));
 		Var av = {0};
 		av.name = arena_printf(w->a, "acc.%d", w->counter++);
 		av.kind = VAR_MUT;
@@ -612,7 +629,6 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		init->value = reduce_identity(w, s->reduce, t);
 		stlist_push(w->a, &one, init);
 		int q = lw_fresh(w, "q", VAR_LOOP);
-		int64_t per_row = G / slot;
 		Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)), lw_var(w, q));
 		/* Rows of a padding chunk point past the scratch: clamp, the value is unused. */
 		at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1));
@@ -623,19 +639,20 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		if (per_row > 16)
 			loop->for_kind = FOR_SERIAL;
 		stlist_push(w->a, &one, loop);
-		stlist_push(w->a, &one, lw_store(w, part, lw_idx1(w, lw_var(w, c2)), 1, lw_var(w, acc)));
-		stlist_push(w->a, &out, lw_unrolled(w, c2, chunks, stlist_seq(w->a, &one, s->loc)));
+		stlist_push(w->a, &one, lw_store(w, part, lw_idx1(w, lead), 1, lw_var(w, acc)));
+		stlist_push(w->a, &out, lw_unrolled(w, g2, groups, stlist_seq(w->a, &one, s->loc)));
 	}
-	/* dst[c] = part[c], or combined with what dst held. */
+	/* dst[c] = the value of c's row (its leader's), or combined with what dst held. */
 	int c = lw_fresh(w, "c", VAR_LOOP);
-	Expr *v = ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, c)), 1);
+	Expr *v = ex_load(w->a, w->k, part,
+			  lw_idx1(w, ex_mul(w->a, lw_bin(w, OP_DIV, lw_var(w, c), lw_i32(w, cpr)), lw_i32(w, cpr))), 1);
 	if (s->accumulate)
 		v = reduce_op(w, s->reduce, ex_load(w->a, w->k, s->buf, lw_idx1(w, lw_var(w, c)), 1), v);
 	stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_store(w, s->buf, lw_idx1(w, lw_var(w, c)), 1, v)));
 	return stlist_seq(w->a, &out, s->loc);
 }
 
-static bool writes_shared(const Lw *w, int buf) { return w->k->bufs[buf].scope == SCOPE_SHARED; }
+bool writes_shared(const Lw *w, int buf) { return w->k->bufs[buf].scope == SCOPE_SHARED; }
 
 Stmt *lw_fenced(Lw *w, Stmt *s)
 {

@@ -1,10 +1,12 @@
 /* passes.h: the lowering passes, each Kernel -> Kernel in place, run in order
  * by run_pipeline (pipeline.c), with the verifier between them.
  *
- *   specialize.c      fold constants (-D values); fix the thread count
- *   layout.c          fragment layouts for elementwise code; conflicts diagnosed
- *   lower_tiles.c     copy, fill and parallel loops -> per-thread statements
- *   plan_shared.c     shared-memory offsets and the per-target budget
+ *   specialize.c         fold constants (-D values); fix the thread count
+ *   layout.c             fragment layouts (elementwise, rows, MMA); conflicts diagnosed
+ *   lower_tiles.c        copy, fill, parallel loops, reductions -> per-thread statements,
+ *     gemm.c               with gemm -> ldmatrix + mma.sync,
+ *     software_pipeline.c  and pipelined loops -> cp.async stages (lower.h is their shared part)
+ *   plan_shared.c        shared-memory offsets and the per-target budget
  */
 #ifndef TILEC_PASSES_H
 #define TILEC_PASSES_H

@@ -124,8 +124,8 @@ static void stage_stmt(Stage *st, Stmt *s)
 	if ((s->kind == ST_COPY && (st->staged[s->src.buf] || st->staged[s->dst.buf])) ||
 	    (s->kind == ST_FILL && st->staged[s->buf])) {
 		int b = s->kind == ST_FILL ? s->buf : st->staged[s->src.buf] ? s->src.buf : s->dst.buf;
-		error_at(st->w->pc->diags, s->loc, "'%s' is filled by the pipelined loop; reading it with %s is not "
-						   "supported yet (use gemm or a parallel loop)", k->bufs[b].name,
+		error_at(st->w->pc->diags, s->loc, "'%s' is filled by the pipelined loop's copies; using it in %s there is "
+						   "not supported yet (use gemm or a parallel loop)", k->bufs[b].name,
 			 s->kind == ST_FILL ? "fill" : "copy");
 		st->ok = false;
 		return;
@@ -207,7 +207,8 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 	for (; i < all.n; i++) {
 		if (is_producer(k, all.items[i])) {
 			error_at(w->pc->diags, all.items[i]->loc, "in a pipelined loop, the copies of global tiles into shared "
-								  "memory come first, before the statements that use them");
+								  "memory must be the loop's first statements (write their origins "
+								  "in terms of the loop variable, without a let before them)");
 			return NULL;
 		}
 		stlist_push(w->a, &consumers, all.items[i]);
