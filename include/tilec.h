@@ -16,6 +16,7 @@ typedef enum {
 	TILEC_OK = 0,
 	TILEC_ERR_SOURCE = 1,           /* the source has errors: see the diagnostics */
 	TILEC_ERR_INVALID_ARGUMENT = 2, /* a NULL pointer, an unknown arch, a bad option */
+	TILEC_ERR_IO = 3,               /* tilec_compile_file could not read the file */
 } tilec_status;
 
 typedef enum {
@@ -24,6 +25,7 @@ typedef enum {
 	TILEC_EMIT_TIR,    /* the tile IR after every pass */
 	TILEC_EMIT_AST,
 	TILEC_EMIT_TOKENS,
+	TILEC_EMIT_HEADER, /* a C header: the PTX embedded, one typed launch function per kernel */
 } tilec_emit;
 
 typedef struct {
@@ -57,6 +59,11 @@ typedef struct tilec_result tilec_result;
  * with out == NULL.  Free it with tilec_result_free. */
 tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out);
 
+/* The same for the file at `path` ("-" is not special here).  opt->filename,
+ * when NULL, becomes the path.  TILEC_ERR_IO, with one diagnostic saying why,
+ * if the file cannot be read. */
+tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tilec_result **out);
+
 /* The emitted text (PTX, LLVM IR, ...), or NULL after an error.  Owned by the result. */
 const char *tilec_result_output(const tilec_result *r);
 /* IR dumps requested with dump_after ("" if none). */
@@ -68,9 +75,43 @@ int tilec_result_num_diagnostics(const tilec_result *r);
 tilec_diagnostic tilec_result_diagnostic(const tilec_result *r, int i);
 void tilec_result_free(tilec_result *r);
 
+/* ---- the kernels' signatures, from the PTX's metadata block (docs/abi.md) */
+
+typedef enum {
+	TILEC_PARAM_TENSOR = 1, /* passed as a device pointer */
+	TILEC_PARAM_SCALAR,     /* passed by value */
+	TILEC_PARAM_SIZE,       /* a symbolic size: an i32 bound from the tensors' shapes */
+} tilec_param_kind;
+
+typedef struct {
+	tilec_param_kind kind;
+	const char *name;
+	const char *dtype;       /* bool i8 .. u64 f16 bf16 f32 f64 ("i32" for a size) */
+	int rank;                /* tensors: the number of dims; 0 otherwise */
+	const char *const *dims; /* tensors: rank entries, a size's name or a decimal extent */
+} tilec_param;
+
+typedef struct {
+	const char *name;          /* the PTX .entry */
+	unsigned threads;          /* threads per block */
+	unsigned smem;             /* dynamic shared memory bytes per block */
+	int nparams;               /* every PTX parameter: the .tl parameters, then the sizes */
+	int nargs;                 /* the .tl parameters alone */
+	const tilec_param *params; /* nparams entries, in PTX parameter order */
+	const char *grid[3];       /* x, y, z: programs in reverse Polish notation (docs/abi.md) */
+} tilec_kernel;
+
+/* The kernels of a successful TILEC_EMIT_PTX or TILEC_EMIT_HEADER compilation
+ * (0 otherwise), in the order of the PTX.  Owned by the result. */
+int tilec_result_num_kernels(const tilec_result *r);
+const tilec_kernel *tilec_result_kernel(const tilec_result *r, int i); /* NULL if out of range */
+
 /* Whether `arch` is a target tilec can emit for. */
 int tilec_arch_supported(const char *arch);
 const char *tilec_version(void);
+/* 16 hex digits that change whenever the compiler's sources or its LLVM do:
+ * what the JIT cache keys on besides tilec_version(). */
+const char *tilec_build_id(void);
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,7 @@ typedef enum tl_status {
   TL_ERR_BAD_ARGUMENT,  /* NULL pointer, bad value, or launch arguments that do not fit the kernel */
   TL_ERR_OUT_OF_MEMORY, /* host or device allocation failed */
   TL_ERR_IO,            /* a file could not be read */
+  TL_ERR_COMPILE,       /* the JIT's compilation failed: the message holds the diagnostics */
 } tl_status;
 
 /* "TL_OK", "TL_ERR_NO_DRIVER", ...; "TL_ERR_?" for a value outside the enum. */
@@ -237,6 +238,15 @@ typedef struct tl_device_info {
 
 tl_status tl_context_device(tl_context *ctx, tl_device_info *out);
 
+/* CU_STREAM_LEGACY: the legacy default stream, named explicitly. */
+#define TL_STREAM_LEGACY ((void *)1)
+
+/* The stream that tl_launch uses when it is passed NULL (a CUstream; NULL, the default, is the
+ * legacy default stream, so a context that never sets one launches as before). The context does
+ * not own the stream: destroy it only after the last launch on it. */
+tl_status tl_context_set_stream(tl_context *ctx, void *stream);
+void *tl_context_stream(const tl_context *ctx); /* NULL for a NULL context */
+
 /* Device memory, in the context's primary context. tl_malloc of 0 bytes gives 0 and tl_free(0) does
  * nothing, so empty tensors need no special case. Copies are synchronous. */
 tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out);
@@ -268,9 +278,11 @@ const tl_meta *tl_module_meta(const tl_module *module);
 tl_status tl_module_get_kernel(tl_module *module, const char *name, tl_kernel **out);
 const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
 
-/* Check the arguments (as tl_plan_launch) and launch on `stream` (a CUstream; NULL for the legacy
- * default stream). A grid with an axis of 0 launches nothing and returns TL_OK. The launch is
- * asynchronous: errors the kernel hits while running come back from a later synchronizing call. */
+/* Check the arguments (as tl_plan_launch) and launch on `stream` (a CUstream; NULL for the
+ * context's stream, tl_context_set_stream, which is itself the legacy default stream unless set).
+ * A grid with an axis of 0 launches nothing and returns TL_OK. The launch is asynchronous: errors
+ * the kernel hits while running come back from a later synchronizing call. No allocation and no
+ * parsing happen here (for kernels of up to TL_PLAN_INLINE_PARAMS parameters). */
 tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream);
 
 #ifdef __cplusplus

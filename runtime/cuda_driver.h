@@ -27,6 +27,8 @@ typedef struct CUevent_st *CUevent;
 typedef int CUjit_option;
 typedef int CUdevice_attribute;
 typedef int CUfunction_attribute;
+typedef struct CUlinkState_st *CUlinkState;
+typedef int CUjitInputType;
 
 enum {
   CUDA_SUCCESS = 0,
@@ -69,6 +71,11 @@ enum { /* CUfunction_attribute */
   CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
   CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+
+enum { /* CUjitInputType */
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
 };
 
 enum { CU_EVENT_DEFAULT = 0 };
@@ -115,6 +122,16 @@ typedef struct tl_cuda_driver {
                              unsigned int block_z, unsigned int shared_bytes, CUstream stream,
                              void **kernel_params, void **extra);
 
+  /* PTX -> device binary, kept by the JIT's cache (the binary belongs to the link state until
+   * cuLinkDestroy). */
+  CUresult (*cuLinkCreate)(unsigned int num_options, CUjit_option *options, void **option_values,
+                           CUlinkState *state);                                     /* _v2 */
+  CUresult (*cuLinkAddData)(CUlinkState state, CUjitInputType type, void *data, size_t bytes,
+                            const char *name, unsigned int num_options, CUjit_option *options,
+                            void **option_values);                                  /* _v2 */
+  CUresult (*cuLinkComplete)(CUlinkState state, void **image, size_t *bytes);
+  CUresult (*cuLinkDestroy)(CUlinkState state);
+
   CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);                           /* _v2 */
   CUresult (*cuMemFree)(CUdeviceptr ptr);                                           /* _v2 */
   CUresult (*cuMemGetInfo)(size_t *free_bytes, size_t *total_bytes);                /* _v2 */
@@ -138,9 +155,10 @@ typedef struct tl_cuda_driver {
   CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 if exported */
 } tl_cuda_driver;
 
-/* dlopen libcuda.so.1 and resolve every entry point. TL_ERR_NO_DRIVER, with the dlerror() text, if
- * the library or any function is missing; *drv is then all NULL. Each call opens its own handle
- * (dlopen counts references), so there is no process-wide state. */
+/* dlopen libcuda.so.1 (or the file named by $TILEC_CUDA_LIBRARY, when set and not empty) and
+ * resolve every entry point. TL_ERR_NO_DRIVER, with the dlerror() text, if the library or any
+ * function is missing; *drv is then all NULL. Each call opens its own handle (dlopen counts
+ * references), so there is no process-wide state. */
 tl_status tl_cuda_driver_load(tl_cuda_driver *drv, char *err, size_t err_size);
 void tl_cuda_driver_unload(tl_cuda_driver *drv);
 

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_driver.h"
@@ -20,8 +21,8 @@ _Static_assert(sizeof(void *) == sizeof(CUresult(*)(void)), "function pointers m
 
 /* Look the names up in order and store the first found into *field. Several names let us prefer a
  * newer version of an entry point and fall back to an older one with the same signature. */
-static bool resolve_one(void *library, void *field, const char *const *names, char *err,
-                        size_t err_size)
+static bool resolve_one(void *library, const char *path, void *field, const char *const *names,
+                        char *err, size_t err_size)
 {
   for (const char *const *name = names; *name; name++) {
     void *sym = dlsym(library, *name);
@@ -30,16 +31,15 @@ static bool resolve_one(void *library, void *field, const char *const *names, ch
       return true;
     }
   }
-  tl_fmt(err, err_size,
-         "cannot load the CUDA driver (" TL_CUDA_LIBRARY "): it has no function %s (driver too old?)",
-         names[0]);
+  tl_fmt(err, err_size, "cannot load the CUDA driver (%s): it has no function %s (driver too old?)",
+         path, names[0]);
   return false;
 }
 
 #define RESOLVE(field, ...)                                                                        \
   do {                                                                                             \
     static const char *const names_[] = {__VA_ARGS__, NULL};                                       \
-    if (!resolve_one(drv->library, &drv->field, names_, err, err_size))                            \
+    if (!resolve_one(drv->library, path, &drv->field, names_, err, err_size))                      \
       goto fail;                                                                                   \
   } while (0)
 
@@ -50,12 +50,16 @@ tl_status tl_cuda_driver_load(tl_cuda_driver *drv, char *err, size_t err_size)
     return TL_ERR_BAD_ARGUMENT;
   }
   memset(drv, 0, sizeof *drv);
+  /* The override is for tests (a stand-in driver) and for drivers installed off the loader's path. */
+  const char *path = getenv("TILEC_CUDA_LIBRARY");
+  if (!path || !*path)
+    path = TL_CUDA_LIBRARY;
   /* RTLD_LOCAL: the driver's symbols stay out of the global namespace, so a host that also links
    * the CUDA runtime or another copy of the driver sees no clash. */
-  drv->library = dlopen(TL_CUDA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  drv->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!drv->library) {
     const char *why = dlerror();
-    tl_fmt(err, err_size, "cannot load the CUDA driver (" TL_CUDA_LIBRARY "): %s",
+    tl_fmt(err, err_size, "cannot load the CUDA driver (%s): %s", path,
            why ? why : "unknown dlopen error");
     return TL_ERR_NO_DRIVER;
   }
@@ -84,6 +88,10 @@ tl_status tl_cuda_driver_load(tl_cuda_driver *drv, char *err, size_t err_size)
   RESOLVE(cuFuncGetAttribute, "cuFuncGetAttribute");
   RESOLVE(cuFuncSetAttribute, "cuFuncSetAttribute");
   RESOLVE(cuLaunchKernel, "cuLaunchKernel");
+  RESOLVE(cuLinkCreate, "cuLinkCreate_v2");
+  RESOLVE(cuLinkAddData, "cuLinkAddData_v2");
+  RESOLVE(cuLinkComplete, "cuLinkComplete");
+  RESOLVE(cuLinkDestroy, "cuLinkDestroy");
 
   RESOLVE(cuMemAlloc, "cuMemAlloc_v2");
   RESOLVE(cuMemFree, "cuMemFree_v2");

@@ -34,7 +34,10 @@ struct tl_context {
   tl_device_info device;
   CUdevice cu_device;
   CUcontext cu_context;
+  CUstream stream; /* for launches that pass NULL */
   tl_module *modules;
+  void *jit;       /* tilec_jit's state (its cache), destroyed with the context */
+  void (*jit_destroy)(void *jit);
   char message[TL_MESSAGE_MAX];
 };
 
@@ -53,6 +56,7 @@ const char *tl_status_name(tl_status status)
   case TL_ERR_BAD_ARGUMENT: return "TL_ERR_BAD_ARGUMENT";
   case TL_ERR_OUT_OF_MEMORY: return "TL_ERR_OUT_OF_MEMORY";
   case TL_ERR_IO: return "TL_ERR_IO";
+  case TL_ERR_COMPILE: return "TL_ERR_COMPILE";
   }
   return "TL_ERR_?";
 }
@@ -110,6 +114,17 @@ static tl_status ok(tl_context *ctx)
   return TL_OK;
 }
 
+tl_status tl_context_fail(tl_context *ctx, tl_status status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  tl_vfmt(ctx->message, sizeof ctx->message, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+tl_status tl_context_succeed(tl_context *ctx) { return ok(ctx); }
+
 /* The status for a failed driver call outside module loading. */
 static tl_status status_of(CUresult r)
 {
@@ -140,8 +155,25 @@ tl_status tl_context_make_current(tl_context *ctx)
 {
   if (!ctx)
     return TL_ERR_BAD_ARGUMENT;
+  /* Reading the current context is a thread-local load in the driver; setting it is not free, and
+   * on the launch path it is almost always already ours. */
+  CUcontext current = NULL;
+  if (ctx->drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == ctx->cu_context)
+    return TL_OK;
   CUresult r = ctx->drv.cuCtxSetCurrent(ctx->cu_context);
   return r == CUDA_SUCCESS ? TL_OK : driver_failure(ctx, r, "cuCtxSetCurrent");
+}
+
+void *tl_context_jit_state(const tl_context *ctx) { return ctx ? ctx->jit : NULL; }
+
+void tl_context_set_jit_state(tl_context *ctx, void *state, void (*destroy)(void *state))
+{
+  if (!ctx)
+    return;
+  if (ctx->jit && ctx->jit_destroy)
+    ctx->jit_destroy(ctx->jit);
+  ctx->jit = state;
+  ctx->jit_destroy = destroy;
 }
 
 /* ------------------------------------------------------------------------------------ contexts */
@@ -243,6 +275,7 @@ void tl_context_destroy(tl_context *ctx)
     return;
   while (ctx->modules)
     tl_module_unload(ctx->modules);
+  tl_context_set_jit_state(ctx, NULL, NULL);
   CUcontext current = NULL;
   if (ctx->drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == ctx->cu_context)
     ctx->drv.cuCtxSetCurrent(NULL);
@@ -260,6 +293,16 @@ tl_status tl_context_device(tl_context *ctx, tl_device_info *out)
   *out = ctx->device;
   return ok(ctx);
 }
+
+tl_status tl_context_set_stream(tl_context *ctx, void *stream)
+{
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  ctx->stream = (CUstream)stream;
+  return ok(ctx);
+}
+
+void *tl_context_stream(const tl_context *ctx) { return ctx ? (void *)ctx->stream : NULL; }
 
 /* ------------------------------------------------------------------------------------- memory */
 
@@ -427,15 +470,48 @@ static tl_status bind_kernel(tl_module *m, tl_kernel *kernel)
   return TL_OK;
 }
 
-tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out)
+/* Options that make the driver keep its logs: its log is the only account of why it refuses. */
+enum { LOG_BYTES = 8192 };
+typedef struct jit_logs {
+  char *error, *info;
+  CUjit_option options[4];
+  void *values[4];
+} jit_logs;
+
+static bool jit_logs_init(jit_logs *l)
+{
+  l->error = calloc(1, LOG_BYTES);
+  l->info = calloc(1, LOG_BYTES);
+  if (!l->error || !l->info) {
+    free(l->error);
+    free(l->info);
+    return false;
+  }
+  const CUjit_option options[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                                   CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  memcpy(l->options, options, sizeof options);
+  l->values[0] = l->error;
+  l->values[1] = (void *)(uintptr_t)LOG_BYTES;
+  l->values[2] = l->info;
+  l->values[3] = (void *)(uintptr_t)LOG_BYTES;
+  return true;
+}
+
+static void jit_logs_free(jit_logs *l)
+{
+  free(l->error);
+  free(l->info);
+}
+
+tl_status tl_module_load_image(tl_context *ctx, const char *ptx, const void *image, tl_module **out)
 {
   if (out)
     *out = NULL;
   if (!ctx)
     return TL_ERR_BAD_ARGUMENT;
-  if (!ptx || !out)
+  if (!ptx || !image || !out)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_ptx: %s is NULL",
-                       ptx ? "out" : "ptx");
+                       !ptx ? "ptx" : !image ? "image" : "out");
 
   tl_module *m = calloc(1, sizeof *m);
   if (!m)
@@ -453,31 +529,23 @@ tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out)
     return st;
   }
 
-  /* The driver compiles PTX to machine code here; its log is the only account of why it refuses. */
-  enum { LOG_BYTES = 8192 };
-  char *error_log = calloc(1, LOG_BYTES), *info_log = calloc(1, LOG_BYTES);
-  if (!error_log || !info_log) {
-    free(error_log);
-    free(info_log);
+  /* For PTX the driver compiles to machine code here; a device binary is only loaded. */
+  jit_logs logs;
+  if (!jit_logs_init(&logs)) {
     tl_meta_free(m->meta);
     free(m);
     return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {error_log, (void *)(uintptr_t)LOG_BYTES, info_log, (void *)(uintptr_t)LOG_BYTES};
-  CUresult r = ctx->drv.cuModuleLoadDataEx(&m->cu_module, ptx, 4, options, values);
-  error_log[LOG_BYTES - 1] = 0;
+  CUresult r = ctx->drv.cuModuleLoadDataEx(&m->cu_module, image, 4, logs.options, logs.values);
+  logs.error[LOG_BYTES - 1] = 0;
   if (r != CUDA_SUCCESS) {
-    st = load_failure(ctx, r, ptx, error_log);
-    free(error_log);
-    free(info_log);
+    st = load_failure(ctx, r, ptx, logs.error);
+    jit_logs_free(&logs);
     tl_meta_free(m->meta);
     free(m);
     return st;
   }
-  free(error_log);
-  free(info_log);
+  jit_logs_free(&logs);
 
   m->nkernels = tl_meta_kernel_count(m->meta);
   m->kernels = calloc((size_t)m->nkernels + 1, sizeof *m->kernels);
@@ -499,6 +567,65 @@ tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out)
   ctx->modules = m;
   *out = m;
   return ok(ctx);
+}
+
+tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out)
+{
+  if (out)
+    *out = NULL;
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  if (!ptx || !out)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_ptx: %s is NULL",
+                       ptx ? "out" : "ptx");
+  return tl_module_load_image(ctx, ptx, ptx, out);
+}
+
+tl_status tl_context_link_ptx(tl_context *ctx, const char *ptx, void **image, size_t *image_size)
+{
+  if (image)
+    *image = NULL;
+  if (image_size)
+    *image_size = 0;
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  if (!ptx || !image || !image_size)
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_context_link_ptx: an argument is NULL");
+  tl_status st = tl_context_make_current(ctx);
+  if (st != TL_OK)
+    return st;
+  jit_logs logs;
+  if (!jit_logs_init(&logs))
+    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  const tl_cuda_driver *d = &ctx->drv;
+  CUlinkState link = NULL;
+  CUresult r = d->cuLinkCreate(4, logs.options, logs.values, &link);
+  if (r != CUDA_SUCCESS) {
+    jit_logs_free(&logs);
+    return driver_failure(ctx, r, "cuLinkCreate");
+  }
+  /* The size counts the terminating NUL: the driver reads PTX as a C string. */
+  r = d->cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, "tilec.ptx", 0, NULL,
+                       NULL);
+  void *cubin = NULL;
+  size_t size = 0;
+  if (r == CUDA_SUCCESS)
+    r = d->cuLinkComplete(link, &cubin, &size);
+  logs.error[LOG_BYTES - 1] = 0;
+  if (r != CUDA_SUCCESS) {
+    st = load_failure(ctx, r, ptx, logs.error);
+  } else if (!cubin || size == 0) {
+    st = set_message(ctx, TL_ERR_DRIVER, "cuLinkComplete returned an empty device binary");
+  } else if (!(*image = malloc(size))) {
+    st = set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  } else {
+    memcpy(*image, cubin, size); /* the link state owns cubin */
+    *image_size = size;
+    st = ok(ctx);
+  }
+  d->cuLinkDestroy(link);
+  jit_logs_free(&logs);
+  return st;
 }
 
 tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out)
@@ -613,6 +740,8 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
     return TL_ERR_BAD_ARGUMENT;
   tl_context *ctx = kernel->module->ctx;
   const tl_kernel_info *k = kernel->info;
+  /* The hot path: checks and layout on the stack (no allocation up to TL_PLAN_INLINE_PARAMS
+   * parameters, nothing parsed: the metadata was compiled at load), then one driver call. */
   tl_launch_plan plan;
   char why[1024];
   tl_status st = tl_plan_launch(k, args, nargs, &plan, why, sizeof why);
@@ -626,9 +755,10 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
     tl_launch_plan_release(&plan);
     return st;
   }
+  CUstream on = stream ? (CUstream)stream : ctx->stream;
   CUresult r = ctx->drv.cuLaunchKernel(kernel->function, plan.grid[0], plan.grid[1], plan.grid[2],
-                                       plan.block[0], plan.block[1], plan.block[2], plan.smem,
-                                       (CUstream)stream, plan.params, NULL);
+                                       plan.block[0], plan.block[1], plan.block[2], plan.smem, on,
+                                       plan.params, NULL);
   tl_launch_plan_release(&plan);
   if (r != CUDA_SUCCESS) {
     char call[512];

@@ -1,5 +1,6 @@
 /* runtime_internal.h: what the runtime's own files share and hosts never see.
- * Sections: messages (used everywhere), meta.c (grid programs).
+ * Sections: messages (used everywhere), meta.c (grid programs), runtime.c (what the JIT library,
+ * tilec_jit, reaches inside a context).
  */
 #ifndef TILEC_RUNTIME_INTERNAL_H
 #define TILEC_RUNTIME_INTERNAL_H
@@ -70,5 +71,31 @@ struct tl_grid_program {
  * Errors are TL_ERR_BAD_ARGUMENT: the program is well formed, the values are what fail. */
 tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *values,
                        const bool *known, int64_t *out, char *err, size_t err_size);
+
+/* -------------------------------------------------------------------- runtime.c, for tilec_jit */
+
+/* printf into the context's message; returns `status`. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+tl_status tl_context_fail(tl_context *ctx, tl_status status, const char *fmt, ...);
+/* Clear the context's message; returns TL_OK. */
+tl_status tl_context_succeed(tl_context *ctx);
+
+/* One object that the JIT hangs on a context (its cache, for one), destroyed with the context after
+ * the context's modules are unloaded. Setting replaces (and destroys) the previous one. */
+void *tl_context_jit_state(const tl_context *ctx);
+void tl_context_set_jit_state(tl_context *ctx, void *state, void (*destroy)(void *state));
+
+/* Have the driver compile `ptx` (NUL-terminated) to a device binary for the context's device, with
+ * cuLinkCreate / cuLinkAddData / cuLinkComplete. *image is malloc'd (the caller frees it). Fails as
+ * tl_module_load_ptx does (TL_ERR_PTX_REJECTED with the driver's log). */
+tl_status tl_context_link_ptx(tl_context *ctx, const char *ptx, void **image, size_t *image_size);
+
+/* tl_module_load_ptx for an image that is either the PTX itself (image == ptx) or a device binary
+ * the driver made from it (tl_context_link_ptx): the metadata always comes from `ptx`. A device
+ * binary the driver refuses gives TL_ERR_PTX_REJECTED, so that the caller can fall back to the
+ * PTX. */
+tl_status tl_module_load_image(tl_context *ctx, const char *ptx, const void *image, tl_module **out);
 
 #endif /* TILEC_RUNTIME_INTERNAL_H */

@@ -3,10 +3,15 @@
 #include "tilec.h"
 
 #include "codegen.h"
+#include "emit_header.h"
 #include "fe.h"
 #include "parse.h"
 #include "passes.h"
+#include "tilec_build_id.h" /* TILEC_BUILD_ID: generated from the compiler's sources */
+#include "tilec_runtime.h"  /* the tilec-meta parser */
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +22,8 @@ struct tilec_result {
 	char *diag_text;
 	tilec_diagnostic *diags;
 	int ndiags;
+	tilec_kernel *kernels; /* in the arena */
+	int nkernels;
 };
 
 static int arch_sm(const char *arch)
@@ -34,6 +41,62 @@ static int arch_sm(const char *arch)
 int tilec_arch_supported(const char *arch) { return arch && arch_sm(arch) != 0; }
 
 const char *tilec_version(void) { return TILEC_VERSION; }
+
+const char *tilec_build_id(void) { return TILEC_BUILD_ID; }
+
+/* The kernels' signatures, read back from the metadata block codegen put in
+ * front of the PTX (the same strict parser the runtime uses), copied into the
+ * result's arena. */
+static void collect_kernels(tilec_result *r, const tl_meta *meta)
+{
+	int n = tl_meta_kernel_count(meta);
+	r->kernels = ARENA_ARRAY(r->arena, tilec_kernel, n + 1);
+	for (int i = 0; i < n; i++) {
+		const tl_kernel_info *k = tl_meta_kernel(meta, i);
+		tilec_kernel *out = &r->kernels[i];
+		out->name = arena_strdup(r->arena, k->name);
+		out->threads = k->threads;
+		out->smem = k->smem;
+		out->nparams = k->nparams;
+		out->nargs = k->nargs;
+		tilec_param *params = ARENA_ARRAY(r->arena, tilec_param, k->nparams + 1);
+		for (int j = 0; j < k->nparams; j++) {
+			const tl_param *p = &k->params[j];
+			params[j].kind = p->kind == TL_PARAM_TENSOR ? TILEC_PARAM_TENSOR
+					 : p->kind == TL_PARAM_SCALAR ? TILEC_PARAM_SCALAR
+								      : TILEC_PARAM_SIZE;
+			params[j].name = arena_strdup(r->arena, p->name);
+			params[j].dtype = arena_strdup(r->arena, tl_dtype_name(p->dtype));
+			params[j].rank = p->rank;
+			const char **dims = ARENA_ARRAY(r->arena, const char *, p->rank + 1);
+			for (int d = 0; d < p->rank; d++)
+				dims[d] = p->dims[d].size_param >= 0
+						  ? arena_strdup(r->arena, k->params[p->dims[d].size_param].name)
+						  : arena_printf(r->arena, "%lld", (long long)p->dims[d].extent);
+			params[j].dims = p->rank ? dims : NULL;
+		}
+		out->params = params;
+		for (int axis = 0; axis < 3; axis++)
+			out->grid[axis] = arena_strdup(r->arena, k->grid_text[axis]);
+	}
+	r->nkernels = n;
+}
+
+/* "tilec --emit=header --arch=sm_90a -O3 -D BLOCK=8 --kernel k FILE", for the
+ * generated header's banner. */
+static char *command_line(Arena *a, const tilec_options *opt, const char *arch, int opt_level)
+{
+	StrBuf sb = {0};
+	sb_printf(&sb, "tilec %s --emit=header --arch=%s -O%d", TILEC_VERSION, arch, opt_level);
+	for (int i = 0; opt && i < opt->ndefines; i++)
+		sb_printf(&sb, " -D %s=%s", opt->defines[i].name, opt->defines[i].value);
+	if (opt && opt->kernel)
+		sb_printf(&sb, " --kernel %s", opt->kernel);
+	sb_printf(&sb, " %s", opt && opt->filename ? opt->filename : "<input>");
+	char *s = arena_strdup(a, sb.data);
+	free(sb.data);
+	return s;
+}
 
 static void emit_tokens(const char *src, size_t len, Diags *d, StrBuf *out)
 {
@@ -85,6 +148,15 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	}
 	if (!src)
 		src = "";
+	/* The lexer's end-of-input check (re2c:eof) fires on a NUL byte, and only
+	 * then compares with the limit: it needs a NUL at src[len].  The caller's
+	 * buffer need not have one, so lex a terminated copy (a memcpy of a few
+	 * kilobytes, and diagnostics quote the same bytes). */
+	char *copy = arena_alloc(r->arena, len + 1);
+	memcpy(copy, src, len);
+	copy[len] = 0;
+	src = copy;
+	d.src = src;
 	if (!arch_sm(arch)) {
 		error_at(&d, NO_LOC, "unknown target '%s'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a", arch);
 		status = TILEC_ERR_INVALID_ARGUMENT;
@@ -119,6 +191,11 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 		defs[i].value = opt->defines[i].value;
 	}
 	tilec_emit emit = opt ? opt->emit : TILEC_EMIT_PTX;
+	if ((int)emit < TILEC_EMIT_PTX || (int)emit > TILEC_EMIT_HEADER) {
+		error_at(&d, NO_LOC, "unknown emit kind %d", (int)emit);
+		status = TILEC_ERR_INVALID_ARGUMENT;
+		goto done;
+	}
 	StrBuf text = {0}, dump = {0};
 	if (emit == TILEC_EMIT_TOKENS) {
 		emit_tokens(src, len, &d, &text);
@@ -155,14 +232,44 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	}
 	CodegenOptions co = {arch, opt_level};
 	char *llvm = NULL, *ptx = NULL;
-	if (codegen_module(m, &co, &d, emit == TILEC_EMIT_LLVM ? &llvm : NULL, emit == TILEC_EMIT_PTX ? &ptx : NULL)) {
-		sb_puts(&text, emit == TILEC_EMIT_LLVM ? llvm : ptx);
-		status = TILEC_OK;
+	const bool want_ptx = emit == TILEC_EMIT_PTX || emit == TILEC_EMIT_HEADER;
+	if (codegen_module(m, &co, &d, emit == TILEC_EMIT_LLVM ? &llvm : NULL, want_ptx ? &ptx : NULL)) {
+		if (!want_ptx) {
+			sb_puts(&text, llvm);
+			status = TILEC_OK;
+		} else {
+			char why[1024] = "";
+			tl_meta *meta = NULL;
+			if (tl_meta_parse(ptx, strlen(ptx), &meta, why, sizeof why) != TL_OK) {
+				/* codegen wrote the block: not parsing it back is our bug, but the
+				 * library reports rather than aborts */
+				error_at(&d, NO_LOC, "internal error: the PTX's metadata does not parse: %s", why);
+			} else {
+				collect_kernels(r, meta);
+				if (emit == TILEC_EMIT_PTX) {
+					sb_puts(&text, ptx);
+					status = TILEC_OK;
+				} else {
+					const char *cmd = command_line(r->arena, opt, arch, opt_level);
+					char *header = emit_c_header(ptx, meta, d.filename, cmd, why, sizeof why);
+					if (header) {
+						sb_puts(&text, header);
+						status = TILEC_OK;
+					} else {
+						error_at(&d, NO_LOC, "cannot write the C header: %s", why);
+					}
+					free(header);
+				}
+			}
+			tl_meta_free(meta);
+		}
 	}
 	free(llvm);
 	free(ptx);
 finish:
 	r->output = status == TILEC_OK ? sb_take(&text) : NULL;
+	if (status != TILEC_OK)
+		r->nkernels = 0;
 	free(text.data);
 	r->dump = sb_take(&dump);
 done:
@@ -170,6 +277,71 @@ done:
 	if (!r->dump)
 		r->dump = sb_take(&(StrBuf){0});
 	return status;
+}
+
+tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tilec_result **out)
+{
+	if (!out)
+		return TILEC_ERR_INVALID_ARGUMENT;
+	*out = NULL;
+	tilec_options o = {0};
+	if (opt)
+		o = *opt;
+	else
+		o.opt_level = 3;
+	if (!o.filename)
+		o.filename = path;
+	FILE *f = path ? fopen(path, "rb") : NULL;
+	char *src = NULL;
+	size_t len = 0, cap = 0;
+	int err = f ? 0 : path ? errno : EINVAL;
+	while (f) {
+		if (len == cap) {
+			char *grown = cap >= ((size_t)1 << 30) ? NULL : realloc(src, cap = cap ? 2 * cap : 1 << 16);
+			if (!grown) {
+				err = EFBIG;
+				break;
+			}
+			src = grown;
+		}
+		size_t n = fread(src + len, 1, cap - len, f);
+		len += n;
+		if (n == 0) {
+			if (ferror(f))
+				err = EIO;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (err) {
+		free(src);
+		/* a result with the one diagnostic, as for any other failure */
+		tilec_result *r = calloc(1, sizeof *r);
+		if (!r)
+			return TILEC_ERR_INVALID_ARGUMENT;
+		r->arena = arena_new();
+		Diags d = {0};
+		d.arena = r->arena;
+		d.filename = arena_strdup(r->arena, o.filename ? o.filename : "<input>");
+		error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
+		collect(r, &d);
+		r->dump = sb_take(&(StrBuf){0});
+		*out = r;
+		return path ? TILEC_ERR_IO : TILEC_ERR_INVALID_ARGUMENT;
+	}
+	tilec_status st = tilec_compile(src ? src : "", len, &o, out);
+	free(src);
+	return st;
+}
+
+int tilec_result_num_kernels(const tilec_result *r) { return r ? r->nkernels : 0; }
+
+const tilec_kernel *tilec_result_kernel(const tilec_result *r, int i)
+{
+	if (!r || i < 0 || i >= r->nkernels)
+		return NULL;
+	return &r->kernels[i];
 }
 
 const char *tilec_result_output(const tilec_result *r) { return r ? r->output : NULL; }

@@ -16,7 +16,8 @@ static const char USAGE[] =
 	"  --arch=ARCH         target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90a)\n"
 	"  -D NAME=VALUE       override the kernel constant NAME (also -DNAME=VALUE)\n"
 	"  --kernel NAME       compile only the kernel NAME\n"
-	"  --emit=KIND         tokens, ast, tir, llvm or ptx (default ptx)\n"
+	"  --emit=KIND         tokens, ast, tir, llvm, ptx (default) or header (C launchers\n"
+	"                      with the PTX embedded; see docs/cli.md)\n"
 	"  --dump-after=PASS   print the tile IR after PASS (specialize, layout, lower-tiles,\n"
 	"                      plan-shared, or all) to stderr\n"
 	"  -O0 -O1 -O2 -O3     LLVM optimization level (default -O3)\n"
@@ -148,13 +149,15 @@ int main(int argc, char **argv)
 			}
 			opt.kernel = v;
 		} else if (!strncmp(a, "--emit=", 7)) {
-			static const char *kinds[] = {"ptx", "llvm", "tir", "ast", "tokens"};
+			/* in tilec_emit's order */
+			static const char *kinds[] = {"ptx", "llvm", "tir", "ast", "tokens", "header"};
 			int k = -1;
-			for (int j = 0; j < 5; j++)
+			for (int j = 0; j < (int)(sizeof kinds / sizeof *kinds); j++)
 				if (!strcmp(a + 7, kinds[j]))
 					k = j;
 			if (k < 0) {
-				rc = usage_error("unknown --emit kind '%s'; expected tokens, ast, tir, llvm or ptx", a + 7);
+				rc = usage_error("unknown --emit kind '%s'; expected tokens, ast, tir, llvm, ptx or header",
+						 a + 7);
 				goto out;
 			}
 			opt.emit = (tilec_emit)k;

@@ -8,7 +8,8 @@
 # TILEC   the tilec binary (built statically on the CPU machine and copied over)
 # BINDIR  the folder holding the built gpu_suite and gpu_bench (build/tests/gpu in the full build,
 #         BUILD/gpu in the standalone one: cmake -S tests/gpu/standalone -B BUILD)
-# OUTDIR  where the PTX and the logs go: compile.log, suite.log, bench.log, bench.txt, summary.txt
+# OUTDIR  where the PTX and the logs go: compile.log, suite.log, bench.log, bench.txt, jit.log,
+#         jit.txt, examples.log, summary.txt
 # --standin  instead of tilec, build nvcc stand-ins of the example kernels (tests/gpu/standin/), to
 #         check the suite, the benchmark and the runtime on their own
 # --ptx PTXDIR  use PTX that tilec already compiled elsewhere (PTXDIR/NAME.ptx for each example),
@@ -16,8 +17,14 @@
 # gpu_suite options: --seed S to replay a run, --max-size N for a quick one
 #
 # Compiles every examples/*.tl with `tilec --arch=sm_90a FILE.tl -o OUTDIR/NAME.ptx`, then runs
-# gpu_suite and gpu_bench on OUTDIR. Exits 0 only if every example compiled, the suite had no
-# failure and the benchmark met its target.
+# gpu_suite and gpu_bench on OUTDIR. Then, when BINDIR has them (they are built with the compiler,
+# statically linked to LLVM with -DTILEC_STATIC_LLVM=ON so that they run here): jit_bench, three
+# fresh processes over one new cache folder OUTDIR/jit-cache with the driver's own cache off
+# (CUDA_CACHE_DISABLE=1): a cold JIT compile + load + launch of vector_add, the same warm from the
+# disk cache (target under 5 ms), and the host overhead per launch of tl_launch and of the
+# --emit=header launcher against a bare cuLaunchKernel over 10000 launches each (target at most
+# 1.2x), tables in jit.txt; and the embedding examples host_jit and host_aot. Exits 0 only if every
+# example compiled, the suite had no failure and the benchmarks met their targets.
 set -u -o pipefail
 
 if [ $# -lt 3 ]; then
@@ -88,6 +95,37 @@ echo "== gpu_bench $out $out/bench.txt"
 "$bindir/gpu_bench" "$out" "$out/bench.txt" 2>&1 | tee "$out/bench.log"
 bench_rc=$?
 [ $bench_rc -eq 0 ] || failures+=("gpu_bench (exit $bench_rc)")
+
+# The JIT and the launchers (include/tilec_jit.h, tilec --emit=header): each mode in a fresh
+# process, in this order, over one cache folder that starts empty.
+: >"$out/jit.log"
+: >"$out/jit.txt"
+if [ -x "$bindir/jit_bench" ]; then
+  jit_cache="$out/jit-cache"
+  rm -rf "$jit_cache"
+  for mode in cold warm launch; do
+    echo "== jit_bench $mode (TILEC_CACHE_DIR=$jit_cache CUDA_CACHE_DISABLE=1)" | tee -a "$out/jit.log"
+    TILEC_CACHE_DIR="$jit_cache" CUDA_CACHE_DISABLE=1 \
+      "$bindir/jit_bench" "$mode" "$root/examples/vector_add.tl" "$out/jit.txt" 2>&1 | tee -a "$out/jit.log"
+    jit_rc=${PIPESTATUS[0]}
+    [ "$jit_rc" -eq 0 ] || failures+=("jit_bench $mode (exit $jit_rc)")
+  done
+else
+  echo "SKIP jit_bench: not in $bindir (built with the compiler: build/tests/gpu/jit_bench)" |
+    tee -a "$out/jit.log"
+fi
+: >"$out/examples.log"
+for program in host_jit host_aot; do
+  if [ -x "$bindir/$program" ]; then
+    echo "== $program" | tee -a "$out/examples.log"
+    TILEC_CACHE_DIR="$out/jit-cache" "$bindir/$program" 2>&1 | tee -a "$out/examples.log"
+    ex_rc=${PIPESTATUS[0]}
+    [ "$ex_rc" -eq 0 ] || failures+=("$program (exit $ex_rc)")
+  else
+    echo "SKIP $program: not in $bindir (built with the compiler: build/examples/$program)" |
+      tee -a "$out/examples.log"
+  fi
+done
 
 {
   if [ ${#failures[@]} -eq 0 ]; then

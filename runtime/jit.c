@@ -1,0 +1,660 @@
+/* jit.c: .tl source to a loaded module, through the cache. The JIT library (tilec_jit) is this
+ * file, cache.c and hash.c; it links the compiler (tilec_lib, LLVM) and the runtime, which stays
+ * free of LLVM.
+ *
+ * The path of one tl_module_compile:
+ *
+ *   key = hash(source, arch, -O, defines, kernel, compiler build)
+ *   memory table --hit--> entry          (PTX + device binary)
+ *      | miss
+ *   disk DIR/KEY.tljit --valid--> entry  (copied into memory)
+ *      | absent or rejected (logged)
+ *   tilec_compile --> PTX
+ *
+ *   entry without a binary for this device --> cuLink* (the driver's PTX compiler, the slow part)
+ *   --> store in memory and on disk --> load the binary, metadata from the PTX --> tl_module
+ *
+ * The cache is a mutex-protected table plus the folder; compilations run outside the lock, so
+ * threads compiling different kernels never wait on each other (two threads compiling the same
+ * kernel at once both compile, and the second store wins: the entries are equal).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit_internal.h"
+#include "runtime_internal.h"
+
+/* ----------------------------------------------------------------------------------------- arch */
+
+const char *tl_jit_arch_for(int cc_major, int cc_minor)
+{
+  const int cc = cc_major * 10 + cc_minor;
+  if (cc_major < 0 || cc_minor < 0 || cc_minor > 9 || cc < 80)
+    return NULL;
+  if (cc == 90)
+    return "sm_90a"; /* wgmma, setmaxnreg: the 'a' features exist on exactly sm_90 */
+  if (cc > 90)
+    return "sm_90";
+  if (cc >= 89)
+    return "sm_89";
+  if (cc >= 86)
+    return "sm_86";
+  return "sm_80";
+}
+
+/* ---------------------------------------------------------------------------------------- cache */
+
+#define BUCKETS 64
+
+typedef struct mem_entry {
+  tl_hash128 key;
+  tl_cache_entry e;
+  struct mem_entry *next;
+} mem_entry;
+
+struct tl_jit_cache {
+  pthread_mutex_t lock; /* guards table and stats */
+  char *dir;            /* "" when the disk cache is off */
+  bool memory;
+  bool off;             /* $TILEC_CACHE_DISABLE: nothing cached at all */
+  bool log_stderr;      /* $TILEC_DEBUG */
+  void (*log)(void *user, int level, const char *message);
+  void *log_user;
+  mem_entry *table[BUCKETS];
+  tl_jit_stats stats;
+};
+
+static bool env_flag(const char *name)
+{
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void debug(tl_jit_cache *cache, const char *fmt, ...)
+{
+  if (!cache || (!cache->log && !cache->log_stderr))
+    return;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (cache->log)
+    cache->log(cache->log_user, 0, msg);
+  else
+    fprintf(stderr, "tilec-jit: debug: %s\n", msg);
+}
+
+#define COUNT(cache, field)                                                                        \
+  do {                                                                                             \
+    pthread_mutex_lock(&(cache)->lock);                                                            \
+    (cache)->stats.field++;                                                                        \
+    pthread_mutex_unlock(&(cache)->lock);                                                          \
+  } while (0)
+
+tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **out, char *err,
+                              size_t err_size)
+{
+  if (out)
+    *out = NULL;
+  if (!out) {
+    tl_fmt(err, err_size, "tl_jit_cache_create: out is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (flags & ~(unsigned)(TL_JIT_CACHE_NO_DISK | TL_JIT_CACHE_NO_MEMORY)) {
+    tl_fmt(err, err_size, "tl_jit_cache_create: unknown flags 0x%x", flags);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  tl_jit_cache *c = calloc(1, sizeof *c);
+  if (!c) {
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  pthread_mutex_init(&c->lock, NULL);
+  c->off = env_flag("TILEC_CACHE_DISABLE");
+  c->log_stderr = env_flag("TILEC_DEBUG");
+  c->memory = !c->off && !(flags & TL_JIT_CACHE_NO_MEMORY);
+  char path[4096] = "";
+  if (!c->off && !(flags & TL_JIT_CACHE_NO_DISK)) {
+    if (dir)
+      tl_fmt(path, sizeof path, "%s", dir);
+    else if (!tl_cache_default_dir(path, sizeof path)) {
+      path[0] = 0;
+      debug(c, "no cache folder: set TILEC_CACHE_DIR or HOME; the disk cache is off");
+    }
+  }
+  /* A trailing slash would double in entry paths; harmless, but keep names clean. */
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/')
+    path[--n] = 0;
+  c->dir = strdup(path);
+  if (!c->dir) {
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  *out = c;
+  tl_fmt(err, err_size, "%s", "");
+  return TL_OK;
+}
+
+void tl_jit_cache_destroy(tl_jit_cache *c)
+{
+  if (!c)
+    return;
+  for (int b = 0; b < BUCKETS; b++)
+    for (mem_entry *m = c->table[b], *next; m; m = next) {
+      next = m->next;
+      tl_cache_entry_free(&m->e);
+      free(m);
+    }
+  pthread_mutex_destroy(&c->lock);
+  free(c->dir);
+  free(c);
+}
+
+const char *tl_jit_cache_dir(const tl_jit_cache *c) { return c ? c->dir : ""; }
+
+void tl_jit_cache_set_log(tl_jit_cache *c, void (*log)(void *user, int level, const char *message),
+                          void *user)
+{
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->log = log;
+  c->log_user = user;
+  pthread_mutex_unlock(&c->lock);
+}
+
+void tl_jit_cache_stats(const tl_jit_cache *c, tl_jit_stats *out)
+{
+  if (!out)
+    return;
+  memset(out, 0, sizeof *out);
+  if (!c)
+    return;
+  pthread_mutex_lock((pthread_mutex_t *)&c->lock);
+  *out = c->stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
+}
+
+static bool entry_copy(tl_cache_entry *dst, const tl_cache_entry *src)
+{
+  memset(dst, 0, sizeof *dst);
+  dst->ptx = malloc(src->ptx_len + 1);
+  dst->cubin = src->cubin ? malloc(src->cubin_len) : NULL;
+  if (!dst->ptx || (src->cubin && !dst->cubin)) {
+    tl_cache_entry_free(dst);
+    return false;
+  }
+  memcpy(dst->ptx, src->ptx, src->ptx_len + 1);
+  dst->ptx_len = src->ptx_len;
+  if (src->cubin) {
+    memcpy(dst->cubin, src->cubin, src->cubin_len);
+    dst->cubin_len = src->cubin_len;
+    dst->cubin_cc = src->cubin_cc;
+    dst->cubin_driver = src->cubin_driver;
+  }
+  return true;
+}
+
+/* Copies out under the lock, so that the caller never holds a pointer into the table. */
+static bool memory_lookup(tl_jit_cache *c, tl_hash128 key, tl_cache_entry *out)
+{
+  bool found = false;
+  pthread_mutex_lock(&c->lock);
+  for (mem_entry *m = c->table[key.lo % BUCKETS]; m; m = m->next)
+    if (tl_hash_equal(m->key, key)) {
+      found = entry_copy(out, &m->e);
+      break;
+    }
+  if (found)
+    c->stats.memory_hits++;
+  pthread_mutex_unlock(&c->lock);
+  return found;
+}
+
+static void memory_store(tl_jit_cache *c, tl_hash128 key, const tl_cache_entry *e)
+{
+  tl_cache_entry copy;
+  if (!entry_copy(&copy, e))
+    return; /* out of memory: the cache is an optimization */
+  pthread_mutex_lock(&c->lock);
+  mem_entry **link = &c->table[key.lo % BUCKETS];
+  while (*link && !tl_hash_equal((*link)->key, key))
+    link = &(*link)->next;
+  if (*link) {
+    tl_cache_entry_free(&(*link)->e);
+    (*link)->e = copy;
+  } else if ((*link = calloc(1, sizeof **link))) {
+    (*link)->key = key;
+    (*link)->e = copy;
+  } else {
+    tl_cache_entry_free(&copy);
+  }
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* ------------------------------------------------------------------------------ one request */
+
+typedef enum { FROM_MEMORY, FROM_DISK, FROM_COMPILER } entry_source;
+
+typedef struct request {
+  const char *src;
+  size_t len;
+  tl_jit_options opt;
+  const char *arch;   /* resolved */
+  bool use_memory, use_disk;
+  tl_hash128 key;
+  char compiler_id[TL_CACHE_ID_BYTES];
+  char hex[33];
+} request;
+
+/* Checks the options, fills in the defaults, and computes the key. arch_default is what a NULL
+ * arch means (the device's target, or sm_90a without a device); NULL: "device" is not allowed. */
+static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size_t len,
+                         const tl_jit_options *opt, const char *device_arch, char *err,
+                         size_t err_size)
+{
+  memset(rq, 0, sizeof *rq);
+  rq->src = src;
+  rq->len = len;
+  rq->opt = opt ? *opt : tl_jit_default_options();
+  const tl_jit_options *o = &rq->opt;
+  if (!src && len) {
+    tl_fmt(err, err_size, "the source is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (o->opt_level < 0 || o->opt_level > 3) {
+    tl_fmt(err, err_size, "optimization level %d is out of range 0..3", o->opt_level);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (o->ndefines < 0 || (o->ndefines && !o->defines)) {
+    tl_fmt(err, err_size, "bad list of defines (%d, %s)", o->ndefines, o->defines ? "set" : "NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  for (int i = 0; i < o->ndefines; i++)
+    if (!o->defines[i].name || !*o->defines[i].name || !o->defines[i].value) {
+      tl_fmt(err, err_size, "define %d has no name or no value", i);
+      return TL_ERR_BAD_ARGUMENT;
+    }
+  if (o->flags & ~(unsigned)(TL_JIT_NO_CACHE | TL_JIT_NO_DISK_CACHE)) {
+    tl_fmt(err, err_size, "unknown flags 0x%x", o->flags);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (!o->arch || strcmp(o->arch, "device") == 0) {
+    if (!device_arch) {
+      tl_fmt(err, err_size, "arch \"device\" needs a context: name a target (sm_80 .. sm_90a)");
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    rq->arch = device_arch;
+  } else if (!tilec_arch_supported(o->arch)) {
+    tl_fmt(err, err_size, "unknown target '%s'; expected sm_80, sm_86, sm_89, sm_90, sm_90a or device",
+           o->arch);
+    return TL_ERR_BAD_ARGUMENT;
+  } else {
+    rq->arch = o->arch;
+  }
+  const bool off = !cache || cache->off || (o->flags & TL_JIT_NO_CACHE);
+  rq->use_memory = !off && cache->memory;
+  rq->use_disk = !off && cache->dir[0] && !(o->flags & TL_JIT_NO_DISK_CACHE);
+  tl_jit_compiler_id(rq->compiler_id, sizeof rq->compiler_id);
+  if (!tl_jit_key_for(src, len, rq->arch, o->opt_level, o->defines, o->ndefines, o->kernel,
+                      rq->compiler_id, &rq->key)) {
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  tl_hash_hex(rq->key, rq->hex);
+  return TL_OK;
+}
+
+/* tilec_compile to PTX, diagnostics to the callback, errors rendered into err. */
+static tl_status compile(tl_jit_cache *cache, const request *rq, tl_cache_entry *e, char *err,
+                         size_t err_size)
+{
+  tilec_options to = {0};
+  to.filename = rq->opt.filename ? rq->opt.filename : "<jit>";
+  to.arch = rq->arch;
+  to.opt_level = rq->opt.opt_level;
+  to.defines = rq->opt.defines;
+  to.ndefines = rq->opt.ndefines;
+  to.kernel = rq->opt.kernel;
+  to.emit = TILEC_EMIT_PTX;
+  tilec_result *r = NULL;
+  tilec_status ts = tilec_compile(rq->src ? rq->src : "", rq->len, &to, &r);
+  if (cache)
+    COUNT(cache, compiles);
+  if (rq->opt.on_diagnostic)
+    for (int i = 0; i < tilec_result_num_diagnostics(r); i++) {
+      tilec_diagnostic d = tilec_result_diagnostic(r, i);
+      rq->opt.on_diagnostic(rq->opt.user, &d);
+    }
+  tl_status st = TL_OK;
+  if (ts != TILEC_OK || !tilec_result_output(r)) {
+    const char *text = r ? tilec_result_diagnostics_text(r) : NULL;
+    tl_fmt(err, err_size, "%s", text && *text ? text : "compilation failed (no diagnostics)\n");
+    st = ts == TILEC_ERR_INVALID_ARGUMENT ? TL_ERR_BAD_ARGUMENT
+         : !r                             ? TL_ERR_OUT_OF_MEMORY
+                                          : TL_ERR_COMPILE;
+  } else {
+    memset(e, 0, sizeof *e);
+    e->ptx_len = strlen(tilec_result_output(r));
+    e->ptx = malloc(e->ptx_len + 1);
+    if (!e->ptx) {
+      tl_fmt(err, err_size, "out of memory");
+      st = TL_ERR_OUT_OF_MEMORY;
+    } else {
+      memcpy(e->ptx, tilec_result_output(r), e->ptx_len + 1);
+    }
+  }
+  tilec_result_free(r);
+  return st;
+}
+
+/* The entry for the request: from memory, from disk, or compiled. */
+static tl_status obtain(tl_jit_cache *cache, const request *rq, tl_cache_entry *e,
+                        entry_source *from, char *err, size_t err_size)
+{
+  memset(e, 0, sizeof *e);
+  if (rq->use_memory && memory_lookup(cache, rq->key, e)) {
+    *from = FROM_MEMORY;
+    return TL_OK;
+  }
+  if (rq->use_disk) {
+    char why[1024] = "";
+    switch (tl_cache_read(cache->dir, rq->key, rq->compiler_id, e, why, sizeof why)) {
+    case TL_CACHE_HIT:
+      COUNT(cache, disk_hits);
+      if (rq->use_memory)
+        memory_store(cache, rq->key, e);
+      *from = FROM_DISK;
+      return TL_OK;
+    case TL_CACHE_REJECTED:
+      COUNT(cache, disk_rejected);
+      debug(cache, "cache entry rejected, rebuilding it: %s", why);
+      break;
+    case TL_CACHE_ABSENT:
+      break;
+    }
+  }
+  *from = FROM_COMPILER;
+  return compile(cache, rq, e, err, err_size);
+}
+
+static void store(tl_jit_cache *cache, const request *rq, const tl_cache_entry *e)
+{
+  if (rq->use_memory)
+    memory_store(cache, rq->key, e);
+  if (!rq->use_disk)
+    return;
+  char why[1024] = "";
+  if (tl_cache_write(cache->dir, rq->key, rq->compiler_id, e, why, sizeof why)) {
+    COUNT(cache, disk_writes);
+  } else {
+    COUNT(cache, disk_write_failures);
+    debug(cache, "cache entry %s not written: %s", rq->hex, why);
+  }
+}
+
+/* ------------------------------------------------------------------------------- public: keys */
+
+tl_status tl_jit_key(const char *src, size_t len, const tl_jit_options *opt, char hex[33], char *err,
+                     size_t err_size)
+{
+  if (hex)
+    hex[0] = 0;
+  if (!hex) {
+    tl_fmt(err, err_size, "tl_jit_key: hex is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (!opt || !opt->arch) {
+    tl_fmt(err, err_size, "tl_jit_key: the options must name the arch");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  request rq;
+  tl_status st = prepare(&rq, NULL, src, len, opt, NULL, err, err_size);
+  if (st == TL_OK)
+    memcpy(hex, rq.hex, 33);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ public: driver-free */
+
+tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len,
+                             const tl_jit_options *opt, char **ptx, char *err, size_t err_size)
+{
+  if (ptx)
+    *ptx = NULL;
+  if (!ptx) {
+    tl_fmt(err, err_size, "tl_jit_compile_ptx: ptx is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  request rq;
+  tl_status st = prepare(&rq, cache, src, len, opt, "sm_90a", err, err_size);
+  if (st == TL_OK && opt && opt->arch && strcmp(opt->arch, "device") == 0) {
+    tl_fmt(err, err_size, "arch \"device\" needs a context: name a target (sm_80 .. sm_90a)");
+    st = TL_ERR_BAD_ARGUMENT;
+  }
+  if (st != TL_OK)
+    return st;
+  tl_cache_entry e;
+  entry_source from;
+  st = obtain(cache, &rq, &e, &from, err, err_size);
+  if (st != TL_OK)
+    return st;
+  if (from == FROM_COMPILER)
+    store(cache, &rq, &e);
+  *ptx = e.ptx; /* handed over */
+  e.ptx = NULL;
+  tl_cache_entry_free(&e);
+  tl_fmt(err, err_size, "%s", "");
+  return TL_OK;
+}
+
+/* --------------------------------------------------------------------------- public: contexts */
+
+/* What the JIT hangs on a context: its own cache (made on first use), or one it was given. */
+typedef struct context_state {
+  tl_jit_cache *own;
+  tl_jit_cache *shared;
+} context_state;
+
+static void context_state_destroy(void *p)
+{
+  context_state *s = p;
+  tl_jit_cache_destroy(s->own);
+  free(s);
+}
+
+static context_state *state_of(tl_context *ctx)
+{
+  context_state *s = tl_context_jit_state(ctx);
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (s)
+      tl_context_set_jit_state(ctx, s, context_state_destroy);
+  }
+  return s;
+}
+
+tl_status tl_context_set_jit_cache(tl_context *ctx, tl_jit_cache *cache)
+{
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  context_state *s = state_of(ctx);
+  if (!s)
+    return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  s->shared = cache;
+  return tl_context_succeed(ctx);
+}
+
+tl_jit_cache *tl_context_jit_cache(tl_context *ctx)
+{
+  if (!ctx)
+    return NULL;
+  context_state *s = state_of(ctx);
+  if (!s) {
+    tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+  }
+  if (s->shared)
+    return s->shared;
+  if (!s->own) {
+    char err[512];
+    if (tl_jit_cache_create(NULL, 0, &s->own, err, sizeof err) != TL_OK) {
+      tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "%s", err);
+      return NULL;
+    }
+  }
+  return s->own;
+}
+
+/* Load the entry's device binary if it was made for this device and driver; else have the driver
+ * make one from the PTX and load that. *made says whether the entry gained a new binary (to be
+ * stored). With no cache at all, load the PTX directly: there is nothing to keep a binary in. */
+static tl_status load_entry(tl_context *ctx, tl_jit_cache *cache, const request *rq,
+                            tl_cache_entry *e, bool *made, tl_module **out)
+{
+  *made = false;
+  if (!rq->use_memory && !rq->use_disk)
+    return tl_module_load_image(ctx, e->ptx, e->ptx, out);
+  tl_device_info dev;
+  tl_context_device(ctx, &dev);
+  const uint32_t cc = (uint32_t)(dev.cc_major * 10 + dev.cc_minor);
+  const uint32_t driver = (uint32_t)dev.driver_version;
+  if (e->cubin && e->cubin_cc == cc && e->cubin_driver == driver) {
+    tl_status st = tl_module_load_image(ctx, e->ptx, e->cubin, out);
+    if (st == TL_OK) {
+      COUNT(cache, binary_loads);
+      return st;
+    }
+    if (st != TL_ERR_PTX_REJECTED)
+      return st; /* bad metadata, out of memory: the binary is not the problem */
+    debug(cache, "cached device binary of %s refused by the driver, rebuilding it: %s", rq->hex,
+          tl_context_message(ctx));
+  } else if (e->cubin) {
+    debug(cache, "cached device binary of %s is for sm_%u / driver %u, this is sm_%u / driver %u: "
+                 "rebuilding it",
+          rq->hex, e->cubin_cc, e->cubin_driver, cc, driver);
+  }
+  free(e->cubin);
+  e->cubin = NULL;
+  e->cubin_len = 0;
+  void *image = NULL;
+  size_t size = 0;
+  tl_status st = tl_context_link_ptx(ctx, e->ptx, &image, &size);
+  COUNT(cache, links);
+  if (st != TL_OK)
+    return st;
+  e->cubin = image;
+  e->cubin_len = size;
+  e->cubin_cc = cc;
+  e->cubin_driver = driver;
+  *made = true;
+  return tl_module_load_image(ctx, e->ptx, e->cubin, out);
+}
+
+tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
+                            tl_module **out)
+{
+  if (out)
+    *out = NULL;
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  if (!out)
+    return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_compile: out is NULL");
+  tl_device_info dev;
+  tl_context_device(ctx, &dev);
+  const char *device_arch = tl_jit_arch_for(dev.cc_major, dev.cc_minor);
+  if (!device_arch && (!opt || !opt->arch || strcmp(opt->arch, "device") == 0))
+    return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT,
+                           "device %d (%s) is sm_%d%d; tilec targets sm_80 and newer", dev.ordinal,
+                           dev.name, dev.cc_major, dev.cc_minor);
+  tl_jit_cache *cache = tl_context_jit_cache(ctx);
+  if (!cache)
+    return TL_ERR_OUT_OF_MEMORY;
+
+  char *msg = malloc(TL_MESSAGE_MAX);
+  if (!msg)
+    return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  msg[0] = 0;
+  request rq;
+  tl_cache_entry e = {0};
+  entry_source from = FROM_COMPILER;
+  tl_status st = prepare(&rq, cache, src, len, opt, device_arch, msg, TL_MESSAGE_MAX);
+  if (st == TL_OK)
+    st = obtain(cache, &rq, &e, &from, msg, TL_MESSAGE_MAX);
+  if (st != TL_OK) {
+    /* diagnostics end with a newline; the context's message reads better without */
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+      msg[--n] = 0;
+    st = tl_context_fail(ctx, st, "%s", msg);
+    free(msg);
+    return st;
+  }
+  free(msg);
+  bool made = false;
+  st = load_entry(ctx, cache, &rq, &e, &made, out);
+  if (st == TL_OK && (from == FROM_COMPILER || made))
+    store(cache, &rq, &e);
+  tl_cache_entry_free(&e);
+  return st;
+}
+
+tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit_options *opt,
+                                 tl_module **out)
+{
+  if (out)
+    *out = NULL;
+  if (!ctx)
+    return TL_ERR_BAD_ARGUMENT;
+  if (!path || !out)
+    return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_compile_file: %s is NULL",
+                           path ? "out" : "path");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return tl_context_fail(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  bool failed = false;
+  for (;;) {
+    if (len + 4096 > cap) {
+      cap = cap ? 2 * cap : 1 << 16;
+      char *grown = cap > ((size_t)1 << 30) ? NULL : realloc(text, cap);
+      if (!grown) {
+        free(text);
+        fclose(f);
+        return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+      }
+      text = grown;
+    }
+    size_t n = fread(text + len, 1, cap - len, f);
+    len += n;
+    if (n == 0) {
+      failed = ferror(f);
+      break;
+    }
+  }
+  fclose(f);
+  if (failed) {
+    free(text);
+    return tl_context_fail(ctx, TL_ERR_IO, "cannot read %s", path);
+  }
+  tl_jit_options o = opt ? *opt : tl_jit_default_options();
+  if (!o.filename)
+    o.filename = path;
+  tl_status st = tl_module_compile(ctx, text, len, &o, out);
+  free(text);
+  return st;
+}

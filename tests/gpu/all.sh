@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# tests/gpu/all.sh: the whole GPU acceptance run in one command, for a lent GPU machine.
+#
+#   tests/gpu/all.sh TILEC BINDIR OUTDIR [--quick]
+#
+# Runs, in order, tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
+# (softmax, RMSNorm, LayerNorm) and gemm.sh (tensor-core GEMM against cuBLAS), each with its
+# own working folder under $TMPDIR, then copies their summaries into OUTDIR: at most eight
+# files, flat, so that they all come back from a device that returns few.  --quick skips the
+# largest correctness shapes of rows.sh and gemm.sh.  Exit status: 0 if every part passed.
+set -u -o pipefail
+[ $# -ge 3 ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+tilec=$1 bindir=$2 out=$3
+quick=()
+[ "${4:-}" = --quick ] && quick=(--quick)
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/tilec-gpu.XXXXXX")
+mkdir -p "$out"
+status=0
+
+"$here/run.sh" "$tilec" "$bindir" "$work/examples" || status=1
+"$here/rows.sh" --ptx-dir "$work/rows_ptx" "$tilec" "$bindir" "$work/rows" "${quick[@]}" || status=1
+"$here/gemm.sh" --ptx-dir "$work/gemm_ptx" "$tilec" "$bindir" "$work/gemm" "${quick[@]}" || status=1
+
+for f in examples/suite.log examples/bench.txt examples/jit_bench.txt rows/rows.log rows/rows_bench.txt \
+         gemm/gemm.log gemm/gemm_bench.txt; do
+  [ -f "$work/$f" ] && cp "$work/$f" "$out/"
+done
+echo "all.sh: $( [ $status -eq 0 ] && echo PASS || echo FAIL ) (logs in $out)"
+exit $status

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# tests/gpu/gemm.sh: correctness and speed of the tensor-core GEMM kernels (examples/matmul.tl,
+# stdlib/gemm.tl) on a machine with an NVIDIA GPU (Hopper: sm_90a), against cuBLAS for speed.
+#
+#   tests/gpu/gemm.sh [--ptx-dir DIR] [--compile-only] TILEC BINDIR OUTDIR [gpu_gemm options...]
+#
+# TILEC   the tilec binary (one that runs on this machine: build-static/tools/tilec on the GPU
+#         machine), or - to use PTX already in the PTX folder (compiled elsewhere by this script
+#         with --compile-only)
+# BINDIR  the folder holding the built gpu_gemm (build/tests/gpu, or BUILD/gpu in the standalone
+#         build: cmake -S tests/gpu/standalone -B BUILD)
+# OUTDIR  where the logs go: gemm.log (everything this script prints) and gemm_bench.txt (the
+#         benchmark table, against cuBLAS); the PTX goes to OUTDIR/ptx unless --ptx-dir says otherwise
+# --ptx-dir DIR  where the PTX goes: one NAME.ptx per variant and gemm_variants.txt, the list
+#         gpu_gemm reads
+# --compile-only  compile the variants and write gemm_variants.txt, and do not run gpu_gemm
+# gpu_gemm options: --seed S to replay a run, --quick (no 4096^3 / 8192^3 correctness cases),
+#         --reps R (default 30), --no-bench
+#
+# Compiles every variant below with `TILEC --arch=sm_90a -D T=... [-D NAME=VALUE ...] FILE.tl -o
+# PTXDIR/NAME.ptx`, then runs `BINDIR/gpu_gemm PTXDIR --bench-out OUTDIR/gemm_bench.txt`. Exit status:
+# 0 if everything compiled and every correctness case passed (the benchmark's verdicts against cuBLAS
+# are reported, not enforced), 2 if everything compiled and there is no GPU (skipped), 1 otherwise.
+set -u -o pipefail
+
+# The variants, the one list: NAME ROLE SOURCE, then the -D settings (T= is required).
+#   matmul  examples/matmul.tl at its defaults: every correctness shape, and timed against cuBLAS
+#   stages  matmul with another STAGES: the reduced correctness shapes
+#   tune    matmul with other tile settings: the reduced correctness shapes, and timed against cuBLAS
+#           (the best correct variant per dtype and shape decides the benchmark's verdict)
+#   stdlib  all four kernels of stdlib/gemm.tl in one module (gemm_bias_act at the ACT given here, or
+#           at its default in the kernel's header)
+#   act     stdlib/gemm.tl compiled with --kernel gemm_bias_act, at the ACT given here
+# Add tuning variants at the end; their names must be unique (they name the PTX files).
+VARIANTS=(
+  "matmul_f16            matmul  examples/matmul.tl  T=f16"
+  "matmul_bf16           matmul  examples/matmul.tl  T=bf16"
+  "matmul_f16_s1         stages  examples/matmul.tl  T=f16 STAGES=1"
+  "matmul_f16_s2         stages  examples/matmul.tl  T=f16 STAGES=2"
+  "matmul_f16_s3         stages  examples/matmul.tl  T=f16 STAGES=3"
+  "matmul_f16_s4         stages  examples/matmul.tl  T=f16 STAGES=4"
+  "gemm_f16              stdlib  stdlib/gemm.tl      T=f16"
+  "gemm_bf16             stdlib  stdlib/gemm.tl      T=bf16"
+  "gemm_act0_f16         act     stdlib/gemm.tl      T=f16 ACT=0"
+  "gemm_act1_f16         act     stdlib/gemm.tl      T=f16 ACT=1"
+  "gemm_act2_f16         act     stdlib/gemm.tl      T=f16 ACT=2"
+  "matmul_f16_bk64       tune    examples/matmul.tl  T=f16 BK=64 STAGES=3"
+  "matmul_bf16_bk64      tune    examples/matmul.tl  T=bf16 BK=64 STAGES=3"
+  "matmul_f16_128x256    tune    examples/matmul.tl  T=f16 BN=256 THREADS=256"
+  "matmul_bf16_128x256   tune    examples/matmul.tl  T=bf16 BN=256 THREADS=256"
+  "matmul_f16_256x128    tune    examples/matmul.tl  T=f16 BM=256 THREADS=256"
+  "matmul_f16_st4        tune    examples/matmul.tl  T=f16 STAGES=4"
+)
+
+usage() {
+  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
+  exit 2
+}
+
+ptxdir=
+compile_only=0
+while [ $# -gt 0 ]; do
+  case $1 in
+  --ptx-dir)
+    [ $# -ge 2 ] || usage
+    ptxdir=$2
+    shift 2
+    ;;
+  --compile-only)
+    compile_only=1
+    shift
+    ;;
+  -h | --help) usage ;;
+  *) break ;;
+  esac
+done
+[ $# -ge 3 ] || usage
+tilec=$1
+bindir=$2
+out=$3
+shift 3
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+[ -n "$ptxdir" ] || ptxdir=$out/ptx
+mkdir -p "$ptxdir" || exit 1
+ptxdir=$(cd "$ptxdir" && pwd)
+
+# The default of constant $2 in kernel $1's header in file $3, e.g. `kernel gemm_bias_act[T = f16,
+# ACT = 1, ...]`.
+default_of() {
+  sed -n "s/^kernel $1\[\([^]]*\)\].*/\1/p" "$3" | tr ',' '\n' |
+    sed -n "s/^ *$2 *= *\([0-9][0-9]*\) *$/\1/p" | head -n 1
+}
+
+main() {
+  local failures=() line name role srcrel src settings kv t act dflags kflags
+  local -A seen=()
+  echo "== gemm.sh: PTX in $ptxdir, logs in $out"
+  : >"$ptxdir/gemm_variants.txt.new"
+  for line in "${VARIANTS[@]}"; do
+    read -r name role srcrel settings <<<"$line"
+    src=$root/$srcrel
+    if [ -n "${seen[$name]:-}" ]; then
+      echo "FAIL variant $name: listed twice"
+      failures+=("variant $name")
+      continue
+    fi
+    seen[$name]=1
+    case $role in
+    matmul | stages | tune | stdlib | act) ;;
+    *)
+      echo "FAIL variant $name: unknown role '$role'"
+      failures+=("variant $name")
+      continue
+      ;;
+    esac
+    if [ ! -f "$src" ]; then
+      echo "FAIL variant $name: no $srcrel"
+      failures+=("variant $name")
+      continue
+    fi
+    t='' act=''
+    dflags=()
+    for kv in $settings; do
+      case $kv in
+      T=*) t=${kv#T=} ;;
+      ACT=*) act=${kv#ACT=} ;;
+      esac
+      dflags+=(-D "$kv")
+    done
+    kflags=()
+    case $role in
+    stdlib | act)
+      [ -n "$act" ] || act=$(default_of gemm_bias_act ACT "$src")
+      [ "$role" = act ] && kflags=(--kernel gemm_bias_act)
+      ;;
+    *) act=- ;;
+    esac
+    if [ "$t" != f16 ] && [ "$t" != bf16 ]; then
+      echo "FAIL variant $name: T must be f16 or bf16 (got '$t')"
+      failures+=("variant $name")
+      continue
+    fi
+    if [ -z "$act" ]; then
+      echo "FAIL variant $name: ACT unknown (not set, and no default in gemm_bias_act's header in $srcrel)"
+      failures+=("variant $name")
+      continue
+    fi
+    echo "$name $role $t $act $settings" >>"$ptxdir/gemm_variants.txt.new"
+    if [ "$tilec" = - ]; then
+      if [ -f "$ptxdir/$name.ptx" ]; then
+        echo "using $ptxdir/$name.ptx (compiled elsewhere)"
+      else
+        echo "FAIL no $ptxdir/$name.ptx"
+        failures+=("missing $name.ptx")
+      fi
+      continue
+    fi
+    rm -f "$ptxdir/$name.ptx"
+    echo "== $tilec --arch=sm_90a ${dflags[*]}${kflags[*]:+ ${kflags[*]}} $srcrel -o $name.ptx"
+    if "$tilec" --arch=sm_90a "${dflags[@]}" ${kflags[@]+"${kflags[@]}"} "$src" -o "$ptxdir/$name.ptx"; then
+      echo "compiled $name: $(sed -n 's/^\/\/ tilec-meta kernel //p' "$ptxdir/$name.ptx" | tr '\n' ';')"
+    else
+      echo "FAIL compile $name"
+      rm -f "$ptxdir/$name.ptx"
+      failures+=("compile $name")
+    fi
+  done
+  mv "$ptxdir/gemm_variants.txt.new" "$ptxdir/gemm_variants.txt"
+
+  if [ $compile_only -eq 1 ]; then
+    if [ ${#failures[@]} -eq 0 ]; then
+      echo "gemm.sh: compiled ${#VARIANTS[@]} variants into $ptxdir"
+      return 0
+    fi
+    echo "gemm.sh: FAIL: ${failures[*]}"
+    return 1
+  fi
+
+  local rc
+  if [ ! -x "$bindir/gpu_gemm" ]; then
+    echo "FAIL $bindir/gpu_gemm not found: build it first (ninja -C build gpu_gemm)"
+    failures+=("no gpu_gemm")
+    rc=1
+  else
+    echo "== gpu_gemm $ptxdir --bench-out $out/gemm_bench.txt $*"
+    "$bindir/gpu_gemm" "$ptxdir" --bench-out "$out/gemm_bench.txt" "$@"
+    rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 2 ] || failures+=("gpu_gemm (exit $rc)")
+  fi
+  if [ ${#failures[@]} -gt 0 ]; then
+    echo "gemm.sh: FAIL: ${failures[*]}"
+    return 1
+  fi
+  if [ $rc -eq 2 ]; then
+    echo "gemm.sh: SKIPPED: no GPU (every variant compiled)"
+    return 2
+  fi
+  echo "gemm.sh: PASS (benchmark verdicts against cuBLAS: $out/gemm_bench.txt)"
+  return 0
+}
+
+main "$@" 2>&1 | tee "$out/gemm.log"
+exit "${PIPESTATUS[0]}"

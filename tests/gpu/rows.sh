@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# tests/gpu/rows.sh: correctness and speed of the row kernels (stdlib/softmax.tl, stdlib/norms.tl) on
+# a machine with an NVIDIA GPU (Hopper: sm_90a).
+#
+#   tests/gpu/rows.sh [--ptx-dir DIR] [--compile-only] TILEC BINDIR OUTDIR [gpu_rows options...]
+#
+# TILEC   the tilec binary (one that runs on this machine: build-static/tools/tilec on the GPU
+#         machine), or - to use PTX already in the PTX folder (compiled elsewhere by this script
+#         with --compile-only)
+# BINDIR  the folder holding the built gpu_rows (build/tests/gpu, or BUILD/gpu in the standalone
+#         build: cmake -S tests/gpu/standalone -B BUILD)
+# OUTDIR  where the logs go: rows.log (everything this script prints) and rows_bench.txt (the
+#         benchmark table); nothing else is written at its top level
+# --ptx-dir DIR  where the PTX goes (default OUTDIR/ptx): one NAME.ptx per variant and variants.txt,
+#         the list gpu_rows reads. Point it outside OUTDIR when OUTDIR must hold few files.
+# --compile-only  compile the variants and write variants.txt, and do not run gpu_rows
+# gpu_rows options: --seed S to replay a run, --reps R (default 50), --no-bench, --quick (skip the
+#         correctness shapes above 2^24 elements)
+#
+# Compiles every variant below with `TILEC --arch=sm_90a -D T=... [-D BN=...] [-D THREADS=...]
+# stdlib/FILE.tl -o PTXDIR/NAME.ptx`, then runs `BINDIR/gpu_rows OUTDIR --ptx PTXDIR`. Exit status:
+# 0 if everything compiled and every correctness case passed (the benchmark's verdicts are reported,
+# not enforced), 2 if everything compiled and there is no GPU (skipped), 1 otherwise.
+set -u -o pipefail
+
+# The variants, the one list: NAME KERNEL, then the -D settings (BN and THREADS default to the
+# kernel's defaults in stdlib/*.tl). gpu_rows runs every correctness shape for the variants named
+# KERNEL_T, and every other variant once at its kernel's benchmark shape; it times every f16 variant.
+VARIANTS=(
+  "softmax_f16          softmax    T=f16"
+  "softmax_bf16         softmax    T=bf16"
+  "softmax_f32          softmax    T=f32"
+  "rmsnorm_f16          rmsnorm    T=f16"
+  "rmsnorm_bf16         rmsnorm    T=bf16"
+  "rmsnorm_f32          rmsnorm    T=f32"
+  "layernorm_f16        layernorm  T=f16"
+  "layernorm_bf16       layernorm  T=bf16"
+  "layernorm_f32        layernorm  T=f32"
+  "softmax_f16_wide     softmax    T=f16 BN=32768 THREADS=1024"
+  "rmsnorm_f16_t1024    rmsnorm    T=f16 THREADS=1024"
+  "layernorm_f16_t1024  layernorm  T=f16 THREADS=1024"
+)
+
+usage() {
+  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
+  exit 2
+}
+
+ptxdir=
+compile_only=0
+while [ $# -gt 0 ]; do
+  case $1 in
+  --ptx-dir)
+    [ $# -ge 2 ] || usage
+    ptxdir=$2
+    shift 2
+    ;;
+  --compile-only)
+    compile_only=1
+    shift
+    ;;
+  -h | --help) usage ;;
+  *) break ;;
+  esac
+done
+[ $# -ge 3 ] || usage
+tilec=$1
+bindir=$2
+out=$3
+shift 3
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+[ -n "$ptxdir" ] || ptxdir=$out/ptx
+mkdir -p "$ptxdir" || exit 1
+ptxdir=$(cd "$ptxdir" && pwd)
+
+# The source file of a kernel.
+source_of() {
+  case $1 in
+  softmax) echo "$root/stdlib/softmax.tl" ;;
+  rmsnorm | layernorm) echo "$root/stdlib/norms.tl" ;;
+  *) return 1 ;;
+  esac
+}
+
+# The default of constant $2 in kernel $1's header, e.g. `kernel softmax[T = f16, BN = 8192, ...]`.
+default_of() {
+  local src
+  src=$(source_of "$1") || return 1
+  sed -n "s/^kernel $1\[\([^]]*\)\].*/\1/p" "$src" | tr ',' '\n' |
+    sed -n "s/^ *$2 *= *\([0-9][0-9]*\) *$/\1/p" | head -n 1
+}
+
+main() {
+  local failures=() line name kernel settings src kv t bn threads dflags
+  echo "== rows.sh: PTX in $ptxdir, logs in $out"
+  : >"$ptxdir/variants.txt.new"
+  for line in "${VARIANTS[@]}"; do
+    read -r name kernel settings <<<"$line"
+    if ! src=$(source_of "$kernel"); then
+      echo "FAIL variant $name: unknown kernel '$kernel'"
+      failures+=("variant $name")
+      continue
+    fi
+    t=''
+    bn=$(default_of "$kernel" BN)
+    threads=$(default_of "$kernel" THREADS)
+    dflags=()
+    for kv in $settings; do
+      case $kv in
+      T=*) t=${kv#T=} ;;
+      BN=*) bn=${kv#BN=} ;;
+      THREADS=*) threads=${kv#THREADS=} ;;
+      esac
+      dflags+=(-D "$kv")
+    done
+    if [ -z "$t" ] || [ -z "$bn" ] || [ -z "$threads" ]; then
+      echo "FAIL variant $name: T, BN or THREADS unknown (T='$t' BN='$bn' THREADS='$threads';" \
+        "the defaults are read from the kernel's header in ${src#"$root"/})"
+      failures+=("variant $name")
+      continue
+    fi
+    echo "$name $kernel $t $bn $threads" >>"$ptxdir/variants.txt.new"
+    if [ "$tilec" = - ]; then
+      if [ -f "$ptxdir/$name.ptx" ]; then
+        echo "using $ptxdir/$name.ptx (compiled elsewhere)"
+      else
+        echo "FAIL no $ptxdir/$name.ptx"
+        failures+=("missing $name.ptx")
+      fi
+      continue
+    fi
+    rm -f "$ptxdir/$name.ptx"
+    echo "== $tilec --arch=sm_90a ${dflags[*]} ${src#"$root"/} -o $name.ptx"
+    if "$tilec" --arch=sm_90a "${dflags[@]}" "$src" -o "$ptxdir/$name.ptx"; then
+      echo "compiled $name"
+    else
+      echo "FAIL compile $name"
+      rm -f "$ptxdir/$name.ptx"
+      failures+=("compile $name")
+    fi
+  done
+  mv "$ptxdir/variants.txt.new" "$ptxdir/variants.txt"
+
+  if [ $compile_only -eq 1 ]; then
+    if [ ${#failures[@]} -eq 0 ]; then
+      echo "rows.sh: compiled ${#VARIANTS[@]} variants into $ptxdir"
+      return 0
+    fi
+    echo "rows.sh: FAIL: ${failures[*]}"
+    return 1
+  fi
+
+  local rc
+  if [ ! -x "$bindir/gpu_rows" ]; then
+    echo "FAIL $bindir/gpu_rows not found: build it first (ninja -C build gpu_rows)"
+    failures+=("no gpu_rows")
+    rc=1
+  else
+    echo "== gpu_rows $out --ptx $ptxdir $*"
+    "$bindir/gpu_rows" "$out" --ptx "$ptxdir" "$@"
+    rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 2 ] || failures+=("gpu_rows (exit $rc)")
+  fi
+  if [ ${#failures[@]} -gt 0 ]; then
+    echo "rows.sh: FAIL: ${failures[*]}"
+    return 1
+  fi
+  if [ $rc -eq 2 ]; then
+    echo "rows.sh: SKIPPED: no GPU (every variant compiled)"
+    return 2
+  fi
+  echo "rows.sh: PASS (the benchmark's verdicts, if it ran, are in $out/rows_bench.txt)"
+  return 0
+}
+
+main "$@" 2>&1 | tee "$out/rows.log"
+exit "${PIPESTATUS[0]}"
