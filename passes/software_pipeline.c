@@ -8,16 +8,18 @@
  *
  *   for p in 0 .. S-2:  if p < n { produce(p) }  commit          prologue
  *   for k in 0 .. n-1:                                           steady state
- *       if k + S-1 < n { produce(k + S-1) }  commit
- *       wait_group(S-1)   -- this thread's copies for iteration k landed
- *       barrier           -- everyone's did
+ *       wait_group(S-2)   -- this thread's copies for iteration k landed
+ *       barrier           -- everyone's did, and everyone finished k-1
+ *       if k + S-1 < n { produce(k + S-1) }  commit   -- into stage (k-1) % S
  *       consume(k)
- *       barrier           -- nobody reads stage k % S when k + S overwrites it
  *   wait_group(0)                                                epilogue
  *
+ * One barrier per iteration.  With S = 1 there is no other stage to fill
+ * meanwhile: fetch, commit, wait_group(0), barrier, consume, barrier.
  * Every commit is unconditional, so the group count is the same in every
- * thread and wait_group(S-1) always means "iteration k is complete"; trip
- * counts below S are correct (the extra groups are empty).  Vectors that hang
+ * thread: before iteration k's wait, k + S - 1 groups are committed, and
+ * wait_group(S-2) leaves pending only those after iteration k's; trip counts
+ * below S are correct (the extra groups are empty).  Vectors that hang
  * over the tensor's edge, or are not aligned, are copied element by element
  * instead (still before the barrier that publishes them).
  */
@@ -262,18 +264,33 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 	int stage = lw_let(w, &it, "stage", lw_bin(w, OP_MOD, lw_var(w, kv), lw_i32(w, S)));
 	int next = lw_let(w, &it, "next", ex_add(w->a, lw_var(w, kv), lw_i32(w, S - 1)));
 	Stmt *issue = produce_all(w, &producers, kv, lw_var(w, next), lw_bin(w, OP_MOD, lw_var(w, next), lw_i32(w, S)));
-	stlist_push(w->a, &it, lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL));
-	stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
-	stlist_push(w->a, &it, simple(w, ST_CP_WAIT, S - 1));
-	stlist_push(w->a, &it, lw_barrier(w));
+	issue = lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL);
 	Stage st = {w, staged, lw_var(w, stage), -1, NULL, true};
 	Stmt *use = stlist_seq(w->a, &consumers, s->loc);
 	stage_stmt(&st, use);
 	stmt_rewrite_exprs(use, stage_expr, &st);
 	if (!st.ok)
 		return NULL;
-	stlist_push(w->a, &it, lw_lower_stmt(w, use));
-	stlist_push(w->a, &it, lw_barrier(w));
+	use = lw_lower_stmt(w, use);
+	if (S == 1) {
+		/* One buffer: fetch, wait, publish, compute, and wait for every reader
+		 * before the next fetch overwrites it. */
+		stlist_push(w->a, &it, issue);
+		stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
+		stlist_push(w->a, &it, simple(w, ST_CP_WAIT, 0));
+		stlist_push(w->a, &it, lw_barrier(w));
+		stlist_push(w->a, &it, use);
+		stlist_push(w->a, &it, lw_barrier(w));
+	} else {
+		/* One barrier per iteration: it publishes stage k (after this thread's
+		 * wait) and also proves that every thread finished iteration k-1, whose
+		 * stage, (k-1) % S = (k+S-1) % S, is the one the fetch then refills. */
+		stlist_push(w->a, &it, simple(w, ST_CP_WAIT, S - 2));
+		stlist_push(w->a, &it, lw_barrier(w));
+		stlist_push(w->a, &it, issue);
+		stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
+		stlist_push(w->a, &it, use);
+	}
 	Stmt *loop = st_new(w->a, ST_FOR, s->loc);
 	loop->for_kind = FOR_SERIAL;
 	loop->nvars = 1;
