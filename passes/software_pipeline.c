@@ -146,6 +146,64 @@ static Expr *subst_iter(void *ctx, Expr *e)
 	return e;
 }
 
+/* Is the whole tile inside the tensor, with every 16-byte vector aligned?
+ * Then no vector needs a check: rows start at multiples of the row stride,
+ * a multiple of vec elements, from an aligned origin. */
+static Expr *interior(Lw *w, const Region *gr, const Buffer *tile, int vec)
+{
+	const Buffer *G = &w->k->bufs[gr->buf];
+	int R = G->rank, lead = R - tile->rank;
+	Expr *ok = NULL;
+	for (int d = 0; d < R; d++) {
+		Expr *o = ex_clone(w->a, gr->origin[d]);
+		int64_t extent = d < lead ? 1 : tile->tile_shape[d - lead];
+		ok = lw_and(w, ok, lw_and(w, lw_bin(w, OP_GE, o, lw_i32(w, 0)),
+					  lw_bin(w, OP_LE, ex_add(w->a, ex_clone(w->a, o), lw_i32(w, extent)),
+						 ex_clone(w->a, G->shape[d]))));
+	}
+	ok = lw_and(w, ok, lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, ex_clone(w->a, G->shape[R - 1]), lw_i32(w, vec)), lw_i32(w, 0)));
+	Expr **o = ARENA_ARRAY(w->a, Expr *, R);
+	for (int d = 0; d < R; d++)
+		o[d] = ex_clone(w->a, gr->origin[d]);
+	return lw_and(w, ok, ex_aligned(w->a, gr->buf, o, R, vec * type_bytes(G->elem)));
+}
+
+/* The copy of an interior tile: one unchecked cp.async per vector. */
+static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *tile, int vec, Expr *stage, SrcLoc loc)
+{
+	const Buffer *G = &w->k->bufs[gr->buf];
+	int R = G->rank, r = tile->rank, lead = R - r;
+	int64_t vectors = lw_tile_elems(tile) / vec;
+	int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
+	int c = lw_fresh(w, "c", VAR_LOOP);
+	StmtList body = {0};
+	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)),
+					     lw_var(w, w->tid)), lw_i32(w, vec));
+	int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
+	Expr *t[TL_MAX_RANK];
+	lw_coords(w, tile->tile_shape, r, lw_var(w, basev), t);
+	Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
+	cp->buf = tb;
+	cp->nidx = r + 1;
+	cp->idx = ARENA_ARRAY(w->a, Expr *, r + 1);
+	cp->idx[0] = ex_clone(w->a, stage);
+	for (int d = 0; d < r; d++)
+		cp->idx[d + 1] = t[d];
+	cp->src_buf = gr->buf;
+	cp->nsrc_idx = R;
+	cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+	for (int d = 0; d < R; d++)
+		cp->src_idx[d] = d < lead ? ex_clone(w->a, gr->origin[d])
+					  : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[d - lead]));
+	cp->value = lw_i32(w, 16);
+	cp->lanes = vec;
+	stlist_push(w->a, &body, cp);
+	Stmt *inner = stlist_seq(w->a, &body, loc);
+	if ((int64_t)chunks * w->k->nthreads != vectors)
+		inner = lw_if(w, lw_bin(w, OP_LT, base, lw_i32(w, lw_tile_elems(tile))), inner, NULL);
+	return lw_chunk_loop(w, c, chunks, inner, false);
+}
+
 /* One producer copy for iteration `iter` into stage `stage`, spread over the
  * block's threads in 16-byte vectors (cp.async where possible). */
 static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *stage)
@@ -180,7 +238,11 @@ static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *st
 	Stmt *inner = stlist_seq(w->a, &body, copy->loc);
 	if (guard)
 		inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, base), lw_i32(w, total)), inner, NULL);
-	return lw_chunk_loop(w, c, chunks, inner, false);
+	Stmt *checked = lw_chunk_loop(w, c, chunks, inner, false);
+	if (!async)
+		return checked;
+	return lw_if(w, interior(w, &gr, &slice, vec), produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, copy->loc),
+		     checked);
 }
 
 static Stmt *produce_all(Lw *w, StmtList *producers, int loop_var, Expr *iter, Expr *stage)

@@ -22,7 +22,7 @@ status=0
 "$here/rows.sh" --ptx-dir "$work/rows_ptx" "$tilec" "$bindir" "$work/rows" "${quick[@]}" || status=1
 "$here/gemm.sh" --ptx-dir "$work/gemm_ptx" "$tilec" "$bindir" "$work/gemm" "${quick[@]}" || status=1
 
-for f in examples/suite.log examples/bench.txt examples/jit_bench.txt rows/rows.log rows/rows_bench.txt \
+for f in examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
          gemm/gemm.log gemm/gemm_bench.txt; do
   [ -f "$work/$f" ] && cp "$work/$f" "$out/"
 done

@@ -44,12 +44,17 @@ VARIANTS=(
   "gemm_act0_f16         act     stdlib/gemm.tl      T=f16 ACT=0"
   "gemm_act1_f16         act     stdlib/gemm.tl      T=f16 ACT=1"
   "gemm_act2_f16         act     stdlib/gemm.tl      T=f16 ACT=2"
-  "matmul_f16_bk64       tune    examples/matmul.tl  T=f16 BK=64 STAGES=3"
-  "matmul_bf16_bk64      tune    examples/matmul.tl  T=bf16 BK=64 STAGES=3"
-  "matmul_f16_128x256    tune    examples/matmul.tl  T=f16 BN=256 THREADS=256"
-  "matmul_bf16_128x256   tune    examples/matmul.tl  T=bf16 BN=256 THREADS=256"
-  "matmul_f16_256x128    tune    examples/matmul.tl  T=f16 BM=256 THREADS=256"
+  "matmul_f16_bk32       tune    examples/matmul.tl  T=f16 BK=32 STAGES=3"
+  "matmul_bf16_bk32      tune    examples/matmul.tl  T=bf16 BK=32 STAGES=3"
+  "matmul_f16_128x256    tune    examples/matmul.tl  T=f16 BN=256 BK=32 THREADS=256"
+  "matmul_bf16_128x256   tune    examples/matmul.tl  T=bf16 BN=256 BK=32 THREADS=256"
+  "matmul_f16_256x128    tune    examples/matmul.tl  T=f16 BM=256 BK=32 THREADS=256"
   "matmul_f16_st4        tune    examples/matmul.tl  T=f16 STAGES=4"
+  "matmul_bf16_256x128   tune    examples/matmul.tl  T=bf16 BM=256 BK=32 THREADS=256"
+  "matmul_f16_256x128_s4 tune    examples/matmul.tl  T=f16 BM=256 BK=32 THREADS=256 STAGES=4"
+  "matmul_f16_128x256_s4 tune    examples/matmul.tl  T=f16 BN=256 BK=32 THREADS=256 STAGES=4"
+  "matmul_f16_bk64_s2    tune    examples/matmul.tl  T=f16 STAGES=2"
+  "matmul_f16_bk64_p16   tune    examples/matmul.tl  T=f16 PANEL=16"
 )
 
 usage() {

@@ -39,6 +39,9 @@ VARIANTS=(
   "softmax_f16_wide     softmax    T=f16 BN=32768 THREADS=1024"
   "rmsnorm_f16_t1024    rmsnorm    T=f16 THREADS=1024"
   "layernorm_f16_t1024  layernorm  T=f16 THREADS=1024"
+  "softmax_f16_w512     softmax    T=f16 BN=32768 THREADS=512"
+  "rmsnorm_f16_t256     rmsnorm    T=f16 THREADS=256"
+  "layernorm_f16_t256   layernorm  T=f16 THREADS=256"
 )
 
 usage() {
