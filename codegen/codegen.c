@@ -3,7 +3,8 @@
  *   target machine (nvptx64-nvidia-cuda, CPU = arch, +ptxNN)
  *   -> module with the target's data layout, one function per kernel
  *   -> LLVMVerifyModule (a failure is our bug)
- *   -> new pass manager: default<On>, or just SROA at -O0
+ *   -> new pass manager: default<On>, a scalar cleanup for straight-line modules,
+ *      or just SROA at -O0
  *   -> LLVM IR text, PTX text with the tilec-meta block in front
  *
  * Everything LLVM is created and disposed inside the call; the only shared
@@ -133,13 +134,37 @@ static void build_module(Compilation *c)
 	LLVMDisposeMessage(msg);
 }
 
-/* -O0 still runs SROA: per-thread arrays must live in registers, never in
- * local memory, whatever the optimization level. */
+/* Does any statement of s run a loop at run time (unrolled loops are emitted
+ * as straight-line code)? */
+static bool has_runtime_loop(const Stmt *s)
+{
+	if (!s)
+		return false;
+	if (s->kind == ST_FOR && s->for_kind != FOR_UNROLLED)
+		return true;
+	for (int i = 0; i < s->nbody; i++)
+		if (has_runtime_loop(s->body[i]))
+			return true;
+	return has_runtime_loop(s->then_s) || has_runtime_loop(s->else_s);
+}
+
+/* The middle end.  -O0 still runs SROA: per-thread arrays must live in
+ * registers, never in local memory, whatever the optimization level.  A
+ * module whose kernels are straight-line code (every loop unrolled by the
+ * lowering: the elementwise kernels) gets the scalar cleanup alone at -O2 and
+ * -O3: default<O3>'s loop and interprocedural passes find nothing to do there
+ * but cost as much time as code generation itself (results/compile-speed.md);
+ * kernels with loops (pipelined GEMM, streaming rows) get default<On>. */
 static bool optimize(Compilation *c)
 {
 	static const char *const pipelines[] = {"function(sroa)", "default<O1>", "default<O2>", "default<O3>"};
+	static const char straight_line[] = "function(sroa,early-cse<memssa>,instcombine,simplifycfg,instcombine)";
+	bool loops = false;
+	for (int i = 0; i < c->m->nkernels; i++)
+		loops |= has_runtime_loop(c->m->kernels[i]->body);
+	const char *pipeline = c->opt_level >= 2 && !loops ? straight_line : pipelines[c->opt_level];
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef err = LLVMRunPasses(c->mod, pipelines[c->opt_level], c->tm, po);
+	LLVMErrorRef err = LLVMRunPasses(c->mod, pipeline, c->tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (err) {
 		char *msg = LLVMGetErrorMessage(err);
