@@ -58,7 +58,7 @@ static const Sym *sym_lookup(const Sema *s, const char *name)
 static bool is_reserved(const char *name)
 {
 	static const char *ops[] = {"copy", "fill", "clear", "gemm", "reduce_sum", "reduce_max",
-				    "reduce_min", "atomic_add", "use_swizzle", "alloc_shared", "alloc_fragment",
+				    "reduce_min", "atomic_add", "use_swizzle", "min_blocks_per_sm", "alloc_shared", "alloc_fragment",
 				    "alloc_local", "serial", "parallel", "pipelined", "min", "max",
 				    "ceildiv", "select"};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
@@ -1151,6 +1151,28 @@ static Stmt *check_use_swizzle(Sema *s, const Node *call)
 	return NULL;
 }
 
+/* min_blocks_per_sm(B): ask ptxas to fit B blocks on a multiprocessor (it caps
+ * the registers per thread accordingly, spilling if it must); CUDA's second
+ * __launch_bounds__ argument.  0 leaves the choice to the compiler. */
+static Stmt *check_min_blocks(Sema *s, const Node *call)
+{
+	if (!check_arity(s, call, 1, 1, NULL))
+		return NULL;
+	int64_t b;
+	if (!check_const_int(s, positional(call, 0), "the block count", &b))
+		return NULL;
+	if (b < 0 || b > 32) {
+		error_at(s->d, positional(call, 0)->loc, "min_blocks_per_sm must be between 0 and 32, got %" PRId64, b);
+		return NULL;
+	}
+	if (s->block_depth != 1) {
+		error_at(s->d, call->loc, "min_blocks_per_sm applies to the whole kernel: call it in the kernel's own block");
+		return NULL;
+	}
+	s->k->min_blocks_per_sm = b ? (int)b : -1; /* -1: explicitly none */
+	return NULL;
+}
+
 static Stmt *check_call_stmt(Sema *s, const Node *n)
 {
 	const Node *call = n->a;
@@ -1179,6 +1201,8 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 		return check_atomic_add(s, call);
 	if (!strcmp(name, "use_swizzle"))
 		return check_use_swizzle(s, call);
+	if (!strcmp(name, "min_blocks_per_sm"))
+		return check_min_blocks(s, call);
 	/* Anything else is a value computed for nothing: report what it is. */
 	if (check_expr(s, call, TY_VOID))
 		error_at(s->d, n->loc, "the result of '%s' is unused", name);

@@ -423,7 +423,8 @@ typedef struct {
 	Expr *threads;  /* threads per block; a constant after specialization */
 	int nthreads;   /* set by specialization */
 	int swizzle_panel; /* use_swizzle(P): blocks visit the grid in panels of P rows (0: row order) */
-	int min_blocks_per_sm; /* a hint to ptxas (.minnctapersm), 0: none; gemm sets 1 to keep its registers */
+	int min_blocks_per_sm; /* .minnctapersm for ptxas: min_blocks_per_sm(B), else 1 when gemm is used
+				  (registers over occupancy); 0 or -1: none */
 	int64_t smem_bytes; /* shared memory per block, set by the shared-memory planner */
 	bool fast_math;
 	Stmt *body;

@@ -178,7 +178,8 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
 	int64_t K = A->tile_shape[sa + !s->trans_a];
 	int FM = L->frag_m, FN = L->frag_n;
 	StmtList out = {0};
-	w->k->min_blocks_per_sm = 1; /* the accumulator wants registers more than occupancy */
+	if (!w->k->min_blocks_per_sm) /* unless the kernel says: registers matter more than occupancy */
+		w->k->min_blocks_per_sm = 1;
 	WarpPos p = warp_pos(w, &out, L);
 	int afrag = lw_new_buffer(w, "afrag", SCOPE_LOCAL, TY_U32, (int64_t)FM * 4);
 	int bfrag = lw_new_buffer(w, "bfrag", SCOPE_LOCAL, TY_U32, (int64_t)(FN + 1) / 2 * 4);

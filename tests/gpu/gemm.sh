@@ -55,6 +55,10 @@ VARIANTS=(
   "matmul_f16_128x256_s4 tune    examples/matmul.tl  T=f16 BN=256 BK=32 THREADS=256 STAGES=4"
   "matmul_f16_bk64_s2    tune    examples/matmul.tl  T=f16 STAGES=2"
   "matmul_f16_bk64_p16   tune    examples/matmul.tl  T=f16 PANEL=16"
+  "matmul_f16_m2_bk32    tune    examples/matmul.tl  T=f16 MINB=2 BK=32"
+  "matmul_f16_m2_bk32_s4 tune    examples/matmul.tl  T=f16 MINB=2 BK=32 STAGES=4"
+  "matmul_bf16_m2_bk32   tune    examples/matmul.tl  T=bf16 MINB=2 BK=32"
+  "matmul_f16_m2_bk64    tune    examples/matmul.tl  T=f16 MINB=2"
 )
 
 usage() {
