@@ -40,8 +40,12 @@ VARIANTS=(
   "rmsnorm_f16_t1024    rmsnorm    T=f16 THREADS=1024"
   "layernorm_f16_t1024  layernorm  T=f16 THREADS=1024"
   "softmax_f16_w512     softmax    T=f16 BN=32768 THREADS=512"
-  "rmsnorm_f16_t256     rmsnorm    T=f16 THREADS=256"
+  "rmsnorm_f16_t512     rmsnorm    T=f16 THREADS=512"
   "layernorm_f16_t256   layernorm  T=f16 THREADS=256"
+  "rmsnorm_f16_t256_m4  rmsnorm    T=f16 MINB=4"
+  "layernorm_f16_t256_m3 layernorm T=f16 THREADS=256 MINB=3"
+  "softmax_f16_16k_m2   softmax    T=f16 BN=16384 THREADS=512 MINB=2"
+  "softmax_f16_8k_t256  softmax    T=f16 BN=8192 THREADS=256 MINB=4"
 )
 
 usage() {
