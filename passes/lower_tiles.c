@@ -644,8 +644,8 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 	}
 	/* dst[c] = the value of c's row (its leader's), or combined with what dst held. */
 	int c = lw_fresh(w, "c", VAR_LOOP);
-	Expr *v = ex_load(w->a, w->k, part,
-			  lw_idx1(w, ex_mul(w->a, lw_bin(w, OP_DIV, lw_var(w, c), lw_i32(w, cpr)), lw_i32(w, cpr))), 1);
+	Expr *lead = cpr == 1 ? lw_var(w, c) : ex_mul(w->a, lw_bin(w, OP_DIV, lw_var(w, c), lw_i32(w, cpr)), lw_i32(w, cpr));
+	Expr *v = ex_load(w->a, w->k, part, lw_idx1(w, lead), 1);
 	if (s->accumulate)
 		v = reduce_op(w, s->reduce, ex_load(w->a, w->k, s->buf, lw_idx1(w, lw_var(w, c)), 1), v);
 	stlist_push(w->a, &out, lw_unrolled(w, c, chunks, lw_store(w, s->buf, lw_idx1(w, lw_var(w, c)), 1, v)));
