@@ -1120,31 +1120,40 @@ static Stmt *check_atomic_add(Sema *s, const Node *call)
 	return NULL;
 }
 
+/* A kernel-wide setting: NAME(V) with V a constant in [lo, hi] (the message
+ * names it `what`), once, in the kernel's own block.  False after an error. */
+static bool kernel_setting(Sema *s, const Node *call, const char *what, int64_t lo, int64_t hi, bool given,
+			   int64_t *v)
+{
+	if (!check_arity(s, call, 1, 1, NULL) || !check_const_int(s, positional(call, 0), what, v))
+		return false;
+	if (*v < lo || *v > hi) {
+		error_at(s->d, positional(call, 0)->loc, "%s must be between %" PRId64 " and %" PRId64 ", got %" PRId64,
+			 what, lo, hi, *v);
+		return false;
+	}
+	if (s->block_depth != 1) {
+		error_at(s->d, call->loc, "%s applies to the whole kernel: call it in the kernel's own block, "
+					  "not inside a loop or an if", call->name);
+		return false;
+	}
+	if (given) {
+		error_at(s->d, call->loc, "%s is given twice", call->name);
+		return false;
+	}
+	return true;
+}
+
 /* use_swizzle(P): visit the blocks in panels of P rows of the grid, so that
  * blocks running together share tiles of A and B in L2 (TileLang's name). */
 static Stmt *check_use_swizzle(Sema *s, const Node *call)
 {
-	if (!check_arity(s, call, 1, 1, NULL))
-		return NULL;
 	int64_t p;
-	if (!check_const_int(s, positional(call, 0), "the panel size", &p))
+	if (!kernel_setting(s, call, "the panel size", 1, 65535, s->k->swizzle_panel != 0, &p))
 		return NULL;
-	if (p < 1 || p > 65535) {
-		error_at(s->d, positional(call, 0)->loc, "the panel size must be between 1 and 65535, got %" PRId64, p);
-		return NULL;
-	}
 	if (s->k->grid_rank < 2) {
 		error_at(s->d, call->loc, "use_swizzle reorders a 2-dimensional grid; this kernel's grid has %d dimension",
 			 s->k->grid_rank);
-		return NULL;
-	}
-	if (s->block_depth != 1) {
-		error_at(s->d, call->loc, "use_swizzle applies to the whole kernel: call it in the kernel's own block, "
-					  "not inside a loop or an if");
-		return NULL;
-	}
-	if (s->k->swizzle_panel) {
-		error_at(s->d, call->loc, "use_swizzle is given twice");
 		return NULL;
 	}
 	s->k->swizzle_panel = (int)p;
@@ -1156,19 +1165,9 @@ static Stmt *check_use_swizzle(Sema *s, const Node *call)
  * __launch_bounds__ argument.  0 leaves the choice to the compiler. */
 static Stmt *check_min_blocks(Sema *s, const Node *call)
 {
-	if (!check_arity(s, call, 1, 1, NULL))
-		return NULL;
 	int64_t b;
-	if (!check_const_int(s, positional(call, 0), "the block count", &b))
+	if (!kernel_setting(s, call, "min_blocks_per_sm", 0, 32, s->k->min_blocks_per_sm != 0, &b))
 		return NULL;
-	if (b < 0 || b > 32) {
-		error_at(s->d, positional(call, 0)->loc, "min_blocks_per_sm must be between 0 and 32, got %" PRId64, b);
-		return NULL;
-	}
-	if (s->block_depth != 1) {
-		error_at(s->d, call->loc, "min_blocks_per_sm applies to the whole kernel: call it in the kernel's own block");
-		return NULL;
-	}
 	s->k->min_blocks_per_sm = b ? (int)b : -1; /* -1: explicitly none */
 	return NULL;
 }

@@ -21,36 +21,7 @@
 #define TARGET 0.95
 enum { WARMUP = 10 };
 
-typedef struct launch_fn_arg {
-  tl_context *ctx;
-  tl_kernel *kernel;
-  const tl_arg *args;
-  int nargs;
-} launch_fn_arg;
 
-static bool timed_launch(void *p)
-{
-  launch_fn_arg *a = p;
-  tl_status st = tl_launch(a->kernel, a->args, a->nargs, NULL);
-  if (st != TL_OK)
-    printf("launch failed: %s: %s\n", tl_status_name(st), tl_context_message(a->ctx));
-  return st == TL_OK;
-}
-
-typedef struct copy_fn_arg {
-  tl_context *ctx;
-  tl_devptr dst, src;
-  size_t bytes;
-} copy_fn_arg;
-
-static bool timed_copy(void *p)
-{
-  copy_fn_arg *a = p;
-  CUresult r = tl_context_driver(a->ctx)->cuMemcpyDtoDAsync(a->dst, a->src, a->bytes, NULL);
-  if (r != CUDA_SUCCESS)
-    gpu_report_cuda(a->ctx, "cuMemcpyDtoDAsync", r);
-  return r == CUDA_SUCCESS;
-}
 
 typedef struct fill_arg {
   float *f32_a, *f32_b;
@@ -187,8 +158,8 @@ int main(int argc, char **argv)
   STEP(tl_memcpy_htod(ctx, b, host.f32_b, n * 4));
   STEP(tl_memcpy_htod(ctx, x16, host.f16, n * 2));
 
-  copy_fn_arg copy = {ctx, c, a, n * 4};
-  if (!gpu_time_median_ms(ctx, timed_copy, &copy, WARMUP, reps, &peer_ms)) {
+  gpu_copy_arg copy = {ctx, c, a, n * 4};
+  if (!gpu_time_median_ms(ctx, gpu_timed_copy, &copy, WARMUP, reps, &peer_ms)) {
     printf("gpu_bench: timing the peer copy failed\n");
     goto done;
   }
@@ -207,8 +178,8 @@ int main(int argc, char **argv)
     STEP(tl_memset_d8(ctx, c, 0xFF, n * 4));
     const tl_arg args[3] = {tl_arg_tensor(a, TL_F32, 1, shape), tl_arg_tensor(b, TL_F32, 1, shape),
                             tl_arg_tensor(c, TL_F32, 1, shape)};
-    launch_fn_arg la = {ctx, k, args, 3};
-    if (gpu_time_median_ms(ctx, timed_launch, &la, WARMUP, reps, &rows[0].ms)) {
+    gpu_launch_arg la = {ctx, k, args, 3};
+    if (gpu_time_median_ms(ctx, gpu_timed_launch, &la, WARMUP, reps, &rows[0].ms)) {
       STEP(tl_memcpy_dtoh(ctx, host_c, c, n * 4));
       verify_arg v = {host.f32_a, host.f32_b, host_c};
       size_t bad = gpu_parallel_for(n, 0, verify_vector_add, &v);
@@ -226,8 +197,8 @@ int main(int argc, char **argv)
       tl_module_get_kernel(m_saxpy, "saxpy", &k) == TL_OK) {
     const tl_arg args[4] = {tl_arg_tensor(a, TL_F32, 1, shape), tl_arg_tensor(b, TL_F32, 1, shape),
                             tl_arg_tensor(c, TL_F32, 1, shape), tl_arg_f32(1.5f)};
-    launch_fn_arg la = {ctx, k, args, 4};
-    if (!gpu_time_median_ms(ctx, timed_launch, &la, WARMUP, reps, &rows[1].ms))
+    gpu_launch_arg la = {ctx, k, args, 4};
+    if (!gpu_time_median_ms(ctx, gpu_timed_launch, &la, WARMUP, reps, &rows[1].ms))
       rows[1].ms = -1, rows[1].why = "timing failed";
   } else {
     rows[1].why = missing ? "saxpy.ptx not found" : strdup(tl_context_message(ctx));
@@ -236,8 +207,8 @@ int main(int argc, char **argv)
   if (gpu_load(ctx, dir, "gelu.ptx", &m_gelu, &missing) == TL_OK &&
       tl_module_get_kernel(m_gelu, "gelu_f16", &k) == TL_OK) {
     const tl_arg args[2] = {tl_arg_tensor(x16, TL_F16, 1, shape), tl_arg_tensor(y16, TL_F16, 1, shape)};
-    launch_fn_arg la = {ctx, k, args, 2};
-    if (!gpu_time_median_ms(ctx, timed_launch, &la, WARMUP, reps, &rows[2].ms))
+    gpu_launch_arg la = {ctx, k, args, 2};
+    if (!gpu_time_median_ms(ctx, gpu_timed_launch, &la, WARMUP, reps, &rows[2].ms))
       rows[2].ms = -1, rows[2].why = "timing failed";
   } else {
     rows[2].why = missing ? "gelu.ptx not found" : strdup(tl_context_message(ctx));

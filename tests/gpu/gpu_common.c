@@ -181,3 +181,21 @@ bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup,
   free(ms);
   return ok;
 }
+
+bool gpu_timed_launch(void *p)
+{
+  gpu_launch_arg *a = p;
+  tl_status st = tl_launch(a->kernel, a->args, a->nargs, NULL);
+  if (st != TL_OK)
+    printf("launch failed: %s: %s\n", tl_status_name(st), tl_context_message(a->ctx));
+  return st == TL_OK;
+}
+
+bool gpu_timed_copy(void *p)
+{
+  gpu_copy_arg *a = p;
+  CUresult r = tl_context_driver(a->ctx)->cuMemcpyDtoDAsync(a->dst, a->src, a->bytes, NULL);
+  if (r != CUDA_SUCCESS)
+    gpu_report_cuda(a->ctx, "cuMemcpyDtoDAsync", r);
+  return r == CUDA_SUCCESS;
+}

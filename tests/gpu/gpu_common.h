@@ -58,6 +58,23 @@ typedef bool (*gpu_timed_fn)(void *arg);
 bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup, int reps,
                         double *median_ms);
 
+/* gpu_timed_fn bodies shared by the benchmarks: one tl_launch on the default stream, and the peer,
+ * one cuMemcpyDtoDAsync.  They print what failed. */
+typedef struct gpu_launch_arg {
+  tl_context *ctx;
+  tl_kernel *kernel;
+  const tl_arg *args;
+  int nargs;
+} gpu_launch_arg;
+bool gpu_timed_launch(void *gpu_launch_arg_p);
+
+typedef struct gpu_copy_arg {
+  tl_context *ctx;
+  tl_devptr dst, src;
+  size_t bytes;
+} gpu_copy_arg;
+bool gpu_timed_copy(void *gpu_copy_arg_p);
+
 /* Print a CUDA driver failure: "what: CUDA_ERROR_... (...)". */
 void gpu_report_cuda(tl_context *ctx, const char *what, CUresult r);
 

@@ -1124,21 +1124,6 @@ static void cublas_unload(cublas *cb)
 
 /* ---------------------------------------------------------------------------------- benchmark */
 
-typedef struct launch_fn_arg {
-  tl_context *ctx;
-  tl_kernel *kernel;
-  const tl_arg *args;
-  int nargs;
-} launch_fn_arg;
-
-static bool timed_launch(void *p)
-{
-  launch_fn_arg *a = p;
-  tl_status st = tl_launch(a->kernel, a->args, a->nargs, NULL);
-  if (st != TL_OK)
-    printf("launch failed: %s: %s\n", tl_status_name(st), tl_context_message(a->ctx));
-  return st == TL_OK;
-}
 
 typedef struct cublas_fn_arg {
   const cublas *cb;
@@ -1349,8 +1334,8 @@ static void run_bench(tl_context *ctx, variant *vs, int nv, uint64_t seed, int r
         }
         int64_t sh[4][2];
         tl_arg args[4];
-        launch_fn_arg la = {ctx, v->matmul, args, make_args(&ds, OP_MATMUL, sh, args)};
-        bench_one(ctx, &ds, r, timed_launch, &la, reps);
+        gpu_launch_arg la = {ctx, v->matmul, args, make_args(&ds, OP_MATMUL, sh, args)};
+        bench_one(ctx, &ds, r, gpu_timed_launch, &la, reps);
         if (r->ms < 0)
           report(false, "bench %s %s %zux%zux%zu: %s", v->name, tl_dtype_name(t), m, n, k, r->why);
       }

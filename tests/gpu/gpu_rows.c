@@ -613,36 +613,7 @@ done:
 
 /* -------------------------------------------------------------------------------- benchmark */
 
-typedef struct launch_fn_arg {
-  tl_context *ctx;
-  tl_kernel *kernel;
-  const tl_arg *args;
-  int nargs;
-} launch_fn_arg;
 
-static bool timed_launch(void *p)
-{
-  launch_fn_arg *a = p;
-  tl_status st = tl_launch(a->kernel, a->args, a->nargs, NULL);
-  if (st != TL_OK)
-    printf("launch failed: %s: %s\n", tl_status_name(st), tl_context_message(a->ctx));
-  return st == TL_OK;
-}
-
-typedef struct copy_fn_arg {
-  tl_context *ctx;
-  tl_devptr dst, src;
-  size_t bytes;
-} copy_fn_arg;
-
-static bool timed_copy(void *p)
-{
-  copy_fn_arg *a = p;
-  CUresult r = tl_context_driver(a->ctx)->cuMemcpyDtoDAsync(a->dst, a->src, a->bytes, NULL);
-  if (r != CUDA_SUCCESS)
-    gpu_report_cuda(a->ctx, "cuMemcpyDtoDAsync", r);
-  return r == CUDA_SUCCESS;
-}
 
 typedef struct bench_row {
   const variant *v;
@@ -743,15 +714,15 @@ static void run_bench(tl_context *ctx, const buffers *bu, variant *vs, int nv, c
         }
         uploaded = true;
       }
-      copy_fn_arg copy = {ctx, bu->dy, bu->dx, m * n * 2};
-      if (!gpu_time_median_ms(ctx, timed_copy, &copy, WARMUP, reps, &r->peer_ms)) {
+      gpu_copy_arg copy = {ctx, bu->dy, bu->dx, m * n * 2};
+      if (!gpu_time_median_ms(ctx, gpu_timed_copy, &copy, WARMUP, reps, &r->peer_ms)) {
         r->peer_ms = -1, r->why = "timing the peer failed";
         continue;
       }
       const int64_t shape[2] = {(int64_t)m, (int64_t)n};
       tl_arg args[6];
-      launch_fn_arg la = {ctx, v->kernel, args, make_args(bu, (kernel_kind)k, TL_F16, shape, args)};
-      if (!gpu_time_median_ms(ctx, timed_launch, &la, WARMUP, reps, &r->ms)) {
+      gpu_launch_arg la = {ctx, v->kernel, args, make_args(bu, (kernel_kind)k, TL_F16, shape, args)};
+      if (!gpu_time_median_ms(ctx, gpu_timed_launch, &la, WARMUP, reps, &r->ms)) {
         r->ms = -1, r->why = "timing the kernel failed";
         tl_synchronize(ctx); /* clear what can be cleared before the next row */
         continue;
