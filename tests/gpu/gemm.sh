@@ -59,6 +59,10 @@ VARIANTS=(
   "matmul_f16_m2_bk32_s4 tune    examples/matmul.tl  T=f16 MINB=2 BK=32 STAGES=4"
   "matmul_bf16_m2_bk32   tune    examples/matmul.tl  T=bf16 MINB=2 BK=32"
   "matmul_f16_m2_bk64    tune    examples/matmul.tl  T=f16 MINB=2"
+  "matmul_f16_128x64_t128 tune   examples/matmul.tl  T=f16 BN=64 THREADS=128"
+  "matmul_f16_64x128_t128 tune   examples/matmul.tl  T=f16 BM=64 THREADS=128"
+  "matmul_f16_64x64_t128 tune    examples/matmul.tl  T=f16 BM=64 BN=64 THREADS=128"
+  "matmul_bf16_128x64_t128 tune  examples/matmul.tl  T=bf16 BN=64 THREADS=128"
 )
 
 usage() {
