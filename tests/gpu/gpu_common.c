@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,4 +199,21 @@ bool gpu_timed_copy(void *p)
   if (r != CUDA_SUCCESS)
     gpu_report_cuda(a->ctx, "cuMemcpyDtoDAsync", r);
   return r == CUDA_SUCCESS;
+}
+
+int gpu_passed, gpu_failed, gpu_skipped;
+
+void gpu_report(bool ok, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s ", ok ? "PASS" : "FAIL");
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  fflush(stdout);
+  if (ok)
+    gpu_passed++;
+  else
+    gpu_failed++;
 }

@@ -75,6 +75,14 @@ typedef struct gpu_copy_arg {
 } gpu_copy_arg;
 bool gpu_timed_copy(void *gpu_copy_arg_p);
 
+/* The tally of a correctness program: gpu_report prints "PASS ..." or "FAIL ..." and counts it;
+ * a case that cannot run counts in gpu_skipped.  The program ends with "P passed, F failed". */
+extern int gpu_passed, gpu_failed, gpu_skipped;
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void gpu_report(bool ok, const char *fmt, ...);
+
 /* Print a CUDA driver failure: "what: CUDA_ERROR_... (...)". */
 void gpu_report_cuda(tl_context *ctx, const char *what, CUresult r);
 

@@ -73,25 +73,6 @@ enum { WARMUP = 5, DEFAULT_REPS = 30, SAMPLES = 4096, MAX_VARIANTS = 64, MAX_ENT
  * row's tiles writes there. */
 #define GUARD ((size_t)65536)
 
-static int passed, failed, skipped;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void report(bool ok, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  printf("%s ", ok ? "PASS" : "FAIL");
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  fflush(stdout);
-  if (ok)
-    passed++;
-  else
-    failed++;
-}
 
 /* ------------------------------------------------------------------------------ f16 / bf16 */
 
@@ -232,13 +213,13 @@ static int read_manifest(const char *dir, variant *vs, int max)
       v.act = (int)a;
     }
     if (!ok) {
-      report(false, "%s line %d: expected \"NAME matmul|stages|tune|stdlib|act f16|bf16 ACT SETTINGS...\""
+      gpu_report(false, "%s line %d: expected \"NAME matmul|stages|tune|stdlib|act f16|bf16 ACT SETTINGS...\""
                     " (ACT 0..2 for stdlib and act, '-' otherwise)",
              path, lineno);
       continue;
     }
     if (n == max) {
-      report(false, "%s: more than %d variants", path, max);
+      gpu_report(false, "%s: more than %d variants", path, max);
       break;
     }
     snprintf(v.settings, sizeof v.settings, "%s", got == 4 && used > 0 ? line + used : "");
@@ -289,10 +270,10 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v, entry *es
     if (missing) {
       v->state = V_MISSING;
       printf("SKIP %s: %s/%s not found\n", v->name, dir, file);
-      skipped++;
+      gpu_skipped++;
     } else {
       v->state = V_BROKEN;
-      report(false, "%s: loading %s: %s: %s", v->name, file, tl_status_name(st), tl_context_message(ctx));
+      gpu_report(false, "%s: loading %s: %s: %s", v->name, file, tl_status_name(st), tl_context_message(ctx));
     }
     return;
   }
@@ -311,14 +292,14 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v, entry *es
     tl_kernel *k = NULL;
     if ((st = tl_module_get_kernel(v->mod, ops[op].kernel, &k)) != TL_OK) {
       v->state = V_BROKEN;
-      report(false, "%s: %s: %s", v->name, tl_status_name(st), tl_context_message(ctx));
+      gpu_report(false, "%s: %s: %s", v->name, tl_status_name(st), tl_context_message(ctx));
       continue;
     }
     const tl_kernel_info *info = tl_kernel_get_info(k);
     const int want_args = ops[op].bias ? 4 : 3;
     if (info->nargs != want_args || info->params[0].dtype != v->t || info->params[0].rank != 2) {
       v->state = V_BROKEN;
-      report(false, "%s: kernel %s takes %d arguments, A of %s; expected %d and %s (the variant list's T)",
+      gpu_report(false, "%s: kernel %s takes %d arguments, A of %s; expected %d and %s (the variant list's T)",
              v->name, ops[op].kernel, info->nargs,
              info->nargs ? tl_dtype_name(info->params[0].dtype) : "?", want_args, tl_dtype_name(v->t));
       continue;
@@ -855,14 +836,14 @@ static bool run_case(tl_context *ctx, dataset *ds, const entry *e)
   tl_arg args[4];
   if ((st = dataset_upload(ctx, ds, e->op)) != TL_OK ||
       (st = tl_memset_d8(ctx, ds->dc, 0xFF, cbytes)) != TL_OK) {
-    report(false, "%s: preparing the buffers: %s: %s", label, tl_status_name(st),
+    gpu_report(false, "%s: preparing the buffers: %s: %s", label, tl_status_name(st),
            st == TL_ERR_OUT_OF_MEMORY ? "out of memory" : tl_context_message(ctx));
     return false;
   }
   const int nargs = make_args(ds, e->op, sh, args);
   if ((st = tl_launch(e->kernel, args, nargs, NULL)) != TL_OK || (st = tl_synchronize(ctx)) != TL_OK ||
       (st = tl_memcpy_dtoh(ctx, ds->c, ds->dc, cbytes)) != TL_OK) {
-    report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));
+    gpu_report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));
     return false;
   }
   verdict v;
@@ -870,7 +851,7 @@ static bool run_case(tl_context *ctx, dataset *ds, const entry *e)
   char text[768];
   describe(ds, &v, text, sizeof text);
   const bool ok = verdict_ok(&v);
-  report(ok, "%s: %s", label, text);
+  gpu_report(ok, "%s: %s", label, text);
   return ok;
 }
 
@@ -900,7 +881,7 @@ static void run_correctness(tl_context *ctx, entry *es, int nes, uint64_t seed, 
       fflush(stdout);
       dataset ds;
       if (!dataset_init(&ds, t, sh->m, sh->n, sh->k, case_seed(seed, 1, t, sh->m, sh->n, sh->k), false)) {
-        report(false, "%s %zux%zux%zu: out of host memory", tl_dtype_name(t), sh->m, sh->n, sh->k);
+        gpu_report(false, "%s %zux%zux%zu: out of host memory", tl_dtype_name(t), sh->m, sh->n, sh->k);
         continue;
       }
       for (int i = 0; i < nes; i++)
@@ -1276,7 +1257,7 @@ static void bench_one(tl_context *ctx, dataset *ds, bench_row *r, gpu_timed_fn f
            v.rel, v.unwritten, v.nonfinite, v.over, v.guard_bad ? ", wrote past C" : "");
   const char *name = r->v ? r->v->name : "cublasGemmEx";
   if (r->v)
-    report(r->correct, "bench result %s %s %zux%zux%zu [%s]: %s", ops[OP_MATMUL].kernel, tl_dtype_name(ds->t),
+    gpu_report(r->correct, "bench result %s %s %zux%zux%zu [%s]: %s", ops[OP_MATMUL].kernel, tl_dtype_name(ds->t),
            ds->m, ds->n, ds->k, name, text);
   else if (!r->correct)
     printf("WARNING cuBLAS's result at %s %zux%zux%zu looks wrong (a bug in this program's call?): %s\n",
@@ -1337,7 +1318,7 @@ static void run_bench(tl_context *ctx, variant *vs, int nv, uint64_t seed, int r
         gpu_launch_arg la = {ctx, v->matmul, args, make_args(&ds, OP_MATMUL, sh, args)};
         bench_one(ctx, &ds, r, gpu_timed_launch, &la, reps);
         if (r->ms < 0)
-          report(false, "bench %s %s %zux%zux%zu: %s", v->name, tl_dtype_name(t), m, n, k, r->why);
+          gpu_report(false, "bench %s %s %zux%zux%zu: %s", v->name, tl_dtype_name(t), m, n, k, r->why);
       }
       dataset_free(ctx, &ds);
     }
@@ -1518,8 +1499,8 @@ int main(int argc, char **argv)
   for (int i = 0; i < nv; i++)
     tl_module_unload(vs[i].mod);
   tl_context_destroy(ctx);
-  if (skipped)
-    printf("%d skipped (PTX not found)\n", skipped);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed || passed == 0 ? 1 : 0;
+  if (gpu_skipped)
+    printf("%d skipped (PTX not found)\n", gpu_skipped);
+  printf("%d passed, %d failed\n", gpu_passed, gpu_failed);
+  return gpu_failed || gpu_passed == 0 ? 1 : 0;
 }

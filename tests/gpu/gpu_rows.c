@@ -60,25 +60,6 @@ enum { WARMUP = 10, DEFAULT_REPS = 50 };
 #define GUARD ((size_t)32768)
 #define MAX_VARIANTS 64
 
-static int passed, failed, skipped;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void report(bool ok, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  printf("%s ", ok ? "PASS" : "FAIL");
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  fflush(stdout);
-  if (ok)
-    passed++;
-  else
-    failed++;
-}
 
 /* ---------------------------------------------------------------------------- kernels, shapes */
 
@@ -238,12 +219,12 @@ static int read_manifest(const char *dir, variant *vs, int max)
     snprintf(v.name, sizeof v.name, "%s", name);
     if (got != 5 || !kind_from_name(kernel, &v.kind) || !tl_dtype_from_name(type, &v.t) ||
         (v.t != TL_F16 && v.t != TL_BF16 && v.t != TL_F32) || bn < 1 || threads < 1) {
-      report(false, "%s line %d: expected \"NAME softmax|rmsnorm|layernorm f16|bf16|f32 BN THREADS\"",
+      gpu_report(false, "%s line %d: expected \"NAME softmax|rmsnorm|layernorm f16|bf16|f32 BN THREADS\"",
              path, lineno);
       continue;
     }
     if (n == max) {
-      report(false, "%s: more than %d variants", path, max);
+      gpu_report(false, "%s: more than %d variants", path, max);
       break;
     }
     v.bn = bn;
@@ -280,23 +261,23 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v)
     if (missing) {
       v->state = V_MISSING;
       printf("SKIP %s: %s/%s not found\n", v->name, dir, file);
-      skipped++;
+      gpu_skipped++;
     } else {
       v->state = V_BROKEN;
-      report(false, "%s: loading %s: %s: %s", v->name, file, tl_status_name(st), tl_context_message(ctx));
+      gpu_report(false, "%s: loading %s: %s: %s", v->name, file, tl_status_name(st), tl_context_message(ctx));
     }
     return;
   }
   const char *kname = kinds[v->kind].name;
   if ((st = tl_module_get_kernel(v->mod, kname, &v->kernel)) != TL_OK) {
     v->state = V_BROKEN;
-    report(false, "%s: %s: %s", v->name, tl_status_name(st), tl_context_message(ctx));
+    gpu_report(false, "%s: %s: %s", v->name, tl_status_name(st), tl_context_message(ctx));
     return;
   }
   const tl_kernel_info *info = tl_kernel_get_info(v->kernel);
   if (info->threads != (uint32_t)v->threads || info->nargs < 1 || info->params[0].dtype != v->t) {
     v->state = V_BROKEN;
-    report(false, "%s: the PTX's %s has threads=%u and X of %s, but the variant list says THREADS=%d "
+    gpu_report(false, "%s: the PTX's %s has threads=%u and X of %s, but the variant list says THREADS=%d "
                   "and T=%s",
            v->name, kname, info->threads, info->nargs ? tl_dtype_name(info->params[0].dtype) : "?",
            v->threads, tl_dtype_name(v->t));
@@ -533,7 +514,7 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
   c.oom = calloc(ngroups, sizeof *c.oom);
   bool ok = false;
   if (!c.worst || !c.first_bad || !c.first_ref || !c.unwritten || !c.nonfinite || !c.oom) {
-    report(false, "%s: out of host memory", label);
+    gpu_report(false, "%s: out of host memory", label);
     goto done;
   }
 
@@ -542,7 +523,7 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
 #define STEP(call)                                                                                 \
   do {                                                                                             \
     if ((st = (call)) != TL_OK) {                                                                  \
-      report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));             \
+      gpu_report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));             \
       goto done;                                                                                   \
     }                                                                                              \
   } while (0)
@@ -574,7 +555,7 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
     oom |= c.oom[g];
   }
   if (oom) {
-    report(false, "%s: out of host memory in the checker", label);
+    gpu_report(false, "%s: out of host memory in the checker", label);
   } else if (bad) {
     const size_t r = first / n, j = first % n;
     char inputs[160];
@@ -583,17 +564,17 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
       len += snprintf(inputs + len, sizeof inputs - (size_t)len, ", W = %.6g", load_elem(t, bu->w, j));
     if (kinds[k].vectors >= 2)
       snprintf(inputs + len, sizeof inputs - (size_t)len, ", B = %.6g", load_elem(t, bu->b, j));
-    report(false,
+    gpu_report(false,
            "%s: %zu of %zu elements wrong (%zu never written, %zu NaN/inf), worst finite error %.3g "
            "of tolerance; first Y[%zu, %zu] = %.8g, expected %.8g (%s)",
            label, bad, elems, unwritten, nonfinite, worst, r, j, load_elem(t, bu->y, first), first_ref,
            inputs);
   } else if (guard_bad) {
-    report(false, "%s: wrote past the end of Y: %zu guard bytes changed, first at element M*N+%zu",
+    gpu_report(false, "%s: wrote past the end of Y: %zu guard bytes changed, first at element M*N+%zu",
            label, guard_bad, guard_first);
   } else {
     ok = true;
-    report(true, "%s: worst error %.3f of tolerance (atol %g%s, rtol %g)", label, worst, c.atol,
+    gpu_report(true, "%s: worst error %.3f of tolerance (atol %g%s, rtol %g)", label, worst, c.atol,
            k == SOFTMAX ? " x the row's largest probability" : "", c.rtol);
   }
 
@@ -812,7 +793,7 @@ int main(int argc, char **argv)
   }
   buffers bu = {0};
   if (!buffers_alloc(ctx, &bu, cap_elems, cap_n)) {
-    report(false, "setup: buffers for %zu elements", cap_elems);
+    gpu_report(false, "setup: buffers for %zu elements", cap_elems);
     goto done;
   }
 
@@ -826,7 +807,7 @@ int main(int argc, char **argv)
       if (!v) {
         printf("SKIP %s %s: no variant %s_%s in the list\n", kinds[k].name, tl_dtype_name(types[t]),
                kinds[k].name, tl_dtype_name(types[t]));
-        skipped++;
+        gpu_skipped++;
         continue;
       }
       if (v->state != V_OK)
@@ -857,10 +838,10 @@ done:
   for (int i = 0; i < nv; i++)
     tl_module_unload(vs[i].mod);
   tl_context_destroy(ctx);
-  if (skipped)
-    printf("%d skipped\n", skipped);
-  if (passed + failed == 0)
+  if (gpu_skipped)
+    printf("%d skipped\n", gpu_skipped);
+  if (gpu_passed + gpu_failed == 0)
     printf("gpu_rows: nothing ran: no PTX in %s?\n", ptxdir);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed || passed == 0 ? 1 : 0;
+  printf("%d passed, %d failed\n", gpu_passed, gpu_failed);
+  return gpu_failed || gpu_passed == 0 ? 1 : 0;
 }

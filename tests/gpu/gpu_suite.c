@@ -22,25 +22,6 @@
 
 #include "gpu_common.h"
 
-static int passed, failed, skipped;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void report(bool ok, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  printf("%s ", ok ? "PASS" : "FAIL");
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  fflush(stdout);
-  if (ok)
-    passed++;
-  else
-    failed++;
-}
 
 /* --------------------------------------------------------------------------- example kernels */
 
@@ -197,7 +178,7 @@ static void run_case(tl_context *ctx, tl_kernel *kernel, const struct kernel_spe
   c.worst = calloc(chunks, sizeof *c.worst);
   c.first_bad = calloc(chunks, sizeof *c.first_bad);
   if (!c.x || (two_inputs && !c.y) || !c.out || !c.worst || !c.first_bad) {
-    report(false, "%s N=%zu: out of host memory", spec->name, n);
+    gpu_report(false, "%s N=%zu: out of host memory", spec->name, n);
     goto done;
   }
   uint64_t s = seed;
@@ -208,7 +189,7 @@ static void run_case(tl_context *ctx, tl_kernel *kernel, const struct kernel_spe
 #define STEP(call)                                                                                 \
   do {                                                                                             \
     if ((st = (call)) != TL_OK) {                                                                  \
-      report(false, "%s N=%zu: %s: %s", spec->name, n, tl_status_name(st), tl_context_message(ctx)); \
+      gpu_report(false, "%s N=%zu: %s: %s", spec->name, n, tl_status_name(st), tl_context_message(ctx)); \
       goto done;                                                                                   \
     }                                                                                              \
   } while (0)
@@ -251,15 +232,15 @@ static void run_case(tl_context *ctx, tl_kernel *kernel, const struct kernel_spe
   char what[512] = "";
   if (bad) {
     describe_element(&c, first, what, sizeof what);
-    report(false, "%s N=%zu: %zu of %zu elements wrong; first %s", spec->name, n, bad, n, what);
+    gpu_report(false, "%s N=%zu: %zu of %zu elements wrong; first %s", spec->name, n, bad, n, what);
   } else if (guard_bad) {
-    report(false, "%s N=%zu: wrote past the end: %zu bytes of the guard changed, first at element "
+    gpu_report(false, "%s N=%zu: wrote past the end: %zu bytes of the guard changed, first at element "
                   "N+%zu",
            spec->name, n, guard_bad, guard_first);
   } else if (spec->id == VECTOR_ADD) {
-    report(true, "%s N=%zu: exact", spec->name, n);
+    gpu_report(true, "%s N=%zu: exact", spec->name, n);
   } else {
-    report(true, "%s N=%zu: worst error %.3f of tolerance%s", spec->name, n, worst,
+    gpu_report(true, "%s N=%zu: worst error %.3f of tolerance%s", spec->name, n, worst,
            spec->id == SAXPY ? "" : " (inputs uniform in [-5, 5])");
   }
 
@@ -284,7 +265,7 @@ static void run_misuse(tl_context *ctx, tl_kernel *kernel)
   if (tl_malloc(ctx, N * 4, &a) != TL_OK || tl_malloc(ctx, N * 4, &b) != TL_OK ||
       tl_malloc(ctx, N * 4, &c) != TL_OK || tl_memset_d8(ctx, a, 0, N * 4) != TL_OK ||
       tl_memset_d8(ctx, b, 0, N * 4) != TL_OK || tl_memset_d8(ctx, c, 0xFF, N * 4) != TL_OK) {
-    report(false, "misuse: setup: %s", tl_context_message(ctx));
+    gpu_report(false, "misuse: setup: %s", tl_context_message(ctx));
     goto done;
   }
   const int64_t n[1] = {N}, n_short[1] = {N - 1}, zero[1] = {0};
@@ -322,7 +303,7 @@ static void run_misuse(tl_context *ctx, tl_kernel *kernel)
     for (int j = 0; untouched && j < N; j++)
       untouched = host[j] != host[j]; /* still NaN */
     bool ok = st == cases[i].expected && strstr(message, cases[i].needle) && sync == TL_OK && untouched;
-    report(ok, "misuse: %s -> %s%s%s%s", cases[i].what, tl_status_name(st), *message ? ": " : "",
+    gpu_report(ok, "misuse: %s -> %s%s%s%s", cases[i].what, tl_status_name(st), *message ? ": " : "",
            message, untouched ? "" : " (BUT the output changed)");
   }
 done:
@@ -376,7 +357,7 @@ static void test_scalar_layout(tl_context *ctx)
       (st = tl_module_get_kernel(m, "scalars", &k)) != TL_OK ||
       (st = tl_malloc(ctx, sizeof host, &out)) != TL_OK ||
       (st = tl_memset_d8(ctx, out, 0xFF, sizeof host)) != TL_OK) {
-    report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st), tl_context_message(ctx));
+    gpu_report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st), tl_context_message(ctx));
     goto done;
   }
   const int64_t shape[1] = {7};
@@ -386,7 +367,7 @@ static void test_scalar_layout(tl_context *ctx)
                           tl_arg_uint(TL_U32, 4000000000u)};
   if ((st = tl_launch(k, args, 7, NULL)) != TL_OK || (st = tl_synchronize(ctx)) != TL_OK ||
       (st = tl_memcpy_dtoh(ctx, host, out, sizeof host)) != TL_OK) {
-    report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st), tl_context_message(ctx));
+    gpu_report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st), tl_context_message(ctx));
     goto done;
   }
   float x = 2.5f;
@@ -402,7 +383,7 @@ static void test_scalar_layout(tl_context *ctx)
   for (int i = 0; i < 7 && used < sizeof got; i++)
     used += (size_t)snprintf(got + used, sizeof got - used, "%s0x%llx", i ? " " : "",
                              (unsigned long long)host[i]);
-  report(ok, "runtime: scalar parameter layout (bool, f16, f32, f64, i8, u32, size) -> %s%s", got,
+  gpu_report(ok, "runtime: scalar parameter layout (bool, f16, f32, f64, i8, u32, size) -> %s%s", got,
          ok ? "" : " (expected 0x1 0x3e00 0x40200000 0xc00a000000000000 0xfffffffffffffff9 0xee6b2800 0x7)");
 done:
   tl_free(ctx, out);
@@ -460,7 +441,7 @@ static void test_load_failures(tl_context *ctx)
     }
     for (char *nl = strchr(message, '\n'); nl; nl = strchr(nl, '\n'))
       *nl = '|'; /* one line per case; the driver's log keeps its line breaks as '|' */
-    report(ok, "runtime: %s -> %s%s%s", cases[i].what, tl_status_name(st), *message ? ": " : "", message);
+    gpu_report(ok, "runtime: %s -> %s%s%s", cases[i].what, tl_status_name(st), *message ? ": " : "", message);
     tl_module_unload(m);
   }
 
@@ -473,7 +454,7 @@ static void test_load_failures(tl_context *ctx)
   tl_status st = tl_module_load_ptx(ctx, ptx, &m);
   if (st == TL_OK)
     st = tl_module_get_kernel(m, "absent", &k);
-  report(st == TL_ERR_NOT_FOUND && k == NULL && strstr(tl_context_message(ctx), "(it has: present)"),
+  gpu_report(st == TL_ERR_NOT_FOUND && k == NULL && strstr(tl_context_message(ctx), "(it has: present)"),
          "runtime: lookup of an absent kernel -> %s: %s", tl_status_name(st), tl_context_message(ctx));
   tl_module_unload(m);
 }
@@ -520,9 +501,9 @@ int main(int argc, char **argv)
     if (st != TL_OK) {
       if (missing) {
         printf("SKIP %s: %s/%s not found\n", spec->name, dir, spec->file);
-        skipped++;
+        gpu_skipped++;
       } else {
-        report(false, "%s: loading %s: %s: %s", spec->name, spec->file, tl_status_name(st),
+        gpu_report(false, "%s: loading %s: %s: %s", spec->name, spec->file, tl_status_name(st),
                tl_context_message(ctx));
       }
       continue;
@@ -530,7 +511,7 @@ int main(int argc, char **argv)
     modules[k] = m;
     tl_kernel *kernel = NULL;
     if ((st = tl_module_get_kernel(m, spec->name, &kernel)) != TL_OK) {
-      report(false, "%s: %s: %s", spec->name, tl_status_name(st), tl_context_message(ctx));
+      gpu_report(false, "%s: %s: %s", spec->name, tl_status_name(st), tl_context_message(ctx));
       continue;
     }
     const tl_kernel_info *info = tl_kernel_get_info(kernel);
@@ -548,7 +529,7 @@ int main(int argc, char **argv)
   if (vector_add)
     run_misuse(ctx, vector_add);
   else
-    printf("SKIP misuse tests: they need vector_add.ptx\n"), skipped++;
+    printf("SKIP misuse tests: they need vector_add.ptx\n"), gpu_skipped++;
 
   test_scalar_layout(ctx);
   test_load_failures(ctx);
@@ -561,8 +542,8 @@ int main(int argc, char **argv)
       tl_module_unload(modules[k]);
   }
   tl_context_destroy(ctx);
-  if (skipped)
-    printf("%d skipped\n", skipped);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  if (gpu_skipped)
+    printf("%d skipped\n", gpu_skipped);
+  printf("%d passed, %d failed\n", gpu_passed, gpu_failed);
+  return gpu_failed ? 1 : 0;
 }
