@@ -844,16 +844,6 @@ static bool check_region(Sema *s, const Node *n, Region *r)
 	return r->origin != NULL;
 }
 
-static bool same_shape(const Buffer *a, const Buffer *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (a->tile_shape[i] != b->tile_shape[i])
-			return false;
-	return true;
-}
-
 static void shape_str(StrBuf *sb, const Buffer *b)
 {
 	sb_puts(sb, "[");
@@ -887,7 +877,7 @@ static Stmt *check_copy(Sema *s, const Node *call)
 		/* Fixed tensor dims smaller than the tile can never be covered fully: fine, masked. */
 		return st;
 	}
-	if (!same_shape(src, dst)) {
+	if (!buffer_same_shape(src, dst)) {
 		StrBuf a = {0}, b = {0};
 		shape_str(&a, src);
 		shape_str(&b, dst);

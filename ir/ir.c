@@ -31,6 +31,24 @@ int kernel_add_buffer(Arena *a, Kernel *k, Buffer b)
 	return k->nbufs++;
 }
 
+int64_t buffer_elems(const Buffer *b)
+{
+	int64_t n = 1;
+	for (int d = 0; d < b->rank; d++)
+		n *= b->tile_shape[d];
+	return n;
+}
+
+bool buffer_same_shape(const Buffer *a, const Buffer *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int d = 0; d < a->rank; d++)
+		if (a->tile_shape[d] != b->tile_shape[d])
+			return false;
+	return true;
+}
+
 void kernel_add_param(Arena *a, Kernel *k, bool is_buffer, int index)
 {
 	k->params = grow(a, k->params, k->nparams, &k->cap_params, sizeof(struct KParam));

@@ -437,6 +437,8 @@ typedef struct {
 } Module;
 
 int kernel_add_var(Arena *a, Kernel *k, Var v);
+int64_t buffer_elems(const Buffer *b);                    /* tiles: product of tile_shape */
+bool buffer_same_shape(const Buffer *a, const Buffer *b); /* tiles: same rank and tile_shape */
 int kernel_add_buffer(Arena *a, Kernel *k, Buffer b);
 void kernel_add_param(Arena *a, Kernel *k, bool is_buffer, int index);
 

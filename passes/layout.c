@@ -268,24 +268,6 @@ static void visit_stmt(L *l, Stmt *s)
 	visit_stmt(l, s->else_s);
 }
 
-static bool same_shape(const Buffer *a, const Buffer *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int d = 0; d < a->rank; d++)
-		if (a->tile_shape[d] != b->tile_shape[d])
-			return false;
-	return true;
-}
-
-static int64_t elems(const Buffer *b)
-{
-	int64_t n = 1;
-	for (int d = 0; d < b->rank; d++)
-		n *= b->tile_shape[d];
-	return n;
-}
-
 bool pass_infer_layouts(PassContext *pc, Kernel *k)
 {
 	L l = {0};
@@ -313,7 +295,7 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 						  "its layout", k->bufs[d.child].name, k->bufs[d.parent].name);
 			return false;
 		}
-		if (up[c] >= 0 && find(&l, up[c]) != p && same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
+		if (up[c] >= 0 && find(&l, up[c]) != p && buffer_same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
 			/* Rows of two fragments of one shape: they simply share a layout. */
 			unite(&l, up[c], p);
 			p = find(&l, p);
@@ -408,7 +390,7 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		if (!is_frag(&l, i) || up[find(&l, i)] >= 0 || b->has_layout)
 			continue;
 		int v = vec[find(&l, i)];
-		int64_t vectors = (elems(b) + v - 1) / v;
+		int64_t vectors = (buffer_elems(b) + v - 1) / v;
 		b->has_layout = true;
 		b->layout.kind = LAYOUT_ELEMWISE;
 		b->layout.vec = v;

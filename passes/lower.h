@@ -32,7 +32,6 @@ Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s); /* cond NULL: then_s
 Stmt *lw_barrier(Lw *w);
 Stmt *lw_store(Lw *w, int buf, Expr **idx, int n, Expr *value); /* converts value to the element type */
 Stmt *lw_fenced(Lw *w, Stmt *s);                                 /* barrier; s; barrier */
-int64_t lw_tile_elems(const Buffer *b);
 void lw_coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out);
 int lw_coop_vec(const Buffer *tile, TypeKind other);
 int lw_piece_lanes(TypeKind a, TypeKind b, int n);

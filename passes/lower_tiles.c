@@ -118,14 +118,6 @@ Expr **lw_idx1(Lw *w, Expr *x)
 	return v;
 }
 
-int64_t lw_tile_elems(const Buffer *b)
-{
-	int64_t n = 1;
-	for (int d = 0; d < b->rank; d++)
-		n *= b->tile_shape[d];
-	return n;
-}
-
 /* Coordinates of flat row-major element `flat` in a tile of `shape`. */
 void lw_coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out)
 {
@@ -336,7 +328,7 @@ static Stmt *lower_copy_global(Lw *w, Stmt *s, bool load)
 	if (is_frag && T->layout.kind == LAYOUT_MMA)
 		return lower_copy_mma_global(w, s, load);
 	int vec = is_frag ? T->layout.vec : lw_coop_vec(T, G->elem);
-	Deal dl = deal_for(w, vec, lw_tile_elems(T));
+	Deal dl = deal_for(w, vec, buffer_elems(T));
 	StmtList body = {0};
 	int c = lw_fresh(w, "c", VAR_LOOP);
 	Expr *creg = is_frag ? ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)) : NULL;
@@ -361,7 +353,7 @@ static Stmt *lower_copy_shared_frag(Lw *w, Stmt *s)
 	int fb = to_frag ? s->dst.buf : s->src.buf, sb = to_frag ? s->src.buf : s->dst.buf;
 	const Buffer *F = &w->k->bufs[fb], *S = &w->k->bufs[sb];
 	int vec = F->layout.vec;
-	Deal dl = deal_for(w, vec, lw_tile_elems(F));
+	Deal dl = deal_for(w, vec, buffer_elems(F));
 	StmtList body = {0};
 	int c = lw_fresh(w, "c", VAR_LOOP);
 	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)),
@@ -383,7 +375,7 @@ static Stmt *lower_copy_shared_frag(Lw *w, Stmt *s)
 static Stmt *coop_elementwise(Lw *w, const Buffer *shape_of, SrcLoc loc,
 			      Stmt *(*body)(Lw *, Expr **t, void *ctx), void *ctx)
 {
-	Deal dl = deal_for(w, 1, lw_tile_elems(shape_of));
+	Deal dl = deal_for(w, 1, buffer_elems(shape_of));
 	int c = lw_fresh(w, "c", VAR_LOOP);
 	StmtList l = {0};
 	int flat = lw_let(w, &l, "flat", lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)));
@@ -550,7 +542,7 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 	TypeKind t = S->elem;
 	int T = L->threads, vec = L->vec, chunks = L->chunks;
 	int64_t last = S->tile_shape[S->rank - 1], G = last / vec;
-	int64_t vectors = lw_tile_elems(S) / vec;
+	int64_t vectors = buffer_elems(S) / vec;
 	bool pow2 = (G & (G - 1)) == 0, use_shfl = pow2 && G > 1 && T % 32 == 0;
 	int cpr = G > T && G % T == 0 ? (int)(G / T) : 1; /* chunks per row, per thread */
 	int groups = chunks / cpr;
@@ -697,7 +689,7 @@ static Stmt *lower_fill(Lw *w, Stmt *s)
 		CoopCtx c = {-1, s->buf, s->value};
 		return lw_fenced(w, coop_elementwise(w, b, s->loc, shared_fill_body, &c));
 	}
-	int64_t n = b->scope == SCOPE_FRAGMENT ? b->layout.regs : lw_tile_elems(b);
+	int64_t n = b->scope == SCOPE_FRAGMENT ? b->layout.regs : buffer_elems(b);
 	int i = lw_fresh(w, "r", VAR_LOOP);
 	return lw_unrolled(w, i, n, lw_store(w, s->buf, lw_idx1(w, lw_var(w, i)), 1, s->value));
 }
@@ -942,7 +934,7 @@ static void mark_swizzled(Kernel *k, const Stmt *s)
 		int ops[2] = {s->a, s->b};
 		for (int i = 0; i < 2; i++) {
 			Buffer *b = &k->bufs[ops[i]];
-			int64_t bytes = lw_tile_elems(b) * type_bytes(b->elem);
+			int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
 			int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
 			if (b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 && bytes % 128 == 0 && row % 16 == 0)
 				b->swizzle = true;
@@ -1007,7 +999,7 @@ bool pass_lower_tiles(PassContext *pc, Kernel *k)
 	w.tid = kernel_add_var(pc->arena, k, t);
 	for (int i = 0; i < k->nbufs; i++)
 		if (k->bufs[i].scope == SCOPE_LOCAL)
-			k->bufs[i].local_size = lw_tile_elems(&k->bufs[i]);
+			k->bufs[i].local_size = buffer_elems(&k->bufs[i]);
 	stmt_rewrite_exprs(k->body, linearize_expr, &w);
 	linearize_locals(&w, k->body);
 	mark_swizzled(k, k->body);

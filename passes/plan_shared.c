@@ -23,10 +23,8 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
 		Buffer *b = &k->bufs[i];
 		if (b->scope != SCOPE_SHARED)
 			continue;
-		int64_t n = type_bytes(b->elem);
-		for (int d = 0; d < b->rank; d++)
-			n *= b->tile_shape[d];
-		off = (off + 127) & ~(int64_t)127; /* 128: room for swizzled layouts later */
+		int64_t n = buffer_elems(b) * type_bytes(b->elem);
+		off = (off + 127) & ~(int64_t)127; /* swizzled tiles take whole 128-byte lines */
 		b->smem_offset = off;
 		off += n;
 	}

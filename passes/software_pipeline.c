@@ -173,7 +173,7 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
 {
 	const Buffer *G = &w->k->bufs[gr->buf];
 	int R = G->rank, r = tile->rank, lead = R - r;
-	int64_t vectors = lw_tile_elems(tile) / vec;
+	int64_t vectors = buffer_elems(tile) / vec;
 	int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
 	int c = lw_fresh(w, "c", VAR_LOOP);
 	StmtList body = {0};
@@ -200,7 +200,7 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
 	stlist_push(w->a, &body, cp);
 	Stmt *inner = stlist_seq(w->a, &body, loc);
 	if ((int64_t)chunks * w->k->nthreads != vectors)
-		inner = lw_if(w, lw_bin(w, OP_LT, base, lw_i32(w, lw_tile_elems(tile))), inner, NULL);
+		inner = lw_if(w, lw_bin(w, OP_LT, base, lw_i32(w, buffer_elems(tile))), inner, NULL);
 	return lw_chunk_loop(w, c, chunks, inner, false);
 }
 
@@ -221,7 +221,7 @@ static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *st
 		slice.tile_shape[d] = T->tile_shape[d + 1];
 	int vec = lw_coop_vec(&slice, G->elem);
 	bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16;
-	int64_t total = lw_tile_elems(&slice);
+	int64_t total = buffer_elems(&slice);
 	int64_t vectors = (total + vec - 1) / vec;
 	int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
 	bool guard = (int64_t)chunks * w->k->nthreads != vectors;
