@@ -124,19 +124,29 @@ static void collect(tilec_result *r, const Diags *d)
 		r->diags[r->ndiags++] = (tilec_diagnostic){(int)g->level, d->filename, g->loc.line, g->loc.col, g->message};
 }
 
+/* An empty result and the diagnostics that will fill it, named after filename. */
+static tilec_result *result_new(const char *filename, Diags *d)
+{
+	tilec_result *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->arena = arena_new();
+	*d = (Diags){0};
+	d->arena = r->arena;
+	d->filename = arena_strdup(r->arena, filename ? filename : "<input>");
+	return r;
+}
+
 tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out)
 {
 	if (!out)
 		return TILEC_ERR_INVALID_ARGUMENT;
 	*out = NULL;
-	tilec_result *r = calloc(1, sizeof *r);
+	Diags d;
+	tilec_result *r = result_new(opt ? opt->filename : NULL, &d);
 	if (!r)
 		return TILEC_ERR_INVALID_ARGUMENT;
-	r->arena = arena_new();
 	*out = r;
-	Diags d = {0};
-	d.arena = r->arena;
-	d.filename = opt && opt->filename ? arena_strdup(r->arena, opt->filename) : "<input>";
 	d.src = src;
 	d.src_len = len;
 	tilec_status status = TILEC_ERR_SOURCE;
@@ -317,13 +327,10 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tile
 	if (err) {
 		free(src);
 		/* a result with the one diagnostic, as for any other failure */
-		tilec_result *r = calloc(1, sizeof *r);
+		Diags d;
+		tilec_result *r = result_new(o.filename, &d);
 		if (!r)
 			return TILEC_ERR_INVALID_ARGUMENT;
-		r->arena = arena_new();
-		Diags d = {0};
-		d.arena = r->arena;
-		d.filename = arena_strdup(r->arena, o.filename ? o.filename : "<input>");
 		error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
 		collect(r, &d);
 		r->dump = sb_take(&(StrBuf){0});
