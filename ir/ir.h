@@ -258,8 +258,14 @@ const char *scope_name(Scope s);
  *   row l/4       r0, r1
  *   row l/4 + 8   r2, r3          register = (fm * frag_n + fn) * 4 + r
  *
- * vec = 2 (r0 r1 and r2 r3 are neighbours in a row); regs = frag_m * frag_n * 4. */
-typedef enum { LAYOUT_ELEMWISE, LAYOUT_ROWS, LAYOUT_MMA } LayoutKind;
+ * vec = 2 (r0 r1 and r2 r3 are neighbours in a row); regs = frag_m * frag_n * 4.
+ *
+ * MMA_ROWS: the layout of a reduction over the last dimension of an MMA
+ * fragment: register fm * 2 + h holds row wm * frag_m * 16 + fm * 16 + l/4 + 8h,
+ * the row of registers r = 2h, 2h + 1 of the parent's pieces (fm, *).  The four
+ * lanes of a quad and the warps_n warps of a warp row hold copies.
+ * regs = chunks = frag_m * 2, vec = 1; the MMA fields are the parent's. */
+typedef enum { LAYOUT_ELEMWISE, LAYOUT_ROWS, LAYOUT_MMA, LAYOUT_MMA_ROWS } LayoutKind;
 
 typedef struct {
 	LayoutKind kind;

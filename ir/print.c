@@ -295,6 +295,9 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
 		if (b->has_layout && b->layout.kind == LAYOUT_MMA)
 			sb_printf(sb, " layout(mma, warps=%dx%d, frags=%dx%d)", b->layout.warps_m, b->layout.warps_n,
 				  b->layout.frag_m, b->layout.frag_n);
+		if (b->has_layout && b->layout.kind == LAYOUT_MMA_ROWS)
+			sb_printf(sb, " layout(rows of mma, warps=%dx%d, frags=%dx%d)", b->layout.warps_m, b->layout.warps_n,
+				  b->layout.frag_m, b->layout.frag_n);
 		if (b->scope == SCOPE_SHARED && b->swizzle)
 			sb_puts(sb, " swizzled");
 		if (b->scope == SCOPE_SHARED)

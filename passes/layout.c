@@ -405,10 +405,20 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		if (p < 0)
 			continue;
 		const Buffer *pb = &k->bufs[p];
+		if (pb->layout.kind == LAYOUT_MMA) {
+			b->has_layout = true;
+			b->layout = pb->layout;
+			b->layout.kind = LAYOUT_MMA_ROWS;
+			b->layout.vec = 1;
+			b->layout.regs = b->layout.chunks = pb->layout.frag_m * 2;
+			b->layout.parent_rank = pb->rank;
+			for (int d = 0; d < pb->rank; d++)
+				b->layout.parent_shape[d] = pb->tile_shape[d];
+			continue;
+		}
 		if (pb->layout.kind != LAYOUT_ELEMWISE) {
-			error_at(pc->diags, b->loc, "fragment '%s' would hold rows of '%s', which is %s; that is not "
-						    "supported yet", b->name, pb->name,
-				 pb->layout.kind == LAYOUT_MMA ? "laid out for gemm" : "itself reduced");
+			error_at(pc->diags, b->loc, "fragment '%s' would hold rows of '%s', which is itself reduced; that is "
+						    "not supported yet", b->name, pb->name);
 			return false;
 		}
 		b->has_layout = true;

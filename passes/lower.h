@@ -12,6 +12,7 @@ typedef struct {
 	Arena *a;
 	int tid;     /* the thread index variable */
 	int counter; /* for fresh variable names */
+	int loops;   /* serial loops around the statement being lowered */
 } Lw;
 
 /* ---------------------------------------------------------------- lower_tiles.c */

@@ -429,6 +429,15 @@ static Stmt *lower_copy_frag_frag(Lw *w, Stmt *s)
 					 ex_load(w->a, w->k, s->src.buf, lw_idx1(w, lw_var(w, i)), 1)));
 }
 
+/* The row of register `reg` (= fm * 2 + h) of an MMA_ROWS fragment. */
+static Expr *mma_row(Lw *w, const FragLayout *L, Expr *reg)
+{
+	Expr *row, *col;
+	lw_mma_coords(w, L, lw_bin(w, OP_DIV, reg, lw_i32(w, 2)), lw_i32(w, 0),
+		      ex_mul(w->a, lw_bin(w, OP_MOD, ex_clone(w->a, reg), lw_i32(w, 2)), lw_i32(w, 2)), &row, &col);
+	return row;
+}
+
 /* Registers of a ROWS fragment and where their rows are: row coordinates in
  * rc[] (rank of the fragment), `valid` when the chunk exists, `first` when the
  * chunk starts its row (so that one thread per row stores it). */
@@ -440,6 +449,17 @@ typedef struct {
 static RowPos row_pos(Lw *w, StmtList *out, const Buffer *F, int c)
 {
 	const FragLayout *L = &F->layout;
+	RowPos r;
+	if (L->kind == LAYOUT_MMA_ROWS) {
+		/* Register c = fm * 2 + h; lane 0 of each quad in warp column 0 stores. */
+		r.rc[0] = lw_var(w, lw_let(w, out, "row", mma_row(w, L, lw_var(w, c))));
+		r.valid = NULL;
+		Expr *lane = lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 32));
+		Expr *wn = lw_bin(w, OP_MOD, lw_bin(w, OP_DIV, lw_var(w, w->tid), lw_i32(w, 32)), lw_i32(w, L->warps_n));
+		r.first = lw_and(w, lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, lane, lw_i32(w, 4)), lw_i32(w, 0)),
+				 L->warps_n > 1 ? lw_bin(w, OP_EQ, wn, lw_i32(w, 0)) : NULL);
+		return r;
+	}
 	int64_t ptotal = 1;
 	for (int d = 0; d < L->parent_rank; d++)
 		ptotal *= L->parent_shape[d];
@@ -447,7 +467,6 @@ static RowPos row_pos(Lw *w, StmtList *out, const Buffer *F, int c)
 							  lw_var(w, w->tid)), lw_i32(w, L->vec)));
 	Expr *pc[TL_MAX_RANK];
 	lw_coords(w, L->parent_shape, L->parent_rank, lw_var(w, flat), pc);
-	RowPos r;
 	for (int d = 0; d < F->rank; d++)
 		r.rc[d] = L->parent_rank == 1 ? lw_i32(w, 0) : pc[d];
 	r.valid = lw_bin(w, OP_LT, lw_var(w, flat), lw_i32(w, ptotal));
@@ -644,6 +663,81 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 	return stlist_seq(w->a, &out, s->loc);
 }
 
+/* reduce_op(src, dst) over the last dimension, src MMA, dst its MMA_ROWS.
+ *
+ *   1. in each thread, register fm * 2 + h of part combines the 2 * frag_n
+ *      registers of its row (r = 2h, 2h + 1 of pieces (fm, 0 .. frag_n-1));
+ *   2. the four lanes of a quad share the row: butterfly shuffles 1 and 2;
+ *   3. with warps_n > 1, lane 0 of each quad puts its partial in shared
+ *      scratch[wn][row], and every thread combines the warps_n partials of its
+ *      rows, in order. */
+static Stmt *lower_reduce_mma(Lw *w, Stmt *s)
+{
+	const Buffer *S = &w->k->bufs[s->src_buf];
+	const FragLayout *L = &S->layout;
+	TypeKind t = S->elem;
+	int FN = L->frag_n, R = L->frag_m * 2;
+	int part = lw_new_buffer(w, "part", SCOPE_LOCAL, t, R);
+	StmtList out = {0};
+	int c = lw_fresh(w, "c", VAR_LOOP);
+	{
+		/* register (fm * FN + fn) * 4 + 2h + j, fm = c / 2, h = c % 2 */
+		Expr *acc = NULL;
+		for (int fn = 0; fn < FN; fn++)
+			for (int j = 0; j < 2; j++) {
+				Expr *fm = lw_bin(w, OP_DIV, lw_var(w, c), lw_i32(w, 2));
+				Expr *h = lw_bin(w, OP_MOD, lw_var(w, c), lw_i32(w, 2));
+				Expr *reg = ex_add(w->a, ex_mul(w->a, ex_add(w->a, ex_mul(w->a, fm, lw_i32(w, FN)), lw_i32(w, fn)),
+								 lw_i32(w, 4)),
+						   ex_add(w->a, ex_mul(w->a, h, lw_i32(w, 2)), lw_i32(w, j)));
+				Expr *x = ex_load(w->a, w->k, s->src_buf, lw_idx1(w, reg), 1);
+				acc = acc ? reduce_op(w, s->reduce, acc, x) : x;
+			}
+		stlist_push(w->a, &out, lw_unrolled(w, c, R, lw_store(w, part, lw_idx1(w, lw_var(w, c)), 1, acc)));
+	}
+	for (int off = 1; off <= 2; off *= 2) {
+		int g = lw_fresh(w, "g", VAR_LOOP);
+		Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
+		a2[0] = ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, g)), 1);
+		a2[1] = lw_i32(w, off);
+		Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, g)), 1),
+				    ex_call(w->a, FN_SHFL_BFLY, t, a2, 2));
+		stlist_push(w->a, &out, lw_unrolled(w, g, R, lw_store(w, part, lw_idx1(w, lw_var(w, g)), 1, v)));
+	}
+	if (L->warps_n > 1) {
+		int64_t BM = S->tile_shape[0];
+		int scratch = lw_new_buffer(w, "scratch", SCOPE_SHARED, t, BM * L->warps_n);
+		Expr *wn = lw_bin(w, OP_MOD, lw_bin(w, OP_DIV, lw_var(w, w->tid), lw_i32(w, 32)), lw_i32(w, L->warps_n));
+		Expr *quad0 = lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 4)), lw_i32(w, 0));
+		stlist_push(w->a, &out, lw_barrier(w)); /* the previous use of scratch is over */
+		int g = lw_fresh(w, "g", VAR_LOOP);
+		StmtList put = {0};
+		int row = lw_let(w, &put, "row", mma_row(w, L, lw_var(w, g)));
+		Expr *at = ex_add(w->a, ex_mul(w->a, wn, lw_i32(w, BM)), lw_var(w, row));
+		stlist_push(w->a, &put, lw_if(w, quad0, lw_store(w, scratch, lw_idx1(w, at), 1,
+							      ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, g)), 1)), NULL));
+		stlist_push(w->a, &out, lw_unrolled(w, g, R, stlist_seq(w->a, &put, s->loc)));
+		stlist_push(w->a, &out, lw_barrier(w));
+		int g2 = lw_fresh(w, "g", VAR_LOOP);
+		StmtList one = {0};
+		int row2 = lw_let(w, &one, "row", mma_row(w, L, lw_var(w, g2)));
+		Expr *acc = NULL;
+		for (int q = 0; q < L->warps_n; q++) {
+			Expr *x = ex_load(w->a, w->k, scratch,
+					  lw_idx1(w, ex_add(w->a, lw_i32(w, (int64_t)q * BM), lw_var(w, row2))), 1);
+			acc = acc ? reduce_op(w, s->reduce, acc, x) : x;
+		}
+		stlist_push(w->a, &one, lw_store(w, part, lw_idx1(w, lw_var(w, g2)), 1, acc));
+		stlist_push(w->a, &out, lw_unrolled(w, g2, R, stlist_seq(w->a, &one, s->loc)));
+	}
+	int d = lw_fresh(w, "c", VAR_LOOP);
+	Expr *v = ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, d)), 1);
+	if (s->accumulate)
+		v = reduce_op(w, s->reduce, ex_load(w->a, w->k, s->buf, lw_idx1(w, lw_var(w, d)), 1), v);
+	stlist_push(w->a, &out, lw_unrolled(w, d, R, lw_store(w, s->buf, lw_idx1(w, lw_var(w, d)), 1, v)));
+	return stlist_seq(w->a, &out, s->loc);
+}
+
 bool writes_shared(const Lw *w, int buf) { return w->k->bufs[buf].scope == SCOPE_SHARED; }
 
 Stmt *lw_fenced(Lw *w, Stmt *s)
@@ -655,6 +749,8 @@ Stmt *lw_fenced(Lw *w, Stmt *s)
 	return st_seq(w->a, v, 3);
 }
 
+static bool is_rows(const Buffer *b) { return b->layout.kind == LAYOUT_ROWS || b->layout.kind == LAYOUT_MMA_ROWS; }
+
 static Stmt *lower_copy(Lw *w, Stmt *s)
 {
 	const Buffer *A = &w->k->bufs[s->src.buf], *B = &w->k->bufs[s->dst.buf];
@@ -664,8 +760,7 @@ static Stmt *lower_copy(Lw *w, Stmt *s)
 					       "assign its elements in a loop");
 		return NULL;
 	}
-	bool rows = (A->scope == SCOPE_FRAGMENT && A->layout.kind == LAYOUT_ROWS) ||
-		    (B->scope == SCOPE_FRAGMENT && B->layout.kind == LAYOUT_ROWS);
+	bool rows = (A->scope == SCOPE_FRAGMENT && is_rows(A)) || (B->scope == SCOPE_FRAGMENT && is_rows(B));
 	if (rows && !(A->scope == SCOPE_FRAGMENT && B->scope == SCOPE_FRAGMENT))
 		r = lower_copy_rows(w, s);
 	else if (A->scope == SCOPE_GLOBAL)
@@ -707,7 +802,7 @@ typedef struct {
 
 static Expr *reg_of(ParCtx *p, int buf)
 {
-	return ex_clone(p->w->a, p->w->k->bufs[buf].layout.kind == LAYOUT_ROWS ? p->row_reg : p->reg);
+	return ex_clone(p->w->a, is_rows(&p->w->k->bufs[buf]) ? p->row_reg : p->reg);
 }
 
 static Expr *par_expr(void *ctx, Expr *e)
@@ -788,13 +883,29 @@ static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
 	p.lets[1] = lw_let(w, &body, w->k->vars[s->vars[1]].name, col);
 	p.reg = ex_add(w->a, ex_mul(w->a, ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, L->frag_n)), lw_var(w, fn)),
 					lw_i32(w, 4)), lw_var(w, r));
-	p.row_reg = p.reg; /* no row fragments beside an accumulator (layout.c) */
+	p.row_reg = ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, 2)), lw_bin(w, OP_DIV, lw_var(w, r), lw_i32(w, 2)));
 	par_stmt(&p, s->then_s);
 	stlist_push(w->a, &body, s->then_s);
 	Stmt *x = lw_unrolled(w, r, 4, stlist_seq(w->a, &body, s->loc));
 	x = lw_unrolled(w, fn, L->frag_n, x);
 	x = lw_unrolled(w, fm, L->frag_m, x);
 	return p.shared_store ? lw_fenced(w, x) : x;
+}
+
+/* The parallel loop's iterations on an MMA_ROWS anchor: each register's row,
+ * in every thread that holds a copy of it. */
+static Stmt *lower_parallel_mma_rows(Lw *w, Stmt *s, const FragLayout *L)
+{
+	int c = lw_fresh(w, "c", VAR_LOOP);
+	StmtList body = {0};
+	ParCtx p = {w, s, {0}, NULL, NULL, false};
+	p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, mma_row(w, L, lw_var(w, c)));
+	p.reg = lw_var(w, c);
+	p.row_reg = lw_var(w, c);
+	par_stmt(&p, s->then_s);
+	stlist_push(w->a, &body, s->then_s);
+	Stmt *r = lw_unrolled(w, c, L->chunks, stlist_seq(w->a, &body, s->loc));
+	return p.shared_store ? lw_fenced(w, r) : r;
 }
 
 static Stmt *lower_parallel(Lw *w, Stmt *s)
@@ -807,6 +918,8 @@ static Stmt *lower_parallel(Lw *w, Stmt *s)
 		return lower_parallel_rows(w, s, &w->k->bufs[fb].layout);
 	if (fb >= 0 && w->k->bufs[fb].layout.kind == LAYOUT_MMA)
 		return lower_parallel_mma(w, s, &w->k->bufs[fb].layout);
+	if (fb >= 0 && w->k->bufs[fb].layout.kind == LAYOUT_MMA_ROWS)
+		return lower_parallel_mma_rows(w, s, &w->k->bufs[fb].layout);
 	int vec = fb >= 0 ? w->k->bufs[fb].layout.vec : 1;
 	Deal dl = deal_for(w, vec, total);
 
@@ -870,13 +983,17 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s)
 			return lower_parallel(w, s);
 		if (s->for_kind == FOR_PIPELINED)
 			return lower_pipelined(w, s);
+		w->loops++;
 		s->then_s = lw_lower_stmt(w, s->then_s);
+		w->loops--;
 		return s;
 	case ST_COPY:
 		return lower_copy(w, s);
 	case ST_FILL:
 		return lower_fill(w, s);
 	case ST_REDUCE:
+		if (w->k->bufs[s->src_buf].layout.kind == LAYOUT_MMA)
+			return lower_reduce_mma(w, s);
 		return lower_reduce(w, s);
 	case ST_STORE:
 		/* Every thread runs a plain statement: its shared store is fenced from
@@ -990,7 +1107,7 @@ static Stmt *swizzle_blocks(Lw *w)
 
 bool pass_lower_tiles(PassContext *pc, Kernel *k)
 {
-	Lw w = {pc, k, pc->arena, -1, 0};
+	Lw w = {pc, k, pc->arena, -1, 0, 0};
 	Var t = {0};
 	t.name = "tid.x";
 	t.kind = VAR_THREAD_IDX;

@@ -58,9 +58,30 @@ static bool expr_uses(const Expr *e, int buf)
 }
 
 /* Does s (other than `skip`) use buf? */
-static bool stmt_uses(const Stmt *s, const Stmt *skip, int buf)
+/* Is buf one of the leading producer copies of pipelined loop p? */
+static bool fills(const Kernel *k, const Stmt *p, int buf)
+{
+	const Stmt *b = p->then_s;
+	while (b->kind == ST_SEQ && b->nbody && b->body[0]->kind == ST_SEQ)
+		b = b->body[0];
+	int n = b->kind == ST_SEQ ? b->nbody : 1;
+	for (int i = 0; i < n; i++) {
+		const Stmt *x = b->kind == ST_SEQ ? b->body[i] : b;
+		if (!is_producer(k, x))
+			break;
+		if (x->dst.buf == buf)
+			return true;
+	}
+	return false;
+}
+
+/* Does s (other than `skip`, and other pipelined loops of `stages` stages
+ * that fill buf themselves: they stage it the same way) use buf? */
+static bool stmt_uses(const Kernel *k, const Stmt *s, const Stmt *skip, int buf, int stages)
 {
 	if (!s || s == skip)
+		return false;
+	if (s->kind == ST_FOR && s->for_kind == FOR_PIPELINED && s->stages == stages && fills(k, s, buf))
 		return false;
 	if (((s->kind == ST_STORE || s->kind == ST_FILL || s->kind == ST_ATOMIC) && s->buf == buf) ||
 	    (s->kind == ST_COPY && (s->src.buf == buf || s->dst.buf == buf)) ||
@@ -73,9 +94,9 @@ static bool stmt_uses(const Stmt *s, const Stmt *skip, int buf)
 		if (expr_uses(s->idx[i], buf))
 			return true;
 	for (int i = 0; i < s->nbody; i++)
-		if (stmt_uses(s->body[i], skip, buf))
+		if (stmt_uses(k, s->body[i], skip, buf, stages))
 			return true;
-	return stmt_uses(s->then_s, skip, buf) || stmt_uses(s->else_s, skip, buf);
+	return stmt_uses(k, s->then_s, skip, buf, stages) || stmt_uses(k, s->else_s, skip, buf, stages);
 }
 
 /* ---------------------------------------------------------------- staging */
@@ -283,6 +304,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 		return s;
 	}
 	int S = s->stages;
+	bool reused = false;
 	bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
 	for (int p = 0; p < producers.n; p++) {
 		int b = producers.items[p]->dst.buf;
@@ -291,7 +313,8 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 				 k->bufs[b].name);
 			return NULL;
 		}
-		if (stmt_uses(k->body, s, b)) {
+		/* (A tile staged already was checked by the first loop that staged it.) */
+		if (!k->bufs[b].stages && stmt_uses(k, k->body, s, b, S)) {
 			error_at(w->pc->diags, producers.items[p]->loc, "'%s' is filled by this pipelined loop, which keeps %d "
 									"copies of it, so it cannot be used outside the loop",
 				 k->bufs[b].name, S);
@@ -299,6 +322,10 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 		}
 		staged[b] = true;
 		Buffer *B = &k->bufs[b];
+		if (B->stages) { /* staged by an earlier pipelined loop of S stages */
+			reused = true;
+			continue;
+		}
 		if (B->rank >= TL_MAX_RANK) {
 			error_at(w->pc->diags, B->loc, "'%s' has too many dimensions to be staged by a pipelined loop", B->name);
 			return NULL;
@@ -314,6 +341,10 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 	}
 	int kv = s->vars[0];
 	StmtList out = {0};
+	/* Inside another loop, or filling tiles an earlier pipelined loop read,
+	 * the prologue must wait until every thread is done reading them. */
+	if (reused || w->loops)
+		stlist_push(w->a, &out, lw_barrier(w));
 	int n = lw_let(w, &out, "n", s->extents[0]);
 	/* Prologue. */
 	for (int p = 0; p < S - 1; p++) {
