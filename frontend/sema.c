@@ -1042,7 +1042,8 @@ static Stmt *check_reduce(Sema *s, const Node *call)
 	const Node *cn = named_arg(call, "clear");
 	if (cn && !check_bool_named(s, call, "clear", &clear))
 		return NULL;
-	if (S->elem != D->elem) {
+	bool widen = (S->elem == TY_F16 || S->elem == TY_BF16) && D->elem == TY_F32; /* combined in f32 */
+	if (S->elem != D->elem && !widen) {
 		error_at(s->d, call->loc, "'%s' source is %s but destination is %s", call->name, type_name(S->elem),
 			 type_name(D->elem));
 		return NULL;
@@ -1064,9 +1065,9 @@ static Stmt *check_reduce(Sema *s, const Node *call)
 		error_at(s->d, call->loc, "'%s' reduces a fragment into a fragment", call->name);
 		return NULL;
 	}
-	if (S->elem != TY_F32 && S->elem != TY_I32 && S->elem != TY_U32) {
-		error_at(s->d, call->loc, "'%s' on %s fragments is not supported yet; reduce an f32, i32 or u32 fragment",
-			 call->name, type_name(S->elem));
+	if (D->elem != TY_F32 && D->elem != TY_I32 && D->elem != TY_U32) {
+		error_at(s->d, call->loc, "'%s' into %s fragments is not supported yet; reduce into an f32, i32 or u32 "
+					  "fragment (an f16 or bf16 source is widened to f32)", call->name, type_name(D->elem));
 		return NULL;
 	}
 	if (dim != S->rank - 1) {

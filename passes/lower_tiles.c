@@ -528,6 +528,14 @@ static Expr *reduce_op(Lw *w, ReduceKind r, Expr *a, Expr *b)
 	return lw_bin(w, r == RED_SUM ? OP_ADD : r == RED_MAX ? OP_MAX : OP_MIN, a, b);
 }
 
+/* Register reg of the reduction's source, in the destination's type. */
+static Expr *src_elem(Lw *w, const Stmt *s, Expr *reg)
+{
+	Expr *x = ex_load(w->a, w->k, s->src_buf, lw_idx1(w, reg), 1);
+	TypeKind t = w->k->bufs[s->buf].elem;
+	return w->k->bufs[s->src_buf].elem == t ? x : ex_cast(w->a, t, x);
+}
+
 int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
 {
 	Buffer b = {0};
@@ -558,7 +566,7 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 {
 	const Buffer *S = &w->k->bufs[s->src_buf];
 	const FragLayout *L = &S->layout;
-	TypeKind t = S->elem;
+	TypeKind t = w->k->bufs[s->buf].elem; /* a 16-bit source is combined in f32 */
 	int T = L->threads, vec = L->vec, chunks = L->chunks;
 	int64_t last = S->tile_shape[S->rank - 1], G = last / vec;
 	int64_t vectors = buffer_elems(S) / vec;
@@ -573,8 +581,7 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		int c = lw_fresh(w, "c", VAR_LOOP);
 		Expr *acc = NULL;
 		for (int v = 0; v < vec; v++) {
-			Expr *x = ex_load(w->a, w->k, s->src_buf,
-					  lw_idx1(w, ex_add(w->a, ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)), lw_i32(w, v))), 1);
+			Expr *x = src_elem(w, s, ex_add(w->a, ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)), lw_i32(w, v)));
 			acc = acc ? reduce_op(w, s->reduce, acc, x) : x;
 		}
 		if ((int64_t)chunks * T > vectors) {
@@ -675,7 +682,7 @@ static Stmt *lower_reduce_mma(Lw *w, Stmt *s)
 {
 	const Buffer *S = &w->k->bufs[s->src_buf];
 	const FragLayout *L = &S->layout;
-	TypeKind t = S->elem;
+	TypeKind t = w->k->bufs[s->buf].elem;
 	int FN = L->frag_n, R = L->frag_m * 2;
 	int part = lw_new_buffer(w, "part", SCOPE_LOCAL, t, R);
 	StmtList out = {0};
@@ -690,7 +697,7 @@ static Stmt *lower_reduce_mma(Lw *w, Stmt *s)
 				Expr *reg = ex_add(w->a, ex_mul(w->a, ex_add(w->a, ex_mul(w->a, fm, lw_i32(w, FN)), lw_i32(w, fn)),
 								 lw_i32(w, 4)),
 						   ex_add(w->a, ex_mul(w->a, h, lw_i32(w, 2)), lw_i32(w, j)));
-				Expr *x = ex_load(w->a, w->k, s->src_buf, lw_idx1(w, reg), 1);
+				Expr *x = src_elem(w, s, reg);
 				acc = acc ? reduce_op(w, s->reduce, acc, x) : x;
 			}
 		stlist_push(w->a, &out, lw_unrolled(w, c, R, lw_store(w, part, lw_idx1(w, lw_var(w, c)), 1, acc)));
