@@ -28,9 +28,14 @@ set -u -o pipefail
 #   stages  matmul with another STAGES: the reduced correctness shapes
 #   tune    matmul with other tile settings: the reduced correctness shapes, and timed against cuBLAS
 #           (the best correct variant per dtype and shape decides the benchmark's verdict)
-#   stdlib  all four kernels of stdlib/gemm.tl in one module (gemm_bias_act at the ACT given here, or
-#           at its default in the kernel's header)
+#   stdlib  all the kernels of stdlib/gemm.tl in one module, gemm_softmax included (gemm_bias_act at
+#           the ACT given here, or at its default in the kernel's header)
 #   act     stdlib/gemm.tl compiled with --kernel gemm_bias_act, at the ACT given here
+#   softmax stdlib/gemm.tl compiled with --kernel gemm_softmax (C = row softmax of scale * A @ B^T):
+#           correctness only, on shapes of its own (gpu_gemm's header), and one timing row at
+#           4096x128x4096 unless --no-bench. BN=64 makes more of the shapes (N > BN) take the
+#           kernel's second pass; WM=2 (a 2x4 warp grid) makes the row reductions go across warps
+#           through shared memory.
 # Add tuning variants at the end; their names must be unique (they name the PTX files).
 VARIANTS=(
   "matmul_f16            matmul  examples/matmul.tl  T=f16"
@@ -44,6 +49,10 @@ VARIANTS=(
   "gemm_act0_f16         act     stdlib/gemm.tl      T=f16 ACT=0"
   "gemm_act1_f16         act     stdlib/gemm.tl      T=f16 ACT=1"
   "gemm_act2_f16         act     stdlib/gemm.tl      T=f16 ACT=2"
+  "gemm_softmax_f16      softmax stdlib/gemm.tl      T=f16"
+  "gemm_softmax_bf16     softmax stdlib/gemm.tl      T=bf16"
+  "gemm_softmax_f16_bn64 softmax stdlib/gemm.tl      T=f16 BN=64"
+  "gemm_softmax_f16_wm2  softmax stdlib/gemm.tl      T=f16 WM=2"
   "matmul_f16_bk32       tune    examples/matmul.tl  T=f16 BK=32 STAGES=3"
   "matmul_bf16_bk32      tune    examples/matmul.tl  T=bf16 BK=32 STAGES=3"
   "matmul_f16_128x256    tune    examples/matmul.tl  T=f16 BN=256 BK=32 THREADS=256"
@@ -121,7 +130,7 @@ main() {
     fi
     seen[$name]=1
     case $role in
-    matmul | stages | tune | stdlib | act) ;;
+    matmul | stages | tune | stdlib | act | softmax) ;;
     *)
       echo "FAIL variant $name: unknown role '$role'"
       failures+=("variant $name")
@@ -147,6 +156,10 @@ main() {
     stdlib | act)
       [ -n "$act" ] || act=$(default_of gemm_bias_act ACT "$src")
       [ "$role" = act ] && kflags=(--kernel gemm_bias_act)
+      ;;
+    softmax)
+      act=-
+      kflags=(--kernel gemm_softmax)
       ;;
     *) act=- ;;
     esac

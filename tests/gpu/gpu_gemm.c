@@ -1,27 +1,32 @@
 /* gpu_gemm: correctness and speed of the tensor-core GEMM kernels: examples/matmul.tl (matmul) and
- * stdlib/gemm.tl (gemm_nn, gemm_nt, gemm_tn, gemm_bias_act), f16 and bf16 in and out, f32 accumulate,
- * against a reference computed in double on the CPU and, for speed, against cuBLAS in the same run.
+ * stdlib/gemm.tl (gemm_nn, gemm_nt, gemm_tn, gemm_bias_act, and gemm_softmax: correctness only), f16
+ * and bf16 in and out, f32 accumulate, against a reference computed in double on the CPU and, for
+ * speed, against cuBLAS in the same run.
  *
  *   gpu_gemm PTXDIR [--seed S] [--quick] [--bench-out FILE] [--reps R] [--no-bench]
  *   gpu_gemm --probe-cublas      load cuBLAS only, say which library was found, exit 0 / 1
- *   gpu_gemm --self-test         check this program's reference, layouts and checker on the CPU
+ *   gpu_gemm --self-test         check this program's references, layouts and checkers on the CPU
  *
  * PTXDIR   the PTX, one NAME.ptx per compiled variant, and gemm_variants.txt (written by
  *          tests/gpu/gemm.sh) listing them as "NAME ROLE T ACT SETTINGS..." lines, where ROLE is
  *            matmul  examples/matmul.tl at its defaults (kernel matmul): every correctness shape
  *            stages  matmul with another STAGES: the reduced shapes
  *            tune    matmul with other tile settings: the reduced shapes, and timed against cuBLAS
- *            stdlib  stdlib/gemm.tl, all four kernels in one module: the reduced shapes
+ *            stdlib  stdlib/gemm.tl, all five kernels in one module: the reduced shapes (gemm_softmax:
+ *                    the softmax shapes)
  *            act     stdlib/gemm.tl compiled with --kernel gemm_bias_act: the reduced shapes
+ *            softmax stdlib/gemm.tl compiled with --kernel gemm_softmax: the softmax shapes, and a
+ *                    timing row (below)
  *          T is f16 or bf16, ACT the activation gemm_bias_act was compiled with (0 none, 1 ReLU,
- *          2 GELU-tanh; '-' for matmul), SETTINGS the -D flags, for the tables. Without the file the
- *          variants are matmul_{f16,bf16}, matmul_f16_s{1..4}, gemm_{f16,bf16} (ACT 1, the default) and
- *          gemm_act{0,1,2}_f16. A listed file that is missing is skipped ("SKIP").
+ *          2 GELU-tanh; '-' for matmul and softmax), SETTINGS the -D flags, for the tables. Without the
+ *          file the variants are matmul_{f16,bf16}, matmul_f16_s{1..4}, gemm_{f16,bf16} (ACT 1, the
+ *          default), gemm_act{0,1,2}_f16 and gemm_softmax_{f16,bf16}. A listed file that is missing is
+ *          skipped ("SKIP").
  * --seed   replay a run (the seed is always printed)
  * --quick  skip the correctness shapes 4096^3 and 8192^3 (the benchmark still runs them)
  * --bench-out FILE  also write the benchmark table to FILE (gemm.sh: OUTDIR/gemm_bench.txt)
  * --reps R timed runs per benchmark row (default 30, after 5 warm-up runs)
- * --no-bench  correctness only
+ * --no-bench  correctness only (also no gemm_softmax timing row)
  *
  * Correctness. Shapes M x N x K: 17x33x65, 1000^3, 4095x4097x123, 1x4096x4096, 4096x1x4096, 4096^3 and
  * 8192^3; the matmul role runs all of them, every other role all but 8192^3. For each (T, shape) the
@@ -38,6 +43,41 @@
  *   - no checked element is off by more than rtol*|ref| + 1e-2*rms(ref), rtol being 2^-9 (f16) or
  *     2^-6 (bf16), four times the output's rounding: this catches a single wrong row, column or
  *     element, which the Frobenius norm of a large output averages away.
+ *
+ * gemm_softmax (C = softmax over each row of scale * A @ B^T, B stored [N, K]). Shapes M x N x K:
+ * 17x33x65, 1000x128x1000, 4095x100x123, 1x4096x256, 4096x1x64, 1024x1000x512 and 300x129x64 (N = 128
+ * and 129 straddle the default BN, so both the one-pass and the two-pass path run; with BN=64 more of
+ * them take the second pass). A and B are drawn as above, then rows r = 1 (mod 4) of A are multiplied
+ * by 8 and rows r = 3 (mod 4) by 128 (exactly): with scale = 1/sqrt(K) (passed as the f32 scalar
+ * argument, tl_arg_f32) the logits of the other rows have a standard deviation of about 1/3 (a flat
+ * softmax, where every column's value and the normalization show), of the x8 rows about 2.7 (peaked),
+ * of the x128 rows about 43: logits beyond +-88, where exp overflows f32, so these rows are close to
+ * one-hot and fail (inf / NaN / zeros) unless the kernel subtracts the true row max. The reference,
+ * for every row when M*N*K <= 2^31 (all these shapes) and otherwise for 256 sampled rows (the first,
+ * the last and random ones), is each row's N dot products in double, times the f32 scale, then the
+ * softmax in double (max subtracted, exp, divided by the sum). A case passes when
+ *   - the whole output was written and is finite, and the guard region after C is still poisoned;
+ *   - in every checked row, every element satisfies |C - p| <= rtol*p + 1e-3*max(p over the row),
+ *     rtol as above (2^-9 f16, 2^-6 bf16: four times the output's rounding, leaving three roundings'
+ *     worth for the kernel's f32 logits, exp2 and division, whose relative errors are at most ~1e-4 here);
+ *     the absolute term, relative to the row's largest probability since a row of 4096 has all its
+ *     probabilities near 2.4e-4, covers f16's subnormal range (2^-25 absolute) and tiny
+ *     probabilities of the peaked rows. A wrong column or row is off by ~e^(logit difference), tens
+ *     of percent, a missing or wrong normalization by a factor;
+ *   - every row of C (all rows, summed in double) sums to 1 within rtol + N*2^-25 for f16 (rtol for
+ *     bf16): rounding each probability moves the sum by at most half an ulp of each, so by one
+ *     quarter of rtol, plus half a subnormal per f16 element that underflows. The kernel's own row
+ *     sums are f32 and self-consistent (the same exps are summed and divided). A kernel that does not
+ *     divide by the sum, or takes the max / sum over the wrong columns (one column tile, per warp,
+ *     including the padding past N), is off by a factor here.
+ * The --self-test runs this checker on a CPU model of the kernel (f32, exp2, rounded to T), which
+ * must pass, and on models of broken kernels (no division, scale ignored, max never subtracted, max
+ * and sum over the first 64 columns / per 32-column group / over the padding too, max per group,
+ * running sum not rescaled, columns shifted, a wrong row, one element off or poisoned, the guard
+ * overwritten), which must fail wherever they change the output materially (a NaN, a row sum off by
+ * 5%, or an element of a checked row off by 5% of its row's largest probability).
+ * With the benchmark, each gemm_softmax variant is also timed once at 4096x128x4096 (median of R,
+ * printed, not in the table: no peer and no verdict), and its output checked as above on sampled rows.
  * One PASS / FAIL line per case, the benchmark, then exactly "P passed, F failed".
  *
  * Benchmark (unless --no-bench). For f16 and bf16 at 4096^3 and 8192^3, on fresh random data: every
@@ -117,22 +157,24 @@ static const char *act_name(int act) { return act == 1 ? "ReLU" : act == 2 ? "GE
 
 /* ------------------------------------------------------------------------- kernels and roles */
 
-typedef enum op_kind { OP_MATMUL, OP_NN, OP_NT, OP_TN, OP_BIAS_ACT, NOPS } op_kind;
+typedef enum op_kind { OP_MATMUL, OP_NN, OP_NT, OP_TN, OP_BIAS_ACT, OP_SOFTMAX, NOPS } op_kind;
 
 static const struct op_spec {
   const char *kernel;
   bool a_t, b_t, bias; /* A stored [K, M], B stored [N, K], a bias vector */
+  bool softmax;        /* row softmax of scale * A @ B^T; an f32 scalar `scale` after C */
 } ops[NOPS] = {
-    {"matmul", false, false, false},  {"gemm_nn", false, false, false},
-    {"gemm_nt", false, true, false},  {"gemm_tn", true, false, false},
-    {"gemm_bias_act", false, true, true},
+    {"matmul", false, false, false, false},       {"gemm_nn", false, false, false, false},
+    {"gemm_nt", false, true, false, false},       {"gemm_tn", true, false, false, false},
+    {"gemm_bias_act", false, true, true, false},  {"gemm_softmax", false, true, false, true},
 };
 
-typedef enum role { ROLE_MATMUL, ROLE_STAGES, ROLE_TUNE, ROLE_STDLIB, ROLE_ACT, NROLES } role;
-static const char *const role_names[NROLES] = {"matmul", "stages", "tune", "stdlib", "act"};
+typedef enum role { ROLE_MATMUL, ROLE_STAGES, ROLE_TUNE, ROLE_STDLIB, ROLE_ACT, ROLE_SOFTMAX, NROLES } role;
+static const char *const role_names[NROLES] = {"matmul", "stages", "tune", "stdlib", "act", "softmax"};
 
 static bool role_is_matmul(role r) { return r == ROLE_MATMUL || r == ROLE_STAGES || r == ROLE_TUNE; }
 static bool role_benched(role r) { return r == ROLE_MATMUL || r == ROLE_TUNE; }
+static bool role_has_act(role r) { return r == ROLE_STDLIB || r == ROLE_ACT; }
 
 static const struct shape {
   size_t m, n, k;
@@ -206,15 +248,15 @@ static int read_manifest(const char *dir, variant *vs, int max)
     snprintf(v.name, sizeof v.name, "%s", name);
     bool ok = got == 4 && role_from_name(rolename, &v.role) && tl_dtype_from_name(type, &v.t) &&
               (v.t == TL_F16 || v.t == TL_BF16);
-    if (ok && !role_is_matmul(v.role)) {
+    if (ok && role_has_act(v.role)) {
       char *end;
       long a = strtol(act, &end, 10);
       ok = *end == '\0' && a >= 0 && a <= 2;
       v.act = (int)a;
     }
     if (!ok) {
-      gpu_report(false, "%s line %d: expected \"NAME matmul|stages|tune|stdlib|act f16|bf16 ACT SETTINGS...\""
-                    " (ACT 0..2 for stdlib and act, '-' otherwise)",
+      gpu_report(false, "%s line %d: expected \"NAME matmul|stages|tune|stdlib|act|softmax f16|bf16 ACT "
+                    "SETTINGS...\" (ACT 0..2 for stdlib and act, '-' otherwise)",
              path, lineno);
       continue;
     }
@@ -248,6 +290,8 @@ static int default_variants(variant *vs)
       {"gemm_act0_f16", "T=f16 ACT=0", ROLE_ACT, TL_F16, 0},
       {"gemm_act1_f16", "T=f16 ACT=1", ROLE_ACT, TL_F16, 1},
       {"gemm_act2_f16", "T=f16 ACT=2", ROLE_ACT, TL_F16, 2},
+      {"gemm_softmax_f16", "T=f16", ROLE_SOFTMAX, TL_F16, -1},
+      {"gemm_softmax_bf16", "T=bf16", ROLE_SOFTMAX, TL_BF16, -1},
   };
   int n = 0;
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
@@ -277,12 +321,15 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v, entry *es
     }
     return;
   }
-  op_kind list[4];
+  op_kind list[5];
   int nops = 0;
   if (role_is_matmul(v->role)) {
     list[nops++] = OP_MATMUL;
   } else if (v->role == ROLE_STDLIB) {
     list[nops++] = OP_NN, list[nops++] = OP_NT, list[nops++] = OP_TN, list[nops++] = OP_BIAS_ACT;
+    list[nops++] = OP_SOFTMAX;
+  } else if (v->role == ROLE_SOFTMAX) {
+    list[nops++] = OP_SOFTMAX;
   } else {
     list[nops++] = OP_BIAS_ACT;
   }
@@ -296,12 +343,18 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v, entry *es
       continue;
     }
     const tl_kernel_info *info = tl_kernel_get_info(k);
-    const int want_args = ops[op].bias ? 4 : 3;
+    const int want_args = ops[op].bias || ops[op].softmax ? 4 : 3;
     if (info->nargs != want_args || info->params[0].dtype != v->t || info->params[0].rank != 2) {
       v->state = V_BROKEN;
       gpu_report(false, "%s: kernel %s takes %d arguments, A of %s; expected %d and %s (the variant list's T)",
              v->name, ops[op].kernel, info->nargs,
              info->nargs ? tl_dtype_name(info->params[0].dtype) : "?", want_args, tl_dtype_name(v->t));
+      continue;
+    }
+    if (ops[op].softmax && (info->params[3].kind != TL_PARAM_SCALAR || info->params[3].dtype != TL_F32)) {
+      v->state = V_BROKEN;
+      gpu_report(false, "%s: kernel %s: argument 3 ('%s') is not an f32 scalar (expected scale: f32)",
+                 v->name, ops[op].kernel, info->params[3].name);
       continue;
     }
     printf("     %s: %s threads=%u smem=%u grid = (%s) (%s) [%s]\n", v->name, ops[op].kernel,
@@ -349,6 +402,11 @@ typedef struct dataset {
   size_t nsamples, *si, *sj;
   uint16_t *c; /* the output as downloaded: M*N + GUARD */
   tl_devptr da, db, dat, dbt, dbias, dc;
+  /* gemm_softmax datasets (softmax_init) instead: ref holds, for each checked row q < nrows (row
+   * rows[q] of C), its N softmax probabilities; full means every row is checked (rows[q] == q). */
+  bool softmax;
+  float scale; /* the kernel's f32 argument: 1/sqrt(K) */
+  size_t nrows, *rows;
 } dataset;
 
 typedef struct fill_job {
@@ -432,6 +490,7 @@ static void dataset_free(tl_context *ctx, dataset *ds)
   free(ds->ref);
   free(ds->si);
   free(ds->sj);
+  free(ds->rows);
   free(ds->c);
   memset(ds, 0, sizeof *ds);
 }
@@ -477,6 +536,98 @@ static bool dataset_init(dataset *ds, tl_dtype t, size_t m, size_t n, size_t k, 
     }
     parallel_groups((ds->nsamples + SAMPLES_PER_GROUP - 1) / SAMPLES_PER_GROUP, ref_samples, ds);
   }
+  return true;
+}
+
+/* ------------------------------------------------------------------------- softmax datasets */
+
+/* Rows of C checked against the reference when M*N*K is over FULL_REF_MAX (the first and the last
+ * among them); the row sums are checked on every row regardless. */
+enum { SM_SAMPLE_ROWS = 256, SM_ROWS_PER_GROUP = 16 };
+
+/* The factor row r of A is multiplied by (exact: a power of two). With inputs in [-1, 1] and scale
+ * 1/sqrt(K) the logits of a plain row have a standard deviation of about 1/3: a flat softmax, which
+ * checks every column's value and the normalization. Rows of factor 8 (std ~2.7) are peaked; rows of
+ * factor 128 (std ~43, i.e. logits beyond +-88, where exp overflows f32) are close to one-hot and
+ * check the row max: without the right one exp overflows or the row underflows to zeros. */
+static double sm_row_factor(size_t r) { return r % 4 == 1 ? 8.0 : r % 4 == 3 ? 128.0 : 1.0; }
+
+typedef struct sm_ref_job {
+  const dataset *ds;
+} sm_ref_job;
+
+/* Reference rows [g*SM_ROWS_PER_GROUP, ...): the N dot products in double, times scale, then the
+ * softmax in double (the max subtracted, exp, divided by the sum). */
+static void sm_ref_rows(void *arg, size_t g)
+{
+  const dataset *ds = ((const sm_ref_job *)arg)->ds;
+  const float *lut = lut_of(ds->t);
+  const size_t n = ds->n, k = ds->k;
+  const size_t q0 = g * SM_ROWS_PER_GROUP;
+  const size_t q1 = q0 + SM_ROWS_PER_GROUP < ds->nrows ? q0 + SM_ROWS_PER_GROUP : ds->nrows;
+  for (size_t q = q0; q < q1; q++) {
+    const size_t i = ds->rows[q];
+    double *p = ds->ref + q * n;
+    for (size_t c = 0; c < n; c++)
+      p[c] = 0;
+    for (size_t kk = 0; kk < k; kk++) {
+      const double a = lut[ds->a[i * k + kk]];
+      if (a == 0)
+        continue;
+      const uint16_t *brow = ds->b + kk * n;
+      for (size_t c = 0; c < n; c++)
+        p[c] += a * lut[brow[c]];
+    }
+    double mx = -INFINITY, sum = 0;
+    for (size_t c = 0; c < n; c++) {
+      p[c] *= (double)ds->scale;
+      mx = p[c] > mx ? p[c] : mx;
+    }
+    for (size_t c = 0; c < n; c++)
+      sum += p[c] = exp(p[c] - mx);
+    for (size_t c = 0; c < n; c++)
+      p[c] /= sum;
+  }
+}
+
+/* Random operands for gemm_softmax (A [M, K] with the rows scaled by sm_row_factor, B [K, N] logical:
+ * uploaded as [N, K]) and the reference probabilities of the checked rows: every row when M*N*K <=
+ * FULL_REF_MAX (or M <= SM_SAMPLE_ROWS) and not force_sampled, else SM_SAMPLE_ROWS rows, the first,
+ * the last and random ones. Host only. false (having printed why) when out of memory. */
+static bool softmax_init(dataset *ds, tl_dtype t, size_t m, size_t n, size_t k, uint64_t seed,
+                         bool force_sampled)
+{
+  memset(ds, 0, sizeof *ds);
+  ds->t = t, ds->m = m, ds->n = n, ds->k = k;
+  ds->softmax = true;
+  ds->scale = (float)(1.0 / sqrt((double)k));
+  ds->full = (!force_sampled && (double)m * (double)n * (double)k <= FULL_REF_MAX) || m <= SM_SAMPLE_ROWS;
+  ds->nrows = ds->full ? m : SM_SAMPLE_ROWS;
+  ds->a = malloc(m * k * sizeof *ds->a);
+  ds->b = malloc(k * n * sizeof *ds->b);
+  ds->c = malloc((m * n + GUARD) * sizeof *ds->c);
+  ds->ref = malloc(ds->nrows * n * sizeof *ds->ref);
+  ds->rows = malloc(ds->nrows * sizeof *ds->rows);
+  if (!ds->a || !ds->b || !ds->c || !ds->ref || !ds->rows) {
+    printf("gpu_gemm: out of host memory for softmax %zux%zux%zu\n", m, n, k);
+    dataset_free(NULL, ds);
+    return false;
+  }
+  uint64_t s = seed;
+  const uint64_t sa = gpu_next_random(&s), sb = gpu_next_random(&s);
+  fill(t, ds->a, m * k, sa);
+  fill(t, ds->b, k * n, sb);
+  const float *lut = lut_of(t);
+  for (size_t i = 0; i < m; i++) {
+    const double f = sm_row_factor(i);
+    if (f != 1.0)
+      for (size_t kk = 0; kk < k; kk++)
+        ds->a[i * k + kk] = round_to(t, f * lut[ds->a[i * k + kk]]);
+  }
+  for (size_t q = 0; q < ds->nrows; q++)
+    ds->rows[q] = ds->full ? q : q == 0 ? 0 : q == 1 ? m - 1 : (size_t)(gpu_next_random(&s) % m);
+  sm_ref_job j = {ds};
+  parallel_groups((ds->nrows + SM_ROWS_PER_GROUP - 1) / SM_ROWS_PER_GROUP, sm_ref_rows, &j);
   return true;
 }
 
@@ -589,6 +740,8 @@ static int make_args(const dataset *ds, op_kind op, int64_t shapes_[4][2], tl_ar
   }
   shapes_[3][0] = m, shapes_[3][1] = n;
   args[nargs++] = tl_arg_tensor(ds->dc, t, 2, shapes_[3]);
+  if (ops[op].softmax)
+    args[nargs++] = tl_arg_f32(ds->scale); /* encoded by the runtime as a 4-byte f32 parameter */
   return nargs;
 }
 
@@ -695,6 +848,36 @@ static void err_elems(void *arg, size_t g)
   e->worst_at[g] = worst_at;
 }
 
+/* The whole output: how many elements are still poison (unwritten) and how many written ones are
+ * NaN or infinite, the first of either (SIZE_MAX if none), and how many guard elements after C
+ * changed. false when out of memory. */
+static bool scan_output(const dataset *ds, size_t *unwritten, size_t *nonfinite, size_t *first_bad,
+                        size_t *guard_bad)
+{
+  const size_t elems = ds->m * ds->n;
+  *unwritten = *nonfinite = *guard_bad = 0;
+  *first_bad = SIZE_MAX;
+  const size_t nchunks = (elems + GPU_CHUNK - 1) / GPU_CHUNK;
+  scan_job sj = {ds, calloc(nchunks, sizeof(size_t)), calloc(nchunks, sizeof(size_t))};
+  if (!sj.unwritten || !sj.first) {
+    free(sj.unwritten);
+    free(sj.first);
+    return false;
+  }
+  *nonfinite = gpu_parallel_for(elems, 0, scan_body, &sj);
+  for (size_t q = 0; q < nchunks; q++) {
+    *unwritten += sj.unwritten[q];
+    if (*first_bad == SIZE_MAX && sj.first[q] != SIZE_MAX)
+      *first_bad = sj.first[q];
+  }
+  *nonfinite -= *unwritten; /* written, but NaN or infinite */
+  free(sj.unwritten);
+  free(sj.first);
+  for (size_t q = 0; q < GUARD; q++)
+    *guard_bad += ds->c[elems + q] != 0xFFFFu;
+  return true;
+}
+
 /* Check ds->c (as downloaded, guard included) for kernel `op` with activation `act`. */
 static void check_output(const dataset *ds, op_kind op, int act, verdict *v)
 {
@@ -702,29 +885,13 @@ static void check_output(const dataset *ds, op_kind op, int act, verdict *v)
   const size_t elems = ds->m * ds->n;
   const float *lut = lut_of(ds->t);
   v->elems = elems;
-  v->first_bad = SIZE_MAX;
   v->rtol = elem_rtol(ds->t);
 
   /* the whole output: written and finite */
-  const size_t nchunks = (elems + GPU_CHUNK - 1) / GPU_CHUNK;
-  scan_job sj = {ds, calloc(nchunks, sizeof(size_t)), calloc(nchunks, sizeof(size_t))};
-  if (!sj.unwritten || !sj.first) {
+  if (!scan_output(ds, &v->unwritten, &v->nonfinite, &v->first_bad, &v->guard_bad)) {
     v->oom = true;
-    free(sj.unwritten);
-    free(sj.first);
     return;
   }
-  v->nonfinite = gpu_parallel_for(elems, 0, scan_body, &sj);
-  for (size_t q = 0; q < nchunks; q++) {
-    v->unwritten += sj.unwritten[q];
-    if (v->first_bad == SIZE_MAX && sj.first[q] != SIZE_MAX)
-      v->first_bad = sj.first[q];
-  }
-  v->nonfinite -= v->unwritten; /* written, but NaN or infinite */
-  free(sj.unwritten);
-  free(sj.first);
-  for (size_t q = 0; q < GUARD; q++)
-    v->guard_bad += ds->c[elems + q] != 0xFFFFu;
 
   /* against the reference */
   double se = 0, sr = 0;
@@ -814,6 +981,139 @@ static void describe(const dataset *ds, const verdict *v, char *buf, size_t size
 #undef ADD
 }
 
+/* ------------------------------------------------------------------------ the softmax checker */
+
+/* Per element of a checked row: |C - p| <= elem_rtol(T) * p + SM_ATOL * max(p over the row). Per row
+ * (every row): |sum(C) - 1| <= sm_sum_tol(T, N). See the header comment for the reasoning. */
+#define SM_ATOL 1e-3
+
+static double sm_sum_tol(tl_dtype t, size_t n)
+{
+  /* four times the unit roundoff of the output, plus, for f16, half its smallest subnormal per
+   * element (probabilities below 2^-24 round to 0 or a subnormal) */
+  return elem_rtol(t) + (t == TL_F16 ? (double)n * 0x1p-25 : 0.0);
+}
+
+typedef struct sm_verdict {
+  size_t elems, unwritten, nonfinite, first_bad, guard_bad; /* as in verdict */
+  size_t rows_checked, checked, over, worst_at; /* elements of the checked rows; worst_at a flat index */
+  double worst, worst_got, worst_ref, worst_rowmax, rtol;
+  size_t sum_rows, sum_bad, worst_sum_row; /* rows (all finite) whose sum was checked, how many failed */
+  double worst_sum_dev, sum_tol;           /* max |sum(C[r, :]) - 1| over them */
+  bool oom;
+} sm_verdict;
+
+static bool sm_verdict_ok(const sm_verdict *v, const dataset *ds)
+{
+  return !v->oom && v->unwritten == 0 && v->nonfinite == 0 && v->guard_bad == 0 && v->over == 0 &&
+         v->checked > 0 && v->sum_bad == 0 && v->sum_rows == ds->m;
+}
+
+/* Check ds->c (as downloaded, guard included) of gemm_softmax against softmax_init's reference. */
+static void check_softmax(const dataset *ds, sm_verdict *v)
+{
+  memset(v, 0, sizeof *v);
+  const size_t m = ds->m, n = ds->n;
+  const float *lut = lut_of(ds->t);
+  v->elems = m * n;
+  v->rtol = elem_rtol(ds->t);
+  v->sum_tol = sm_sum_tol(ds->t, n);
+  if (!scan_output(ds, &v->unwritten, &v->nonfinite, &v->first_bad, &v->guard_bad)) {
+    v->oom = true;
+    return;
+  }
+  /* the checked rows, element by element */
+  v->worst = -1;
+  for (size_t q = 0; q < ds->nrows; q++) {
+    const size_t i = ds->rows[q];
+    const double *p = ds->ref + q * n;
+    const uint16_t *c = ds->c + i * n;
+    double pmax = 0;
+    for (size_t j = 0; j < n; j++)
+      pmax = p[j] > pmax ? p[j] : pmax;
+    v->rows_checked++;
+    for (size_t j = 0; j < n; j++) {
+      if (!bits_finite(ds->t, c[j]))
+        continue;
+      const double got = lut[c[j]];
+      const double r = fabs(got - p[j]) / (v->rtol * p[j] + SM_ATOL * pmax);
+      v->over += !(r <= 1.0);
+      v->checked++;
+      if (r > v->worst) {
+        v->worst = r, v->worst_at = i * n + j, v->worst_got = got;
+        v->worst_ref = p[j], v->worst_rowmax = pmax;
+      }
+    }
+  }
+  /* every row sums to 1 */
+  v->worst_sum_dev = -1;
+  for (size_t i = 0; i < m; i++) {
+    const uint16_t *c = ds->c + i * n;
+    double sum = 0;
+    bool finite = true;
+    for (size_t j = 0; j < n && finite; j++) {
+      finite = bits_finite(ds->t, c[j]);
+      sum += lut[c[j]];
+    }
+    if (!finite)
+      continue; /* counted by the scan */
+    v->sum_rows++;
+    const double dev = fabs(sum - 1.0);
+    v->sum_bad += !(dev <= v->sum_tol);
+    if (dev > v->worst_sum_dev)
+      v->worst_sum_dev = dev, v->worst_sum_row = i;
+  }
+}
+
+static void describe_softmax(const dataset *ds, const sm_verdict *v, char *buf, size_t size)
+{
+  int len = 0;
+#define ADD(...)                                                                                   \
+  do {                                                                                             \
+    if ((size_t)len < size)                                                                        \
+      len += snprintf(buf + len, size - (size_t)len, __VA_ARGS__);                                 \
+  } while (0)
+  if (v->oom) {
+    ADD("out of host memory in the checker");
+    return;
+  }
+  if (v->unwritten || v->nonfinite)
+    ADD("%zu of %zu elements never written (still poison) and %zu NaN/inf, first at C[%zu, %zu]; ",
+        v->unwritten, v->elems, v->nonfinite, v->first_bad / ds->n, v->first_bad % ds->n);
+  if (v->guard_bad)
+    ADD("wrote past the end of C: %zu guard elements changed; ", v->guard_bad);
+  ADD("%zu rows checked (%s), worst element %.3g of its tolerance", v->rows_checked,
+      ds->full ? "all" : "sampled", v->worst);
+  if (v->worst >= 0)
+    ADD(" (C[%zu, %zu] = %.6g, expected %.6g, row max %.4g)", v->worst_at / ds->n, v->worst_at % ds->n,
+        v->worst_got, v->worst_ref, v->worst_rowmax);
+  if (v->over)
+    ADD(", %zu elements over tolerance (rtol %.3g + %.0e * row max)", v->over, v->rtol, SM_ATOL);
+  if (v->checked == 0)
+    ADD(", nothing to compare");
+  if (v->sum_rows)
+    ADD("; row sums: worst |sum - 1| %.3g (row %zu) of %.3g allowed", v->worst_sum_dev, v->worst_sum_row,
+        v->sum_tol);
+  if (v->sum_bad)
+    ADD(", %zu of %zu rows off", v->sum_bad, v->sum_rows);
+#undef ADD
+}
+
+/* Check ds->c for `op` (either checker) and describe it; true if it passes. */
+static bool check_any(const dataset *ds, op_kind op, int act, char *text, size_t size)
+{
+  if (ops[op].softmax) {
+    sm_verdict v;
+    check_softmax(ds, &v);
+    describe_softmax(ds, &v, text, size);
+    return sm_verdict_ok(&v, ds);
+  }
+  verdict v;
+  check_output(ds, op, act, &v);
+  describe(ds, &v, text, size);
+  return verdict_ok(&v);
+}
+
 /* ------------------------------------------------------------------------------------ a case */
 
 static void case_label(const entry *e, const dataset *ds, char *buf, size_t size)
@@ -821,6 +1121,8 @@ static void case_label(const entry *e, const dataset *ds, char *buf, size_t size
   char act[32] = "";
   if (ops[e->op].bias)
     snprintf(act, sizeof act, ", ACT=%d %s", e->v->act, act_name(e->v->act));
+  else if (ops[e->op].softmax)
+    snprintf(act, sizeof act, ", scale %.6g", ds->scale);
   snprintf(buf, size, "%s %s %zux%zux%zu [%s%s]", ops[e->op].kernel, tl_dtype_name(ds->t), ds->m, ds->n,
            ds->k, e->v->name, act);
 }
@@ -846,11 +1148,8 @@ static bool run_case(tl_context *ctx, dataset *ds, const entry *e)
     gpu_report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));
     return false;
   }
-  verdict v;
-  check_output(ds, e->op, e->v->act, &v);
   char text[768];
-  describe(ds, &v, text, sizeof text);
-  const bool ok = verdict_ok(&v);
+  const bool ok = check_any(ds, e->op, e->v->act, text, sizeof text);
   gpu_report(ok, "%s: %s", label, text);
   return ok;
 }
@@ -863,6 +1162,12 @@ static uint64_t case_seed(uint64_t seed, uint64_t salt, tl_dtype t, size_t m, si
   return gpu_next_random(&s);
 }
 
+/* Whether entry e runs at GEMM shape sh in dtype t (gemm_softmax has shapes of its own). */
+static bool gemm_case(const entry *e, tl_dtype t, const struct shape *sh)
+{
+  return e->v->t == t && !ops[e->op].softmax && (sh->all_roles || e->v->role == ROLE_MATMUL);
+}
+
 static void run_correctness(tl_context *ctx, entry *es, int nes, uint64_t seed, bool quick)
 {
   for (size_t ti = 0; ti < NTYPES; ti++) {
@@ -873,7 +1178,7 @@ static void run_correctness(tl_context *ctx, entry *es, int nes, uint64_t seed, 
         continue;
       int todo = 0;
       for (int i = 0; i < nes; i++)
-        todo += es[i].v->t == t && (sh->all_roles || es[i].v->role == ROLE_MATMUL);
+        todo += gemm_case(&es[i], t, sh);
       if (!todo)
         continue;
       printf("== %s %zux%zux%zu: %d kernels, %s reference\n", tl_dtype_name(t), sh->m, sh->n, sh->k, todo,
@@ -885,10 +1190,108 @@ static void run_correctness(tl_context *ctx, entry *es, int nes, uint64_t seed, 
         continue;
       }
       for (int i = 0; i < nes; i++)
-        if (es[i].v->t == t && (sh->all_roles || es[i].v->role == ROLE_MATMUL))
+        if (gemm_case(&es[i], t, sh))
           run_case(ctx, &ds, &es[i]);
       dataset_free(ctx, &ds);
     }
+  }
+}
+
+/* gemm_softmax's shapes: N = 128 and 129 straddle the default BN, N = 1 and N = 4096 are the extremes,
+ * 100 and 1000 are not multiples of any BN; M = 4095, 17 and 300 end in a partial block. */
+static const size_t sm_shapes[][3] = {{17, 33, 65},     {1000, 128, 1000}, {4095, 100, 123}, {1, 4096, 256},
+                                      {4096, 1, 64},    {1024, 1000, 512}, {300, 129, 64}};
+#define NSM_SHAPES (sizeof sm_shapes / sizeof sm_shapes[0])
+static const size_t sm_bench_shape[3] = {4096, 128, 4096};
+
+static void run_softmax(tl_context *ctx, entry *es, int nes, uint64_t seed)
+{
+  for (size_t ti = 0; ti < NTYPES; ti++) {
+    const tl_dtype t = types[ti];
+    for (size_t si = 0; si < NSM_SHAPES; si++) {
+      const size_t m = sm_shapes[si][0], n = sm_shapes[si][1], k = sm_shapes[si][2];
+      int todo = 0;
+      for (int i = 0; i < nes; i++)
+        todo += es[i].v->t == t && ops[es[i].op].softmax;
+      if (!todo)
+        continue;
+      printf("== softmax %s %zux%zux%zu: %d kernels, %s reference\n", tl_dtype_name(t), m, n, k, todo,
+             (double)m * n * k <= FULL_REF_MAX || m <= SM_SAMPLE_ROWS ? "full" : "sampled-row");
+      fflush(stdout);
+      dataset ds;
+      if (!softmax_init(&ds, t, m, n, k, case_seed(seed, 4, t, m, n, k), false)) {
+        gpu_report(false, "softmax %s %zux%zux%zu: out of host memory", tl_dtype_name(t), m, n, k);
+        continue;
+      }
+      for (int i = 0; i < nes; i++)
+        if (es[i].v->t == t && ops[es[i].op].softmax)
+          run_case(ctx, &ds, &es[i]);
+      dataset_free(ctx, &ds);
+    }
+  }
+}
+
+/* One timing row per gemm_softmax variant at sm_bench_shape (not in the benchmark table, no peer, no
+ * verdict): median of `reps` launches on poisoned C, then the output checked as in run_softmax
+ * (sampled rows), which counts as a case. TFLOP/s counts 2*M*N*K, one product: a variant with
+ * N > BN does twice that. */
+static void bench_softmax(tl_context *ctx, entry *es, int nes, uint64_t seed, int reps)
+{
+  const size_t m = sm_bench_shape[0], n = sm_bench_shape[1], k = sm_bench_shape[2];
+  for (size_t ti = 0; ti < NTYPES; ti++) {
+    const tl_dtype t = types[ti];
+    int todo = 0;
+    for (int i = 0; i < nes; i++)
+      todo += es[i].v->t == t && ops[es[i].op].softmax;
+    if (!todo)
+      continue;
+    printf("== softmax timing %s %zux%zux%zu: %d kernels, median of %d runs after %d warm-up\n",
+           tl_dtype_name(t), m, n, k, todo, reps, WARMUP);
+    fflush(stdout);
+    dataset ds;
+    if (!softmax_init(&ds, t, m, n, k, case_seed(seed, 5, t, m, n, k), true))
+      continue;
+    tl_status st = dataset_upload(ctx, &ds, OP_SOFTMAX);
+    if (st != TL_OK) {
+      gpu_report(false, "softmax timing %s %zux%zux%zu: upload: %s: %s", tl_dtype_name(t), m, n, k,
+                 tl_status_name(st), tl_context_message(ctx));
+      dataset_free(ctx, &ds);
+      continue;
+    }
+    const size_t cbytes = (m * n + GUARD) * 2;
+    for (int i = 0; i < nes; i++) {
+      const entry *e = &es[i];
+      if (e->v->t != t || !ops[e->op].softmax)
+        continue;
+      int64_t sh[4][2];
+      tl_arg args[4];
+      gpu_launch_arg la = {ctx, e->kernel, args, make_args(&ds, e->op, sh, args)};
+      double ms = -1;
+      if ((st = tl_memset_d8(ctx, ds.dc, 0xFF, cbytes)) != TL_OK) {
+        gpu_report(false, "softmax timing %s [%s]: poisoning C: %s: %s", tl_dtype_name(t), e->v->name,
+                   tl_status_name(st), tl_context_message(ctx));
+        continue;
+      }
+      if (!gpu_time_median_ms(ctx, gpu_timed_launch, &la, WARMUP, reps, &ms)) {
+        tl_synchronize(ctx);
+        gpu_report(false, "softmax timing %s [%s]: timing failed", tl_dtype_name(t), e->v->name);
+        continue;
+      }
+      if ((st = tl_synchronize(ctx)) != TL_OK || (st = tl_memcpy_dtoh(ctx, ds.c, ds.dc, cbytes)) != TL_OK) {
+        gpu_report(false, "softmax timing %s [%s]: after timing: %s: %s", tl_dtype_name(t), e->v->name,
+                   tl_status_name(st), tl_context_message(ctx));
+        continue;
+      }
+      char text[768];
+      const bool ok = check_any(&ds, e->op, -1, text, sizeof text);
+      gpu_report(ok, "timing result %s %s %zux%zux%zu [%s]: %s", ops[e->op].kernel, tl_dtype_name(t), m, n, k,
+                 e->v->name, text);
+      printf("     %-22s %s %zux%zux%zu: %.4f ms, %.1f TFLOP/s (2*M*N*K)%s [%s]\n", e->v->name,
+             tl_dtype_name(t), m, n, k, ms, 2.0 * m * n * k / (ms * 1e-3) / 1e12, ok ? "" : " WRONG RESULTS",
+             e->v->settings);
+      fflush(stdout);
+    }
+    dataset_free(ctx, &ds);
   }
 }
 
@@ -1368,6 +1771,270 @@ static bool emulate(dataset *ds, op_kind op, int act)
   return true;
 }
 
+/* gemm_softmax's self-test: a CPU model of the kernel (f32 accumulate from B as uploaded, [N, K]; f32
+ * logits in log2 units, x = acc * (scale * log2(e)); exp2f; rounded to T) and models of broken kernels,
+ * each of which the checker must fail wherever it changes the output materially. */
+typedef enum sm_fault {
+  SM_OK,            /* what a correct kernel computes */
+  SM_NO_DIVIDE,     /* exp(x - max), never divided by the row sum */
+  SM_NO_SCALE,      /* scale ignored (taken as 1) */
+  SM_NO_MAX,        /* the row max never subtracted (m = 0): exp overflows on large logits */
+  SM_FIRST_TILE,    /* max and sum over the first 64 columns only (the later column tiles ignored) */
+  SM_PADDING,       /* max and sum include the padding columns up to a multiple of 128 (logit 0: unmasked) */
+  SM_WARP_PARTIAL,  /* max and sum per 32-column group, never combined across warps */
+  SM_WARP_MAX,      /* max per 32-column group (not combined across warps), sum over the whole row */
+  SM_NO_RESCALE,    /* online softmax over 64-column tiles whose running sum is not rescaled when the max grows */
+  SM_SHIFTED,       /* column j holds the probability of column j + 1 (mod N) */
+  SM_WRONG_ROW,     /* the last row holds row 0's probabilities */
+  NSM_FAULTS
+} sm_fault;
+static const char *const sm_fault_names[NSM_FAULTS] = {
+    "as computed", "no division by the row sum", "scale ignored", "row max never subtracted",
+    "max and sum over the first 64 columns", "max and sum over the padding columns too",
+    "max and sum per 32-column group (not combined across warps)",
+    "max per 32-column group (not combined across warps)", "running sum not rescaled (64-column tiles)",
+    "columns shifted by one", "last row holds row 0"};
+
+/* The logits in log2 units, x[i, j] = (f32) acc[i, j] * a, a = scale * log2(e) in f32 (1 * log2(e)
+ * when !use_scale), acc summed in f32 from A and B as the kernel reads them. NULL when out of memory. */
+static float *sm_logits(const dataset *ds, bool use_scale)
+{
+  const size_t m = ds->m, n = ds->n, k = ds->k;
+  const float *lut = lut_of(ds->t);
+  uint16_t *bt = layout_b(ds, OP_SOFTMAX);
+  float *x = malloc(m * n * sizeof *x);
+  if (!bt || !x) {
+    if (bt != ds->b)
+      free(bt);
+    free(x);
+    return NULL;
+  }
+  const float a = (use_scale ? ds->scale : 1.0f) * 1.4426950408889634f;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      float acc = 0;
+      for (size_t kk = 0; kk < k; kk++)
+        acc += lut[ds->a[i * k + kk]] * lut[bt[j * k + kk]];
+      x[i * n + j] = acc * a;
+    }
+  if (bt != ds->b)
+    free(bt);
+  return x;
+}
+
+/* One row of output in f32 from its logits x (log2 units) under fault f (the per-row faults). */
+static void sm_row(const float *x, size_t n, sm_fault f, float *y)
+{
+  enum { TILE = 64, GROUP = 32, PAD_TO = 128 };
+  float m = -1e30f, s = 0;
+  switch (f) {
+  case SM_WARP_PARTIAL:
+  case SM_WARP_MAX:
+    for (size_t g = 0; g < n; g += GROUP) {
+      const size_t g1 = g + GROUP < n ? g + GROUP : n;
+      float mg = -1e30f, sg = 0;
+      for (size_t j = g; j < g1; j++)
+        mg = fmaxf(mg, x[j]);
+      for (size_t j = g; j < g1; j++)
+        sg += y[j] = exp2f(x[j] - mg);
+      if (f == SM_WARP_PARTIAL)
+        for (size_t j = g; j < g1; j++)
+          y[j] /= sg;
+      s += sg;
+    }
+    if (f == SM_WARP_MAX)
+      for (size_t j = 0; j < n; j++)
+        y[j] /= s;
+    return;
+  case SM_NO_RESCALE:
+    for (size_t c = 0; c < n; c += TILE) {
+      const size_t c1 = c + TILE < n ? c + TILE : n;
+      float tm = m, ts = 0;
+      for (size_t j = c; j < c1; j++)
+        tm = fmaxf(tm, x[j]);
+      for (size_t j = c; j < c1; j++)
+        ts += exp2f(x[j] - tm);
+      s = s + ts; /* the bug: s * exp2f(m - tm) + ts */
+      m = tm;
+    }
+    break;
+  case SM_FIRST_TILE:
+    for (size_t j = 0; j < n && j < TILE; j++)
+      m = fmaxf(m, x[j]);
+    for (size_t j = 0; j < n && j < TILE; j++)
+      s += exp2f(x[j] - m);
+    break;
+  case SM_NO_MAX:
+    m = 0;
+    for (size_t j = 0; j < n; j++)
+      s += exp2f(x[j] - m);
+    break;
+  case SM_PADDING: {
+    const size_t pad = (n + PAD_TO - 1) / PAD_TO * PAD_TO - n;
+    for (size_t j = 0; j < n; j++)
+      m = fmaxf(m, x[j]);
+    if (pad)
+      m = fmaxf(m, 0.0f);
+    for (size_t j = 0; j < n; j++)
+      s += exp2f(x[j] - m);
+    s += (float)pad * exp2f(0.0f - m);
+    break;
+  }
+  default:
+    for (size_t j = 0; j < n; j++)
+      m = fmaxf(m, x[j]);
+    for (size_t j = 0; j < n; j++)
+      s += exp2f(x[j] - m);
+    break;
+  }
+  for (size_t j = 0; j < n; j++)
+    y[j] = f == SM_NO_DIVIDE ? exp2f(x[j] - m) : exp2f(x[j] - m) / s;
+}
+
+/* ds->c (guard poisoned) as kernel model f computes it from the logits x (x1: those without scale). */
+static bool sm_emulate(dataset *ds, const float *x, const float *x1, sm_fault f)
+{
+  const size_t m = ds->m, n = ds->n;
+  float *y = malloc(2 * n * sizeof *y);
+  if (!y)
+    return false;
+  for (size_t i = 0; i < m; i++) {
+    const bool wrong_row = f == SM_WRONG_ROW && i == m - 1;
+    const sm_fault rf = f == SM_SHIFTED || f == SM_WRONG_ROW || f == SM_NO_SCALE ? SM_OK : f;
+    sm_row((f == SM_NO_SCALE ? x1 : x) + (wrong_row ? 0 : i) * n, n, rf, y);
+    for (size_t j = 0; j < n; j++)
+      ds->c[i * n + j] = round_to(ds->t, f == SM_SHIFTED ? y[(j + 1) % n] : y[j]);
+  }
+  for (size_t q = 0; q < GUARD; q++)
+    ds->c[m * n + q] = 0xFFFFu;
+  free(y);
+  return true;
+}
+
+/* Whether `bad` differs from `good` materially, whatever the checker's tolerances: a NaN or infinity,
+ * a row sum changed by more than 5%, or, in a row the checker compares, an element changed by more
+ * than 5% of the row's largest probability (several times anything the checker allows). */
+static bool sm_material(const dataset *ds, const uint16_t *good, const uint16_t *bad)
+{
+  const size_t m = ds->m, n = ds->n;
+  const float *lut = lut_of(ds->t);
+  for (size_t x = 0; x < m * n; x++)
+    if (!bits_finite(ds->t, bad[x]))
+      return true;
+  for (size_t i = 0; i < m; i++) {
+    double sg = 0, sb = 0;
+    for (size_t j = 0; j < n; j++)
+      sg += lut[good[i * n + j]], sb += lut[bad[i * n + j]];
+    if (fabs(sb - sg) > 0.05)
+      return true;
+  }
+  for (size_t q = 0; q < ds->nrows; q++) {
+    const size_t i = ds->rows[q];
+    double gmax = 0, diff = 0;
+    for (size_t j = 0; j < n; j++) {
+      gmax = fmax(gmax, lut[good[i * n + j]]);
+      diff = fmax(diff, fabs((double)lut[good[i * n + j]] - lut[bad[i * n + j]]));
+    }
+    if (diff > 0.05 * gmax)
+      return true;
+  }
+  return false;
+}
+
+/* The softmax checker against the models above; adds to *total and *bad. */
+static void softmax_self_test(uint64_t seed, int *total, int *bad)
+{
+  static const size_t st_shapes[][3] = {{17, 33, 65}, {64, 200, 24}, {1, 129, 70}, {130, 1, 9},
+                                        {600, 300, 16}, {5, 4096, 32}, {33, 17, 1}};
+  int exercised[NTYPES][NSM_FAULTS] = {{0}};
+  for (size_t ti = 0; ti < NTYPES; ti++)
+    for (size_t sh = 0; sh < sizeof st_shapes / sizeof st_shapes[0]; sh++)
+      for (int sampled = 0; sampled < 2; sampled++) {
+        const tl_dtype t = types[ti];
+        const size_t m = st_shapes[sh][0], n = st_shapes[sh][1], k = st_shapes[sh][2];
+        if (sampled && m <= SM_SAMPLE_ROWS)
+          continue; /* every row is checked anyway */
+        dataset ds;
+        if (!softmax_init(&ds, t, m, n, k, case_seed(seed, 6, t, m, n, k), sampled)) {
+          (*bad)++;
+          return;
+        }
+        float *x = sm_logits(&ds, true), *x1 = sm_logits(&ds, false);
+        uint16_t *good = malloc((m * n + GUARD) * sizeof *good);
+        if (!x || !x1 || !good || !sm_emulate(&ds, x, x1, SM_OK)) {
+          printf("gpu_gemm self-test: out of memory\n");
+          (*bad)++;
+          free(x), free(x1), free(good);
+          dataset_free(NULL, &ds);
+          return;
+        }
+        memcpy(good, ds.c, (m * n + GUARD) * sizeof *good);
+        char label[160], text[768];
+        snprintf(label, sizeof label, "gemm_softmax %s %zux%zux%zu %s", tl_dtype_name(t), m, n, k,
+                 ds.full ? "all rows" : "sampled rows");
+        /* the generic trials: the model as computed, then three single-element faults */
+        const size_t last = m * n - 1;
+        const float *lut = lut_of(t);
+        double pmax = 0;
+        for (size_t j = 0; j < n; j++)
+          pmax = fmax(pmax, lut[good[(m - 1) * n + j]]);
+        static const char *const generic[4] = {"as computed", "last element poisoned", "last element off",
+                                               "guard overwritten"};
+        for (int trial = 0; trial < 4; trial++) {
+          memcpy(ds.c, good, (m * n + GUARD) * sizeof *good);
+          if (trial == 1)
+            ds.c[last] = 0xFFFFu;
+          else if (trial == 2)
+            ds.c[last] = round_to(t, 1.05 * lut[good[last]] + 0.01 * pmax);
+          else if (trial == 3)
+            ds.c[m * n + 7] = 0;
+          const bool ok = check_any(&ds, OP_SOFTMAX, -1, text, sizeof text);
+          (*total)++;
+          if (ok != (trial == 0)) {
+            (*bad)++;
+            printf("SELF-TEST WRONG %s, %s: checker said %s: %s\n", label, generic[trial], ok ? "PASS" : "FAIL",
+                   text);
+          } else if (trial == 0 && (m == 17 || m == 1 || m == 600 || m == 5)) {
+            printf("self-test %s: %s\n", label, text);
+          }
+        }
+        /* the broken kernels: each must fail where it changes the output materially */
+        for (int f = 1; f < NSM_FAULTS; f++) {
+          if (!sm_emulate(&ds, x, x1, (sm_fault)f)) {
+            (*bad)++;
+            break;
+          }
+          if (!sm_material(&ds, good, ds.c))
+            continue;
+          exercised[ti][f]++;
+          const bool ok = check_any(&ds, OP_SOFTMAX, -1, text, sizeof text);
+          (*total)++;
+          if (ok) {
+            (*bad)++;
+            printf("SELF-TEST WRONG %s, broken kernel '%s': checker said PASS: %s\n", label, sm_fault_names[f],
+                   text);
+          }
+        }
+        free(x), free(x1), free(good);
+        dataset_free(NULL, &ds);
+      }
+  for (size_t ti = 0; ti < NTYPES; ti++)
+    for (int f = 1; f < NSM_FAULTS; f++) {
+      if (!exercised[ti][f]) {
+        (*bad)++;
+        printf("SELF-TEST WRONG gemm_softmax %s: broken kernel '%s' never changed an output materially\n",
+               tl_dtype_name(types[ti]), sm_fault_names[f]);
+      }
+    }
+  printf("self-test gemm_softmax: broken kernels failed on");
+  for (int f = 1; f < NSM_FAULTS; f++)
+    printf("%s %d+%d", f > 1 ? "," : "", exercised[0][f], exercised[1][f]);
+  printf(" (f16+bf16) datasets, in the order: ");
+  for (int f = 1; f < NSM_FAULTS; f++)
+    printf("%s%s", f > 1 ? "; " : "", sm_fault_names[f]);
+  printf("\n");
+}
+
 static int self_test(uint64_t seed)
 {
   static const size_t st_shapes[][3] = {{17, 33, 65}, {64, 40, 24}, {1, 129, 70}, {130, 1, 9}, {33, 17, 1}};
@@ -1427,6 +2094,7 @@ static int self_test(uint64_t seed)
           }
           dataset_free(NULL, &ds);
         }
+  softmax_self_test(seed, &total, &bad);
   printf("gpu_gemm self-test: %d checks, %d wrong\n", total, bad);
   return bad ? 1 : 0;
 }
@@ -1493,8 +2161,11 @@ int main(int argc, char **argv)
   fflush(stdout);
 
   run_correctness(ctx, es, nes, seed, quick);
-  if (bench)
+  run_softmax(ctx, es, nes, seed);
+  if (bench) {
     run_bench(ctx, vs, nv, seed, reps, bench_out);
+    bench_softmax(ctx, es, nes, seed, reps);
+  }
 
   for (int i = 0; i < nv; i++)
     tl_module_unload(vs[i].mod);
