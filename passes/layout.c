@@ -330,10 +330,13 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 				 k->nthreads);
 			return false;
 		}
-		int wm, wn;
+		int wm, wn, req_m = g->warps_m, req_n = g->warps_n;
 		const char *why = NULL;
-		if (!gemm_warp_policy(k->nthreads / 32, C->tile_shape[0], C->tile_shape[1], g->warps_m, g->warps_n, &wm, &wn,
-				      &why)) {
+		if (gemm_wgmma_eligible(pc, k, g)) { /* one column of warps: the wgmma accumulator (gemm.c) */
+			req_m = k->nthreads / 32;
+			req_n = 1;
+		}
+		if (!gemm_warp_policy(k->nthreads / 32, C->tile_shape[0], C->tile_shape[1], req_m, req_n, &wm, &wn, &why)) {
 			error_at(pc->diags, g->loc, "gemm: %s", why);
 			return false;
 		}
