@@ -91,9 +91,7 @@ LLVMValueRef emit_expr(Cg *cg, const Expr *e);
 /* e, an integer, sign- or zero-extended (by its signedness) or truncated to to. */
 LLVMValueRef emit_index(Cg *cg, const Expr *e, LLVMTypeRef to);
 LLVMValueRef emit_elem_ptr(Cg *cg, int buf, Expr *const *idx, int nidx);
-/* The leading- and stride-dimension byte offsets of a SWIZZLE_128B tile read by
- * wgmma as a K-major (mn_major false) or MN-major operand. */
-void cg_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo);
+
 /* Alignment in bytes of `lanes` consecutive elements of type t (a power of 2). */
 unsigned cg_vec_align(TypeKind t, int lanes);
 

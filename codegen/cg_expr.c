@@ -95,7 +95,7 @@ static LLVMValueRef tile_offset_128b(Cg *cg, const Buffer *buf, Expr *const *idx
  * apart (SBO); LBO is not used by swizzled K-major layouts ("assumed 1").
  * MN-major (rows are K): 8-row groups 1024 bytes apart along K (SBO), panels of
  * 64 M or N elements R * 128 bytes apart (LBO). */
-void cg_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo)
+void codegen_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo)
 {
 	int first = buf->stages > 0 ? 1 : 0;
 	*sbo = 8 * WGMMA_ROW_BYTES;

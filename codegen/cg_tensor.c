@@ -124,7 +124,7 @@ uint64_t codegen_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo)
 static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool mn_major)
 {
 	uint32_t lbo, sbo;
-	cg_wgmma_strides(&cg->k->bufs[buf], mn_major, &lbo, &sbo);
+	codegen_wgmma_strides(&cg->k->bufs[buf], mn_major, &lbo, &sbo);
 	LLVMValueRef addr = shared_addr(cg, buf, idx, nidx);
 	addr = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, addr, LLVMConstInt(cg->t.i32, 0x3FFFF, 0), ""),
 			     LLVMConstInt(cg->t.i32, 4, 0), "");
