@@ -4,7 +4,7 @@
  *   specialize.c         fold constants (-D values); fix the thread count
  *   layout.c             fragment layouts (elementwise, rows, MMA); conflicts diagnosed
  *   lower_tiles.c        copy, fill, parallel loops, reductions -> per-thread statements,
- *     gemm.c               with gemm -> ldmatrix + mma.sync,
+ *     gemm.c               with gemm -> ldmatrix + mma.sync (wgmma on sm_90a),
  *     software_pipeline.c  and pipelined loops -> cp.async stages (lower.h is their shared part)
  *   plan_shared.c        shared-memory offsets and the per-target budget
  */
