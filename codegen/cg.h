@@ -44,6 +44,7 @@ typedef struct {
 /* Shared memory above this is dynamic: cuLaunchKernel must be told its size. */
 #define CG_STATIC_SMEM_MAX (48 * 1024)
 #define CG_SMEM_ALIGN 128 /* plan_shared aligns offsets to 128 for swizzled layouts */
+#define CG_SMEM_ALIGN_WGMMA 1024 /* ... and to 1024 for wgmma's 128-byte swizzle atoms */
 
 /* ---------------------------------------------------------------- cg_tensor.c */
 
@@ -52,6 +53,11 @@ void emit_mma(Cg *cg, const Stmt *s);
 void emit_cp_async(Cg *cg, const Stmt *s);
 void emit_cp_commit(Cg *cg);
 void emit_cp_wait(Cg *cg, int n);
+void emit_wgmma_fence(Cg *cg, const Stmt *s);
+void emit_wgmma(Cg *cg, const Stmt *s);
+void emit_wgmma_commit(Cg *cg);
+void emit_wgmma_wait(Cg *cg, const Stmt *s);
+void emit_fence_proxy_async(Cg *cg);
 
 /* ---------------------------------------------------------------- cg_types.c */
 
@@ -85,6 +91,7 @@ LLVMValueRef emit_expr(Cg *cg, const Expr *e);
 /* e, an integer, sign- or zero-extended (by its signedness) or truncated to to. */
 LLVMValueRef emit_index(Cg *cg, const Expr *e, LLVMTypeRef to);
 LLVMValueRef emit_elem_ptr(Cg *cg, int buf, Expr *const *idx, int nidx);
+
 /* Alignment in bytes of `lanes` consecutive elements of type t (a power of 2). */
 unsigned cg_vec_align(TypeKind t, int lanes);
 

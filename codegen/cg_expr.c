@@ -50,8 +50,62 @@ static LLVMValueRef swizzle(Cg *cg, LLVMValueRef off, TypeKind elem)
 	return LLVMBuildUDiv(cg->b, byte, esize, "");
 }
 
+/* SWIZZLE_128B (ir.h), the layout wgmma reads: a [R, C] tile (after the stage
+ * index) of 16-bit elements as C / 64 panels [R, 64], then the hardware's
+ * 128-byte swizzle of address bits 4-6 by bits 7-9 (the tile is 1024-aligned):
+ *
+ *   byte = (c / 64) * R * 128 + r * 128 + (c % 64) * 2
+ *   byte' = byte ^ (((byte >> 7) & 7) << 4)
+ *
+ *   one 1024-byte atom (8 rows of a panel), 16-byte chunks:
+ *     row 0:  0 1 2 3 4 5 6 7
+ *     row 1:  1 0 3 2 5 4 7 6
+ *     row 2:  2 3 0 1 6 7 4 5        chunk c of row r at c ^ r
+ *     ...
+ *     row 7:  7 6 5 4 3 2 1 0
+ *
+ * A stage is R * C * 2 bytes, a multiple of 1024. */
+#define WGMMA_ROW_BYTES 128
+static LLVMValueRef tile_offset_128b(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
+{
+	int first = buf->stages > 0 ? 1 : 0;
+	int esize = type_bytes(buf->elem);
+	if (nidx != first + 2 || esize != 2)
+		DIE("wgmma tile '%s' indexed with %d indices", buf->name, nidx);
+	int64_t R = buf->tile_shape[first], panel = WGMMA_ROW_BYTES / esize;
+	LLVMBuilderRef B = cg->b;
+	LLVMTypeRef i32 = cg->t.i32;
+#define K32(v) LLVMConstInt(i32, (unsigned long long)(v), 0)
+	LLVMValueRef r = emit_index(cg, idx[first], i32), c = emit_index(cg, idx[first + 1], i32);
+	LLVMValueRef byte = LLVMBuildMul(B, LLVMBuildUDiv(B, c, K32(panel), ""), K32(R * WGMMA_ROW_BYTES), "");
+	byte = LLVMBuildAdd(B, byte, LLVMBuildMul(B, r, K32(WGMMA_ROW_BYTES), ""), "");
+	byte = LLVMBuildAdd(B, byte, LLVMBuildMul(B, LLVMBuildURem(B, c, K32(panel), ""), K32(esize), ""), "");
+	LLVMValueRef key = LLVMBuildAnd(B, LLVMBuildLShr(B, byte, K32(7), ""), K32(7), "");
+	byte = LLVMBuildXor(B, byte, LLVMBuildShl(B, key, K32(4), ""), "");
+	LLVMValueRef off = LLVMBuildUDiv(B, byte, K32(esize), "");
+	if (first) {
+		int64_t slice = buf->tile_shape[1] * buf->tile_shape[2];
+		off = LLVMBuildAdd(B, LLVMBuildMul(B, emit_index(cg, idx[0], i32), K32(slice), ""), off, "");
+	}
+#undef K32
+	return off;
+}
+
+/* K-major (rows are M or N, 128-byte rows along K): 8-row groups 1024 bytes
+ * apart (SBO); LBO is not used by swizzled K-major layouts ("assumed 1").
+ * MN-major (rows are K): 8-row groups 1024 bytes apart along K (SBO), panels of
+ * 64 M or N elements R * 128 bytes apart (LBO). */
+void codegen_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo)
+{
+	int first = buf->stages > 0 ? 1 : 0;
+	*sbo = 8 * WGMMA_ROW_BYTES;
+	*lbo = mn_major ? (uint32_t)(buf->tile_shape[first] * WGMMA_ROW_BYTES) : 16;
+}
+
 static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
 {
+	if (buf->swizzle == SWIZZLE_128B)
+		return tile_offset_128b(cg, buf, idx, nidx);
 	/* A staged tile swizzles within each stage (whole 128-byte lines: still a
 	 * bijection, still conflict-free), then adds the stage, so that the swizzled
 	 * part (lane and constants only) can leave the K loop. */
@@ -59,7 +113,7 @@ static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int
 	int64_t slice = 1;
 	for (int d = 1; d < nidx; d++)
 		slice *= buf->tile_shape[d];
-	bool staged = buf->swizzle && buf->stages > 0 && nidx > 1 && (slice * type_bytes(buf->elem)) % 128 == 0;
+	bool staged = buf->swizzle == SWIZZLE_LINES && buf->stages > 0 && nidx > 1 && (slice * type_bytes(buf->elem)) % 128 == 0;
 	if (staged)
 		first = 1;
 	LLVMValueRef off = emit_index(cg, idx[first], cg->t.i32);
@@ -67,7 +121,7 @@ static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int
 		LLVMValueRef extent = LLVMConstInt(cg->t.i32, (unsigned long long)buf->tile_shape[d], 0);
 		off = nsw_mul_add(cg, off, extent, emit_index(cg, idx[d], cg->t.i32));
 	}
-	if (buf->swizzle)
+	if (buf->swizzle == SWIZZLE_LINES)
 		off = swizzle(cg, off, buf->elem);
 	if (staged)
 		off = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, emit_index(cg, idx[0], cg->t.i32),

@@ -6,7 +6,8 @@
  *           ...the body...
  *   }
  *   @NAME$smem = internal addrspace(3) global [BYTES x i8] undef, align 128
- *                (or an external [0 x i8] when the kernel needs dynamic smem)
+ *                (or an external [0 x i8] when the kernel needs dynamic smem;
+ *                align 1024 when wgmma reads tiles in it)
  *   !nvvm.annotations: kernel, maxntidx = threads, minctasm (when the IR asks)
  */
 #include "cg.h"
@@ -94,7 +95,10 @@ static void place_shared(Cg *cg)
 		LLVMSetLinkage(g, LLVMInternalLinkage);
 		LLVMSetInitializer(g, LLVMGetUndef(aty)); /* shared memory cannot be initialized */
 	}
-	LLVMSetAlignment(g, CG_SMEM_ALIGN);
+	bool wgmma = false; /* wgmma's tiles need 1024-byte atoms (plan_shared.c) */
+	for (int i = 0; i < k->nbufs; i++)
+		wgmma |= k->bufs[i].scope == SCOPE_SHARED && k->bufs[i].swizzle == SWIZZLE_128B;
+	LLVMSetAlignment(g, wgmma ? CG_SMEM_ALIGN_WGMMA : CG_SMEM_ALIGN);
 	for (int i = 0; i < k->nbufs; i++) {
 		const Buffer *b = &k->bufs[i];
 		if (b->scope != SCOPE_SHARED)

@@ -6,21 +6,30 @@
  *   mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}...f32   the warp's MMA
  *   cp.async.cg.shared.global [dst], [src], 16, src_bytes     global -> shared
  *   cp.async.commit_group / cp.async.wait_group N
+ *   wgmma.fence / mma_async / commit_group / wait_group N   sm_90a warpgroup MMA
+ *   fence.proxy.async.shared::cta                           generic -> async proxy
  *
  * Instructions that touch memory are volatile with a memory clobber, so LLVM
- * keeps them in order with barriers and ordinary loads and stores; mma is pure. */
+ * keeps them in order with barriers and ordinary loads and stores; mma is pure.
+ * wgmma.mma_async writes its accumulator asynchronously: the registers must not
+ * be read or moved until the wait_group that covers it.  So the fence, every
+ * mma_async and the wait take the accumulator as tied operands ("=f" outputs,
+ * "0".."n-1" inputs), volatile: LLVM sees each step produce the next value of
+ * the registers, in program order, and no use can move above the wait. */
 #include "cg.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static LLVMValueRef inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints,
 			       LLVMValueRef *args, int nargs, bool side_effects)
 {
-	LLVMTypeRef tys[16];
+	LLVMTypeRef *tys = malloc(sizeof *tys * (size_t)(nargs ? nargs : 1));
 	for (int i = 0; i < nargs; i++)
 		tys[i] = LLVMTypeOf(args[i]);
 	LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
+	free(tys);
 	LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), constraints, strlen(constraints), side_effects, 0,
 					   LLVMInlineAsmDialectATT, 0);
 	return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)nargs, "");
@@ -99,4 +108,96 @@ void emit_cp_wait(Cg *cg, int n)
 	char text[48];
 	snprintf(text, sizeof text, "cp.async.wait_group %d;", n);
 	inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
+}
+
+/* ---------------------------------------------------------------- wgmma (sm_90a) */
+
+uint64_t codegen_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo)
+{
+	const uint64_t swizzle_128b = 1;
+	return (uint64_t)((start & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
+	       (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | swizzle_128b << 62;
+}
+
+/* The descriptor of the operand tile that starts at buf[idx]: its 32-bit shared
+ * address, at run time, in the low bits of the layout's constant ones. */
+static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool mn_major)
+{
+	uint32_t lbo, sbo;
+	codegen_wgmma_strides(&cg->k->bufs[buf], mn_major, &lbo, &sbo);
+	LLVMValueRef addr = shared_addr(cg, buf, idx, nidx);
+	addr = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, addr, LLVMConstInt(cg->t.i32, 0x3FFFF, 0), ""),
+			     LLVMConstInt(cg->t.i32, 4, 0), "");
+	LLVMValueRef bits = LLVMConstInt(cg->t.i64, codegen_wgmma_desc(0, lbo, sbo), 0);
+	return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, addr, cg->t.i64, ""), bits, "");
+}
+
+/* An asm statement over the accumulator registers acc[0 .. n): "=f" x n, then
+ * the extra inputs, then the n registers tied to the outputs; the results are
+ * stored back.  The text names the registers $0 .. $n-1 and the extras $n... */
+static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *extra, const char *extra_cons, int nextra)
+{
+	StrBuf cons = {0};
+	for (int i = 0; i < n; i++)
+		sb_puts(&cons, i ? ",=f" : "=f");
+	if (nextra)
+		sb_printf(&cons, ",%s", extra_cons);
+	for (int i = 0; i < n; i++)
+		sb_printf(&cons, ",%d", i);
+	sb_puts(&cons, ",~{memory}");
+	LLVMValueRef *args = malloc(sizeof *args * (size_t)(nextra + n));
+	for (int i = 0; i < nextra; i++)
+		args[i] = extra[i];
+	Expr zero = {.kind = EX_INT, .type = TY_I32};
+	for (int i = 0; i < n; i++)
+		args[nextra + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, &zero, i), "");
+	LLVMTypeRef *f32s = malloc(sizeof *f32s * (size_t)n);
+	for (int i = 0; i < n; i++)
+		f32s[i] = cg->t.f32;
+	LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, (unsigned)n, 0);
+	LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + n, true);
+	for (int i = 0; i < n; i++)
+		LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, acc, &zero, i));
+	free(f32s);
+	free(args);
+	free(cons.data);
+}
+
+void emit_wgmma_fence(Cg *cg, const Stmt *s)
+{
+	asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->lanes, NULL, NULL, 0);
+}
+
+void emit_wgmma(Cg *cg, const Stmt *s)
+{
+	int n = s->lanes;
+	const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
+	StrBuf text = {0};
+	/* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
+	sb_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", 2 * n,
+		  t, t);
+	for (int i = 0; i < n; i++)
+		sb_printf(&text, "%s$%d", i ? ", " : "", i);
+	sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->trans_a ? 1 : 0, s->trans_b ? 1 : 0);
+	LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->src_idx, s->nsrc_idx, s->trans_a),
+				wgmma_desc(cg, s->b, s->idx, s->nidx, s->trans_b)};
+	asm_on_acc(cg, text.data, s->c, n, desc, "l,l", 2);
+	free(text.data);
+}
+
+void emit_wgmma_commit(Cg *cg)
+{
+	inline_asm(cg, cg->t.void_t, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
+}
+
+void emit_wgmma_wait(Cg *cg, const Stmt *s)
+{
+	char text[48];
+	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->stages);
+	asm_on_acc(cg, text, s->c, s->lanes, NULL, NULL, 0);
+}
+
+void emit_fence_proxy_async(Cg *cg)
+{
+	inline_asm(cg, cg->t.void_t, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
 }

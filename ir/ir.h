@@ -280,6 +280,26 @@ typedef struct {
 
 typedef struct Expr Expr;
 
+/* How a shared tile's elements are placed (codegen's tile_offset; gemm.c and
+ * lower_tiles.c's mark_swizzled choose):
+ *
+ * SWIZZLE_NONE   row-major.
+ * SWIZZLE_LINES  row-major, then the 16-byte chunk c of 128-byte line L moves
+ *                to c ^ ((L ^ L >> 3) & 7): conflict-free ldmatrix for rows of
+ *                32 to 1024 bytes (mma.sync operands).
+ * SWIZZLE_128B   the wgmma operand layout: a 2-D tile [R, C] of 16-bit
+ *                elements (R % 8 == 0, C % 64 == 0) is stored as C / 64 panels
+ *                [R, 64] one after another, each row 128 bytes, and within every
+ *                1024-byte atom (8 rows, 1024-aligned) chunk c of row r sits at
+ *                c ^ (r % 8): the hardware's "128-byte swizzle".
+ *
+ *     byte = (c / 64) * R * 128 + r * 128 + (c % 64) * 2
+ *     byte' = byte ^ (((byte >> 7) & 7) << 4)
+ *
+ * In both swizzles a 16-byte aligned chunk stays whole, so vectors of up to 16
+ * bytes stay contiguous; a staged tile applies it within each stage. */
+typedef enum { SWIZZLE_NONE, SWIZZLE_LINES, SWIZZLE_128B } SwizzleKind;
+
 typedef struct {
 	const char *name;
 	Scope scope;
@@ -292,7 +312,7 @@ typedef struct {
 	FragLayout layout;          /* FRAGMENT, once layout inference ran */
 	int64_t local_size;         /* LOCAL: elements per thread */
 	int64_t smem_offset;        /* SHARED: byte offset in the block's shared memory */
-	bool swizzle;               /* SHARED: 16-byte chunks XOR-swizzled within 128-byte lines (gemm operands) */
+	SwizzleKind swizzle;        /* SHARED: element placement (gemm operands); NONE is row-major */
 	int stages;                 /* SHARED: copies kept by a pipelined loop (the leading dimension), or 0 */
 	SrcLoc loc;
 } Buffer;
@@ -362,6 +382,19 @@ typedef enum {
 			(16, or 0 to zero-fill) */
 	ST_CP_COMMIT, /* cp.async.commit_group */
 	ST_CP_WAIT,   /* cp.async.wait_group .stages */
+	/* Hopper (sm_90a) warpgroup MMA; a warpgroup is 4 consecutive warps.  The
+	 * accumulator .c[0 .. .lanes) (f32) is in flight between WGMMA and the WAIT
+	 * that covers its group, so FENCE and WAIT name it too (codegen ties the
+	 * registers through them, and nothing reads them in between). */
+	ST_WGMMA_FENCE,  /* wgmma.fence: before the first WGMMA that uses registers .c[0 .. .lanes) */
+	ST_WGMMA,        /* warpgroup: .c[0 .. .lanes) += A x B, m64n(2 .lanes)k16, .elem inputs, f32
+			    accumulate; A: shared .a starting at element .src_idx, B: shared .b starting at
+			    element .idx, both SWIZZLE_128B, read through matrix descriptors; .trans_a /
+			    .trans_b: the operand is MN-major ([K, M] / [K, N]), else K-major */
+	ST_WGMMA_COMMIT, /* wgmma.commit_group */
+	ST_WGMMA_WAIT,   /* wgmma.wait_group .stages; then .c[0 .. .lanes) may be read */
+	ST_FENCE_PROXY_ASYNC, /* fence.proxy.async.shared::cta: this thread's earlier shared-memory
+				 writes become visible to the async proxy (wgmma) after the next barrier */
 	ST_EVAL,    /* evaluate .value for effect (never produced yet) */
 } StmtKind;
 

@@ -229,6 +229,26 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
 	case ST_CP_WAIT:
 		sb_printf(sb, "cp.async.wait %d", s->stages);
 		break;
+	case ST_WGMMA_FENCE:
+		sb_printf(sb, "wgmma.fence %s[%d]", k->bufs[s->c].name, s->lanes);
+		break;
+	case ST_WGMMA:
+		sb_printf(sb, "wgmma.m64n%dk16.%s %s[%d] += %s[", 2 * s->lanes, type_name(s->elem), k->bufs[s->c].name,
+			  s->lanes, k->bufs[s->a].name);
+		print_exprs(sb, k, s->src_idx, s->nsrc_idx);
+		sb_printf(sb, "]%s x %s[", s->trans_a ? " (M-major)" : "", k->bufs[s->b].name);
+		print_exprs(sb, k, s->idx, s->nidx);
+		sb_printf(sb, "]%s", s->trans_b ? " (N-major)" : "");
+		break;
+	case ST_WGMMA_COMMIT:
+		sb_puts(sb, "wgmma.commit");
+		break;
+	case ST_WGMMA_WAIT:
+		sb_printf(sb, "wgmma.wait %d %s[%d]", s->stages, k->bufs[s->c].name, s->lanes);
+		break;
+	case ST_FENCE_PROXY_ASYNC:
+		sb_puts(sb, "fence.proxy.async");
+		break;
 	case ST_EVAL:
 		ir_print_expr(sb, k, s->value);
 		break;
@@ -298,8 +318,10 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
 		if (b->has_layout && b->layout.kind == LAYOUT_MMA_ROWS)
 			sb_printf(sb, " layout(rows of mma, warps=%dx%d, frags=%dx%d)", b->layout.warps_m, b->layout.warps_n,
 				  b->layout.frag_m, b->layout.frag_n);
-		if (b->scope == SCOPE_SHARED && b->swizzle)
+		if (b->scope == SCOPE_SHARED && b->swizzle == SWIZZLE_LINES)
 			sb_puts(sb, " swizzled");
+		if (b->scope == SCOPE_SHARED && b->swizzle == SWIZZLE_128B)
+			sb_puts(sb, " swizzled(128B)");
 		if (b->scope == SCOPE_SHARED)
 			sb_printf(sb, " @%" PRId64, b->smem_offset);
 		sb_puts(sb, "\n");

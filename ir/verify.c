@@ -210,6 +210,39 @@ static bool stmt_ok(V *v, const Stmt *s)
 		if (v->k->bufs[s->buf].scope != SCOPE_SHARED || v->k->bufs[s->src_buf].scope != SCOPE_GLOBAL)
 			return fail(v, "cp.async copies global to shared");
 		return true;
+	case ST_WGMMA_COMMIT:
+	case ST_FENCE_PROXY_ASYNC:
+		if (!thread)
+			return fail(v, "wgmma or proxy fence before lowering");
+		return true;
+	case ST_WGMMA_FENCE:
+	case ST_WGMMA_WAIT:
+	case ST_WGMMA: {
+		if (!thread)
+			return fail(v, "wgmma before lowering");
+		if (!buf_ok(v, s->c, 1, "wgmma"))
+			return false;
+		const Buffer *C = &v->k->bufs[s->c];
+		if (C->scope != SCOPE_LOCAL || C->elem != TY_F32 || s->lanes < 4 || s->lanes > 128 || s->lanes % 4 ||
+		    s->lanes > C->local_size)
+			return fail(v, "wgmma's accumulator is 4 to 128 f32 registers, a multiple of 4, of a local buffer");
+		if (s->kind != ST_WGMMA)
+			return true;
+		if (!buf_ok(v, s->a, s->nsrc_idx, "wgmma") || !buf_ok(v, s->b, s->nidx, "wgmma"))
+			return false;
+		for (int i = 0; i < s->nsrc_idx; i++)
+			if (!expr_ok(v, s->src_idx[i]))
+				return false;
+		for (int i = 0; i < s->nidx; i++)
+			if (!expr_ok(v, s->idx[i]))
+				return false;
+		const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
+		if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->swizzle != SWIZZLE_128B ||
+		    B->swizzle != SWIZZLE_128B || A->elem != s->elem || B->elem != s->elem ||
+		    (s->elem != TY_F16 && s->elem != TY_BF16))
+			return fail(v, "wgmma reads f16 or bf16 shared tiles in the 128-byte swizzle layout");
+		return true;
+	}
 	case ST_EVAL:
 		return expr_ok(v, s->value);
 	}

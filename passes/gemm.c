@@ -1,4 +1,6 @@
-/* gemm.c: gemm(A, B, C) on tensor cores with mma.sync.m16n8k16 (sm_80 and up).
+/* gemm.c: gemm(A, B, C) on tensor cores: wgmma on sm_90a when the gemm
+ * qualifies (gemm_wgmma_eligible, lower_gemm_wgmma at the end of this file),
+ * otherwise mma.sync.m16n8k16 (sm_80 and up), described here.
  *
  * The accumulator C has the MMA layout (ir.h): warps_m x warps_n warps, each
  * owning frag_m x frag_n pieces of 16x8.  For every 16-wide step kk of K, each
@@ -170,8 +172,12 @@ static Stmt *ldmatrix(Lw *w, int regs, Expr *base, int count, bool trans, int bu
 	return s;
 }
 
+static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s);
+
 Stmt *lower_gemm(Lw *w, Stmt *s)
 {
+	if (lw_gemm_uses_wgmma(w, s))
+		return lower_gemm_wgmma(w, s);
 	const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
 	const FragLayout *L = &Cb->layout;
 	int sa = s->stage_a != NULL;
@@ -234,5 +240,145 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
 
 	Stmt *loop = lw_unrolled(w, kk, K / 16, stlist_seq(w->a, &step, s->loc));
 	stlist_push(w->a, &out, loop);
+	return stlist_seq(w->a, &out, s->loc);
+}
+
+/* ---------------------------------------------------------------- wgmma (sm_90a)
+ *
+ * wgmma.mma_async m64nNk16 is issued by a warpgroup (4 consecutive warps) and
+ * reads A and B from shared memory through 64-bit matrix descriptors.  Its f32
+ * accumulator is the MMA layout (ir.h) with warps_m = the block's warps,
+ * warps_n = 1, frag_m = 1: warp w holds rows 16w .. 16w+15, and register
+ * 4j + 2h + e is at row 16w + lane/4 + 8h, column 8j + 2(lane%4) + e, exactly
+ * what wgmma leaves in d[4j + 2h + e] (PTX ISA, "Register Fragments and Shared
+ * Memory Matrix Layouts", the m64nNk16 accumulator D).  So layout.c gives the
+ * accumulator that grid and nothing downstream changes; warpgroup g computes
+ * rows 64g .. 64g+63 of C with all of B.
+ *
+ * The operands are stored SWIZZLE_128B (ir.h: panels of 64 columns, 1024-byte
+ * atoms of 8 rows x 128 bytes, chunk c of row r at c ^ (r % 8)), which is the
+ * canonical "128-byte swizzle" layout of the PTX ISA ("Shared Memory Matrix
+ * Layout"), K-major for A [M, K] and B^T [N, K], MN-major for A^T [K, M] and
+ * B [K, N].  Each wgmma covers 16 of K; its descriptor starts at the operand's
+ * element
+ *
+ *   A [M, K]    (64g, 16kk)     K-major: +32 bytes per step inside a 128-byte row
+ *   A^T [K, M]  (16kk, 64g)     M-major: panel g, +2048 bytes (16 rows) per step
+ *   B [K, N]    (16kk, 0)       N-major: all N/64 panels
+ *   B^T [N, K]  (0, 16kk)       K-major
+ *
+ * Each start is in a row r with r % 8 == 0, where the swizzle moves nothing, so
+ * its address is the element's ordinary address (codegen's tile_offset), and
+ * codegen adds the layout's strides (cg_wgmma_desc).  One K tile:
+ *
+ *   wgmma.fence                          acc was written by ordinary code (clear, epilogue)
+ *   for kk in unrolled(K / 16):  wgmma   one instruction per 16 of K, same accumulator
+ *   wgmma.commit_group
+ *   wgmma.wait_group 0                   acc readable; the stage may be refilled
+ *
+ * Writers of the operands go through the generic proxy (cp.async, st.shared);
+ * wgmma reads through the async proxy, so each writer runs fence.proxy.async
+ * before the barrier that publishes the tile (software_pipeline.c, lw_fenced).
+ */
+
+/* An operand's 2-D tile shape, without the stage dimension a pipelined loop
+ * adds (staged: the gemm reads one stage of it). */
+static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_t *cols)
+{
+	const Buffer *b = &k->bufs[buf];
+	int lead = staged ? 1 : 0;
+	if (b->rank - lead != 2)
+		return false;
+	*rows = b->tile_shape[lead];
+	*cols = b->tile_shape[lead + 1];
+	return true;
+}
+
+/* wgmma is used when:
+ *   - the target is sm_90a (wgmma does not exist on sm_90 without "a");
+ *   - A and B are f16 or bf16 shared tiles, C is f32;
+ *   - the block is whole warpgroups and C is [16 * warps, N]: one m64 slice per
+ *     warpgroup, N % 8 == 0 and N <= 256 (one wgmma covers all of N);
+ *   - warps_m / warps_n, if given, are (warps, 1);
+ *   - each operand tile [R, C] (A or B as stored, transposed or not) has
+ *     R % 8 == 0 and C % 64 == 0: whole 128-byte rows and 1024-byte atoms, so
+ *     BK = 64 or 128 for K-major operands and BM, BN multiples of 64 for
+ *     MN-major ones.
+ * Anything else takes mma.sync. */
+bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
+{
+	if (pc->sm != 90 || !pc->sm90a || k->nthreads <= 0 || k->nthreads % 128)
+		return false;
+	const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
+	if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->elem != B->elem ||
+	    (A->elem != TY_F16 && A->elem != TY_BF16) || Cb->elem != TY_F32 || Cb->rank != 2)
+		return false;
+	int nwarps = k->nthreads / 32;
+	int64_t M = Cb->tile_shape[0], N = Cb->tile_shape[1];
+	if (M != 16 * (int64_t)nwarps || N % 8 || N > 256)
+		return false;
+	if ((g->warps_m && g->warps_m != nwarps) || (g->warps_n && g->warps_n != 1))
+		return false;
+	int64_t ar, ac, br, bc;
+	if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
+		return false;
+	return ar % 8 == 0 && ac % 64 == 0 && br % 8 == 0 && bc % 64 == 0;
+}
+
+bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s)
+{
+	const FragLayout *L = &w->k->bufs[s->c].layout;
+	return gemm_wgmma_eligible(w->pc, w->k, s) && L->kind == LAYOUT_MMA && L->warps_m == w->k->nthreads / 32 &&
+	       L->warps_n == 1 && L->frag_m == 1;
+}
+
+static Stmt *wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int n)
+{
+	Stmt *s = st_new(w->a, kind, NO_LOC);
+	s->c = acc;
+	s->lanes = regs;
+	s->stages = n;
+	return s;
+}
+
+/* The element (stage, row, col) a descriptor starts at. */
+static Expr **start_elem(Lw *w, Expr *stage, Expr *row, Expr *col, int *n)
+{
+	Expr **v = ARENA_ARRAY(w->a, Expr *, 3);
+	int i = 0;
+	if (stage)
+		v[i++] = C(w, stage);
+	v[i++] = row;
+	v[i++] = col;
+	*n = i;
+	return v;
+}
+
+static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
+{
+	const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
+	int64_t K = A->tile_shape[(s->stage_a != NULL) + !s->trans_a];
+	int regs = Cb->layout.regs; /* N / 2 */
+	StmtList out = {0};
+	if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
+		w->k->min_blocks_per_sm = 1;
+	int wg = lw_let(w, &out, "wg", DIV(w, lw_var(w, w->tid), 128));
+	stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0));
+	int kk = lw_fresh(w, "kk", VAR_LOOP);
+	Expr *k0 = MUL(w, lw_var(w, kk), 16), *m0 = MUL(w, lw_var(w, wg), 64);
+	Stmt *mma = wgmma_stmt(w, ST_WGMMA, s->c, regs, 0);
+	mma->loc = s->loc;
+	mma->a = s->a;
+	mma->b = s->b;
+	mma->elem = A->elem;
+	mma->trans_a = s->trans_a;
+	mma->trans_b = !s->trans_b; /* B [K, N] is N-major */
+	mma->src_idx = s->trans_a ? start_elem(w, s->stage_a, C(w, k0), C(w, m0), &mma->nsrc_idx)
+				  : start_elem(w, s->stage_a, C(w, m0), C(w, k0), &mma->nsrc_idx);
+	mma->idx = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), C(w, k0), &mma->nidx)
+			      : start_elem(w, s->stage_b, C(w, k0), lw_i32(w, 0), &mma->nidx);
+	stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, mma));
+	stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
+	stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
 	return stlist_seq(w->a, &out, s->loc);
 }

@@ -314,8 +314,14 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		if (up[i] >= 0)
 			up[i] = find(&l, up[i]);
 
-	/* gemm fixes its accumulator's class to the MMA layout. */
+	/* gemm fixes its accumulator's class to the MMA layout: one column of
+	 * warps (the wgmma accumulator, gemm.c) when any gemm on the class can use
+	 * wgmma, so that the others (mma.sync, any grid) share it. */
 	FragLayout *mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
+	bool *wgmma = ARENA_ARRAY(pc->arena, bool, k->nbufs + 1);
+	for (int i = 0; i < l.ngemms; i++)
+		if (gemm_wgmma_eligible(pc, k, l.gemms[i]))
+			wgmma[find(&l, l.gemms[i]->c)] = true;
 	for (int i = 0; i < l.ngemms; i++) {
 		const Stmt *g = l.gemms[i];
 		const Buffer *C = &k->bufs[g->c];
@@ -330,10 +336,13 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 				 k->nthreads);
 			return false;
 		}
-		int wm, wn;
+		int wm, wn, req_m = g->warps_m, req_n = g->warps_n;
 		const char *why = NULL;
-		if (!gemm_warp_policy(k->nthreads / 32, C->tile_shape[0], C->tile_shape[1], g->warps_m, g->warps_n, &wm, &wn,
-				      &why)) {
+		if (wgmma[r] && !req_m && !req_n) {
+			req_m = k->nthreads / 32;
+			req_n = 1;
+		}
+		if (!gemm_warp_policy(k->nthreads / 32, C->tile_shape[0], C->tile_shape[1], req_m, req_n, &wm, &wn, &why)) {
 			error_at(pc->diags, g->loc, "gemm: %s", why);
 			return false;
 		}

@@ -55,6 +55,8 @@ void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr
 Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);
 Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);
 Stmt *lower_gemm(Lw *w, Stmt *s);
+/* gemm_wgmma_eligible, and layout.c gave the accumulator the warpgroup grid. */
+bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s);
 
 /* ---------------------------------------------------------------- software_pipeline.c */
 

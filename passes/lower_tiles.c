@@ -747,13 +747,33 @@ static Stmt *lower_reduce_mma(Lw *w, Stmt *s)
 
 bool writes_shared(const Lw *w, int buf) { return w->k->bufs[buf].scope == SCOPE_SHARED; }
 
+/* Does lowered s store into a shared tile that wgmma reads? */
+static bool writes_wgmma_operand(const Kernel *k, const Stmt *s)
+{
+	if (!s)
+		return false;
+	if ((s->kind == ST_STORE || s->kind == ST_VCOPY || s->kind == ST_CP_ASYNC) && k->bufs[s->buf].scope == SCOPE_SHARED &&
+	    k->bufs[s->buf].swizzle == SWIZZLE_128B)
+		return true;
+	for (int i = 0; i < s->nbody; i++)
+		if (writes_wgmma_operand(k, s->body[i]))
+			return true;
+	return writes_wgmma_operand(k, s->then_s) || writes_wgmma_operand(k, s->else_s);
+}
+
 Stmt *lw_fenced(Lw *w, Stmt *s)
 {
-	Stmt **v = ARENA_ARRAY(w->a, Stmt *, 3);
-	v[0] = lw_barrier(w);
-	v[1] = s;
-	v[2] = lw_barrier(w);
-	return st_seq(w->a, v, 3);
+	/* wgmma reads shared memory through the async proxy: this thread's stores
+	 * must be fenced for it before the barrier that publishes them. */
+	bool proxy = writes_wgmma_operand(w->k, s);
+	Stmt **v = ARENA_ARRAY(w->a, Stmt *, 4);
+	int n = 0;
+	v[n++] = lw_barrier(w);
+	v[n++] = s;
+	if (proxy)
+		v[n++] = st_new(w->a, ST_FENCE_PROXY_ASYNC, NO_LOC);
+	v[n++] = lw_barrier(w);
+	return st_seq(w->a, v, n);
 }
 
 static bool is_rows(const Buffer *b) { return b->layout.kind == LAYOUT_ROWS || b->layout.kind == LAYOUT_MMA_ROWS; }
@@ -1048,26 +1068,34 @@ static void linearize_locals(Lw *w, Stmt *s)
 	linearize_locals(w, s->else_s);
 }
 
-/* Shared tiles that gemm reads are swizzled (codegen's tile_offset) when they
- * hold 16-bit elements in whole 128-byte lines. */
-static void mark_swizzled(Kernel *k, const Stmt *s)
+/* Shared tiles that gemm reads are swizzled (codegen's tile_offset): in the
+ * wgmma layout when a gemm reading them is lowered to wgmma (which then wins
+ * over any mma.sync gemm that reads them too: ldmatrix reads 16-byte rows,
+ * which stay whole in either layout), else in 128-byte lines when they hold
+ * 16-bit elements in whole lines. */
+static void mark_swizzled(Lw *w, const Stmt *s)
 {
 	if (!s)
 		return;
+	Kernel *k = w->k;
 	if (s->kind == ST_GEMM) {
 		int ops[2] = {s->a, s->b};
+		bool wgmma = lw_gemm_uses_wgmma(w, s);
 		for (int i = 0; i < 2; i++) {
 			Buffer *b = &k->bufs[ops[i]];
 			int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
 			int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
-			if (b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 && bytes % 128 == 0 && row % 16 == 0)
-				b->swizzle = true;
+			if (wgmma)
+				b->swizzle = SWIZZLE_128B;
+			else if (b->swizzle == SWIZZLE_NONE && b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 &&
+				 bytes % 128 == 0 && row % 16 == 0)
+				b->swizzle = SWIZZLE_LINES;
 		}
 	}
 	for (int i = 0; i < s->nbody; i++)
-		mark_swizzled(k, s->body[i]);
-	mark_swizzled(k, s->then_s);
-	mark_swizzled(k, s->else_s);
+		mark_swizzled(w, s->body[i]);
+	mark_swizzled(w, s->then_s);
+	mark_swizzled(w, s->else_s);
 }
 
 /* use_swizzle(P): the user's block indices become a permutation of the raw
@@ -1126,7 +1154,7 @@ bool pass_lower_tiles(PassContext *pc, Kernel *k)
 			k->bufs[i].local_size = buffer_elems(&k->bufs[i]);
 	stmt_rewrite_exprs(k->body, linearize_expr, &w);
 	linearize_locals(&w, k->body);
-	mark_swizzled(k, k->body);
+	mark_swizzled(&w, k->body);
 	if (k->swizzle_panel)
 		k->body = swizzle_blocks(&w);
 	int errors = pc->diags->nerrors;

@@ -4,7 +4,7 @@
  *   specialize.c         fold constants (-D values); fix the thread count
  *   layout.c             fragment layouts (elementwise, rows, MMA); conflicts diagnosed
  *   lower_tiles.c        copy, fill, parallel loops, reductions -> per-thread statements,
- *     gemm.c               with gemm -> ldmatrix + mma.sync,
+ *     gemm.c               with gemm -> ldmatrix + mma.sync (wgmma on sm_90a),
  *     software_pipeline.c  and pipelined loops -> cp.async stages (lower.h is their shared part)
  *   plan_shared.c        shared-memory offsets and the per-target budget
  */
@@ -16,7 +16,8 @@
 typedef struct {
 	Arena *arena;
 	Diags *diags;
-	int sm; /* 80, 86, 89, 90: the target's compute capability */
+	int sm;        /* 80, 86, 89, 90: the target's compute capability */
+	bool sm90a;    /* the target is sm_90a: sm_90 with its arch-specific features (wgmma) */
 } PassContext;
 
 bool pass_specialize(PassContext *pc, Kernel *k);
@@ -33,6 +34,12 @@ int loop_full_fragment(const Kernel *k, const Stmt *loop);
  * tiles.  False (with *why) if none fits the m16n8 pieces. */
 bool gemm_warp_policy(int nwarps, int64_t M, int64_t N, int req_wm, int req_wn, int *wm, int *wn,
 		      const char **why);
+
+/* gemm.c: whether gemm g may be lowered to wgmma (sm_90a, shapes, types and
+ * warp grid allow it; the conditions are listed there).  The one test that
+ * layout.c (the accumulator's warp grid), lower_tiles.c (the operands' shared
+ * layout) and gemm.c (the lowering) all ask, before and after staging. */
+bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g);
 
 /* Names accepted by --dump-after, in pipeline order, NULL-terminated. */
 extern const char *const pass_names[];

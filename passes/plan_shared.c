@@ -24,7 +24,11 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
 		if (b->scope != SCOPE_SHARED)
 			continue;
 		int64_t n = buffer_elems(b) * type_bytes(b->elem);
-		off = (off + 127) & ~(int64_t)127; /* swizzled tiles take whole 128-byte lines */
+		/* Swizzled tiles take whole 128-byte lines; wgmma's 128-byte swizzle is
+		 * applied by the hardware to address bits 4-9, so its tiles (and each
+		 * stage, a multiple of 1024 bytes) start on 1024-byte atoms. */
+		int64_t align = b->swizzle == SWIZZLE_128B ? 1024 : 128;
+		off = (off + align - 1) & ~(align - 1);
 		b->smem_offset = off;
 		off += n;
 	}

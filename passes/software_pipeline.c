@@ -365,12 +365,20 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 	if (!st.ok)
 		return NULL;
 	use = lw_lower_stmt(w, use);
+	/* wgmma reads the stages through the async proxy: every thread fences its
+	 * completed copies (cp.async and element stores) for it before the barrier
+	 * that publishes them. */
+	bool proxy = false;
+	for (int b = 0; b < k->nbufs; b++)
+		proxy |= staged[b] && k->bufs[b].swizzle == SWIZZLE_128B;
 	if (S == 1) {
 		/* One buffer: fetch, wait, publish, compute, and wait for every reader
 		 * before the next fetch overwrites it. */
 		stlist_push(w->a, &it, issue);
 		stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
 		stlist_push(w->a, &it, simple(w, ST_CP_WAIT, 0));
+		if (proxy)
+			stlist_push(w->a, &it, simple(w, ST_FENCE_PROXY_ASYNC, 0));
 		stlist_push(w->a, &it, lw_barrier(w));
 		stlist_push(w->a, &it, use);
 		stlist_push(w->a, &it, lw_barrier(w));
@@ -379,6 +387,8 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 		 * wait) and also proves that every thread finished iteration k-1, whose
 		 * stage, (k-1) % S = (k+S-1) % S, is the one the fetch then refills. */
 		stlist_push(w->a, &it, simple(w, ST_CP_WAIT, S - 2));
+		if (proxy)
+			stlist_push(w->a, &it, simple(w, ST_FENCE_PROXY_ASYNC, 0));
 		stlist_push(w->a, &it, lw_barrier(w));
 		stlist_push(w->a, &it, issue);
 		stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # ptxas.sh FILE.tl ARCH: compiles every kernel of FILE.tl and assembles it with
-# ptxas -v; fails on any ptxas error and on any spill.  Exits 77 (skip) when
+# ptxas -v; fails on any ptxas error, on any spill, and on any note of ptxas
+# about wgmma (instructions serialized, or a warpgroup.wait it had to inject
+# because the accumulator was used too early).  Exits 77 (skip) when
 # ptxas is not installed.
 set -u
 f=$1; arch=$2
@@ -11,6 +13,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PTXAS" -arch="$arch" -v "$tmp/k.ptx" -o "$tmp/k.cubin" 2>"$tmp/log" || { cat "$tmp/log"; echo "ptxas failed"; exit 1; }
 cat "$tmp/log"
 if grep -E '[1-9][0-9]* bytes spill (stores|loads)' "$tmp/log"; then echo "spills"; exit 1; fi
+if grep -E 'wgmma|warpgroup|GMMA' "$tmp/log"; then echo "ptxas serialized or waited on wgmma"; exit 1; fi
 grep -q 'Used [0-9]* registers' "$tmp/log" || { echo "no resource report"; exit 1; }
 if grep -E 'bytes stack frame' "$tmp/log" | grep -vq '^.*0 bytes stack frame'; then echo "stack frame"; exit 1; fi
 echo ok

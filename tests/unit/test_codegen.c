@@ -605,6 +605,173 @@ static void test_shared(void)
 	arena_free(a);
 }
 
+/* ---------------------------------------------------------------- wgmma */
+
+/* The 128-byte swizzle layout of ir.h (SWIZZLE_128B), bytes from the tile's
+ * start: [R, C] 16-bit elements as C / 64 panels of [R, 64]. */
+static int64_t sw128_byte(int64_t R, int64_t r, int64_t c)
+{
+	int64_t byte = (c / 64) * R * 128 + r * 128 + (c % 64) * 2;
+	return byte ^ (((byte >> 7) & 7) << 4);
+}
+
+static int tile_128b(B *b, const char *name, TypeKind t, int stages, int rows, int cols, int64_t offset)
+{
+	Buffer buf = {.name = name, .scope = SCOPE_SHARED, .elem = t, .smem_offset = offset, .loc = L,
+		      .swizzle = SWIZZLE_128B, .stages = stages};
+	int dims[3] = {stages, rows, cols}, first = stages ? 0 : 1;
+	for (int d = first; d < 3; d++) {
+		buf.tile_shape[buf.rank] = dims[d];
+		buf.shape[buf.rank++] = ex_int(b->a, TY_I32, dims[d]);
+	}
+	return kernel_add_buffer(b->a, b->k, buf);
+}
+
+/* Stores to the first element of every 16-byte chunk of a staged [2, 16, 128]
+ * tile, each value the chunk's number; then one warpgroup wgmma m64n64k16 on
+ * [64, 64] tiles: A K-major from (0, 16), B N-major from (16, 0). */
+static Kernel *build_wgmma(Arena *a)
+{
+	B b = kernel_new(a, "wg", 128);
+	int out = tensor(&b, "out", TY_F32, 1, -128, 0);
+	int tx = var(&b, "tx", VAR_THREAD_IDX, TY_I32);
+	int T = tile_128b(&b, "T", TY_U16, 2, 16, 128, 0);
+	int As = tile_128b(&b, "As", TY_F16, 0, 64, 64, 8192);
+	int Bs = tile_128b(&b, "Bs", TY_F16, 0, 64, 64, 16384);
+	int acc = local_buf(&b, "acc", TY_F32, 32);
+	StmtList l = {0};
+	for (int st = 0; st < 2; st++)
+		for (int r = 0; r < 16; r++)
+			for (int c = 0; c < 128; c += 8) {
+				Expr **idx = ARENA_ARRAY(a, Expr *, 3);
+				idx[0] = I(&b, st);
+				idx[1] = I(&b, r);
+				idx[2] = I(&b, c);
+				stlist_push(a, &l, store(&b, T, idx, 3, ex_int(a, TY_U16, st * 256 + r * 16 + c / 8)));
+			}
+	stlist_push(a, &l, st_new(a, ST_FENCE_PROXY_ASYNC, L));
+	stlist_push(a, &l, barrier(&b));
+	for (int kind = 0; kind < 4; kind++) {
+		Stmt *s = st_new(a, kind == 0 ? ST_WGMMA_FENCE : kind == 1 ? ST_WGMMA : kind == 2 ? ST_WGMMA_COMMIT
+												     : ST_WGMMA_WAIT, L);
+		s->c = acc;
+		s->lanes = 32;
+		if (kind == 1) {
+			s->a = As;
+			s->b = Bs;
+			s->elem = TY_F16;
+			s->trans_b = true;
+			s->src_idx = idx2(&b, I(&b, 0), I(&b, 16));
+			s->nsrc_idx = 2;
+			s->idx = idx2(&b, I(&b, 16), I(&b, 0));
+			s->nidx = 2;
+		}
+		stlist_push(a, &l, s);
+	}
+	stlist_push(a, &l, store1(&b, out, V(&b, tx), load1(&b, acc, I(&b, 31))));
+	b.k->body = stlist_seq(a, &l, L);
+	b.k->smem_bytes = 24576;
+	b.k->grid[0] = I(&b, 1);
+	b.k->grid_rank = 1;
+	verify(&b);
+	return b.k;
+}
+
+/* What wgmma reads through codegen's descriptors, modelled on the PTX ISA's
+ * canonical 128-byte-swizzle layouts ("Shared Memory Matrix Layout"; in 16-byte
+ * units T, K-major ((8,m),(T,2k)):((8T,SBO),(1,T)), MN-major
+ * ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)), then the swizzle of address bits 4-6
+ * by bits 7-9), against what the tile layout stores there, for every element
+ * of every wgmma of a few tiles: A [M, K] and B^T [N, K] K-major, A^T [K, M] and
+ * B [K, N] MN-major.  Rows of the start elements are multiples of 8, where the
+ * swizzle is the identity, so the start is the element's own address. */
+static int64_t sw_addr(int64_t a) { return a ^ (((a >> 7) & 7) << 4); }
+
+static int canonical_mismatches(int64_t rows, int64_t cols, bool mn_major, int64_t mn0, int64_t k0, int64_t mn_extent)
+{
+	Buffer buf = {.scope = SCOPE_SHARED, .elem = TY_F16, .rank = 2, .swizzle = SWIZZLE_128B,
+		      .tile_shape = {rows, cols}};
+	uint32_t lbo, sbo;
+	codegen_wgmma_strides(&buf, mn_major, &lbo, &sbo);
+	const int64_t base = 7 * 1024;
+	int bad = 0;
+	int64_t start = base + (mn_major ? sw128_byte(rows, k0, mn0) : sw128_byte(rows, mn0, k0));
+	for (int64_t mn = 0; mn < mn_extent; mn++)
+		for (int64_t k = 0; k < 16; k++) {
+			int64_t hw = mn_major ? start + (mn % 64) * 2 + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo
+					      : start + (mn % 8) * 128 + (mn / 8) * sbo + (k / 8) * 16 + (k % 8) * 2;
+			int64_t want = base + (mn_major ? sw128_byte(rows, k0 + k, mn0 + mn) : sw128_byte(rows, mn0 + mn, k0 + k));
+			bad += sw_addr(hw) != want;
+		}
+	return bad;
+}
+
+static void test_wgmma_canonical(void)
+{
+	static const int64_t shapes[][3] = {{64, 64, 64}, {128, 128, 64}, {128, 256, 64}, {256, 128, 128}, {64, 192, 64}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+		for (int64_t kk = 0; kk < K / 16; kk++) {
+			for (int64_t g = 0; g < M / 64; g++) {
+				CHECK(!canonical_mismatches(M, K, false, 64 * g, 16 * kk, 64), "A %ldx%ld", (long)M, (long)K);
+				CHECK(!canonical_mismatches(K, M, true, 64 * g, 16 * kk, 64), "A^T %ldx%ld", (long)K, (long)M);
+			}
+			CHECK(!canonical_mismatches(K, N, true, 0, 16 * kk, N), "B %ldx%ld", (long)K, (long)N);
+			CHECK(!canonical_mismatches(N, K, false, 0, 16 * kk, N), "B^T %ldx%ld", (long)N, (long)K);
+		}
+	}
+}
+
+static void test_wgmma(void)
+{
+	test_wgmma_canonical();
+	/* Descriptor fields (PTX ISA, wgmma "Matrix Descriptor Format"). */
+	CHECK(codegen_wgmma_desc(0x2420, 16, 1024) == (0x242ull | 1ull << 16 | 64ull << 32 | 1ull << 62), "desc");
+	CHECK(codegen_wgmma_desc(0x40000 + 0x400, 8192, 1024) == (0x40ull | 512ull << 16 | 64ull << 32 | 1ull << 62),
+	      "desc: the start address is taken modulo 2^18");
+	Arena *a = arena_new();
+	Module *m = module_of(a, 1, build_wgmma(a));
+	char *ptx = compile(m, "sm_90a", 3, NULL);
+	if (ptx) {
+		dump("wgmma", "sm_90a", ptx);
+		CHECK(contains(ptx, ".shared .align 1024 .b8 wg$smem[24576]"), "smem alignment");
+		CHECK(contains(ptx, "wgmma.fence.sync.aligned;"), "fence");
+		CHECK(contains(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"), "mma_async");
+		CHECK(contains(ptx, "p, 1, 1, 0, 1;"), "transposes");
+		CHECK(contains(ptx, "wgmma.commit_group.sync.aligned;") && contains(ptx, "wgmma.wait_group.sync.aligned 0;"),
+		      "commit, wait");
+		CHECK(contains(ptx, "fence.proxy.async.shared::cta;"), "proxy fence");
+		char bits[32];
+		snprintf(bits, sizeof bits, "%llu;", (unsigned long long)codegen_wgmma_desc(0, 8192, 1024));
+		CHECK(contains(ptx, bits), "B's descriptor bits %s (LBO 8192, SBO 1024, 128-byte swizzle)", bits);
+		/* Every chunk's store lands where the layout says:
+		 *   mov.u16 %rsN, VALUE;  st.shared.u16 [wg$smem+OFF], %rsN; */
+		static long value_of[4096];
+		int found = 0;
+		for (const char *p = ptx; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+			long reg, val, off = 0;
+			const char *q;
+			if (sscanf(p, " mov.u16 %%rs%ld, %ld;", &reg, &val) == 2 && reg >= 0 && reg < 4096)
+				value_of[reg] = val;
+			if (strncmp(p, "\tst.shared.u16", 14) || !(q = strstr(p, "[wg$smem")) || q - p > 24)
+				continue;
+			q += 8;
+			if (*q == '+')
+				off = strtol(q + 1, (char **)&q, 10);
+			if (sscanf(q, "], %%rs%ld;", &reg) != 1 || reg < 0 || reg >= 4096)
+				continue;
+			val = value_of[reg];
+			int64_t st = val / 256, r = val / 16 % 16, c = val % 16 * 8;
+			CHECK(off == st * 16 * 128 * 2 + sw128_byte(16, r, c), "chunk %ld at byte %ld", val, off);
+			found++;
+		}
+		CHECK(found == 512, "%d of the 512 chunk stores found in the PTX", found);
+		check_ptxas("wgmma", ptx, "sm_90a", true);
+		free(ptx);
+	}
+	arena_free(a);
+}
+
 /* A grid the host cannot compute from the metadata: an error, not a crash. */
 static void test_errors(void)
 {
@@ -676,6 +843,7 @@ int main(void)
 	test_shared();
 	test_errors();
 	test_threads();
+	test_wgmma();
 	if (failures) {
 		fprintf(stderr, "test_codegen: %d failures\n", failures);
 		return 1;
