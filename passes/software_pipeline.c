@@ -11,7 +11,7 @@
  *       wait_group(S-2)   -- this thread's copies for iteration k landed
  *       barrier           -- everyone's did, and everyone finished k-1
  *       if k + S-1 < n { produce(k + S-1) }  commit   -- into stage (k-1) % S
- *       consume(k)
+ *       consume(k)       -- (wgmma: issued before the fetch, its wait after)
  *   wait_group(0)                                                epilogue
  *
  * One barrier per iteration.  With S = 1 there is no other stage to fill
@@ -390,9 +390,25 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 		if (proxy)
 			stlist_push(w->a, &it, simple(w, ST_FENCE_PROXY_ASYNC, 0));
 		stlist_push(w->a, &it, lw_barrier(w));
+		/* wgmma runs asynchronously until its wait: when the consumers end in
+		 * wgmma waits, issue the multiplies first and the fetch while they run
+		 * (the fetch refills the stage of iteration k-1, which every thread,
+		 * wait included, finished before the barrier). */
+		int nwait = 0;
+		if (use->kind == ST_SEQ)
+			while (nwait < use->nbody && use->body[use->nbody - 1 - nwait]->kind == ST_WGMMA_WAIT)
+				nwait++;
+		if (nwait) {
+			use->nbody -= nwait;
+			stlist_push(w->a, &it, use);
+		}
 		stlist_push(w->a, &it, issue);
 		stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
-		stlist_push(w->a, &it, use);
+		if (nwait)
+			for (int i = 0; i < nwait; i++)
+				stlist_push(w->a, &it, use->body[use->nbody + i]);
+		else
+			stlist_push(w->a, &it, use);
 	}
 	Stmt *loop = st_new(w->a, ST_FOR, s->loc);
 	loop->for_kind = FOR_SERIAL;

@@ -18,7 +18,8 @@
 #         --reps R (default 30), --no-bench
 #
 # Compiles every variant below with `TILEC --arch=sm_90a -D T=... [-D NAME=VALUE ...] FILE.tl -o
-# PTXDIR/NAME.ptx`, then runs `BINDIR/gpu_gemm PTXDIR --bench-out OUTDIR/gemm_bench.txt`. Exit status:
+# PTXDIR/NAME.ptx` (a setting ARCH=sm_80 picks another target instead: on sm_90a gemm is lowered to
+# wgmma where it fits, on sm_80 always to ldmatrix + mma.sync, and sm_80 code runs on Hopper), then runs `BINDIR/gpu_gemm PTXDIR --bench-out OUTDIR/gemm_bench.txt`. Exit status:
 # 0 if everything compiled and every correctness case passed (the benchmark's verdicts against cuBLAS
 # are reported, not enforced), 2 if everything compiled and there is no GPU (skipped), 1 otherwise.
 set -u -o pipefail
@@ -53,25 +54,21 @@ VARIANTS=(
   "gemm_softmax_bf16     softmax stdlib/gemm.tl      T=bf16"
   "gemm_softmax_f16_bn64 softmax stdlib/gemm.tl      T=f16 BN=64"
   "gemm_softmax_f16_wm2  softmax stdlib/gemm.tl      T=f16 WM=2"
-  "matmul_f16_bk32       tune    examples/matmul.tl  T=f16 BK=32 STAGES=3"
-  "matmul_bf16_bk32      tune    examples/matmul.tl  T=bf16 BK=32 STAGES=3"
-  "matmul_f16_128x256    tune    examples/matmul.tl  T=f16 BN=256 BK=32 THREADS=256"
-  "matmul_bf16_128x256   tune    examples/matmul.tl  T=bf16 BN=256 BK=32 THREADS=256"
-  "matmul_f16_256x128    tune    examples/matmul.tl  T=f16 BM=256 BK=32 THREADS=256"
+  "matmul_f16_sm80       stages  examples/matmul.tl  T=f16 ARCH=sm_80"
+  "matmul_bf16_sm80      stages  examples/matmul.tl  T=bf16 ARCH=sm_80"
+  "gemm_f16_sm80         stdlib  stdlib/gemm.tl      T=f16 ARCH=sm_80"
+  "matmul_f16_n256_s4    tune    examples/matmul.tl  T=f16 BN=256 STAGES=4"
+  "matmul_bf16_n256_s4   tune    examples/matmul.tl  T=bf16 BN=256 STAGES=4"
+  "matmul_f16_n256_s3    tune    examples/matmul.tl  T=f16 BN=256 STAGES=3"
+  "matmul_f16_n256_k128_s2 tune  examples/matmul.tl  T=f16 BN=256 BK=128 STAGES=2"
+  "matmul_bf16_n256_k128_s2 tune examples/matmul.tl  T=bf16 BN=256 BK=128 STAGES=2"
+  "matmul_f16_k128_s3    tune    examples/matmul.tl  T=f16 BK=128 STAGES=3"
+  "matmul_bf16_k128_s3   tune    examples/matmul.tl  T=bf16 BK=128 STAGES=3"
+  "matmul_f16_m256_s4    tune    examples/matmul.tl  T=f16 BM=256 THREADS=512 STAGES=4"
   "matmul_f16_st4        tune    examples/matmul.tl  T=f16 STAGES=4"
-  "matmul_bf16_256x128   tune    examples/matmul.tl  T=bf16 BM=256 BK=32 THREADS=256"
-  "matmul_f16_256x128_s4 tune    examples/matmul.tl  T=f16 BM=256 BK=32 THREADS=256 STAGES=4"
-  "matmul_f16_128x256_s4 tune    examples/matmul.tl  T=f16 BN=256 BK=32 THREADS=256 STAGES=4"
-  "matmul_f16_bk64_s2    tune    examples/matmul.tl  T=f16 STAGES=2"
-  "matmul_f16_bk64_p16   tune    examples/matmul.tl  T=f16 PANEL=16"
-  "matmul_f16_m2_bk32    tune    examples/matmul.tl  T=f16 MINB=2 BK=32"
-  "matmul_f16_m2_bk32_s4 tune    examples/matmul.tl  T=f16 MINB=2 BK=32 STAGES=4"
-  "matmul_bf16_m2_bk32   tune    examples/matmul.tl  T=bf16 MINB=2 BK=32"
-  "matmul_f16_m2_bk64    tune    examples/matmul.tl  T=f16 MINB=2"
-  "matmul_f16_128x64_t128 tune   examples/matmul.tl  T=f16 BN=64 THREADS=128"
-  "matmul_f16_64x128_t128 tune   examples/matmul.tl  T=f16 BM=64 THREADS=128"
-  "matmul_f16_64x64_t128 tune    examples/matmul.tl  T=f16 BM=64 BN=64 THREADS=128"
-  "matmul_bf16_128x64_t128 tune  examples/matmul.tl  T=bf16 BN=64 THREADS=128"
+  "matmul_f16_m2         tune    examples/matmul.tl  T=f16 MINB=2"
+  "matmul_f16_mma        tune    examples/matmul.tl  T=f16 ARCH=sm_80"
+  "matmul_bf16_mma       tune    examples/matmul.tl  T=bf16 ARCH=sm_80"
 )
 
 usage() {
@@ -142,10 +139,14 @@ main() {
       failures+=("variant $name")
       continue
     fi
-    t='' act=''
+    t='' act='' arch=sm_90a
     dflags=()
     for kv in $settings; do
       case $kv in
+      ARCH=*)
+        arch=${kv#ARCH=}
+        continue
+        ;;
       T=*) t=${kv#T=} ;;
       ACT=*) act=${kv#ACT=} ;;
       esac
@@ -184,8 +185,8 @@ main() {
       continue
     fi
     rm -f "$ptxdir/$name.ptx"
-    echo "== $tilec --arch=sm_90a ${dflags[*]}${kflags[*]:+ ${kflags[*]}} $srcrel -o $name.ptx"
-    if "$tilec" --arch=sm_90a "${dflags[@]}" ${kflags[@]+"${kflags[@]}"} "$src" -o "$ptxdir/$name.ptx"; then
+    echo "== $tilec --arch=$arch ${dflags[*]}${kflags[*]:+ ${kflags[*]}} $srcrel -o $name.ptx"
+    if "$tilec" --arch="$arch" "${dflags[@]}" ${kflags[@]+"${kflags[@]}"} "$src" -o "$ptxdir/$name.ptx"; then
       echo "compiled $name: $(sed -n 's/^\/\/ tilec-meta kernel //p' "$ptxdir/$name.ptx" | tr '\n' ';')"
     else
       echo "FAIL compile $name"
