@@ -35,6 +35,13 @@ static LLVMValueRef inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const 
 	return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)nargs, "");
 }
 
+LLVMValueRef emit_widen_opaque(Cg *cg, LLVMValueRef v, TypeKind from)
+{
+	const char *text = from == TY_F16 ? "cvt.f32.f16 $0, $1;"
+					  : "{ .reg .b16 z; mov.b16 z, 0; mov.b32 $0, {z, $1}; }"; /* bf16 bits << 16 */
+	return inline_asm(cg, cg->t.f32, text, "=f,h", &v, 1, false);
+}
+
 /* The 32-bit shared-window address of an element. */
 static LLVMValueRef shared_addr(Cg *cg, int buf, Expr *const *idx, int nidx)
 {

@@ -325,7 +325,9 @@ typedef enum {
 	EX_UNARY,  /* .op .a */
 	EX_BINARY, /* .a .op .b */
 	EX_CALL,   /* .fn(.args...) */
-	EX_CAST,   /* (.type) .a */
+	EX_CAST,   /* (.type) .a; .i = 1: a 16-bit -> f32 widening the optimizer keeps apart from
+		      every other (a reduction's: merged with the kernel's own f32(x[j]), it would keep
+		      an f32 copy of the whole 16-bit fragment alive across the reduction) */
 	EX_SELECT, /* .a ? .b : .c */
 	EX_ALIGNED, /* bool: the address of .buf[.args...] is a multiple of .i bytes */
 } ExprKind;

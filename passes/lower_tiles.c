@@ -533,7 +533,11 @@ static Expr *src_elem(Lw *w, const Stmt *s, Expr *reg)
 {
 	Expr *x = ex_load(w->a, w->k, s->src_buf, lw_idx1(w, reg), 1);
 	TypeKind t = w->k->bufs[s->buf].elem;
-	return w->k->bufs[s->src_buf].elem == t ? x : ex_cast(w->a, t, x);
+	if (w->k->bufs[s->src_buf].elem == t)
+		return x;
+	Expr *c = ex_cast(w->a, t, x);
+	c->i = 1; /* opaque (ir.h) */
+	return c;
 }
 
 int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
