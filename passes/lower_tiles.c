@@ -511,6 +511,68 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
 
 /* ---------------------------------------------------------------- reductions */
 
+/* The barriers around a reduction's shared scratch: the guard before the
+ * partials are written (the previous execution's readers are done) and the
+ * one that publishes them.  A guard is dropped later when nothing can still
+ * be reading (elide_scratch_guards). */
+enum { SCRATCH_GUARD = 1, SCRATCH_PUBLISH = 2 };
+
+static Stmt *scratch_barrier(Lw *w, int scratch, int role)
+{
+	Stmt *b = lw_barrier(w);
+	b->buf = scratch;
+	b->stages = role;
+	return b;
+}
+
+/* Is there a barrier, other than those of `scratch`'s reduction, among the
+ * statements every iteration of a loop with this body runs? */
+static bool other_barrier(const Stmt *s, int scratch)
+{
+	if (s->kind == ST_BARRIER)
+		return !(s->stages && s->buf == scratch);
+	if (s->kind != ST_SEQ)
+		return false;
+	for (int i = 0; i < s->nbody; i++)
+		if (other_barrier(s->body[i], scratch))
+			return true;
+	return false;
+}
+
+/* A scratch guard protects the partials of the reduction's previous run from
+ * being overwritten before every thread read them.  Outside any loop there is
+ * no previous run; in a loop whose body has another barrier on every
+ * iteration, that barrier already separates the last reads from the next
+ * writes (the reduction's own statements are contiguous).  Both guards go. */
+static void elide_scratch_guards(Stmt *s, const Stmt *loop_body)
+{
+	if (!s)
+		return;
+	switch (s->kind) {
+	case ST_SEQ:
+		for (int i = 0; i < s->nbody; i++) {
+			Stmt *c = s->body[i];
+			if (c->kind == ST_BARRIER && c->stages == SCRATCH_GUARD &&
+			    (!loop_body || other_barrier(loop_body, c->buf))) {
+				c->kind = ST_SEQ; /* empty */
+				c->nbody = 0;
+				continue;
+			}
+			elide_scratch_guards(c, loop_body);
+		}
+		return;
+	case ST_FOR:
+		elide_scratch_guards(s->then_s, s->then_s);
+		return;
+	case ST_IF:
+		elide_scratch_guards(s->then_s, loop_body);
+		elide_scratch_guards(s->else_s, loop_body);
+		return;
+	default:
+		return;
+	}
+}
+
 static Expr *reduce_identity(Lw *w, ReduceKind r, TypeKind t)
 {
 	if (r == RED_SUM)
@@ -564,7 +626,9 @@ int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
  *      butterfly shuffles combine groups of min(G, 32) lanes;
  *   3. rows wider than a warp (or G not a power of two) go through shared
  *      memory: one partial per warp (per thread), then every thread combines
- *      the partials of each of its rows.
+ *      the partials of each of its rows: when a row spans whole warps and has
+ *      at most 32 of them, each lane reads one partial and a butterfly over
+ *      the warp combines them; otherwise each thread reads all, in order.
  * Every thread ends with its rows' values in each of its chunks: ROWS. */
 static Stmt *lower_reduce(Lw *w, Stmt *s)
 {
@@ -624,7 +688,7 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		int64_t nslots = ((int64_t)groups * T + slot - 1) / slot;
 		int64_t per_row = G / slot / cpr;
 		int scratch = lw_new_buffer(w, "scratch", SCOPE_SHARED, t, nslots);
-		stlist_push(w->a, &out, lw_barrier(w));
+		stlist_push(w->a, &out, scratch_barrier(w, scratch, SCRATCH_GUARD));
 		int g = lw_fresh(w, "g", VAR_LOOP);
 		Expr *vidx = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, g), lw_i32(w, T)), lw_var(w, w->tid));
 		Expr *writer = lw_bin(w, OP_LT, ex_mul(w->a, ex_clone(w->a, vidx), lw_i32(w, cpr)), lw_i32(w, vectors));
@@ -633,7 +697,7 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		Stmt *put = lw_store(w, scratch, lw_idx1(w, lw_bin(w, OP_DIV, ex_clone(w->a, vidx), lw_i32(w, slot))), 1,
 				     ex_load(w->a, w->k, part, lw_idx1(w, ex_mul(w->a, lw_var(w, g), lw_i32(w, cpr))), 1));
 		stlist_push(w->a, &out, lw_unrolled(w, g, groups, lw_if(w, writer, put, NULL)));
-		stlist_push(w->a, &out, lw_barrier(w));
+		stlist_push(w->a, &out, scratch_barrier(w, scratch, SCRATCH_PUBLISH));
 		/* Each leader: its row's per_row partials, in order. */
 		int g2 = lw_fresh(w, "g", VAR_LOOP);
 		StmtList one = {0};
@@ -650,17 +714,36 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		init->var = acc;
 		init->value = reduce_identity(w, s->reduce, t);
 		stlist_push(w->a, &one, init);
-		int q = lw_fresh(w, "q", VAR_LOOP);
-		Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)), lw_var(w, q));
-		/* Rows of a padding chunk point past the scratch: clamp, the value is unused. */
-		at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1));
-		Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
-		step->var = acc;
-		step->value = reduce_op(w, s->reduce, lw_var(w, acc), ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1));
-		Stmt *loop = lw_unrolled(w, q, per_row, step);
-		if (per_row > 16)
-			loop->for_kind = FOR_SERIAL;
-		stlist_push(w->a, &one, loop);
+		if (slot == 32 && per_row <= 32 && (per_row & (per_row - 1)) == 0) {
+			/* A row spans whole warps (G >= 64), so all lanes of a warp share
+			 * it: lane l reads partial l % per_row, and a butterfly over
+			 * per_row lanes leaves the row's value in every lane. */
+			Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)),
+					  lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, per_row)));
+			at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1)); /* padding chunks: unused */
+			init->value = ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1);
+			for (int64_t off = per_row / 2; off >= 1; off /= 2) {
+				Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
+				a2[0] = lw_var(w, acc);
+				a2[1] = lw_i32(w, off);
+				Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
+				step->var = acc;
+				step->value = reduce_op(w, s->reduce, lw_var(w, acc), ex_call(w->a, FN_SHFL_BFLY, t, a2, 2));
+				stlist_push(w->a, &one, step);
+			}
+		} else {
+			int q = lw_fresh(w, "q", VAR_LOOP);
+			Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)), lw_var(w, q));
+			/* Rows of a padding chunk point past the scratch: clamp, the value is unused. */
+			at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1));
+			Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
+			step->var = acc;
+			step->value = reduce_op(w, s->reduce, lw_var(w, acc), ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1));
+			Stmt *loop = lw_unrolled(w, q, per_row, step);
+			if (per_row > 16)
+				loop->for_kind = FOR_SERIAL;
+			stlist_push(w->a, &one, loop);
+		}
 		stlist_push(w->a, &one, lw_store(w, part, lw_idx1(w, lead), 1, lw_var(w, acc)));
 		stlist_push(w->a, &out, lw_unrolled(w, g2, groups, stlist_seq(w->a, &one, s->loc)));
 	}
@@ -720,7 +803,7 @@ static Stmt *lower_reduce_mma(Lw *w, Stmt *s)
 		int scratch = lw_new_buffer(w, "scratch", SCOPE_SHARED, t, BM * L->warps_n);
 		Expr *wn = lw_bin(w, OP_MOD, lw_bin(w, OP_DIV, lw_var(w, w->tid), lw_i32(w, 32)), lw_i32(w, L->warps_n));
 		Expr *quad0 = lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 4)), lw_i32(w, 0));
-		stlist_push(w->a, &out, lw_barrier(w)); /* the previous use of scratch is over */
+		stlist_push(w->a, &out, scratch_barrier(w, scratch, SCRATCH_GUARD));
 		int g = lw_fresh(w, "g", VAR_LOOP);
 		StmtList put = {0};
 		int row = lw_let(w, &put, "row", mma_row(w, L, lw_var(w, g)));
@@ -728,7 +811,7 @@ static Stmt *lower_reduce_mma(Lw *w, Stmt *s)
 		stlist_push(w->a, &put, lw_if(w, quad0, lw_store(w, scratch, lw_idx1(w, at), 1,
 							      ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, g)), 1)), NULL));
 		stlist_push(w->a, &out, lw_unrolled(w, g, R, stlist_seq(w->a, &put, s->loc)));
-		stlist_push(w->a, &out, lw_barrier(w));
+		stlist_push(w->a, &out, scratch_barrier(w, scratch, SCRATCH_PUBLISH));
 		int g2 = lw_fresh(w, "g", VAR_LOOP);
 		StmtList one = {0};
 		int row2 = lw_let(w, &one, "row", mma_row(w, L, lw_var(w, g2)));
@@ -1165,6 +1248,7 @@ bool pass_lower_tiles(PassContext *pc, Kernel *k)
 	k->body = lw_lower_stmt(&w, k->body);
 	if (pc->diags->nerrors != errors)
 		return false;
+	elide_scratch_guards(k->body, NULL);
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
 		if (b->scope == SCOPE_FRAGMENT) {
