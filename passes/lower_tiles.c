@@ -358,8 +358,13 @@ static Stmt *lower_copy_shared_frag(Lw *w, Stmt *s)
 	int c = lw_fresh(w, "c", VAR_LOOP);
 	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)),
 			 lw_i32(w, vec));
-	Expr *t[TL_MAX_RANK];
-	lw_coords(w, S->tile_shape, S->rank, ex_clone(w->a, base), t);
+	/* A pipelined loop's staged tile (stage_a, set by software_pipeline.c)
+	 * has the stage as its leading index. */
+	int staged = to_frag && s->stage_a ? 1 : 0, rank = S->rank - staged;
+	Expr *t[TL_MAX_RANK + 1];
+	if (staged)
+		t[0] = ex_clone(w->a, s->stage_a);
+	lw_coords(w, S->tile_shape + staged, rank, ex_clone(w->a, base), t + staged);
 	Expr **fi = lw_idx1(w, ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)));
 	if (to_frag)
 		lw_vcopy(w, &body, fb, fi, 1, sb, t, S->rank, vec, 0, S->rank - 1);

@@ -144,6 +144,12 @@ static void stage_stmt(Stage *st, Stmt *s)
 		if (st->staged[s->b])
 			s->stage_b = ex_clone(st->w->a, st->stage);
 	}
+	if (s->kind == ST_COPY && st->staged[s->src.buf] && !st->staged[s->dst.buf] &&
+	    k->bufs[s->dst.buf].scope == SCOPE_FRAGMENT) {
+		/* staged tile -> fragment: lower_copy_shared_frag reads stage .stage_a */
+		s->stage_a = ex_clone(st->w->a, st->stage);
+		return;
+	}
 	if ((s->kind == ST_COPY && (st->staged[s->src.buf] || st->staged[s->dst.buf])) ||
 	    (s->kind == ST_FILL && st->staged[s->buf])) {
 		int b = s->kind == ST_FILL ? s->buf : st->staged[s->src.buf] ? s->src.buf : s->dst.buf;
