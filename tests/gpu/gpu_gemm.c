@@ -391,6 +391,7 @@ static void parallel_groups(size_t ngroups, group_fn fn, void *arg)
 
 /* ---------------------------------------------------------------------------------- datasets */
 
+
 /* One (T, M, N, K): the logical operands, the reference of A @ B, device copies in the layouts the
  * kernels want, and room for the output. */
 typedef struct dataset {
@@ -408,6 +409,22 @@ typedef struct dataset {
   float scale; /* the kernel's f32 argument: 1/sqrt(K) */
   size_t nrows, *rows;
 } dataset;
+
+/* Row i of the product A @ B in double, from the rounded inputs, into out[0 .. n). */
+static void ref_row(const dataset *ds, const float *lut, size_t i, double *out)
+{
+  const size_t n = ds->n, k = ds->k;
+  for (size_t c = 0; c < n; c++)
+    out[c] = 0;
+  for (size_t kk = 0; kk < k; kk++) {
+    const double a = lut[ds->a[i * k + kk]];
+    if (a == 0)
+      continue;
+    const uint16_t *brow = ds->b + kk * n;
+    for (size_t c = 0; c < n; c++)
+      out[c] += a * lut[brow[c]];
+  }
+}
 
 typedef struct fill_job {
   tl_dtype t;
@@ -440,22 +457,11 @@ static void ref_rows(void *arg, size_t g)
   const ref_job *j = arg;
   const dataset *ds = j->ds;
   const float *lut = lut_of(ds->t);
-  const size_t n = ds->n, k = ds->k;
+  const size_t n = ds->n;
   const size_t r0 = g * j->rows_per_group;
   const size_t r1 = r0 + j->rows_per_group < ds->m ? r0 + j->rows_per_group : ds->m;
-  for (size_t i = r0; i < r1; i++) {
-    double *acc = ds->ref + i * n;
-    for (size_t c = 0; c < n; c++)
-      acc[c] = 0;
-    for (size_t kk = 0; kk < k; kk++) {
-      const double a = lut[ds->a[i * k + kk]];
-      if (a == 0)
-        continue;
-      const uint16_t *brow = ds->b + kk * n;
-      for (size_t c = 0; c < n; c++)
-        acc[c] += a * lut[brow[c]];
-    }
-  }
+  for (size_t i = r0; i < r1; i++)
+    ref_row(ds, lut, i, ds->ref + i * n);
 }
 
 enum { SAMPLES_PER_GROUP = 64 };
@@ -562,22 +568,13 @@ static void sm_ref_rows(void *arg, size_t g)
 {
   const dataset *ds = ((const sm_ref_job *)arg)->ds;
   const float *lut = lut_of(ds->t);
-  const size_t n = ds->n, k = ds->k;
+  const size_t n = ds->n;
   const size_t q0 = g * SM_ROWS_PER_GROUP;
   const size_t q1 = q0 + SM_ROWS_PER_GROUP < ds->nrows ? q0 + SM_ROWS_PER_GROUP : ds->nrows;
   for (size_t q = q0; q < q1; q++) {
     const size_t i = ds->rows[q];
     double *p = ds->ref + q * n;
-    for (size_t c = 0; c < n; c++)
-      p[c] = 0;
-    for (size_t kk = 0; kk < k; kk++) {
-      const double a = lut[ds->a[i * k + kk]];
-      if (a == 0)
-        continue;
-      const uint16_t *brow = ds->b + kk * n;
-      for (size_t c = 0; c < n; c++)
-        p[c] += a * lut[brow[c]];
-    }
+    ref_row(ds, lut, i, p);
     double mx = -INFINITY, sum = 0;
     for (size_t c = 0; c < n; c++) {
       p[c] *= (double)ds->scale;
@@ -952,24 +949,43 @@ static void check_output(const dataset *ds, op_kind op, int act, verdict *v)
   v->rel = sr > 0 ? sqrt(se / sr) : (se > 0 ? INFINITY : 0);
 }
 
+/* Appends to buf (of size bytes, len used) like snprintf; returns the new length. */
+static int appendf(char *buf, size_t size, int len, const char *fmt, ...)
+{
+  if ((size_t)len >= size)
+    return len;
+  va_list ap;
+  va_start(ap, fmt);
+  len += vsnprintf(buf + len, size - (size_t)len, fmt, ap);
+  va_end(ap);
+  return len;
+}
+
+/* The whole-output scan's findings (both checkers), into buf; -1 if the checker ran out of memory. */
+static int describe_scan(const dataset *ds, bool oom, size_t elems, size_t unwritten, size_t nonfinite,
+                         size_t first_bad, size_t guard_bad, char *buf, size_t size)
+{
+  int len = 0;
+  if (oom) {
+    appendf(buf, size, 0, "out of host memory in the checker");
+    return -1;
+  }
+  if (unwritten || nonfinite)
+    len = appendf(buf, size, len,
+                  "%zu of %zu elements never written (still poison) and %zu NaN/inf, first at C[%zu, %zu]; ",
+                  unwritten, elems, nonfinite, first_bad / ds->n, first_bad % ds->n);
+  if (guard_bad)
+    len = appendf(buf, size, len, "wrote past the end of C: %zu guard elements changed; ", guard_bad);
+  return len;
+}
+
 /* "rel err 1.2e-04 over ..." or the reasons for a failure, into buf. */
 static void describe(const dataset *ds, const verdict *v, char *buf, size_t size)
 {
-  int len = 0;
-#define ADD(...)                                                                                   \
-  do {                                                                                             \
-    if ((size_t)len < size)                                                                        \
-      len += snprintf(buf + len, size - (size_t)len, __VA_ARGS__);                                 \
-  } while (0)
-  if (v->oom) {
-    ADD("out of host memory in the checker");
+  int len = describe_scan(ds, v->oom, v->elems, v->unwritten, v->nonfinite, v->first_bad, v->guard_bad, buf, size);
+#define ADD(...) (len = appendf(buf, size, len, __VA_ARGS__))
+  if (len < 0)
     return;
-  }
-  if (v->unwritten || v->nonfinite)
-    ADD("%zu of %zu elements never written (still poison) and %zu NaN/inf, first at C[%zu, %zu]; ",
-        v->unwritten, v->elems, v->nonfinite, v->first_bad / ds->n, v->first_bad % ds->n);
-  if (v->guard_bad)
-    ADD("wrote past the end of C: %zu guard elements changed; ", v->guard_bad);
   ADD("rel err %.3g over %zu %s elements", v->rel, v->checked, ds->full ? "(all)" : "sampled");
   if (v->worst >= 0)
     ADD(", worst element %.3g of its tolerance (C[%zu, %zu] = %.6g, expected %.6g)", v->worst,
@@ -1067,21 +1083,10 @@ static void check_softmax(const dataset *ds, sm_verdict *v)
 
 static void describe_softmax(const dataset *ds, const sm_verdict *v, char *buf, size_t size)
 {
-  int len = 0;
-#define ADD(...)                                                                                   \
-  do {                                                                                             \
-    if ((size_t)len < size)                                                                        \
-      len += snprintf(buf + len, size - (size_t)len, __VA_ARGS__);                                 \
-  } while (0)
-  if (v->oom) {
-    ADD("out of host memory in the checker");
+  int len = describe_scan(ds, v->oom, v->elems, v->unwritten, v->nonfinite, v->first_bad, v->guard_bad, buf, size);
+#define ADD(...) (len = appendf(buf, size, len, __VA_ARGS__))
+  if (len < 0)
     return;
-  }
-  if (v->unwritten || v->nonfinite)
-    ADD("%zu of %zu elements never written (still poison) and %zu NaN/inf, first at C[%zu, %zu]; ",
-        v->unwritten, v->elems, v->nonfinite, v->first_bad / ds->n, v->first_bad % ds->n);
-  if (v->guard_bad)
-    ADD("wrote past the end of C: %zu guard elements changed; ", v->guard_bad);
   ADD("%zu rows checked (%s), worst element %.3g of its tolerance", v->rows_checked,
       ds->full ? "all" : "sampled", v->worst);
   if (v->worst >= 0)
