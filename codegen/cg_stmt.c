@@ -5,6 +5,8 @@
  */
 #include "cg.h"
 
+#include <llvm-c/DebugInfo.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,7 +159,16 @@ static void emit_for_serial(Cg *cg, const Stmt *s)
 	/* i < n <= max, so i + 1 does not wrap. */
 	LLVMValueRef next = type_is_signed(t) ? LLVMBuildNSWAdd(cg->b, i, LLVMConstInt(ty, 1, 0), "")
 					      : LLVMBuildNUWAdd(cg->b, i, LLVMConstInt(ty, 1, 0), "");
-	LLVMBuildBr(cg->b, head);
+	LLVMValueRef back = LLVMBuildBr(cg->b, head);
+	if (s->rolled) {
+		/* !llvm.loop !0, !0 = distinct !{!0, !{"llvm.loop.unroll.disable"}} */
+		LLVMMetadataRef self = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
+		LLVMMetadataRef name = LLVMMDStringInContext2(cg->ctx, "llvm.loop.unroll.disable", 24);
+		LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(cg->ctx, &name, 1)};
+		LLVMMetadataRef loop = LLVMMDNodeInContext2(cg->ctx, ops, 2);
+		LLVMMetadataReplaceAllUsesWith(self, loop);
+		LLVMSetMetadata(back, LLVMGetMDKindIDInContext(cg->ctx, "llvm.loop", 9), LLVMMetadataAsValue(cg->ctx, loop));
+	}
 	LLVMValueRef in_vals[2] = {LLVMConstInt(ty, 0, 0), next};
 	LLVMBasicBlockRef in_bbs[2] = {pre, latch};
 	LLVMAddIncoming(i, in_vals, in_bbs, 2);

@@ -416,6 +416,8 @@ struct Stmt {
 	int nvars;
 	ForKind for_kind;
 	int stages;
+	bool rolled; /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
+			taken path whose unrolled copies would keep many registers alive */
 	/* STORE, ATOMIC, VCOPY (destination), FILL */
 	int buf;
 	Expr **idx;

@@ -166,7 +166,7 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
 		print_exprs(sb, k, (Expr **)s->extents, s->nvars);
 		if (s->for_kind == FOR_PIPELINED)
 			sb_printf(sb, ", stages=%d", s->stages);
-		sb_puts(sb, ") ");
+		sb_puts(sb, s->rolled ? ") rolled " : ") ");
 		print_block(sb, k, s->then_s, depth);
 		break;
 	case ST_COPY:

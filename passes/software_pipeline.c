@@ -268,6 +268,11 @@ static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *st
 	Stmt *checked = lw_chunk_loop(w, c, chunks, inner, false);
 	if (!async)
 		return checked;
+	/* Edge tiles only: a run-time loop, whose per-vector addresses and tests
+	 * are not all kept alive across the K loop (about 110 registers of the
+	 * default matmul were this path's, unrolled and hoisted). */
+	checked->for_kind = FOR_SERIAL;
+	checked->rolled = true;
 	return lw_if(w, interior(w, &gr, &slice, vec), produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, copy->loc),
 		     checked);
 }

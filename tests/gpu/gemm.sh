@@ -67,6 +67,9 @@ VARIANTS=(
   "matmul_f16_m256_s4    tune    examples/matmul.tl  T=f16 BM=256 THREADS=512 STAGES=4"
   "matmul_f16_st4        tune    examples/matmul.tl  T=f16 STAGES=4"
   "matmul_f16_m2         tune    examples/matmul.tl  T=f16 MINB=2"
+  "matmul_bf16_m2        tune    examples/matmul.tl  T=bf16 MINB=2"
+  "matmul_f16_m2_s4      tune    examples/matmul.tl  T=f16 MINB=2 STAGES=4"
+  "matmul_f16_mma_m2     tune    examples/matmul.tl  T=f16 MINB=2 BK=32 ARCH=sm_80"
   "matmul_f16_mma        tune    examples/matmul.tl  T=f16 ARCH=sm_80"
   "matmul_bf16_mma       tune    examples/matmul.tl  T=bf16 ARCH=sm_80"
 )
