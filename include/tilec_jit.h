@@ -93,6 +93,11 @@ const char *tl_jit_cache_dir(const tl_jit_cache *cache);
 /* Receive the cache's debug messages (level 0, the only one so far, is "debug"). */
 void tl_jit_cache_set_log(tl_jit_cache *cache, void (*log)(void *user, int level, const char *message),
                           void *user);
+/* The most bytes (PTX and device binaries) the memory table keeps: beyond it the least recently
+ * used entries are dropped from memory (their disk entries stay). Default TL_JIT_MEMORY_LIMIT;
+ * 0 keeps nothing in memory; SIZE_MAX never drops. Entries beyond a lowered limit go at once. */
+#define TL_JIT_MEMORY_LIMIT ((size_t)256 << 20)
+void tl_jit_cache_set_memory_limit(tl_jit_cache *cache, size_t bytes);
 
 typedef struct tl_jit_stats {
   uint64_t compiles;        /* tilec compilations (cache misses, or the cache off) */
@@ -104,6 +109,8 @@ typedef struct tl_jit_stats {
   uint64_t links;           /* PTX -> device binary by the driver (contexts only) */
   uint64_t binary_loads;    /* modules loaded from a cached device binary, skipping the driver's
                                PTX compiler */
+  uint64_t memory_evictions; /* entries dropped from memory to stay within its limit */
+  uint64_t memory_bytes;     /* bytes the memory table holds now */
 } tl_jit_stats;
 
 void tl_jit_cache_stats(const tl_jit_cache *cache, tl_jit_stats *out); /* zeros for NULL */

@@ -55,6 +55,8 @@ const char *tl_jit_arch_for(int cc_major, int cc_minor)
 typedef struct mem_entry {
   tl_hash128 key;
   tl_cache_entry e;
+  size_t bytes;      /* what e holds: PTX and device binary */
+  uint64_t last_use; /* the table's clock at the last lookup or store */
   struct mem_entry *next;
 } mem_entry;
 
@@ -67,6 +69,8 @@ struct tl_jit_cache {
   void (*log)(void *user, int level, const char *message);
   void *log_user;
   mem_entry *table[BUCKETS];
+  size_t mem_bytes, mem_limit; /* held in the table; the most it may hold */
+  uint64_t clock;              /* ticks at every lookup hit and store */
   tl_jit_stats stats;
 };
 
@@ -123,6 +127,7 @@ tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **ou
   c->off = env_flag("TILEC_CACHE_DISABLE");
   c->log_stderr = env_flag("TILEC_DEBUG");
   c->memory = !c->off && !(flags & TL_JIT_CACHE_NO_MEMORY);
+  c->mem_limit = TL_JIT_MEMORY_LIMIT;
   char path[4096] = "";
   if (!c->off && !(flags & TL_JIT_CACHE_NO_DISK)) {
     if (dir)
@@ -185,6 +190,7 @@ void tl_jit_cache_stats(const tl_jit_cache *c, tl_jit_stats *out)
     return;
   pthread_mutex_lock((pthread_mutex_t *)&c->lock);
   *out = c->stats;
+  out->memory_bytes = c->mem_bytes;
   pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
 }
 
@@ -216,6 +222,7 @@ static bool memory_lookup(tl_jit_cache *c, tl_hash128 key, tl_cache_entry *out)
   for (mem_entry *m = c->table[key.lo % BUCKETS]; m; m = m->next)
     if (tl_hash_equal(m->key, key)) {
       found = entry_copy(out, &m->e);
+      m->last_use = ++c->clock;
       break;
     }
   if (found)
@@ -224,16 +231,41 @@ static bool memory_lookup(tl_jit_cache *c, tl_hash128 key, tl_cache_entry *out)
   return found;
 }
 
+/* Unlinks and frees the least recently used entry other than `keep`; false if there is none.
+ * Under the lock. A linear scan: the table holds what fits in the limit, a few thousand at most. */
+static bool memory_evict_one(tl_jit_cache *c, const mem_entry *keep)
+{
+  mem_entry **victim = NULL;
+  for (int b = 0; b < BUCKETS; b++)
+    for (mem_entry **link = &c->table[b]; *link; link = &(*link)->next)
+      if (*link != keep && (!victim || (*link)->last_use < (*victim)->last_use))
+        victim = link;
+  if (!victim)
+    return false;
+  mem_entry *m = *victim;
+  *victim = m->next;
+  c->mem_bytes -= m->bytes;
+  c->stats.memory_evictions++;
+  tl_cache_entry_free(&m->e);
+  free(m);
+  return true;
+}
+
 static void memory_store(tl_jit_cache *c, tl_hash128 key, const tl_cache_entry *e)
 {
+  size_t bytes = e->ptx_len + e->cubin_len;
   tl_cache_entry copy;
-  if (!entry_copy(&copy, e))
-    return; /* out of memory: the cache is an optimization */
+  pthread_mutex_lock(&c->lock);
+  bool fits = bytes <= c->mem_limit;
+  pthread_mutex_unlock(&c->lock);
+  if (!fits || !entry_copy(&copy, e))
+    return; /* larger than the whole table, or out of memory: the cache is an optimization */
   pthread_mutex_lock(&c->lock);
   mem_entry **link = &c->table[key.lo % BUCKETS];
   while (*link && !tl_hash_equal((*link)->key, key))
     link = &(*link)->next;
   if (*link) {
+    c->mem_bytes -= (*link)->bytes;
     tl_cache_entry_free(&(*link)->e);
     (*link)->e = copy;
   } else if ((*link = calloc(1, sizeof **link))) {
@@ -241,7 +273,28 @@ static void memory_store(tl_jit_cache *c, tl_hash128 key, const tl_cache_entry *
     (*link)->e = copy;
   } else {
     tl_cache_entry_free(&copy);
+    pthread_mutex_unlock(&c->lock);
+    return;
   }
+  mem_entry *m = *link;
+  m->bytes = bytes;
+  m->last_use = ++c->clock;
+  c->mem_bytes += bytes;
+  while (c->mem_bytes > c->mem_limit && memory_evict_one(c, m))
+    ;
+  if (c->mem_bytes > c->mem_limit) /* the limit shrank below this entry alone */
+    memory_evict_one(c, NULL);
+  pthread_mutex_unlock(&c->lock);
+}
+
+void tl_jit_cache_set_memory_limit(tl_jit_cache *c, size_t bytes)
+{
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->mem_limit = bytes;
+  while (c->mem_bytes > c->mem_limit && memory_evict_one(c, NULL))
+    ;
   pthread_mutex_unlock(&c->lock);
 }
 

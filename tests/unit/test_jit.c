@@ -577,6 +577,42 @@ static void test_disk_cache(void)
         (unsigned long long)s.disk_hits, (unsigned long long)s.memory_hits);
   tl_jit_cache_destroy(c);
 
+  /* the memory limit: two kernels, room for one; the older one leaves memory (not disk) */
+  {
+    tl_jit_cache *m = NULL;
+    CHECK_STATUS(tl_jit_cache_create(NULL, TL_JIT_CACHE_NO_DISK, &m, err, sizeof err), TL_OK, err);
+    tl_jit_options o80 = options_for("sm_80", NULL, 0);
+    char *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK, err);
+    tl_jit_stats s1 = stats_of(m);
+    CHECK(s1.memory_bytes == strlen(ref), "memory holds %llu bytes, PTX has %zu",
+          (unsigned long long)s1.memory_bytes, strlen(ref));
+    tl_jit_cache_set_memory_limit(m, (size_t)s1.memory_bytes + 16); /* one entry of this size */
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o80, &p2, err, sizeof err), TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o80, &p3, err, sizeof err), TL_OK, err);
+    s = stats_of(m);
+    CHECK(s.compiles == 2 && s.memory_hits == 1 && s.memory_evictions == 1 && s.memory_bytes <= s1.memory_bytes + 16,
+          "limit: %llu compiles, %llu hits, %llu evictions, %llu bytes", (unsigned long long)s.compiles,
+          (unsigned long long)s.memory_hits, (unsigned long long)s.memory_evictions,
+          (unsigned long long)s.memory_bytes);
+    free(p1);
+    free(p2);
+    free(p3);
+    /* sm_90a was evicted: compiled again; a limit of 0 keeps nothing */
+    tl_jit_cache_set_memory_limit(m, 0);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK, err);
+    CHECK(p1 && !strcmp(p1, ref), "PTX after eviction");
+    free(p1);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK, err);
+    free(p1);
+    s = stats_of(m);
+    CHECK(s.compiles == 4 && s.memory_hits == 1 && s.memory_bytes == 0 && s.memory_evictions == 2,
+          "limit 0: %llu compiles, %llu hits, %llu bytes, %llu evictions", (unsigned long long)s.compiles,
+          (unsigned long long)s.memory_hits, (unsigned long long)s.memory_bytes,
+          (unsigned long long)s.memory_evictions);
+    tl_jit_cache_destroy(m);
+  }
+
   /* damaged entries: rejected (logged), rebuilt, and repaired on disk */
   size_t len = 0;
   unsigned char *good = (unsigned char *)read_text(path, &len);
