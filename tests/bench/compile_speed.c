@@ -40,6 +40,8 @@
 
 #include "tilec.h"
 
+#include "../support/read_file.h"
+
 extern char **environ;
 
 #define TRIPLE "nvptx64-nvidia-cuda"
@@ -66,27 +68,6 @@ static Timing summarize(double *v, int n)
 	qsort(v, (size_t)n, sizeof *v, compare_doubles);
 	Timing t = {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1]};
 	return t;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-		free(s);
-		s = NULL;
-	}
-	fclose(f);
-	if (s) {
-		s[n] = 0;
-		*len = (size_t)n;
-	}
-	return s;
 }
 
 /* ---------------------------------------------------------------- tilec */
@@ -199,7 +180,7 @@ int main(int argc, char **argv)
 	if (reps < 1)
 		reps = 1;
 	size_t len = 0;
-	char *src = read_file(source, &len);
+	char *src = test_read_file(source, &len);
 	if (!src) {
 		fprintf(stderr, "compile_speed: cannot read %s\n", source);
 		return 1;

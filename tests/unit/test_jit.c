@@ -33,6 +33,8 @@
 #include "fake_cuda.h"
 #include "jit_internal.h"
 
+#include "../support/read_file.h"
+
 extern char **environ;
 
 static int checks, failures;
@@ -58,28 +60,6 @@ static int checks, failures;
 /* ---------------------------------------------------------------------------------- helpers */
 
 static char tmp_root[256];
-
-static char *read_text(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  fclose(f);
-  if (s) {
-    s[n] = 0;
-    if (len)
-      *len = (size_t)n;
-  }
-  return s;
-}
 
 static bool write_bytes(const char *path, const void *data, size_t len)
 {
@@ -155,7 +135,7 @@ static bool load_sources(void)
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", TILEC_EXAMPLES_DIR, names[i]);
     all[i]->name = names[i];
-    all[i]->text = read_text(path, &all[i]->len);
+    all[i]->text = test_read_file(path, &all[i]->len);
     if (!all[i]->text) {
       printf("FAIL cannot read %s\n", path);
       return false;
@@ -615,7 +595,7 @@ static void test_disk_cache(void)
 
   /* damaged entries: rejected (logged), rebuilt, and repaired on disk */
   size_t len = 0;
-  unsigned char *good = (unsigned char *)read_text(path, &len);
+  unsigned char *good = (unsigned char *)test_read_file(path, &len);
   CHECK(good != NULL, "read %s", path);
   if (!good)
     return;
@@ -1070,7 +1050,7 @@ static void check_dir_entries(const char *dir, int expected, const char *what)
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     size_t len = 0;
-    unsigned char *data = (unsigned char *)read_text(path, &len);
+    unsigned char *data = (unsigned char *)test_read_file(path, &len);
     /* the key is the file name: decode with it */
     tl_hash128 key = {0, 0};
     for (int i = 0; i < 32; i++) {
