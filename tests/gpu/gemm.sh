@@ -74,46 +74,10 @@ VARIANTS=(
   "matmul_bf16_mma       tune    examples/matmul.tl  T=bf16 ARCH=sm_80"
 )
 
-usage() {
-  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
-  exit 2
-}
-
-ptxdir=
-compile_only=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --ptx-dir)
-    [ $# -ge 2 ] || usage
-    ptxdir=$2
-    shift 2
-    ;;
-  --compile-only)
-    compile_only=1
-    shift
-    ;;
-  -h | --help) usage ;;
-  *) break ;;
-  esac
-done
-[ $# -ge 3 ] || usage
-tilec=$1
-bindir=$2
-out=$3
-shift 3
-root=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$out" || exit 1
-out=$(cd "$out" && pwd)
-[ -n "$ptxdir" ] || ptxdir=$out/ptx
-mkdir -p "$ptxdir" || exit 1
-ptxdir=$(cd "$ptxdir" && pwd)
-
-# The default of constant $2 in kernel $1's header in file $3, e.g. `kernel gemm_bias_act[T = f16,
-# ACT = 1, ...]`.
-default_of() {
-  sed -n "s/^kernel $1\[\([^]]*\)\].*/\1/p" "$3" | tr ',' '\n' |
-    sed -n "s/^ *$2 *= *\([0-9][0-9]*\) *$/\1/p" | head -n 1
-}
+# shellcheck source=script_common.sh
+source "$(dirname "$0")/script_common.sh"
+parse_script_args "$@"
+set -- "${rest[@]}"
 
 main() {
   local failures=() line name role srcrel src settings kv t act dflags kflags
@@ -158,7 +122,7 @@ main() {
     kflags=()
     case $role in
     stdlib | act)
-      [ -n "$act" ] || act=$(default_of gemm_bias_act ACT "$src")
+      [ -n "$act" ] || act=$(header_default gemm_bias_act ACT "$src")
       [ "$role" = act ] && kflags=(--kernel gemm_bias_act)
       ;;
     softmax)

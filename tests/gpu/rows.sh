@@ -48,39 +48,10 @@ VARIANTS=(
   "layernorm_f16_t256    layernorm  T=f16 THREADS=256"
 )
 
-usage() {
-  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
-  exit 2
-}
-
-ptxdir=
-compile_only=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --ptx-dir)
-    [ $# -ge 2 ] || usage
-    ptxdir=$2
-    shift 2
-    ;;
-  --compile-only)
-    compile_only=1
-    shift
-    ;;
-  -h | --help) usage ;;
-  *) break ;;
-  esac
-done
-[ $# -ge 3 ] || usage
-tilec=$1
-bindir=$2
-out=$3
-shift 3
-root=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$out" || exit 1
-out=$(cd "$out" && pwd)
-[ -n "$ptxdir" ] || ptxdir=$out/ptx
-mkdir -p "$ptxdir" || exit 1
-ptxdir=$(cd "$ptxdir" && pwd)
+# shellcheck source=script_common.sh
+source "$(dirname "$0")/script_common.sh"
+parse_script_args "$@"
+set -- "${rest[@]}"
 
 # The source file of a kernel.
 source_of() {
@@ -91,12 +62,11 @@ source_of() {
   esac
 }
 
-# The default of constant $2 in kernel $1's header, e.g. `kernel softmax[T = f16, BN = 8192, ...]`.
+# The default of constant $2 in kernel $1's header, e.g. `kernel softmax[T = f16, BN = 16384, ...]`.
 default_of() {
   local src
   src=$(source_of "$1") || return 1
-  sed -n "s/^kernel $1\[\([^]]*\)\].*/\1/p" "$src" | tr ',' '\n' |
-    sed -n "s/^ *$2 *= *\([0-9][0-9]*\) *$/\1/p" | head -n 1
+  header_default "$1" "$2" "$src"
 }
 
 main() {
