@@ -142,55 +142,13 @@ main() {
       continue
     fi
     echo "$name $role $t $act $settings" >>"$ptxdir/gemm_variants.txt.new"
-    if [ "$tilec" = - ]; then
-      if [ -f "$ptxdir/$name.ptx" ]; then
-        echo "using $ptxdir/$name.ptx (compiled elsewhere)"
-      else
-        echo "FAIL no $ptxdir/$name.ptx"
-        failures+=("missing $name.ptx")
-      fi
-      continue
-    fi
-    rm -f "$ptxdir/$name.ptx"
-    echo "== $tilec --arch=$arch ${dflags[*]}${kflags[*]:+ ${kflags[*]}} $srcrel -o $name.ptx"
-    if "$tilec" --arch="$arch" "${dflags[@]}" ${kflags[@]+"${kflags[@]}"} "$src" -o "$ptxdir/$name.ptx"; then
-      echo "compiled $name: $(sed -n 's/^\/\/ tilec-meta kernel //p' "$ptxdir/$name.ptx" | tr '\n' ';')"
-    else
-      echo "FAIL compile $name"
-      rm -f "$ptxdir/$name.ptx"
-      failures+=("compile $name")
-    fi
+    compile_variant "$name" "--arch=$arch ${dflags[*]}${kflags[*]:+ ${kflags[*]}} $srcrel" \
+      --arch="$arch" "${dflags[@]}" ${kflags[@]+"${kflags[@]}"} "$src"
   done
   mv "$ptxdir/gemm_variants.txt.new" "$ptxdir/gemm_variants.txt"
 
-  if [ $compile_only -eq 1 ]; then
-    if [ ${#failures[@]} -eq 0 ]; then
-      echo "gemm.sh: compiled ${#VARIANTS[@]} variants into $ptxdir"
-      return 0
-    fi
-    echo "gemm.sh: FAIL: ${failures[*]}"
-    return 1
-  fi
-
-  local rc
-  if [ ! -x "$bindir/gpu_gemm" ]; then
-    echo "FAIL $bindir/gpu_gemm not found: build it first (ninja -C build gpu_gemm)"
-    failures+=("no gpu_gemm")
-    rc=1
-  else
-    echo "== gpu_gemm $ptxdir --bench-out $out/gemm_bench.txt $*"
-    "$bindir/gpu_gemm" "$ptxdir" --bench-out "$out/gemm_bench.txt" "$@"
-    rc=$?
-    [ $rc -eq 0 ] || [ $rc -eq 2 ] || failures+=("gpu_gemm (exit $rc)")
-  fi
-  if [ ${#failures[@]} -gt 0 ]; then
-    echo "gemm.sh: FAIL: ${failures[*]}"
-    return 1
-  fi
-  if [ $rc -eq 2 ]; then
-    echo "gemm.sh: SKIPPED: no GPU (every variant compiled)"
-    return 2
-  fi
+  run_checker gemm.sh gpu_gemm "$ptxdir" --bench-out "$out/gemm_bench.txt" "$@" || return $?
+  [ $compile_only -eq 1 ] && return 0
   echo "gemm.sh: PASS (benchmark verdicts against cuBLAS: $out/gemm_bench.txt)"
   return 0
 }

@@ -99,55 +99,12 @@ main() {
       continue
     fi
     echo "$name $kernel $t $bn $threads" >>"$ptxdir/variants.txt.new"
-    if [ "$tilec" = - ]; then
-      if [ -f "$ptxdir/$name.ptx" ]; then
-        echo "using $ptxdir/$name.ptx (compiled elsewhere)"
-      else
-        echo "FAIL no $ptxdir/$name.ptx"
-        failures+=("missing $name.ptx")
-      fi
-      continue
-    fi
-    rm -f "$ptxdir/$name.ptx"
-    echo "== $tilec --arch=sm_90a ${dflags[*]} ${src#"$root"/} -o $name.ptx"
-    if "$tilec" --arch=sm_90a "${dflags[@]}" "$src" -o "$ptxdir/$name.ptx"; then
-      echo "compiled $name"
-    else
-      echo "FAIL compile $name"
-      rm -f "$ptxdir/$name.ptx"
-      failures+=("compile $name")
-    fi
+    compile_variant "$name" "--arch=sm_90a ${dflags[*]} ${src#"$root"/}" --arch=sm_90a "${dflags[@]}" "$src"
   done
   mv "$ptxdir/variants.txt.new" "$ptxdir/variants.txt"
 
-  if [ $compile_only -eq 1 ]; then
-    if [ ${#failures[@]} -eq 0 ]; then
-      echo "rows.sh: compiled ${#VARIANTS[@]} variants into $ptxdir"
-      return 0
-    fi
-    echo "rows.sh: FAIL: ${failures[*]}"
-    return 1
-  fi
-
-  local rc
-  if [ ! -x "$bindir/gpu_rows" ]; then
-    echo "FAIL $bindir/gpu_rows not found: build it first (ninja -C build gpu_rows)"
-    failures+=("no gpu_rows")
-    rc=1
-  else
-    echo "== gpu_rows $out --ptx $ptxdir $*"
-    "$bindir/gpu_rows" "$out" --ptx "$ptxdir" "$@"
-    rc=$?
-    [ $rc -eq 0 ] || [ $rc -eq 2 ] || failures+=("gpu_rows (exit $rc)")
-  fi
-  if [ ${#failures[@]} -gt 0 ]; then
-    echo "rows.sh: FAIL: ${failures[*]}"
-    return 1
-  fi
-  if [ $rc -eq 2 ]; then
-    echo "rows.sh: SKIPPED: no GPU (every variant compiled)"
-    return 2
-  fi
+  run_checker rows.sh gpu_rows "$out" --ptx "$ptxdir" "$@" || return $?
+  [ $compile_only -eq 1 ] && return 0
   echo "rows.sh: PASS (the benchmark's verdicts, if it ran, are in $out/rows_bench.txt)"
   return 0
 }
