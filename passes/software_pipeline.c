@@ -57,23 +57,26 @@ static bool expr_uses(const Expr *e, int buf)
 	return false;
 }
 
-/* Does s (other than `skip`) use buf? */
-/* Is buf one of the leading producer copies of pipelined loop p? */
-static bool fills(const Kernel *k, const Stmt *p, int buf)
+/* Among the leading producers of the statements s (nested sequences
+ * flattened, as lower_pipelined splits a body): 1 if one fills buf, -1 if a
+ * consumer comes first, 0 if s ends before either. */
+static int producers_fill(const Kernel *k, const Stmt *s, int buf)
 {
-	const Stmt *b = p->then_s;
-	while (b->kind == ST_SEQ && b->nbody && b->body[0]->kind == ST_SEQ)
-		b = b->body[0];
-	int n = b->kind == ST_SEQ ? b->nbody : 1;
-	for (int i = 0; i < n; i++) {
-		const Stmt *x = b->kind == ST_SEQ ? b->body[i] : b;
-		if (!is_producer(k, x))
-			break;
-		if (x->dst.buf == buf)
-			return true;
+	if (s->kind == ST_SEQ) {
+		for (int i = 0; i < s->nbody; i++) {
+			int r = producers_fill(k, s->body[i], buf);
+			if (r)
+				return r;
+		}
+		return 0;
 	}
-	return false;
+	if (!is_producer(k, s))
+		return -1;
+	return s->dst.buf == buf;
 }
+
+/* Is buf one of the leading producer copies of pipelined loop p? */
+static bool fills(const Kernel *k, const Stmt *p, int buf) { return producers_fill(k, p->then_s, buf) == 1; }
 
 /* Does s (other than `skip`, and other pipelined loops of `stages` stages
  * that fill buf themselves: they stage it the same way) use buf? */
