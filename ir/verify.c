@@ -30,6 +30,17 @@ static bool buf_ok(V *v, int b, int nidx, const char *what)
 	return true;
 }
 
+static bool expr_ok(V *v, const Expr *e);
+
+/* Every expression of a list (indices, call arguments). */
+static bool exprs_ok(V *v, Expr *const *es, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!expr_ok(v, es[i]))
+			return false;
+	return true;
+}
+
 static bool expr_ok(V *v, const Expr *e)
 {
 	if (!e)
@@ -49,20 +60,14 @@ static bool expr_ok(V *v, const Expr *e)
 						    type_name(v->k->vars[e->var].type)));
 		return true;
 	case EX_LOAD:
-		if (!buf_ok(v, e->buf, e->nargs, "load"))
+		if (!buf_ok(v, e->buf, e->nargs, "load") || !exprs_ok(v, e->args, e->nargs))
 			return false;
-		for (int i = 0; i < e->nargs; i++)
-			if (!expr_ok(v, e->args[i]))
-				return false;
 		if (e->type != v->k->bufs[e->buf].elem)
 			return fail(v, "load type differs from the buffer's element type");
 		return true;
 	case EX_ALIGNED:
-		if (!buf_ok(v, e->buf, e->nargs, "aligned"))
+		if (!buf_ok(v, e->buf, e->nargs, "aligned") || !exprs_ok(v, e->args, e->nargs))
 			return false;
-		for (int i = 0; i < e->nargs; i++)
-			if (!expr_ok(v, e->args[i]))
-				return false;
 		return e->i > 0 && (e->i & (e->i - 1)) == 0 ? true : fail(v, "alignment is not a power of two");
 	case EX_UNARY:
 		return expr_ok(v, e->a);
@@ -77,10 +82,7 @@ static bool expr_ok(V *v, const Expr *e)
 	case EX_CALL:
 		if (e->nargs != intrinsic_nargs((IntrinsicKind)e->op))
 			return fail(v, "intrinsic called with the wrong number of arguments");
-		for (int i = 0; i < e->nargs; i++)
-			if (!expr_ok(v, e->args[i]))
-				return false;
-		return true;
+		return exprs_ok(v, e->args, e->nargs);
 	case EX_CAST:
 		return expr_ok(v, e->a);
 	case EX_SELECT:
@@ -113,12 +115,7 @@ static bool stmt_ok(V *v, const Stmt *s)
 		return expr_ok(v, s->value);
 	case ST_STORE:
 	case ST_ATOMIC:
-		if (!buf_ok(v, s->buf, s->nidx, "store"))
-			return false;
-		for (int i = 0; i < s->nidx; i++)
-			if (!expr_ok(v, s->idx[i]))
-				return false;
-		if (!expr_ok(v, s->value))
+		if (!buf_ok(v, s->buf, s->nidx, "store") || !exprs_ok(v, s->idx, s->nidx) || !expr_ok(v, s->value))
 			return false;
 		if (s->value->type != v->k->bufs[s->buf].elem)
 			return fail(v, arena_printf(v->arena, "store of %s into %s buffer '%s'",
@@ -168,15 +165,8 @@ static bool stmt_ok(V *v, const Stmt *s)
 			return fail(v, "vcopy before lowering");
 		if (s->lanes < 1 || s->lanes > 16)
 			return fail(v, "vcopy with a bad lane count");
-		if (!buf_ok(v, s->buf, s->nidx, "vcopy") || !buf_ok(v, s->src_buf, s->nsrc_idx, "vcopy"))
-			return false;
-		for (int i = 0; i < s->nidx; i++)
-			if (!expr_ok(v, s->idx[i]))
-				return false;
-		for (int i = 0; i < s->nsrc_idx; i++)
-			if (!expr_ok(v, s->src_idx[i]))
-				return false;
-		return true;
+		return buf_ok(v, s->buf, s->nidx, "vcopy") && buf_ok(v, s->src_buf, s->nsrc_idx, "vcopy") &&
+		       exprs_ok(v, s->idx, s->nidx) && exprs_ok(v, s->src_idx, s->nsrc_idx);
 	case ST_BARRIER:
 	case ST_CP_COMMIT:
 	case ST_CP_WAIT:
@@ -228,14 +218,9 @@ static bool stmt_ok(V *v, const Stmt *s)
 			return fail(v, "wgmma's accumulator is 4 to 128 f32 registers, a multiple of 4, of a local buffer");
 		if (s->kind != ST_WGMMA)
 			return true;
-		if (!buf_ok(v, s->a, s->nsrc_idx, "wgmma") || !buf_ok(v, s->b, s->nidx, "wgmma"))
+		if (!buf_ok(v, s->a, s->nsrc_idx, "wgmma") || !buf_ok(v, s->b, s->nidx, "wgmma") ||
+		    !exprs_ok(v, s->src_idx, s->nsrc_idx) || !exprs_ok(v, s->idx, s->nidx))
 			return false;
-		for (int i = 0; i < s->nsrc_idx; i++)
-			if (!expr_ok(v, s->src_idx[i]))
-				return false;
-		for (int i = 0; i < s->nidx; i++)
-			if (!expr_ok(v, s->idx[i]))
-				return false;
 		const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
 		if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->swizzle != SWIZZLE_128B ||
 		    B->swizzle != SWIZZLE_128B || A->elem != s->elem || B->elem != s->elem ||

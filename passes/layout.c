@@ -407,33 +407,29 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		b->layout.chunks = (int)((vectors + k->nthreads - 1) / k->nthreads);
 		b->layout.regs = b->layout.chunks * v;
 	}
-	/* ROWS classes take their parent's layout, one register per parent chunk. */
+	/* ROWS classes take their parent's layout, one register per parent chunk;
+	 * rows of an MMA class, one register per row a thread's pieces cover. */
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
 		int p = is_frag(&l, i) ? up[find(&l, i)] : -1;
 		if (p < 0)
 			continue;
 		const Buffer *pb = &k->bufs[p];
-		if (pb->layout.kind == LAYOUT_MMA) {
-			b->has_layout = true;
-			b->layout = pb->layout;
-			b->layout.kind = LAYOUT_MMA_ROWS;
-			b->layout.vec = 1;
-			b->layout.regs = b->layout.chunks = pb->layout.frag_m * 2;
-			b->layout.parent_rank = pb->rank;
-			for (int d = 0; d < pb->rank; d++)
-				b->layout.parent_shape[d] = pb->tile_shape[d];
-			continue;
-		}
-		if (pb->layout.kind != LAYOUT_ELEMWISE) {
+		if (pb->layout.kind != LAYOUT_ELEMWISE && pb->layout.kind != LAYOUT_MMA) {
 			error_at(pc->diags, b->loc, "fragment '%s' would hold rows of '%s', which is itself reduced; that is "
 						    "not supported yet", b->name, pb->name);
 			return false;
 		}
 		b->has_layout = true;
 		b->layout = pb->layout;
-		b->layout.kind = LAYOUT_ROWS;
-		b->layout.regs = pb->layout.chunks;
+		if (pb->layout.kind == LAYOUT_MMA) {
+			b->layout.kind = LAYOUT_MMA_ROWS;
+			b->layout.vec = 1;
+			b->layout.regs = b->layout.chunks = pb->layout.frag_m * 2;
+		} else {
+			b->layout.kind = LAYOUT_ROWS;
+			b->layout.regs = pb->layout.chunks;
+		}
 		b->layout.parent_rank = pb->rank;
 		for (int d = 0; d < pb->rank; d++)
 			b->layout.parent_shape[d] = pb->tile_shape[d];

@@ -595,6 +595,15 @@ static Expr *reduce_op(Lw *w, ReduceKind r, Expr *a, Expr *b)
 	return lw_bin(w, r == RED_SUM ? OP_ADD : r == RED_MAX ? OP_MAX : OP_MIN, a, b);
 }
 
+/* v combined with lane (this lane ^ off)'s v: one butterfly step. */
+static Expr *bfly(Lw *w, ReduceKind r, Expr *v, int64_t off)
+{
+	Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
+	a2[0] = ex_clone(w->a, v);
+	a2[1] = lw_i32(w, off);
+	return reduce_op(w, r, v, ex_call(w->a, FN_SHFL_BFLY, v->type, a2, 2));
+}
+
 /* Register reg of the reduction's source, in the destination's type. */
 static Expr *src_elem(Lw *w, const Stmt *s, Expr *reg)
 {
@@ -679,11 +688,7 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 		for (int64_t off = (G < 32 ? G : 32) / 2; off >= 1; off /= 2) {
 			int g = lw_fresh(w, "g", VAR_LOOP);
 			Expr *lead = ex_mul(w->a, lw_var(w, g), lw_i32(w, cpr));
-			Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
-			a2[0] = ex_load(w->a, w->k, part, lw_idx1(w, ex_clone(w->a, lead)), 1);
-			a2[1] = lw_i32(w, off);
-			Expr *sh = ex_call(w->a, FN_SHFL_BFLY, t, a2, 2);
-			Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, ex_clone(w->a, lead)), 1), sh);
+			Expr *v = bfly(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, ex_clone(w->a, lead)), 1), off);
 			stlist_push(w->a, &out, lw_unrolled(w, g, groups, lw_store(w, part, lw_idx1(w, lead), 1, v)));
 		}
 	/* 3. Across warps (or for any G) through shared memory.  Slot of a leader
@@ -728,12 +733,9 @@ static Stmt *lower_reduce(Lw *w, Stmt *s)
 			at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1)); /* padding chunks: unused */
 			init->value = ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1);
 			for (int64_t off = per_row / 2; off >= 1; off /= 2) {
-				Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
-				a2[0] = lw_var(w, acc);
-				a2[1] = lw_i32(w, off);
 				Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
 				step->var = acc;
-				step->value = reduce_op(w, s->reduce, lw_var(w, acc), ex_call(w->a, FN_SHFL_BFLY, t, a2, 2));
+				step->value = bfly(w, s->reduce, lw_var(w, acc), off);
 				stlist_push(w->a, &one, step);
 			}
 		} else {
@@ -796,11 +798,7 @@ static Stmt *lower_reduce_mma(Lw *w, Stmt *s)
 	}
 	for (int off = 1; off <= 2; off *= 2) {
 		int g = lw_fresh(w, "g", VAR_LOOP);
-		Expr **a2 = ARENA_ARRAY(w->a, Expr *, 2);
-		a2[0] = ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, g)), 1);
-		a2[1] = lw_i32(w, off);
-		Expr *v = reduce_op(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, g)), 1),
-				    ex_call(w->a, FN_SHFL_BFLY, t, a2, 2));
+		Expr *v = bfly(w, s->reduce, ex_load(w->a, w->k, part, lw_idx1(w, lw_var(w, g)), 1), off);
 		stlist_push(w->a, &out, lw_unrolled(w, g, R, lw_store(w, part, lw_idx1(w, lw_var(w, g)), 1, v)));
 	}
 	if (L->warps_n > 1) {
