@@ -41,23 +41,11 @@
 #include "tilec.h"
 
 #include "../support/read_file.h"
+#include "../support/timing.h"
 
 extern char **environ;
 
 #define TRIPLE "nvptx64-nvidia-cuda"
-
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 typedef struct {
 	double median, min, max;
@@ -65,8 +53,8 @@ typedef struct {
 
 static Timing summarize(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof *v, compare_doubles);
-	Timing t = {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1]};
+	double med = test_median(v, n); /* sorts v */
+	Timing t = {med, v[0], v[n - 1]};
 	return t;
 }
 
@@ -95,7 +83,7 @@ static char *compile(const char *src, size_t len, tilec_emit emit)
  * started. Returns the PTX (malloc'd) or NULL. */
 static char *llvm_codegen(const char *ir, double *parse_ms, double *codegen_ms)
 {
-	double t0 = now_ms();
+	double t0 = test_now_ms();
 	LLVMContextRef ctx = LLVMContextCreate();
 	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, strlen(ir), "tilec.ll");
 	LLVMModuleRef mod = NULL;
@@ -106,7 +94,7 @@ static char *llvm_codegen(const char *ir, double *parse_ms, double *codegen_ms)
 		LLVMContextDispose(ctx);
 		return NULL;
 	}
-	double t1 = now_ms();
+	double t1 = test_now_ms();
 	LLVMTargetRef target;
 	char *ptx = NULL;
 	if (!LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
@@ -127,7 +115,7 @@ static char *llvm_codegen(const char *ir, double *parse_ms, double *codegen_ms)
 		fprintf(stderr, "compile_speed: LLVM: %s\n", err);
 		LLVMDisposeMessage(err);
 	}
-	double t2 = now_ms();
+	double t2 = test_now_ms();
 	LLVMDisposeModule(mod);
 	LLVMContextDispose(ctx);
 	*parse_ms = t1 - t0;
@@ -142,7 +130,7 @@ static double run_ms(char *const argv[])
 	posix_spawn_file_actions_t quiet; /* llc --version talks */
 	posix_spawn_file_actions_init(&quiet);
 	posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
-	double t0 = now_ms();
+	double t0 = test_now_ms();
 	pid_t pid;
 	int rc = posix_spawn(&pid, argv[0], &quiet, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&quiet);
@@ -150,7 +138,7 @@ static double run_ms(char *const argv[])
 		return -1;
 	int status = 0;
 	waitpid(pid, &status, 0);
-	double t = now_ms() - t0;
+	double t = test_now_ms() - t0;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? t : -1;
 }
 
@@ -211,15 +199,15 @@ int main(int argc, char **argv)
 	       *t_llc_start = calloc((size_t)reps, sizeof(double));
 	/* interleaved, so that a noisy moment hits every row alike */
 	for (int i = -warmup; i < reps; i++) {
-		double t0 = now_ms();
+		double t0 = test_now_ms();
 		free(compile(src, len, TILEC_EMIT_PTX));
-		double a = now_ms() - t0;
-		t0 = now_ms();
+		double a = test_now_ms() - t0;
+		t0 = test_now_ms();
 		free(compile(src, len, TILEC_EMIT_TIR));
-		double b = now_ms() - t0;
-		t0 = now_ms();
+		double b = test_now_ms() - t0;
+		t0 = test_now_ms();
 		free(compile(src, len, TILEC_EMIT_LLVM));
-		double c = now_ms() - t0;
+		double c = test_now_ms() - t0;
 		free(llvm_codegen(ir, &parse_ms, &codegen_ms));
 		if (i >= 0) {
 			t_tilec[i] = a;

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/timing.h"
+
 tl_context *gpu_open(const char *program, bool *no_gpu)
 {
   char err[1024];
@@ -119,12 +121,6 @@ void gpu_report_cuda(tl_context *ctx, const char *what, CUresult r)
   printf("%s: %s\n", what, tl_cuda_error_text(tl_context_driver(ctx), r, text, sizeof text));
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup, int reps,
                         double *median_ms)
 {
@@ -173,8 +169,7 @@ bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup,
     ms[i] = t;
   }
   if (ok) {
-    qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
-    *median_ms = reps % 2 ? ms[reps / 2] : (ms[reps / 2 - 1] + ms[reps / 2]) / 2;
+    *median_ms = test_median(ms, reps);
   }
   for (int i = 0; i < created; i++)
     d->cuEventDestroy(events[i]);

@@ -26,21 +26,9 @@
 
 #include "fake_cuda.h"
 #include "tilec_runtime.h"
+#include "../support/check.h"
 
 int aot_no_driver_result(void); /* test_aot_nodriver.c */
-
-static int checks, failures;
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    checks++;                                                                                      \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                       \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
 
 static fake_cuda_state *fake;
 

@@ -15,26 +15,7 @@
 #include <string.h>
 
 #include "tilec_runtime.h"
-
-static int checks, failures;
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    checks++;                                                                                      \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                       \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
-
-#define CHECK_STATUS(st, expected, msg)                                                            \
-  CHECK((st) == (expected), "got %s, expected %s; message: %s", tl_status_name(st),                \
-        tl_status_name(expected), (msg))
-
-#define CHECK_CONTAINS(msg, needle)                                                                \
-  CHECK(strstr((msg), (needle)) != NULL, "message \"%s\" lacks \"%s\"", (msg), (needle))
+#include "../support/check.h"
 
 /* ------------------------------------------------------------------------------- metadata */
 
