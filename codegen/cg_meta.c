@@ -64,6 +64,7 @@ static bool rpn_var(const Kernel *k, int var, StrBuf *out)
 			return false;
 		sb_printf(out, " %lld", (long long)v->cval_i);
 		return true;
+	case VAR_NUM_SMS: sb_puts(out, " num_sms"); return true;
 	default: return false;
 	}
 }
@@ -110,7 +111,7 @@ static bool meta_grid(const Kernel *k, Diags *d, StrBuf *out)
 		if (!rpn_expr(k, e, out)) {
 			error_at(d, e->loc.line ? e->loc : k->loc,
 				 "grid axis %d of kernel '%s' must be an integer expression of sizes, integer "
-				 "scalars and constants using + - * / %% min max ceildiv",
+				 "scalars, constants and num_sms using + - * / %% min max ceildiv",
 				 axis, k->name);
 			return false;
 		}

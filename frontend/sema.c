@@ -30,6 +30,9 @@ typedef struct {
 	int depth;           /* of check_expr */
 	int block_depth;     /* 1 in the kernel's own block */
 	bool depth_reported;
+	bool in_grid;        /* checking a grid(...) expression: num_sms is allowed */
+	int num_sms_var;     /* the kernel's VAR_NUM_SMS, -1 until used */
+	int grid_dim_var[3]; /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
 } Sema;
 
 /* ---------------------------------------------------------------- scopes */
@@ -60,7 +63,7 @@ static bool is_reserved(const char *name)
 	static const char *ops[] = {"copy", "fill", "clear", "gemm", "reduce_sum", "reduce_max",
 				    "reduce_min", "atomic_add", "use_swizzle", "min_blocks_per_sm", "alloc_shared", "alloc_fragment",
 				    "alloc_local", "serial", "parallel", "pipelined", "min", "max",
-				    "ceildiv", "select"};
+				    "ceildiv", "select", "num_sms", "num_blocks"};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
 		if (strcmp(ops[i], name) == 0)
 			return true;
@@ -364,6 +367,51 @@ static bool is_tile_op(const char *name)
 	return false;
 }
 
+static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *out);
+
+/* num_sms: the multiprocessor count of the device a launch runs on, which the host knows and the
+ * kernel does not, so only grid(...) may use it (a persistent grid: grid(min(M, num_sms))). */
+static Expr *check_num_sms(Sema *s, const Node *n)
+{
+	if (!s->in_grid) {
+		error_at(s->d, n->loc, "'num_sms' can be used only in grid(...), which the host evaluates at "
+				       "launch; in the kernel body, num_blocks(axis) is the grid's size");
+		return NULL;
+	}
+	if (s->num_sms_var < 0)
+		s->num_sms_var = new_var(s, "num_sms", VAR_NUM_SMS, TY_I32, n->loc);
+	Expr *e = ex_var(s->a, s->k, s->num_sms_var);
+	e->loc = n->loc;
+	return e;
+}
+
+/* num_blocks(axis): the grid's size along axis 0 (x), 1 (y) or 2 (z), as the kernel was launched. */
+static Expr *check_num_blocks(Sema *s, const Node *n)
+{
+	if (s->in_grid) {
+		error_at(s->d, n->loc, "num_blocks(...) cannot be used in grid(...): it is the grid's size");
+		return NULL;
+	}
+	if (!check_arity(s, n, 1, 1, NULL))
+		return NULL;
+	int64_t axis;
+	if (!check_const_int(s, positional(n, 0), "the axis of num_blocks", &axis))
+		return NULL;
+	if (axis < 0 || axis >= s->k->grid_rank) {
+		error_at(s->d, n->loc, "num_blocks(%" PRId64 "): the grid has %d dimension%s (axes 0..%d)", axis,
+			 s->k->grid_rank, s->k->grid_rank == 1 ? "" : "s", s->k->grid_rank - 1);
+		return NULL;
+	}
+	if (s->grid_dim_var[axis] < 0) {
+		static const char *const names[3] = {"num_blocks.x", "num_blocks.y", "num_blocks.z"};
+		s->grid_dim_var[axis] = new_var(s, names[axis], VAR_GRID_DIM, TY_I32, n->loc);
+		s->k->vars[s->grid_dim_var[axis]].dim = (int)axis;
+	}
+	Expr *e = ex_var(s->a, s->k, s->grid_dim_var[axis]);
+	e->loc = n->loc;
+	return e;
+}
+
 static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 {
 	const char *name = n->name;
@@ -394,6 +442,8 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 		OpKind op = !strcmp(name, "min") ? OP_MIN : !strcmp(name, "max") ? OP_MAX : OP_CEILDIV;
 		return check_binary_op(s, op, positional(n, 0), positional(n, 1), n->loc, hint);
 	}
+	if (!strcmp(name, "num_blocks"))
+		return check_num_blocks(s, n);
 	if (!strcmp(name, "select")) {
 		if (!check_arity(s, n, 3, 3, NULL))
 			return NULL;
@@ -560,6 +610,8 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
 	}
 	case N_NAME: {
 		const Sym *sym = sym_lookup(s, n->name);
+		if (!sym && !strcmp(n->name, "num_sms"))
+			return check_num_sms(s, n);
 		if (!sym) {
 			error_at(s->d, n->loc, "undefined name '%s'", n->name);
 			return NULL;
@@ -1545,7 +1597,7 @@ static bool grid_expr_ok(Sema *s, const Expr *e)
 		return false;
 	if (e->kind == EX_VAR) {
 		VarKind k = s->k->vars[e->var].kind;
-		if (k != VAR_SIZE && k != VAR_CONST && k != VAR_SCALAR)
+		if (k != VAR_SIZE && k != VAR_CONST && k != VAR_SCALAR && k != VAR_NUM_SMS)
 			return false;
 		if (k == VAR_SCALAR && s->k->vars[e->var].type != TY_I32)
 			return false; /* the launch metadata evaluates grids over i32 scalars */
@@ -1567,6 +1619,9 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
 	k->fast_math = true;
 	s->k = k;
 	s->nsyms = 0;
+	s->num_sms_var = -1;
+	for (int i = 0; i < 3; i++)
+		s->grid_dim_var[i] = -1;
 	int errors = s->d->nerrors;
 
 	for (int i = 0; i < kn->list2.n; i++)
@@ -1590,10 +1645,12 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
 	k->grid_rank = kn->list3.n > 3 ? 3 : kn->list3.n;
 	for (int i = 0; i < k->grid_rank; i++) {
 		const Node *g = kn->list3.items[i];
+		s->in_grid = true;
 		Expr *e = require_int(s, check_expr(s, g, TY_I32), g->loc, "a grid dimension");
+		s->in_grid = false;
 		if (e && !grid_expr_ok(s, e)) {
 			error_at(s->d, g->loc, "a grid dimension may use only sizes, constants, i32 scalar parameters, "
-					       "arithmetic, min, max and ceildiv");
+					       "num_sms, arithmetic, min, max and ceildiv");
 			e = NULL;
 		}
 		if (e && e->type != TY_I32)

@@ -118,6 +118,7 @@ typedef struct tl_kernel_info {
   const tl_param *params; /* nparams entries, in PTX parameter order */
   const char *grid_text[3];                   /* each axis's RPN program, as written */
   const struct tl_grid_program *grid[3];      /* the same, compiled (private) */
+  bool uses_num_sms; /* some grid program reads num_sms: plan it with tl_plan_launch_sms */
 } tl_kernel_info;
 
 typedef struct tl_meta tl_meta;
@@ -208,6 +209,11 @@ typedef struct tl_launch_plan {
  * failure (harmless then). */
 tl_status tl_plan_launch(const tl_kernel_info *kernel, const tl_arg *args, int nargs,
                          tl_launch_plan *plan, char *err, size_t err_size);
+/* The same for the device with `num_sms` multiprocessors (tl_device_info.sm_count), which a grid
+ * that uses `num_sms` needs (tl_kernel_info.uses_num_sms); tl_plan_launch refuses such a grid,
+ * and so does a num_sms below 1. tl_launch passes its context's device. */
+tl_status tl_plan_launch_sms(const tl_kernel_info *kernel, const tl_arg *args, int nargs,
+                             int num_sms, tl_launch_plan *plan, char *err, size_t err_size);
 void tl_launch_plan_release(tl_launch_plan *plan);
 
 /* ====================================================================== contexts (runtime.c) */

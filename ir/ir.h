@@ -208,7 +208,8 @@ typedef enum {
 	VAR_LOOP,        /* loop variable */
 	VAR_BLOCK_IDX,   /* blockIdx.{x,y,z}: .dim */
 	VAR_THREAD_IDX,  /* threadIdx.x, introduced by lowering */
-	VAR_GRID_DIM,    /* gridDim.{x,y,z}: .dim, introduced by lowering */
+	VAR_GRID_DIM,    /* gridDim.{x,y,z}: .dim, from num_blocks(axis) or lowering */
+	VAR_NUM_SMS,     /* the launching device's multiprocessor count: grid expressions only */
 } VarKind;
 
 typedef struct {

@@ -475,10 +475,13 @@ static tl_status parse_grid_line(parser *p)
       if (!parse_int(tok, &t->value))
         return fail(p, "grid %d: '%s' is not a decimal integer", (int)axis, tok);
       t->op = TL_RPN_CONST;
+    } else if (strcmp(tok, "num_sms") == 0) {
+      t->op = TL_RPN_NUM_SMS;
+      k->uses_num_sms = true;
     } else {
       int s = find_param(k, k->nparams, tok);
       if (s < 0)
-        return fail(p, "grid %d: '%s' is not an operator, a number or a param of kernel '%s'",
+        return fail(p, "grid %d: '%s' is not an operator, a number, num_sms or a param of kernel '%s'",
                     (int)axis, tok, k->name);
       const tl_param *param = &k->params[s];
       if (param->kind == TL_PARAM_TENSOR ||
@@ -678,7 +681,7 @@ tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, 
 /* ------------------------------------------------------------------------------ grid programs */
 
 tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values, const bool *known,
-                       int64_t *out, char *err, size_t err_size)
+                       int64_t num_sms, int64_t *out, char *err, size_t err_size)
 {
   const struct tl_grid_program *prog = k->grid[axis];
   int64_t small[32];
@@ -694,6 +697,18 @@ tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values,
     const tl_rpn_token *t = &prog->tokens[i];
     if (t->op == TL_RPN_CONST) {
       stack[depth++] = t->value;
+      continue;
+    }
+    if (t->op == TL_RPN_NUM_SMS) {
+      if (num_sms < 1) {
+        tl_fmt(err, err_size,
+               "grid axis %d ('%s') uses num_sms, and the device's multiprocessor count is not known "
+               "(plan the launch with tl_plan_launch_sms)",
+               axis, k->grid_text[axis]);
+        st = TL_ERR_BAD_ARGUMENT;
+        break;
+      }
+      stack[depth++] = num_sms;
       continue;
     }
     if (t->op == TL_RPN_PARAM) {

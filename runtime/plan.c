@@ -188,6 +188,12 @@ static const int64_t grid_limit[3] = {INT32_MAX, 65535, 65535};
 tl_status tl_plan_launch(const tl_kernel_info *k, const tl_arg *args, int nargs,
                          tl_launch_plan *plan, char *err, size_t err_size)
 {
+  return tl_plan_launch_sms(k, args, nargs, 0, plan, err, err_size);
+}
+
+tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int nargs, int num_sms,
+                             tl_launch_plan *plan, char *err, size_t err_size)
+{
   if (!plan) {
     tl_fmt(err, err_size, "tl_plan_launch: plan is NULL");
     return TL_ERR_BAD_ARGUMENT;
@@ -196,6 +202,10 @@ tl_status tl_plan_launch(const tl_kernel_info *k, const tl_arg *args, int nargs,
   if (!k || (nargs > 0 && !args) || nargs < 0) {
     tl_fmt(err, err_size, "tl_plan_launch: %s", !k ? "kernel is NULL"
                                                 : nargs < 0 ? "nargs is negative" : "args is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (num_sms < 0) {
+    tl_fmt(err, err_size, "tl_plan_launch_sms: num_sms is %d, not a multiprocessor count", num_sms);
     return TL_ERR_BAD_ARGUMENT;
   }
   if (nargs != k->nargs) {
@@ -302,7 +312,7 @@ tl_status tl_plan_launch(const tl_kernel_info *k, const tl_arg *args, int nargs,
 
   for (int axis = 0; axis < 3 && st == TL_OK; axis++) {
     int64_t v = 0;
-    st = tl_grid_eval(k, axis, values, known, &v, err, err_size);
+    st = tl_grid_eval(k, axis, values, known, num_sms, &v, err, err_size);
     if (st != TL_OK)
       break;
     if (v < 0 || v > grid_limit[axis]) {

@@ -744,7 +744,7 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
    * parameters, nothing parsed: the metadata was compiled at load), then one driver call. */
   tl_launch_plan plan;
   char why[1024];
-  tl_status st = tl_plan_launch(k, args, nargs, &plan, why, sizeof why);
+  tl_status st = tl_plan_launch_sms(k, args, nargs, ctx->device.sm_count, &plan, why, sizeof why);
   if (st != TL_OK)
     return set_message(ctx, st, "launch of '%s': %s", k->name, why);
   if (plan.empty) {

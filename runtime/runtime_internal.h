@@ -52,6 +52,7 @@ typedef enum tl_rpn_op {
   TL_RPN_MIN,
   TL_RPN_MAX,
   TL_RPN_CEILDIV,
+  TL_RPN_NUM_SMS, /* push the device's multiprocessor count (token `num_sms`) */
 } tl_rpn_op;
 
 typedef struct tl_rpn_token {
@@ -67,10 +68,12 @@ struct tl_grid_program {
 };
 
 /* Evaluate with values[i] the value of params[i] (only the params the program names are read;
- * known[i] false means the value could not be represented as int64, e.g. a u64 above INT64_MAX).
+ * known[i] false means the value could not be represented as int64, e.g. a u64 above INT64_MAX)
+ * and num_sms the device's multiprocessor count (0: not known, refused if the program reads it).
  * Errors are TL_ERR_BAD_ARGUMENT: the program is well formed, the values are what fail. */
 tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *values,
-                       const bool *known, int64_t *out, char *err, size_t err_size);
+                       const bool *known, int64_t num_sms, int64_t *out, char *err,
+                       size_t err_size);
 
 /* -------------------------------------------------------------------- runtime.c, for tilec_jit */
 

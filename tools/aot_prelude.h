@@ -1,8 +1,8 @@
 /* ---- tilec ahead-of-time launchers: what every generated header shares (tools/aot_prelude.h,
  * copied into each header by tilec --emit=header; one copy per translation unit, however many
  * generated headers it includes). */
-#ifndef TILEC_AOT_COMMON_V1
-#define TILEC_AOT_COMMON_V1
+#ifndef TILEC_AOT_COMMON_V2
+#define TILEC_AOT_COMMON_V2
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -44,9 +44,10 @@ typedef struct tilec_aot_module {
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuCtxGetCurrent)(CUcontext *);
+  int num_sms; /* the multiprocessor count of the context's device, for grids that use num_sms */
 } tilec_aot_module;
 
-#define TILEC_AOT_MODULE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define TILEC_AOT_MODULE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0}
 
 static inline int tilec_aot_ready(tilec_aot_module *m)
 {
@@ -77,6 +78,9 @@ static inline CUresult tilec_aot_load(tilec_aot_module *m, const char *ptx, int 
   CUresult (*load_data)(CUmodule *, const void *) = NULL;
   CUresult (*get_function)(CUfunction *, CUmodule, const char *) = NULL;
   CUresult (*set_attribute)(CUfunction, int, int) = NULL;
+  CUresult (*get_device)(int *) = NULL;
+  CUresult (*get_device_attribute)(int *, int, int) = NULL;
+  int device = 0, num_sms = 0;
   CUresult r = TILEC_AOT_SUCCESS;
   CUcontext context = NULL;
   CUmodule module = NULL;
@@ -97,6 +101,8 @@ static inline CUresult tilec_aot_load(tilec_aot_module *m, const char *ptx, int 
       !tilec_aot_sym(library, "cuModuleGetFunction", &get_function) ||
       !tilec_aot_sym(library, "cuFuncSetAttribute", &set_attribute) ||
       !tilec_aot_sym(library, "cuModuleUnload", &m->cuModuleUnload) ||
+      !tilec_aot_sym(library, "cuCtxGetDevice", &get_device) ||
+      !tilec_aot_sym(library, "cuDeviceGetAttribute", &get_device_attribute) ||
       !tilec_aot_sym(library, "cuLaunchKernel", &m->cuLaunchKernel)) {
     r = TILEC_AOT_NOT_FOUND;
     goto fail;
@@ -108,6 +114,10 @@ static inline CUresult tilec_aot_load(tilec_aot_module *m, const char *ptx, int 
     r = TILEC_AOT_INVALID_CONTEXT;
     goto fail;
   }
+  /* attribute 16: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+  if ((r = get_device(&device)) != TILEC_AOT_SUCCESS ||
+      (r = get_device_attribute(&num_sms, 16, device)) != TILEC_AOT_SUCCESS)
+    goto fail;
   if ((r = load_data(&module, ptx)) != TILEC_AOT_SUCCESS)
     goto fail;
   for (int i = 0; i < nkernels; i++) {
@@ -122,6 +132,7 @@ static inline CUresult tilec_aot_load(tilec_aot_module *m, const char *ptx, int 
   m->library = library;
   m->context = context;
   m->module = module;
+  m->num_sms = num_sms;
 #if defined(__GNUC__) || defined(__clang__)
   __atomic_store_n(&m->ready, 1, __ATOMIC_RELEASE);
 #else
@@ -151,6 +162,7 @@ static inline void tilec_aot_unload(tilec_aot_module *m)
     m->library = NULL;
     m->module = NULL;
     m->context = NULL;
+    m->num_sms = 0;
 #if defined(__GNUC__) || defined(__clang__)
     __atomic_store_n(&m->ready, 0, __ATOMIC_RELEASE);
 #else
@@ -250,4 +262,4 @@ static inline uint16_t tilec_aot_bf16(float f)
   return (uint16_t)(x >> 16);
 }
 
-#endif /* TILEC_AOT_COMMON_V1 */
+#endif /* TILEC_AOT_COMMON_V2 */

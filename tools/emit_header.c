@@ -212,7 +212,11 @@ static void put_grid_function(StrBuf *sb, const KernelNames *kn)
 		      " * programs, x: %s; y: %s; z: %s. */\n",
 		  k->name, k->grid_text[0], k->grid_text[1], k->grid_text[2]);
 	sb_printf(sb, "static inline CUresult %s_grid(", kn->cname);
+	if (k->uses_num_sms)
+		sb_puts(sb, "int32_t num_sms, ");
 	sb_puts(sb, put_params(sb, kn, false) ? ", unsigned int grid[3])\n{\n" : "unsigned int grid[3])\n{\n");
+	if (k->uses_num_sms)
+		sb_puts(sb, "\tif (num_sms < 1)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n");
 	/* every non-tensor param is read or explicitly ignored, so no warning either way */
 	for (int i = 0; i < k->nparams; i++)
 		if (k->params[i].kind != TL_PARAM_TENSOR)
@@ -235,6 +239,8 @@ static void put_grid_function(StrBuf *sb, const KernelNames *kn)
 				sb_puts(sb, ";\n");
 			} else if (tok->op == TL_RPN_PARAM) {
 				sb_printf(sb, "\t\ttlc_s[%d] = (int64_t)%s;\n", depth++, kn->pnames[tok->param]);
+			} else if (tok->op == TL_RPN_NUM_SMS) {
+				sb_printf(sb, "\t\ttlc_s[%d] = (int64_t)num_sms;\n", depth++);
 			} else {
 				depth--;
 				sb_printf(sb, "\t\tif (!tilec_aot_rpn('%c', &tlc_s[%d], tlc_s[%d]))\n"
@@ -264,7 +270,14 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
 	sb_puts(sb, ")\n{\n\tunsigned int tlc_grid[3];\n\tCUresult tlc_r;\n");
 	for (int i = k->nargs; i < k->nparams; i++)
 		sb_printf(sb, "\tif (%s < 0)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n", kn->pnames[i]);
+	/* a grid of num_sms needs the device: load first, into the current context, which gives it */
+	if (k->uses_num_sms)
+		sb_printf(sb, "\tif (!tilec_aot_ready(&%s_module_) && (tlc_r = %s_load()) != TILEC_AOT_SUCCESS)\n"
+			      "\t\treturn tlc_r;\n",
+			  stem, stem);
 	sb_printf(sb, "\ttlc_r = %s_grid(", kn->cname);
+	if (k->uses_num_sms)
+		sb_printf(sb, "%s_module_.num_sms, ", stem);
 	for (int i = 0; i < k->nparams; i++)
 		if (k->params[i].kind != TL_PARAM_TENSOR)
 			sb_printf(sb, "%s, ", kn->pnames[i]);

@@ -169,6 +169,14 @@ EXPORT CUresult cuCtxGetCurrent(void **ctx)
   return OK;
 }
 
+EXPORT CUresult cuCtxGetDevice(int *device)
+{
+  if (!current)
+    return INVALID_CONTEXT;
+  *device = 0;
+  return OK;
+}
+
 EXPORT CUresult cuCtxSynchronize(void) { return current ? OK : INVALID_CONTEXT; }
 
 /* ------------------------------------------------------------------------------------ modules */

@@ -1,7 +1,7 @@
 /* test_aot: the C launchers of tilec --emit=header, compiled here with -Wall -Wextra -pedantic
  * -Werror from headers that the build generated for examples/vector_add.tl, saxpy.tl, gelu.tl and
  * tests/unit/aot_kernels.tl (2-D tensors, bool / f16 / i32 / f64 / bf16 scalars, an integer scalar
- * and every operator in the grid, a kernel named `int`).
+ * and every operator in the grid, num_sms in a grid, a kernel named `int`).
  *
  * Checks, through the stand-in driver (fake_cuda.c): every grid function against the runtime's
  * tl_plan_launch over many sizes (the same numbers, the same refusals); launches carry exactly the
@@ -102,6 +102,36 @@ static void test_scale2d_grid(void)
   tl_meta_free(meta);
 }
 
+/* num_sms: K_grid takes it first; the plan takes it from tl_plan_launch_sms */
+static void test_persist_grid(void)
+{
+  tl_meta *meta = NULL;
+  const tl_kernel_info *k = kernel_of(&meta, aot_kernels_ptx, "persist");
+  static const int32_t ms[] = {0, 1, 3, 4, 5, 1000, 1056, 1057, 100000, INT32_MAX};
+  static const int32_t sms[] = {-1, 0, 1, 132, INT32_MAX};
+  int compared = 0, agreed = 0;
+  for (size_t a = 0; k && a < sizeof ms / sizeof *ms; a++)
+    for (size_t b = 0; b < sizeof sms / sizeof *sms; b++) {
+      const int64_t shape[2] = {ms[a], 64};
+      tl_arg arg = tl_arg_tensor(256, TL_F32, 2, shape);
+      tl_launch_plan plan;
+      char err[512];
+      /* the plan refuses num_sms < 0 itself and 0 as unknown; the header refuses both */
+      tl_status st = tl_plan_launch_sms(k, &arg, 1, sms[b], &plan, err, sizeof err);
+      unsigned grid[3] = {0, 0, 0};
+      CUresult r = persist_grid(sms[b], ms[a], grid);
+      compared++;
+      if ((st == TL_OK) != (r == TILEC_AOT_SUCCESS) || (st == TL_OK && memcmp(grid, plan.grid, sizeof grid)))
+        printf("FAIL M=%d num_sms=%d: plan %s (%u: %s), header %d (%u)\n", ms[a], sms[b],
+               tl_status_name(st), plan.grid[0], err, r, grid[0]);
+      else
+        agreed++;
+      tl_launch_plan_release(&plan);
+    }
+  CHECK(k && compared == agreed, "%d of %d combinations disagree", compared - agreed, compared);
+  tl_meta_free(meta);
+}
+
 /* ------------------------------------------------------------------------------- launches */
 
 static void expect_param(int i, const void *value, unsigned size)
@@ -151,6 +181,12 @@ static void test_launches(void)
   CHECK(r == TILEC_AOT_SUCCESS && !strcmp(l->function, "gelu_bf16"), "gelu_bf16: %d", r);
   r = saxpy_launch(NULL, A, B, C, 2.0f, 1 << 20);
   CHECK(r == TILEC_AOT_SUCCESS && l->grid[0] == 256, "saxpy: %d", r);
+  /* num_sms from the context's device: the stand-in has 132 multiprocessors */
+  r = persist_launch(NULL, A, 100000);
+  CHECK(r == TILEC_AOT_SUCCESS && l->grid[0] == 264 && !strcmp(l->function, "persist"),
+        "persist, 100000 rows: %d, grid %u", r, l->grid[0]);
+  r = persist_launch(NULL, A, 10);
+  CHECK(r == TILEC_AOT_SUCCESS && l->grid[0] == 3, "persist, 10 rows: %d, grid %u", r, l->grid[0]);
 
   /* refused before the driver: negative sizes, a grid out of range; empty: nothing launched */
   launches = fake->launches;
@@ -256,6 +292,7 @@ int main(void)
   memcpy(&set_current, &sym, sizeof sym);
   test_vector_add_grid();
   test_scale2d_grid();
+  test_persist_grid();
   test_half();
 
   /* no driver at all (another translation unit, another library name) */

@@ -1244,6 +1244,39 @@ static void test_launches(tl_context *ctx, tl_kernel *k)
   tl_free(ctx, c);
 }
 
+/* A persistent grid, min(N / 256, 2 * num_sms) blocks: tl_launch gives num_sms its context's
+ * device (the stand-in reports 132 multiprocessors). */
+static void test_num_sms_launch(tl_context *ctx)
+{
+  static const char source[] = "kernel persist(A: f32[N]) grid(min(ceildiv(N, 256), num_sms * 2)) as (b)\n"
+                               "    threads(128) {\n"
+                               "    let x = alloc_fragment([256], f32);\n"
+                               "    for r in serial(ceildiv(ceildiv(N, 256) - b, num_blocks(0))) {\n"
+                               "        copy(A[(r * num_blocks(0) + b) * 256], x);\n"
+                               "        copy(x, A[(r * num_blocks(0) + b) * 256]);\n"
+                               "    }\n"
+                               "}\n";
+  tl_module *m = NULL;
+  tl_kernel *k = NULL;
+  CHECK_STATUS(tl_module_compile(ctx, source, strlen(source), NULL, &m), TL_OK, tl_context_message(ctx));
+  CHECK_STATUS(tl_module_get_kernel(m, "persist", &k), TL_OK, tl_context_message(ctx));
+  if (!k)
+    return;
+  CHECK(tl_kernel_get_info(k)->uses_num_sms, "uses_num_sms");
+  static const struct {
+    int64_t n;
+    unsigned grid;
+  } cases[] = {{1000, 4}, {256 * 264, 264}, {1 << 24, 264}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const int64_t shape[1] = {cases[i].n};
+    tl_arg arg = tl_arg_tensor(0x1000, TL_F32, 1, shape);
+    CHECK_STATUS(tl_launch(k, &arg, 1, NULL), TL_OK, tl_context_message(ctx));
+    CHECK(fake->last.grid[0] == cases[i].grid && !strcmp(fake->last.function, "persist"),
+          "N=%lld: grid %u, want %u", (long long)cases[i].n, fake->last.grid[0], cases[i].grid);
+  }
+  tl_module_unload(m);
+}
+
 static void test_fake_driver(void)
 {
   char err[1024] = "", dir[512], path[1024];
@@ -1434,6 +1467,7 @@ static void test_fake_driver(void)
   CHECK_STATUS(st, TL_OK, tl_context_message(ctx));
   CHECK(fake->ptx_compiles == compiles + 1 && fake->links == links, "no cache: direct load");
 
+  test_num_sms_launch(ctx);
   tl_module_unload(m);
   tl_context_destroy(ctx); /* unloads m2 */
   CHECK(fake->modules_live == 0 && fake->contexts_live == 0, "%d modules, %d contexts left",

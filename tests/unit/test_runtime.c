@@ -228,7 +228,7 @@ static void test_malformed_blocks(void)
              "line 7: grid 0: operator '+' needs two operands");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N 4096"), "line 7: grid 0: the program 'N 4096' leaves 2 values");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N Q ceildiv"),
-             "line 7: grid 0: 'Q' is not an operator, a number or a param");
+             "line 7: grid 0: 'Q' is not an operator, a number, num_sms or a param");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 A 1 +"), "line 7: grid 0: 'A' is a tensor of f32");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 12x"), "line 7: grid 0: '12x' is not a decimal integer");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0"), "line 7: a grid line is");
@@ -856,6 +856,64 @@ static void test_context_and_nulls(void)
   CHECK(tl_meta_kernel_count(NULL) == 0 && tl_meta_find_kernel(NULL, "x") == NULL, "meta NULL");
 }
 
+/* num_sms in a grid program: the device's multiprocessor count, given by the caller of
+ * tl_plan_launch_sms (tl_launch: its context's device); tl_plan_launch cannot plan such a grid. */
+static void test_grid_num_sms(void)
+{
+  static const char text[] = "// tilec-meta v1\n"
+                             "// tilec-meta kernel p threads=128 smem=0 params=2\n"
+                             "// tilec-meta param 0 tensor X f32 rank=1 dims=N\n"
+                             "// tilec-meta param 1 size N i32\n"
+                             "// tilec-meta grid 0 N num_sms 2 * min\n"
+                             "// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n"
+                             "// tilec-meta end\n";
+  char err[512] = "";
+  tl_meta *meta = NULL;
+  tl_status st = tl_meta_parse(text, strlen(text), &meta, err, sizeof err);
+  CHECK(st == TL_OK, "parse: %s", err);
+  if (st != TL_OK)
+    return;
+  const tl_kernel_info *k = tl_meta_kernel(meta, 0);
+  CHECK(k->uses_num_sms && !strcmp(k->grid_text[0], "N num_sms 2 * min"), "uses_num_sms %d, '%s'",
+        k->uses_num_sms, k->grid_text[0]);
+  static const struct {
+    int64_t n;
+    int sms;
+    uint32_t grid;
+  } cases[] = {{1000, 132, 264}, {5, 132, 5}, {264, 132, 264}, {1000, 1, 2}, {0, 132, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const int64_t shape[1] = {cases[i].n};
+    tl_arg arg = tl_arg_tensor(0x100, TL_F32, 1, shape);
+    tl_launch_plan plan;
+    st = tl_plan_launch_sms(k, &arg, 1, cases[i].sms, &plan, err, sizeof err);
+    CHECK(st == TL_OK && plan.grid[0] == cases[i].grid && plan.empty == (cases[i].grid == 0),
+          "N=%lld num_sms=%d: %s grid %u (want %u) %s", (long long)cases[i].n, cases[i].sms,
+          tl_status_name(st), plan.grid[0], cases[i].grid, err);
+    tl_launch_plan_release(&plan);
+  }
+  const int64_t shape[1] = {1000};
+  tl_arg arg = tl_arg_tensor(0x100, TL_F32, 1, shape);
+  tl_launch_plan plan;
+  st = tl_plan_launch(k, &arg, 1, &plan, err, sizeof err);
+  CHECK(st == TL_ERR_BAD_ARGUMENT && strstr(err, "grid axis 0 ('N num_sms 2 * min') uses num_sms"),
+        "without num_sms: %s %s", tl_status_name(st), err);
+  tl_launch_plan_release(&plan);
+  st = tl_plan_launch_sms(k, &arg, 1, -1, &plan, err, sizeof err);
+  CHECK(st == TL_ERR_BAD_ARGUMENT && strstr(err, "num_sms is -1"), "num_sms -1: %s %s",
+        tl_status_name(st), err);
+  tl_launch_plan_release(&plan);
+  tl_meta_free(meta);
+
+  /* a grid without num_sms does not need it */
+  CHECK(tl_meta_parse(abi_example, strlen(abi_example), &meta, err, sizeof err) == TL_OK, "%s", err);
+  k = tl_meta_kernel(meta, 0);
+  tl_arg args[3] = {arg, arg, arg};
+  st = tl_plan_launch_sms(k, args, 3, 0, &plan, err, sizeof err);
+  CHECK(!k->uses_num_sms && st == TL_OK && plan.grid[0] == 1, "vector_add: %s", err);
+  tl_launch_plan_release(&plan);
+  tl_meta_free(meta);
+}
+
 int main(void)
 {
   test_abi_example();
@@ -864,6 +922,7 @@ int main(void)
   test_plan_vector_add();
   test_plan_scalars_and_dims();
   test_grid_programs();
+  test_grid_num_sms();
   test_many_params();
   test_half_conversions();
   test_names();
