@@ -1025,6 +1025,92 @@ static Stmt *lower_parallel_mma_rows(Lw *w, Stmt *s, const FragLayout *L)
 	return p.shared_store ? lw_fenced(w, r) : r;
 }
 
+/* ---- masks of a 1-D parallel loop: `j < e` with e the same for every element
+ *
+ * Element j of a thread is B + O: B = tid * vec, the thread's first element, and O = (c * threads)
+ * * vec + v, a constant once c and v are unrolled.  `j < e` as written compares a different value
+ * per element, so LLVM keeps every B + O alive in a register (31 of them for 32 elements per
+ * thread) across the loops around.  As `O < min(max(e, 0), total) - B` the right side is one value
+ * per thread and each element compares it with an immediate.  Exact: j is in [0, total), so
+ * clamping e to [0, total] changes no comparison, and then neither subtraction can overflow. */
+
+typedef struct {
+	Lw *w;
+	int loop_var;
+	bool *inner;   /* vars bound inside the loop body */
+	Expr *base;    /* B */
+	Expr *offset;  /* O */
+	int64_t total;
+} MaskCtx;
+
+/* e is the same for every element of the loop: 1; and for the whole kernel (sizes, constants,
+ * scalars, block indices only): 2.  Else 0. */
+static int mask_invariant(const MaskCtx *m, const Expr *e)
+{
+	if (!e)
+		return 2;
+	switch (e->kind) {
+	case EX_INT: return 2;
+	case EX_VAR: {
+		if (e->var == m->loop_var || m->inner[e->var])
+			return 0;
+		VarKind k = m->w->k->vars[e->var].kind;
+		return k == VAR_SIZE || k == VAR_CONST || k == VAR_SCALAR || k == VAR_BLOCK_IDX || k == VAR_GRID_DIM ? 2 : 1;
+	}
+	case EX_BINARY:
+	case EX_UNARY: {
+		if (!type_is_int(e->type))
+			return 0;
+		int a = mask_invariant(m, e->a), b = mask_invariant(m, e->b);
+		return a < b ? a : b;
+	}
+	default: return 0;
+	}
+}
+
+static void mark_inner_vars(const Stmt *s, bool *inner)
+{
+	if (!s)
+		return;
+	if (s->kind == ST_LET || s->kind == ST_ASSIGN)
+		inner[s->var] = true;
+	for (int i = 0; i < s->nvars; i++)
+		inner[s->vars[i]] = true;
+	for (int i = 0; i < s->nbody; i++)
+		mark_inner_vars(s->body[i], inner);
+	mark_inner_vars(s->then_s, inner);
+	mark_inner_vars(s->else_s, inner);
+}
+
+static Expr *mask_expr(void *ctx, Expr *e)
+{
+	MaskCtx *m = ctx;
+	if (e->kind != EX_BINARY || (e->op != OP_LT && e->op != OP_GT && e->op != OP_LE && e->op != OP_GE))
+		return e;
+	bool left = e->a->kind == EX_VAR && e->a->var == m->loop_var;
+	bool right = e->b->kind == EX_VAR && e->b->var == m->loop_var;
+	if (left == right || e->a->type != TY_I32 || e->b->type != TY_I32)
+		return e;
+	/* Only a limit that changes from one run of the loop to the next (`j < N - k * BN` in a loop
+	 * over k): a limit fixed for the whole kernel makes every comparison loop-invariant, LLVM then
+	 * hoists all of them, and keeping that many predicates costs more registers than the indices. */
+	const Expr *other = left ? e->b : e->a;
+	if (mask_invariant(m, other) != 1)
+		return e;
+	/* j < e (e > j), or its negation j >= e (e <= j) */
+	bool lt = left ? e->op == OP_LT : e->op == OP_GT;
+	bool ge = left ? e->op == OP_GE : e->op == OP_LE;
+	if (!lt && !ge)
+		return e; /* j <= e, j > e: left as written */
+	Lw *w = m->w;
+	Expr *clamped = lw_bin(w, OP_MIN, lw_bin(w, OP_MAX, ex_clone(w->a, other), lw_i32(w, 0)), lw_i32(w, m->total));
+	Expr *lim = lw_bin(w, OP_SUB, clamped, ex_clone(w->a, m->base));
+	Expr *r = lw_bin(w, OP_LT, ex_clone(w->a, m->offset), lim);
+	r = ge ? lw_unary_not(w, r) : r;
+	r->loc = e->loc;
+	return r;
+}
+
 static Stmt *lower_parallel(Lw *w, Stmt *s)
 {
 	int64_t shape[TL_MAX_RANK], total = 1;
@@ -1049,6 +1135,14 @@ static Stmt *lower_parallel(Lw *w, Stmt *s)
 	int flatv = lw_let(w, &body, "flat", flat);
 	Expr *t[TL_MAX_RANK];
 	lw_coords(w, shape, s->nvars, lw_var(w, flatv), t);
+	if (s->nvars == 1) {
+		bool *inner = ARENA_ARRAY(w->a, bool, w->k->nvars + 1);
+		mark_inner_vars(s->then_s, inner);
+		MaskCtx m = {w, s->vars[0], inner, lw_bin(w, OP_MUL, lw_var(w, w->tid), lw_i32(w, vec)),
+			     lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads * (int64_t)vec)), lw_var(w, v)),
+			     total};
+		stmt_rewrite_exprs(s->then_s, mask_expr, &m);
+	}
 	ParCtx p = {w, s, {0}, NULL, NULL, false};
 	for (int d = 0; d < s->nvars; d++)
 		p.lets[d] = lw_let(w, &body, w->k->vars[s->vars[d]].name, t[d]);
