@@ -63,7 +63,7 @@ static bool is_reserved(const char *name)
 	static const char *ops[] = {"copy", "fill", "clear", "gemm", "reduce_sum", "reduce_max",
 				    "reduce_min", "atomic_add", "use_swizzle", "min_blocks_per_sm", "alloc_shared", "alloc_fragment",
 				    "alloc_local", "serial", "parallel", "pipelined", "min", "max",
-				    "ceildiv", "select", "num_sms", "num_blocks"};
+				    "ceildiv", "select", "num_sms", "num_blocks", "sizeof"};
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
 		if (strcmp(ops[i], name) == 0)
 			return true;
@@ -412,9 +412,28 @@ static Expr *check_num_blocks(Sema *s, const Node *n)
 	return e;
 }
 
+/* sizeof(T): the bytes of one element of a type or type constant, an i32 constant
+ * (`[T = f16, BN = 65536 / sizeof(T)]`). */
+static Expr *check_sizeof(Sema *s, const Node *n)
+{
+	if (!check_arity(s, n, 1, 1, NULL))
+		return NULL;
+	const Node *a = positional(n, 0);
+	TypeKind t = a->kind == N_TYPE ? a->type : a->kind == N_NAME ? type_const(s, a->name) : TY_VOID;
+	if (t == TY_VOID) {
+		error_at(s->d, a->loc, "sizeof needs a type, such as f16 or a type constant");
+		return NULL;
+	}
+	Expr *e = ex_int(s->a, TY_I32, type_bytes(t));
+	e->loc = n->loc;
+	return e;
+}
+
 static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 {
 	const char *name = n->name;
+	if (!strcmp(name, "sizeof"))
+		return check_sizeof(s, n);
 	for (int i = 0; i < n->list.n; i++)
 		if (n->list.items[i]->kind == N_TYPE) {
 			error_at(s->d, n->list.items[i]->loc, "a type is not a value here");

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# ptxas.sh FILE.tl ARCH: compiles every kernel of FILE.tl and assembles it with
+# ptxas.sh FILE.tl ARCH [TILEC FLAGS...]: compiles every kernel of FILE.tl (with the flags, e.g.
+# -D T=f32) and assembles it with
 # ptxas -v; fails on any ptxas error, on any spill, and on any note of ptxas
 # about wgmma (instructions serialized, or a warpgroup.wait it had to inject
 # because the accumulator was used too early).  Exits 77 (skip) when
 # ptxas is not installed.
 set -u
-f=$1; arch=$2
+f=$1; arch=$2; shift 2
 : "${TILEC:?}"
 [ -x "${PTXAS:-}" ] || { echo "skipped: ptxas not found"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$TILEC" --arch="$arch" "$f" -o "$tmp/k.ptx" || { echo "tilec failed"; exit 1; }
+"$TILEC" --arch="$arch" "$@" "$f" -o "$tmp/k.ptx" || { echo "tilec failed"; exit 1; }
 "$PTXAS" -arch="$arch" -v "$tmp/k.ptx" -o "$tmp/k.cubin" 2>"$tmp/log" || { cat "$tmp/log"; echo "ptxas failed"; exit 1; }
 cat "$tmp/log"
 if grep -E '[1-9][0-9]* bytes spill (stores|loads)' "$tmp/log"; then echo "spills"; exit 1; fi

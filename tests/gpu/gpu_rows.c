@@ -6,7 +6,7 @@
  * OUTDIR   where rows_bench.txt is written
  * PTXDIR   where the PTX is: NAME.ptx per variant, and variants.txt (written by rows.sh) listing them
  *          as "NAME KERNEL T BN THREADS" lines; default OUTDIR/ptx if that is a folder, else OUTDIR.
- *          Without variants.txt the variants are the nine defaults KERNEL_T (BN 8192, 512 threads).
+ *          Without variants.txt the variants are the nine defaults KERNEL_T (default_config).
  * --seed   replay a run (the seed is always printed)
  * --reps   timed runs per benchmark row (default 50, after 10 warm-up runs)
  * --no-bench  correctness only
@@ -85,8 +85,15 @@ static const struct shape {
 static const tl_dtype types[] = {TL_F16, TL_BF16, TL_F32};
 #define NTYPES (sizeof types / sizeof types[0])
 
-/* The .tl defaults of BN and THREADS, for when there is no variants.txt. */
-enum { DEFAULT_BN = 8192, DEFAULT_THREADS = 512 };
+/* The .tl defaults of BN and THREADS, for when there is no variants.txt (stdlib/softmax.tl:
+ * BN = 65536 / sizeof(T), 1024 threads; stdlib/norms.tl: BN = 8192, RMSNorm 256 threads, LayerNorm
+ * 256 * sizeof(T)). */
+static void default_config(kernel_kind k, tl_dtype t, int *bn, int *threads)
+{
+  const int size = (int)tl_dtype_size(t);
+  *bn = k == SOFTMAX ? 65536 / size : 8192;
+  *threads = k == SOFTMAX ? 1024 : k == RMSNORM ? 256 : 256 * size;
+}
 
 static void tolerance(kernel_kind k, tl_dtype t, double *atol, double *rtol)
 {
@@ -241,7 +248,8 @@ static int default_variants(variant *vs)
   int n = 0;
   for (int k = 0; k < NKINDS; k++)
     for (size_t t = 0; t < NTYPES; t++) {
-      variant v = {.kind = (kernel_kind)k, .t = types[t], .bn = DEFAULT_BN, .threads = DEFAULT_THREADS};
+      variant v = {.kind = (kernel_kind)k, .t = types[t]};
+      default_config((kernel_kind)k, types[t], &v.bn, &v.threads);
       snprintf(v.name, sizeof v.name, "%s_%s", kinds[k].name, tl_dtype_name(types[t]));
       v.is_default = true;
       vs[n++] = v;
