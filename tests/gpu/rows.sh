@@ -40,7 +40,7 @@ VARIANTS=(
   "softmax_f16_s3        softmax    T=f16 STAGES=3"
   "rmsnorm_f16_t512     rmsnorm    T=f16 THREADS=512"
   "rmsnorm_f16_t256_m4  rmsnorm    T=f16 MINB=4"
-  "layernorm_f16_r4      layernorm  T=f16 RPB=4"
+  "layernorm_f16_r8      layernorm  T=f16 RPB=8"
   "layernorm_f16_r16     layernorm  T=f16 RPB=16"
   "layernorm_f16_s2      layernorm  T=f16 STAGES=2"
   "layernorm_f16_t256    layernorm  T=f16 THREADS=256"
