@@ -87,12 +87,12 @@ static const tl_dtype types[] = {TL_F16, TL_BF16, TL_F32};
 
 /* The .tl defaults of BN and THREADS, for when there is no variants.txt (stdlib/softmax.tl:
  * BN = 65536 / sizeof(T), 1024 threads; stdlib/norms.tl: BN = 8192, RMSNorm 256 threads, LayerNorm
- * 256 * sizeof(T)). */
+ * 128 * sizeof(T)). */
 static void default_config(kernel_kind k, tl_dtype t, int *bn, int *threads)
 {
   const int size = (int)tl_dtype_size(t);
   *bn = k == SOFTMAX ? 65536 / size : 8192;
-  *threads = k == SOFTMAX ? 1024 : k == RMSNORM ? 256 : 256 * size;
+  *threads = k == SOFTMAX ? 1024 : k == RMSNORM ? 256 : 128 * size;
 }
 
 static void tolerance(kernel_kind k, tl_dtype t, double *atol, double *rtol)

@@ -43,7 +43,7 @@ VARIANTS=(
   "layernorm_f16_r8      layernorm  T=f16 RPB=8"
   "layernorm_f16_r16     layernorm  T=f16 RPB=16"
   "layernorm_f16_s2      layernorm  T=f16 STAGES=2"
-  "layernorm_f16_t256    layernorm  T=f16 THREADS=256"
+  "layernorm_f16_t512    layernorm  T=f16 THREADS=512"
 )
 
 # shellcheck source=script_common.sh
