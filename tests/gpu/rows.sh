@@ -36,7 +36,7 @@ VARIANTS=(
   "layernorm_f16        layernorm  T=f16"
   "layernorm_bf16       layernorm  T=bf16"
   "layernorm_f32        layernorm  T=f32"
-  "softmax_f16_16k       softmax    T=f16 BN=16384"
+  "softmax_f16_long      softmax    T=f16 BN=16384 THREADS=512 BPS=2 MINB=2"
   "softmax_f16_s3        softmax    T=f16 STAGES=3"
   "rmsnorm_f16_t512     rmsnorm    T=f16 THREADS=512"
   "rmsnorm_f16_t256_m4  rmsnorm    T=f16 MINB=4"
