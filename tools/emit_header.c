@@ -270,11 +270,12 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
 	sb_puts(sb, ")\n{\n\tunsigned int tlc_grid[3];\n\tCUresult tlc_r;\n");
 	for (int i = k->nargs; i < k->nparams; i++)
 		sb_printf(sb, "\tif (%s < 0)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n", kn->pnames[i]);
-	/* a grid of num_sms needs the device: load first, into the current context, which gives it */
+	/* Load on first use: after the grid, so that an empty grid loads nothing, except where the
+	 * grid reads num_sms, which the load takes from the current context's device. */
+	static const char load[] = "\tif (!tilec_aot_ready(&%s_module_) && (tlc_r = %s_load()) != TILEC_AOT_SUCCESS)\n"
+				   "\t\treturn tlc_r;\n";
 	if (k->uses_num_sms)
-		sb_printf(sb, "\tif (!tilec_aot_ready(&%s_module_) && (tlc_r = %s_load()) != TILEC_AOT_SUCCESS)\n"
-			      "\t\treturn tlc_r;\n",
-			  stem, stem);
+		sb_printf(sb, load, stem, stem);
 	sb_printf(sb, "\ttlc_r = %s_grid(", kn->cname);
 	if (k->uses_num_sms)
 		sb_printf(sb, "%s_module_.num_sms, ", stem);
@@ -284,9 +285,8 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
 	sb_puts(sb, "tlc_grid);\n\tif (tlc_r != TILEC_AOT_SUCCESS)\n\t\treturn tlc_r;\n");
 	sb_puts(sb, "\tif (tlc_grid[0] == 0 || tlc_grid[1] == 0 || tlc_grid[2] == 0)\n"
 		    "\t\treturn TILEC_AOT_SUCCESS;\n");
-	sb_printf(sb, "\tif (!tilec_aot_ready(&%s_module_) && (tlc_r = %s_load()) != TILEC_AOT_SUCCESS)\n"
-		      "\t\treturn tlc_r;\n",
-		  stem, stem);
+	if (!k->uses_num_sms)
+		sb_printf(sb, load, stem, stem);
 	/* f16/bf16 scalars travel as their bits */
 	for (int i = 0; i < k->nargs; i++) {
 		const tl_param *p = &k->params[i];

@@ -60,20 +60,19 @@ source_of() {
   esac
 }
 
-# The value of constant $3 (BN, THREADS) in variant $1 of kernel $2 from source $4 under the -D
-# settings that follow: what tilec evaluated (defaults may follow T: BN = 65536 / sizeof(T)), or,
-# with PTX compiled elsewhere, what that run wrote into the PTX folder's variants.txt.
-const_of() {
-  local name=$1 kernel=$2 const=$3 src=$4
-  shift 4
+# "BN THREADS" of variant $1 of kernel $2 from source $3 under the -D settings that follow: what
+# tilec evaluated (defaults may follow T: BN = 65536 / sizeof(T)), or, with PTX compiled
+# elsewhere, what that run wrote into the PTX folder's variants.txt.
+consts_of() {
+  local name=$1 kernel=$2 src=$3
+  shift 3
   if [ "$tilec" = - ]; then
-    local field=4
-    [ "$const" = THREADS ] && field=5
-    [ -f "$ptxdir/variants.txt" ] && awk -v n="$name" -v f=$field '$1 == n { print $f; exit }' "$ptxdir/variants.txt"
+    [ -f "$ptxdir/variants.txt" ] && awk -v n="$name" '$1 == n { print $4, $5; exit }' "$ptxdir/variants.txt"
     return 0
   fi
   "$tilec" --emit=tir --arch=sm_90a "$@" --kernel "$kernel" "$src" -o - 2>/dev/null |
-    sed -n "s/^  const $const: i32 = \([0-9][0-9]*\)\$/\1/p" | head -n 1
+    awk '$1 == "const" && $3 == "i32" && $4 == "=" { v[$2] = v[$2] == "" ? $5 : v[$2] }
+         END { print v["BN:"], v["THREADS:"] }'
 }
 
 main() {
@@ -95,8 +94,7 @@ main() {
       esac
       dflags+=(-D "$kv")
     done
-    bn=$(const_of "$name" "$kernel" BN "$src" "${dflags[@]}")
-    threads=$(const_of "$name" "$kernel" THREADS "$src" "${dflags[@]}")
+    read -r bn threads < <(consts_of "$name" "$kernel" "$src" "${dflags[@]}")
     if [ -z "$t" ] || [ -z "$bn" ] || [ -z "$threads" ]; then
       echo "FAIL variant $name: T, BN or THREADS unknown (T='$t' BN='$bn' THREADS='$threads';" \
         "read from tilec --emit=tir of ${src#"$root"/}, or from the PTX folder's variants.txt)"
