@@ -135,15 +135,22 @@ static void copy_pair_shared(Lw *w, StmtList *out, PairPos *p, void *ctx)
 	CopyCtx *c = ctx;
 	const Stmt *s = c->s;
 	Expr **ri = lw_idx1(w, C(w, p->reg));
-	Expr **si = ARENA_ARRAY(w->a, Expr *, 2);
-	si[0] = C(w, p->row);
-	si[1] = C(w, p->col);
+	/* A pipelined loop's staged tile (stage_a) has the stage as its leading index. */
+	int staged = c->load && s->stage_a ? 1 : 0;
+	Expr **si = ARENA_ARRAY(w->a, Expr *, 2 + staged);
+	if (staged)
+		si[0] = C(w, s->stage_a);
+	si[staged] = C(w, p->row);
+	si[staged + 1] = C(w, p->col);
 	if (c->load) /* shared -> fragment */
-		lw_vcopy(w, out, s->dst.buf, ri, 1, s->src.buf, si, 2, 2, 0, 1);
+		lw_vcopy(w, out, s->dst.buf, ri, 1, s->src.buf, si, 2 + staged, 2, 0, 1 + staged);
 	else
 		lw_vcopy(w, out, s->dst.buf, si, 2, s->src.buf, ri, 1, 2, 1, 0);
 }
 
+/* shared <-> MMA fragment: each thread moves its register pairs (r0 r1, r2 r3
+ * of every 16x8 piece) to or from the row and column the accumulator layout
+ * gives them, not the flat order an elementwise fragment uses. */
 Stmt *lower_copy_mma_shared(Lw *w, Stmt *s)
 {
 	bool to_frag = w->k->bufs[s->dst.buf].scope == SCOPE_FRAGMENT;

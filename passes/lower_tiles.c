@@ -889,7 +889,9 @@ static Stmt *lower_copy(Lw *w, Stmt *s)
 	else if (A->scope == SCOPE_SHARED && B->scope == SCOPE_SHARED) {
 		CoopCtx c = {s->src.buf, s->dst.buf, NULL};
 		r = coop_elementwise(w, B, s->loc, shared_copy_body, &c);
-	} else
+	} else if ((A->scope == SCOPE_FRAGMENT ? A : B)->layout.kind == LAYOUT_MMA)
+		r = lower_copy_mma_shared(w, s);
+	else
 		r = lower_copy_shared_frag(w, s);
 	return writes_shared(w, s->dst.buf) ? lw_fenced(w, r) : r;
 }
