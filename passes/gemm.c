@@ -22,31 +22,39 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-bool gemm_warp_policy(int nwarps, int64_t M, int64_t N, int req_wm, int req_wn, int *wm, int *wn, const char **why)
+bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int req_wm, int req_wn, int *wm,
+		      int *wn, const char **why)
 {
 	int best_m = 0, best_n = 0;
 	int64_t best_cost = INT64_MAX;
 	for (int m = 1; m <= nwarps; m++) {
 		if (nwarps % m)
 			continue;
-		int n = nwarps / m;
-		if ((req_wm && m != req_wm) || (req_wn && n != req_wn))
+		int wn_ = nwarps / m;
+		if ((req_wm && m != req_wm) || (req_wn && wn_ != req_wn))
 			continue;
-		if (M % (m * 16) || N % (n * 8))
-			continue;
-		/* Shared-memory traffic per warp grows with the warp tile's perimeter;
-		 * an even number of n8 pieces lets ldmatrix.x4 load B two at a time. */
-		int64_t tm = M / m, tn = N / n;
-		int64_t cost = (tm + tn) * 4 + ((tn / 8) % 2 ? 1 : 0) + (tm < tn ? 1 : 0);
-		if (cost < best_cost) {
+		int64_t cost = 0;
+		for (int i = 0; i < n && cost >= 0; i++) {
+			if (M[i] % (m * 16) || N[i] % (wn_ * 8)) {
+				cost = -1;
+				break;
+			}
+			/* Shared-memory traffic per warp grows with the warp tile's
+			 * perimeter; an even number of n8 pieces lets ldmatrix.x4 load B
+			 * two at a time. */
+			int64_t tm = M[i] / m, tn = N[i] / wn_;
+			cost += (tm + tn) * 4 + ((tn / 8) % 2 ? 1 : 0) + (tm < tn ? 1 : 0);
+		}
+		if (cost >= 0 && cost < best_cost) {
 			best_cost = cost;
 			best_m = m;
-			best_n = n;
+			best_n = wn_;
 		}
 	}
 	if (!best_m) {
 		*why = (req_wm || req_wn) ? "the requested warp grid does not use exactly the block's warps, or does not divide the accumulator into 16x8 pieces per warp"
-					  : "no grid of the block's warps divides the accumulator into 16x8 pieces per warp";
+			: n > 1 ? "no grid of the block's warps divides every accumulator whose rows are shared into 16x8 pieces per warp"
+				: "no grid of the block's warps divides the accumulator into 16x8 pieces per warp";
 		return false;
 	}
 	*wm = best_m;

@@ -282,11 +282,22 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 	if (!l.ok)
 		return false;
 
-	/* Each class's parent class (from broadcasts and reductions), or -1. */
+	/* Each class's parent class (from broadcasts and reductions), or -1.  A
+	 * class may hold the rows of two parents of different shapes (the rows of
+	 * S [BM, BN] rescaling O [BM, D] in attention) when both lay out their rows
+	 * alike: gemm accumulators of one warp grid.  Such pairs (`alt`) join the
+	 * parents' row groups, which choose their warp grid together, and are
+	 * checked once the layouts are known. */
 	int *up = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
-	SrcLoc *up_loc = ARENA_ARRAY(pc->arena, SrcLoc, k->nbufs + 1);
-	for (int i = 0; i < k->nbufs; i++)
+	Derived *up_use = ARENA_ARRAY(pc->arena, Derived, k->nbufs + 1);
+	Derived *alt = ARENA_ARRAY(pc->arena, Derived, l.nderived + 1);
+	Derived *alt_first = ARENA_ARRAY(pc->arena, Derived, l.nderived + 1);
+	int nalt = 0;
+	int *rg = ARENA_ARRAY(pc->arena, int, k->nbufs + 1); /* union-find: row groups of parent classes */
+	for (int i = 0; i < k->nbufs; i++) {
 		up[i] = -1;
+		rg[i] = i;
+	}
 	for (int i = 0; i < l.nderived; i++) {
 		Derived d = l.derived[i];
 		int c = find(&l, d.child), p = find(&l, d.parent);
@@ -295,38 +306,44 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 						  "its layout", k->bufs[d.child].name, k->bufs[d.parent].name);
 			return false;
 		}
-		if (up[c] >= 0 && find(&l, up[c]) != p && buffer_same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
+		if (up[c] < 0) {
+			up[c] = p;
+			up_use[c] = d;
+			continue;
+		}
+		if (find(&l, up[c]) == p)
+			continue;
+		if (buffer_same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
 			/* Rows of two fragments of one shape: they simply share a layout. */
 			unite(&l, up[c], p);
-			p = find(&l, p);
+			continue;
 		}
-		if (up[c] >= 0 && find(&l, up[c]) != p) {
-			const Buffer *a = &k->bufs[up[c]], *b = &k->bufs[d.parent];
-			error_at(pc->diags, d.loc, "layout conflict: fragment '%s' holds rows of '%s' here but rows of '%s' "
-						  "(another layout) elsewhere", k->bufs[d.child].name, b->name, a->name);
-			note_at(pc->diags, up_loc[c], "the other use is here; %s", HINT);
-			return false;
-		}
-		up[c] = p;
-		up_loc[c] = d.loc;
+		alt_first[nalt] = up_use[c];
+		alt[nalt++] = d;
 	}
 	for (int i = 0; i < k->nbufs; i++)
 		if (up[i] >= 0)
 			up[i] = find(&l, up[i]);
+	for (int i = 0; i < nalt; i++) {
+		int a = find(&l, alt_first[i].parent), b = find(&l, alt[i].parent);
+		while (rg[a] != a)
+			a = rg[a];
+		while (rg[b] != b)
+			b = rg[b];
+		rg[a] = b;
+	}
 
-	/* gemm fixes its accumulator's class to the MMA layout: one column of
-	 * warps (the wgmma accumulator, gemm.c) when any gemm on the class can use
-	 * wgmma, so that the others (mma.sync, any grid) share it. */
+	/* gemm fixes its accumulator's class to the MMA layout, one warp grid per
+	 * row group: one column of warps (the wgmma accumulator, gemm.c) when any
+	 * gemm of the group can use wgmma and none asks for a grid, so that the
+	 * others (mma.sync, any grid) share it; else the grid that fits them all
+	 * (gemm_warp_policy). */
 	FragLayout *mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
-	bool *wgmma = ARENA_ARRAY(pc->arena, bool, k->nbufs + 1);
-	for (int i = 0; i < l.ngemms; i++)
-		if (gemm_wgmma_eligible(pc, k, l.gemms[i]))
-			wgmma[find(&l, l.gemms[i]->c)] = true;
+	bool *group_done = ARENA_ARRAY(pc->arena, bool, k->nbufs + 1);
 	for (int i = 0; i < l.ngemms; i++) {
 		const Stmt *g = l.gemms[i];
 		const Buffer *C = &k->bufs[g->c];
-		int r = find(&l, g->c);
-		if (up[r] >= 0) {
+		if (up[find(&l, g->c)] >= 0) {
 			error_at(pc->diags, g->loc, "the accumulator '%s' of gemm cannot also hold the rows of another fragment",
 				 C->name);
 			return false;
@@ -336,31 +353,96 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 				 k->nthreads);
 			return false;
 		}
-		int wm, wn, req_m = g->warps_m, req_n = g->warps_n;
-		const char *why = NULL;
-		if (wgmma[r] && !req_m && !req_n) {
+	}
+	for (int i = 0; i < l.ngemms; i++) {
+		const Stmt *g = l.gemms[i];
+		int group = find(&l, g->c);
+		while (rg[group] != group)
+			group = rg[group];
+		if (group_done[group])
+			continue; /* chosen with an earlier gemm of the group */
+		/* The group's accumulator classes (one shape each), requests and wgmma. */
+		int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, l.ngemms), *Ns = ARENA_ARRAY(pc->arena, int64_t, l.ngemms);
+		int *cls = ARENA_ARRAY(pc->arena, int, l.ngemms);
+		int n = 0, req_m = 0, req_n = 0;
+		bool wgmma = false;
+		for (int j = 0; j < l.ngemms; j++) {
+			const Stmt *h = l.gemms[j];
+			int r = find(&l, h->c), gr = r;
+			while (rg[gr] != gr)
+				gr = rg[gr];
+			if (gr != group)
+				continue;
+			if ((h->warps_m && req_m && h->warps_m != req_m) || (h->warps_n && req_n && h->warps_n != req_n)) {
+				if (find(&l, g->c) == r)
+					error_at(pc->diags, h->loc, "layout conflict: '%s' is the accumulator of gemms with different "
+								    "warp grids", k->bufs[h->c].name);
+				else
+					error_at(pc->diags, h->loc, "layout conflict: '%s' and '%s' lay out their rows alike (a fragment "
+								    "holds rows of both), so their gemms need one warp grid, but ask "
+								    "for different ones", k->bufs[g->c].name, k->bufs[h->c].name);
+				return false;
+			}
+			req_m = h->warps_m ? h->warps_m : req_m;
+			req_n = h->warps_n ? h->warps_n : req_n;
+			wgmma |= gemm_wgmma_eligible(pc, k, h);
+			bool seen = false;
+			for (int q = 0; q < n; q++)
+				seen |= cls[q] == r;
+			if (!seen) {
+				cls[n] = r;
+				Ms[n] = k->bufs[h->c].tile_shape[0];
+				Ns[n] = k->bufs[h->c].tile_shape[1];
+				n++;
+			}
+		}
+		if (wgmma && !req_m && !req_n) {
 			req_m = k->nthreads / 32;
 			req_n = 1;
 		}
-		if (!gemm_warp_policy(k->nthreads / 32, C->tile_shape[0], C->tile_shape[1], req_m, req_n, &wm, &wn, &why)) {
+		int wm, wn;
+		const char *why = NULL;
+		if (!gemm_warp_policy(k->nthreads / 32, Ms, Ns, n, req_m, req_n, &wm, &wn, &why)) {
 			error_at(pc->diags, g->loc, "gemm: %s", why);
 			return false;
 		}
-		FragLayout L = {0};
-		L.kind = LAYOUT_MMA;
-		L.threads = k->nthreads;
-		L.vec = 2;
-		L.warps_m = wm;
-		L.warps_n = wn;
-		L.frag_m = (int)(C->tile_shape[0] / (wm * 16));
-		L.frag_n = (int)(C->tile_shape[1] / (wn * 8));
-		L.regs = L.frag_m * L.frag_n * 4;
-		if (mma[r].kind == LAYOUT_MMA && (mma[r].warps_m != wm || mma[r].warps_n != wn)) {
-			error_at(pc->diags, g->loc, "layout conflict: '%s' is the accumulator of gemms with different warp grids",
-				 C->name);
-			return false;
+		group_done[group] = true;
+		for (int q = 0; q < n; q++) {
+			FragLayout L = {0};
+			L.kind = LAYOUT_MMA;
+			L.threads = k->nthreads;
+			L.vec = 2;
+			L.warps_m = wm;
+			L.warps_n = wn;
+			L.frag_m = (int)(Ms[q] / (wm * 16));
+			L.frag_n = (int)(Ns[q] / (wn * 8));
+			L.regs = L.frag_m * L.frag_n * 4;
+			mma[cls[q]] = L;
 		}
-		mma[r] = L;
+	}
+	/* A fragment holding rows of two parents of different shapes: fine when
+	 * both are accumulators whose rows sit in the same threads and registers
+	 * (one warp grid, frag_m pieces per warp); anything else is a conflict,
+	 * reported at both uses. */
+	for (int i = 0; i < nalt; i++) {
+		const FragLayout *a = &mma[find(&l, alt_first[i].parent)], *b = &mma[find(&l, alt[i].parent)];
+		if (a->kind == LAYOUT_MMA && b->kind == LAYOUT_MMA && a->warps_m == b->warps_m &&
+		    a->warps_n == b->warps_n && a->frag_m == b->frag_m)
+			continue;
+		const Derived *d = &alt[i], *f = &alt_first[i];
+		if (d->child == f->child)
+			error_at(pc->diags, d->loc, "layout conflict: fragment '%s' holds rows of '%s' here but rows of '%s' "
+						   "(another layout) elsewhere", k->bufs[d->child].name, k->bufs[d->parent].name,
+				 k->bufs[f->parent].name);
+		else
+			error_at(pc->diags, d->loc, "layout conflict: fragment '%s' holds rows of '%s' here, but '%s', which "
+						   "shares its layout, holds rows of '%s' (another layout)",
+				 k->bufs[d->child].name, k->bufs[d->parent].name, k->bufs[f->child].name,
+				 k->bufs[f->parent].name);
+		note_at(pc->diags, f->loc, "'%s' holds rows of '%s' here; rows of two fragments of different shapes "
+					   "can share a fragment only when both are gemm accumulators of one warp grid; %s",
+			k->bufs[f->child].name, k->bufs[f->parent].name, HINT);
+		return false;
 	}
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];

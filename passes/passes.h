@@ -29,11 +29,12 @@ bool pass_plan_shared(PassContext *pc, Kernel *k);
  * layout decides which thread runs which iteration (layout.c). */
 int loop_full_fragment(const Kernel *k, const Stmt *loop);
 
-/* gemm.c: the warp grid for an M x N accumulator over nwarps warps: the
- * requested one (req_* > 0) if it fits, else the one with the squarest warp
- * tiles.  False (with *why) if none fits the m16n8 pieces. */
-bool gemm_warp_policy(int nwarps, int64_t M, int64_t N, int req_wm, int req_wn, int *wm, int *wn,
-		      const char **why);
+/* gemm.c: one warp grid for n accumulators of shapes M[i] x N[i] over nwarps
+ * warps (several when they must lay out their rows alike): the requested one
+ * (req_* > 0) if it fits them all, else the one with the squarest warp tiles
+ * summed over them.  False (with *why) if none fits the m16n8 pieces. */
+bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int req_wm, int req_wn, int *wm,
+		      int *wn, const char **why);
 
 /* gemm.c: whether gemm g may be lowered to wgmma (sm_90a, shapes, types and
  * warp grid allow it; the conditions are listed there).  The one test that
