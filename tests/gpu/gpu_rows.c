@@ -2,6 +2,7 @@
  * (softmax, rmsnorm, layernorm), one PTX file per compiled variant (tests/gpu/rows.sh builds them).
  *
  *   gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick]
+ *   gpu_rows --self-test [--seed S]   check this program's checker on the CPU (no GPU needed)
  *
  * OUTDIR   where rows_bench.txt is written
  * PTXDIR   where the PTX is: NAME.ptx per variant, and variants.txt (written by rows.sh) listing them
@@ -13,24 +14,70 @@
  * --quick  skip the correctness shapes of more than 2^24 elements
  *
  * Correctness. Each default variant (named KERNEL_T, e.g. softmax_bf16) runs at rows x cols = 1x1,
- * 7x1000, 8192x32768, 32768x8192, 3x100003 and 100000x64; every other variant (softmax_f16_wide,
- * rmsnorm_f16_t1024, ...) once, at its kernel's benchmark shape. Inputs are random (softmax: X uniform
- * in [-8, 8]; norms: X in [-4, 4], W in [0.5, 1.5], B in [-1, 1], eps 1e-5), rounded to T; Y is
+ * 7x1000, 8192x32768, 32768x8192, 3x100003, 100000x64, 32x65536, 64x65537 and 16 x (2 BN + 1); every
+ * other variant (softmax_f16_long, rmsnorm_f16_t512, ...) at its kernel's benchmark shape (mild
+ * inputs only) and at 16 x (2 BN + 1). BN is the variant's (variants.txt, from tilec), so
+ * 16 x (2 BN + 1) always takes the streaming path (rows longer than BN go through tiles of BN twice,
+ * the statistics merged across tiles), with a last tile of one element; at the defaults (softmax
+ * BN = 65536 / sizeof(T), the norms 8192) 3x100003, 32x65536 and 64x65537 stream too, in every T.
+ * Inputs, by mode:
+ *
+ *   mild        softmax X uniform in [-8, 8]; norms X in [-4, 4]                         (both)
+ *   offset      softmax: U[-8, 8] + 100 on even rows, - 100 on odd ones: exp(x) overflows f32
+ *               above 88 and underflows below -87, so only x - max works
+ *   late-max    softmax: even rows an increasing ramp -8 .. 8 (+ U[-0.5, 0.5]), odd rows U[-8, 8]
+ *               with a spike of 16 in one of the last 4 columns: the running max grows from tile
+ *               to tile, so the running sum must be rescaled each time
+ *   wide        softmax: U[-1, 1] * 2^(r mod 8), up to +-128: exps over ~110 orders of magnitude
+ *   large-mean  norms: 1000 + U[-1, 1] (bf16: + U[-16, 16], as bf16's spacing at 1000 is 4): the
+ *               mean is 1700 standard deviations from 0, E[x^2] - E[x]^2 cancels in f32
+ *   constant    norms: every row one value (every 4th row 0, the others U[-4, 4]): variance 0, so
+ *               LayerNorm must give exactly its bias B and RMSNorm sign(x) W (0 for a zero row)
+ *   drift       norms: a ramp -4 .. 4 along the row (every other row decreasing) + U[-0.25, 0.25]:
+ *               the tiles' means differ, so the streaming merge needs its delta^2 n n_t / n' term
+ *   eps         norms: X in [-0.01, 0.01] and eps = 0.25: eps dominates the variance
+ *
+ * Every mode runs at every shape of at most 2^24 elements; the two of 2^28 run mild only. (With
+ * the running sum's rescale taken out of stdlib/softmax.tl, or the delta term out of LayerNorm's
+ * merge, every streaming case of late-max, resp. drift, fails in every T, while f16 and bf16 pass
+ * mild: H200, seed 7.) W is in
+ * [0.5, 1.5], B in [-1, 1], eps 1e-5 except in the eps mode; all inputs are rounded to T. Y is
  * poisoned with 0xFF bytes (NaN in every float format) and followed by a poisoned guard region that
  * must stay poisoned. The reference is computed in double from the same rounded inputs, row by row
  * inside the parallel checker (nothing of the size of the output is materialized). Each element must
- * satisfy |y - ref| <= atol * scale + rtol * |ref|:
+ * satisfy |y - ref| <= atol * scale + rtol * |ref| + floor (+ the LayerNorm mean term below):
  *
  *   T      softmax atol, rtol    norms atol, rtol
  *   f32    2e-6, 1e-4            1e-4, 1e-4
  *   f16    1e-3, 4e-3            1e-3, 4e-3     (output rounding: 2^-11 relative)
  *   bf16   4e-3, 1.6e-2          4e-3, 1.6e-2   (2^-8)
  *
- * scale is 1 for the norms. For softmax it is the row's largest reference probability (1 / sum of
- * exp(x - max)): softmax outputs are probabilities, and in a row of 32768 every one is below 5e-4,
- * so a fixed atol of 1e-3 would pass a row of zeros. A NaN, an infinity, an element left poisoned or
- * a changed guard byte fails the case. One line per case (PASS / FAIL / SKIP, kernel, T, shape, worst
- * error as a fraction of the tolerance), then, after the benchmark, exactly "P passed, F failed".
+ * scale is the row's largest |reference|, at most 1. For softmax that is the row's largest
+ * probability (1 / sum of exp(x - max)): softmax outputs are probabilities, and in a row of 32768
+ * every one is below 5e-4, so a fixed atol of 1e-3 would pass a row of zeros; for the norms it is 1
+ * but where eps dominates or the row is 0 (outputs far below 1). floor is the output format's
+ * absolute resolution: 2^-24 for f16 (its subnormals' spacing: probabilities of a long flat row are
+ * there), 2^-126 for bf16 and f32 (f32 math flushes subnormals). LayerNorm adds
+ * (ceil(log2 N) + 2) * 2^-24 * |mean| * rstd * |W| (0 for N = 1): the kernel's f32 mean is off by
+ * some units in the last place of |mean| (a tree sum of N values, the division, the tiles'
+ * merges), and every output carries that error times rstd * W; it matters only where the mean is
+ * large against the spread (large-mean; constant rows, where rstd = 1/sqrt(eps)). A NaN, an
+ * infinity, an element left poisoned or a changed guard byte fails the case. One line per case
+ * (PASS / FAIL / SKIP, kernel, T, shape, mode, worst error as a fraction of the tolerance), then,
+ * after the benchmark, exactly "P passed, F failed".
+ *
+ * Self-test (--self-test, on the CPU). Host models of the kernels (f32 math, T rounding where the
+ * .tl rounds, BN = 1024, both paths) feed the checker on every mode at 1x1, 8x7, 8x1000, 8x1024,
+ * 8x2048, 8x3073 and 3x2500 in every T. The correct models must pass everywhere. Broken models
+ * (softmax: running sum not rescaled when the running max grows, the padding past N not masked,
+ * the max never subtracted, exp2 without log2(e); norms: LayerNorm's merge without the delta term,
+ * an unweighted mean of the tiles' means, E[x^2] - E[x]^2 variance, no bias, RMSNorm over BN-padded
+ * tiles, eps ignored, eps fixed at 1e-5; any kernel: rows shifted by one, the last element left
+ * unwritten, the last element off, a write past the end) must fail wherever they change an output
+ * materially (a NaN / infinity / unwritten element, a guard byte, or an element off by 5% of its
+ * row's largest |output|), and each must do so on the inputs made to expose it (its "must" modes),
+ * in every T (the E[x^2] - E[x]^2 variance: f16 and f32; bf16 cannot hold a mean large enough
+ * against its spread). Exit 0 when every check came out as required.
  *
  * Benchmark. Every f16 variant of each kernel at its benchmark shape (softmax 8192 x 32768, rmsnorm
  * and layernorm 32768 x 8192), timed with CUDA events (10 warm-up runs, median of R), against the peer
@@ -68,19 +115,47 @@ typedef enum kernel_kind { SOFTMAX, RMSNORM, LAYERNORM, NKINDS } kernel_kind;
 static const struct kind_spec {
   const char *name;
   int vectors;        /* weight / bias vectors of N elements: 0, 1 (W), 2 (W, B) */
-  float x_lo, x_hi;   /* X uniform in [x_lo, x_hi) */
+  float x_hi;         /* mild inputs: X uniform in [-x_hi, x_hi) */
   size_t bench_m, bench_n;
 } kinds[NKINDS] = {
-    {"softmax", 0, -8.0f, 8.0f, 8192, 32768},
-    {"rmsnorm", 1, -4.0f, 4.0f, 32768, 8192},
-    {"layernorm", 2, -4.0f, 4.0f, 32768, 8192},
+    {"softmax", 0, 8.0f, 8192, 32768},
+    {"rmsnorm", 1, 4.0f, 32768, 8192},
+    {"layernorm", 2, 4.0f, 32768, 8192},
 };
+
+/* The inputs (see the header): which kernels take each mode, and the norms' eps in it. */
+typedef enum input_mode {
+  MODE_MILD,
+  MODE_OFFSET,
+  MODE_LATE_MAX,
+  MODE_WIDE,
+  MODE_LARGE_MEAN,
+  MODE_CONST,
+  MODE_DRIFT,
+  MODE_EPS,
+  NMODES
+} input_mode;
+
+static const struct mode_spec {
+  const char *name;
+  bool softmax, norms;
+  float eps;
+} modes[NMODES] = {
+    {"mild", true, true, EPS},         {"offset", true, false, EPS},     {"late-max", true, false, EPS},
+    {"wide", true, false, EPS},        {"large-mean", false, true, EPS}, {"constant", false, true, EPS},
+    {"drift", false, true, EPS},       {"eps", false, true, 0.25f},
+};
+
+static bool mode_applies(input_mode md, kernel_kind k) { return k == SOFTMAX ? modes[md].softmax : modes[md].norms; }
 
 static const struct shape {
   size_t m, n;
-} shapes[] = {{1, 1}, {7, 1000}, {8192, 32768}, {32768, 8192}, {3, 100003}, {100000, 64}};
+} shapes[] = {{1, 1},       {7, 1000},     {8192, 32768}, {32768, 8192},
+              {3, 100003},  {100000, 64},  {32, 65536},   {64, 65537}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define QUICK_MAX_ELEMS ((size_t)1 << 24)
+#define HOSTILE_MAX_ELEMS ((size_t)1 << 24) /* the modes other than mild run up to this size */
+#define STREAM_M 16                         /* the rows of each variant's shape 16 x (2 BN + 1) */
 
 static const tl_dtype types[] = {TL_F16, TL_BF16, TL_F32};
 #define NTYPES (sizeof types / sizeof types[0])
@@ -167,6 +242,71 @@ static void fill(tl_dtype t, void *p, size_t n, float lo, float hi, uint64_t see
   gpu_parallel_for(n, seed, fill_body, &f);
 }
 
+/* X of M x N in mode `mode`: element (r, j) from the chunk's random stream and, for what is constant
+ * along a row, from (seed, r) alone, so that the data does not depend on the chunking. */
+typedef struct x_job {
+  tl_dtype t;
+  void *p;
+  size_t n;
+  kernel_kind kind;
+  input_mode mode;
+  uint64_t row_seed;
+} x_job;
+
+/* Uniform in [0, 1) from (seed, r). */
+static double row_uniform(uint64_t seed, size_t r)
+{
+  uint64_t s = seed ^ ((uint64_t)r * 0xD1B54A32D192ED03ull);
+  return (double)(gpu_next_random(&s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* late-max: the column of row r's spike (odd rows): one of the last 4. */
+static size_t spike_col(size_t r, size_t n)
+{
+  const size_t back = (r / 2) % 4;
+  return back < n ? n - 1 - back : 0;
+}
+
+static size_t x_body(void *arg, size_t begin, size_t end, uint64_t seed)
+{
+  const x_job *f = arg;
+  uint64_t s = seed;
+  for (size_t i = begin; i < end; i++) {
+    const size_t r = i / f->n, j = i % f->n;
+    const float u = gpu_random_float(&s, -1.0f, 1.0f);
+    const float pos = (float)(((double)j + 0.5) / (double)f->n); /* in (0, 1) along the row */
+    float v;
+    switch (f->mode) {
+    case MODE_OFFSET:
+      v = 8.0f * u + (r % 2 ? -100.0f : 100.0f);
+      break;
+    case MODE_LATE_MAX:
+      v = r % 2 == 0 ? -8.0f + 16.0f * pos + 0.5f * u : j == spike_col(r, f->n) ? 16.0f : 8.0f * u;
+      break;
+    case MODE_WIDE:
+      v = u * (float)(1u << (r % 8));
+      break;
+    case MODE_LARGE_MEAN:
+      v = 1000.0f + (f->t == TL_BF16 ? 16.0f : 1.0f) * u;
+      break;
+    case MODE_CONST:
+      v = r % 4 == 0 ? 0.0f : (float)(8.0 * row_uniform(f->row_seed, r) - 4.0);
+      break;
+    case MODE_DRIFT:
+      v = (r % 2 ? 4.0f - 8.0f * pos : -4.0f + 8.0f * pos) + 0.25f * u;
+      break;
+    case MODE_EPS:
+      v = 0.01f * u;
+      break;
+    default:
+      v = kinds[f->kind].x_hi * u;
+      break;
+    }
+    store_elem(f->t, f->p, i, v);
+  }
+  return 0;
+}
+
 /* --------------------------------------------------------------------------------- variants */
 
 typedef enum variant_state { V_OK, V_MISSING, V_BROKEN } variant_state;
@@ -225,7 +365,7 @@ static int read_manifest(const char *dir, variant *vs, int max)
     variant v = {0};
     snprintf(v.name, sizeof v.name, "%s", name);
     if (got != 5 || !kind_from_name(kernel, &v.kind) || !tl_dtype_from_name(type, &v.t) ||
-        (v.t != TL_F16 && v.t != TL_BF16 && v.t != TL_F32) || bn < 1 || threads < 1) {
+        (v.t != TL_F16 && v.t != TL_BF16 && v.t != TL_F32) || bn < 1 || bn > (1 << 22) || threads < 1) {
       gpu_report(false, "%s line %d: expected \"NAME softmax|rmsnorm|layernorm f16|bf16|f32 BN THREADS\"",
              path, lineno);
       continue;
@@ -296,6 +436,7 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v)
          info->smem, v->bn, info->grid_text[0]);
 }
 
+
 /* ---------------------------------------------------------------------------------- buffers */
 
 typedef struct buffers {
@@ -304,7 +445,7 @@ typedef struct buffers {
   tl_devptr dx, dy, dw, db;
 } buffers;
 
-static bool buffers_alloc(tl_context *ctx, buffers *bu, size_t cap_elems, size_t cap_n)
+static bool host_alloc(buffers *bu, size_t cap_elems, size_t cap_n)
 {
   bu->cap_elems = cap_elems;
   bu->cap_n = cap_n;
@@ -316,6 +457,21 @@ static bool buffers_alloc(tl_context *ctx, buffers *bu, size_t cap_elems, size_t
     printf("gpu_rows: out of host memory (%.1f GiB)\n", (2.0 * cap_elems + GUARD) * 4 / (1 << 30));
     return false;
   }
+  return true;
+}
+
+static void host_free(buffers *bu)
+{
+  free(bu->x);
+  free(bu->y);
+  free(bu->w);
+  free(bu->b);
+}
+
+static bool buffers_alloc(tl_context *ctx, buffers *bu, size_t cap_elems, size_t cap_n)
+{
+  if (!host_alloc(bu, cap_elems, cap_n))
+    return false;
   tl_status st;
   if ((st = tl_malloc(ctx, cap_elems * 4, &bu->dx)) != TL_OK ||
       (st = tl_malloc(ctx, (cap_elems + GUARD) * 4, &bu->dy)) != TL_OK ||
@@ -333,26 +489,25 @@ static void buffers_free(tl_context *ctx, buffers *bu)
   tl_free(ctx, bu->dy);
   tl_free(ctx, bu->dw);
   tl_free(ctx, bu->db);
-  free(bu->x);
-  free(bu->y);
-  free(bu->w);
-  free(bu->b);
+  host_free(bu);
 }
 
-/* One seed per (kernel, T, shape), so that every variant of a kernel sees the same data. */
-static uint64_t case_seed(uint64_t seed, kernel_kind k, tl_dtype t, size_t m, size_t n)
+/* One seed per (kernel, T, shape, mode), so that every variant of a kernel sees the same data. */
+static uint64_t case_seed(uint64_t seed, kernel_kind k, tl_dtype t, size_t m, size_t n, input_mode mode)
 {
   uint64_t s = seed ^ ((uint64_t)m * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)n * 0xC2B2AE3D27D4EB4Full) ^
-               ((uint64_t)(k * 16 + (int)t) * 0x165667B19E3779F9ull);
+               ((uint64_t)((k * 16 + (int)t) * NMODES + mode) * 0x165667B19E3779F9ull);
   return gpu_next_random(&s);
 }
 
-/* Random X (and W, B) for kernel k at M x N, rounded to T, into the host buffers. */
-static void make_inputs(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, size_t n, uint64_t seed)
+/* X (and W, B) for kernel k at M x N in mode `mode`, rounded to T, into the host buffers. */
+static void make_inputs(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, size_t n, input_mode mode,
+                        uint64_t seed)
 {
   uint64_t s = seed;
   const uint64_t sx = gpu_next_random(&s), sw = gpu_next_random(&s), sb = gpu_next_random(&s);
-  fill(t, bu->x, m * n, kinds[k].x_lo, kinds[k].x_hi, sx);
+  x_job xj = {.t = t, .p = bu->x, .n = n, .kind = k, .mode = mode, .row_seed = gpu_next_random(&s)};
+  gpu_parallel_for(m * n, sx, x_body, &xj);
   if (kinds[k].vectors >= 1)
     fill(t, bu->w, n, 0.5f, 1.5f, sw);
   if (kinds[k].vectors >= 2)
@@ -372,7 +527,8 @@ static tl_status upload_inputs(tl_context *ctx, const buffers *bu, kernel_kind k
 }
 
 /* The launch arguments in .tl order; shape must outlive the launch call. */
-static int make_args(const buffers *bu, kernel_kind k, tl_dtype t, const int64_t shape[2], tl_arg *args)
+static int make_args(const buffers *bu, kernel_kind k, tl_dtype t, const int64_t shape[2], float eps,
+                     tl_arg *args)
 {
   int nargs = 0;
   args[nargs++] = tl_arg_tensor(bu->dx, t, 2, shape);
@@ -382,7 +538,7 @@ static int make_args(const buffers *bu, kernel_kind k, tl_dtype t, const int64_t
     args[nargs++] = tl_arg_tensor(bu->db, t, 1, &shape[1]);
   args[nargs++] = tl_arg_tensor(bu->dy, t, 2, shape);
   if (k != SOFTMAX)
-    args[nargs++] = tl_arg_f32(EPS);
+    args[nargs++] = tl_arg_f32(eps);
   return nargs;
 }
 
@@ -405,10 +561,11 @@ typedef struct check_job {
   bool *oom;
 } check_job;
 
-/* The reference row r into ref[0..N); returns the scale of atol (see the header). */
-static double reference_row(const check_job *c, size_t r, double *ref)
+/* The reference row r into ref[0..N) and each element's tolerance into tol[0..N) (see the header). */
+static void reference_row(const check_job *c, size_t r, double *ref, double *tol)
 {
   const size_t n = c->n, base = r * n;
+  double mean_err = 0; /* LayerNorm: the f32 mean's error times rstd, without W */
   switch (c->kind) {
   case SOFTMAX: {
     double mx = -INFINITY, sum = 0;
@@ -420,7 +577,7 @@ static double reference_row(const check_job *c, size_t r, double *ref)
       sum += ref[j] = exp(ref[j] - mx);
     for (size_t j = 0; j < n; j++)
       ref[j] /= sum;
-    return 1.0 / sum; /* the row's largest probability */
+    break;
   }
   case RMSNORM: {
     double ss = 0;
@@ -431,7 +588,7 @@ static double reference_row(const check_job *c, size_t r, double *ref)
     const double rstd = 1.0 / sqrt(ss / (double)n + c->eps);
     for (size_t j = 0; j < n; j++)
       ref[j] = ref[j] * rstd * load_elem(c->t, c->w, j);
-    return 1.0;
+    break;
   }
   case LAYERNORM:
   default: {
@@ -444,11 +601,22 @@ static double reference_row(const check_job *c, size_t r, double *ref)
     for (size_t j = 0; j < n; j++)
       var += (ref[j] - mean) * (ref[j] - mean);
     const double rstd = 1.0 / sqrt(var / (double)n + c->eps);
+    /* ceil(log2 N) + 2 roundings of |mean| (a tree sum, the division, the merges); none for N = 1 */
+    const double ulps = n > 1 ? ceil(log2((double)n)) + 2 : 0;
+    mean_err = ulps * ldexp(fabs(mean), -24) * rstd;
     for (size_t j = 0; j < n; j++)
       ref[j] = (ref[j] - mean) * rstd * load_elem(c->t, c->w, j) + load_elem(c->t, c->b, j);
-    return 1.0;
+    break;
   }
   }
+  double big = 0; /* the row's largest |reference| (softmax: its largest probability, 1 / sum) */
+  for (size_t j = 0; j < n; j++)
+    big = fmax(big, fabs(ref[j]));
+  /* + the output's absolute floor: f16 rounds below 2^-14 in steps of 2^-24; f32 math flushes below
+   * 2^-126 (bf16 and f32) */
+  const double abs_tol = c->atol * fmin(1.0, big) + ldexp(1.0, c->t == TL_F16 ? -24 : -126);
+  for (size_t j = 0; j < n; j++)
+    tol[j] = abs_tol + c->rtol * fabs(ref[j]) + (mean_err > 0 ? mean_err * fabs(load_elem(c->t, c->w, j)) : 0);
 }
 
 static size_t check_rows(void *arg, size_t begin, size_t end, uint64_t seed)
@@ -460,18 +628,20 @@ static size_t check_rows(void *arg, size_t begin, size_t end, uint64_t seed)
   const size_t r1 = r0 + c->rows_per_group < c->m ? r0 + c->rows_per_group : c->m;
   double worst = 0, first_ref = 0;
   size_t bad = 0, first = SIZE_MAX, unwritten = 0, nonfinite = 0;
-  double *ref = malloc(c->n * sizeof *ref);
-  if (!ref) {
+  double *ref = malloc(c->n * sizeof *ref), *tols = malloc(c->n * sizeof *tols);
+  if (!ref || !tols) {
+    free(ref);
+    free(tols);
     c->oom[g] = true;
     return (r1 - r0) * c->n;
   }
   for (size_t r = r0; r < r1; r++) {
-    const double scale = reference_row(c, r, ref);
+    reference_row(c, r, ref, tols);
     for (size_t j = 0; j < c->n; j++) {
       const size_t i = r * c->n + j;
       const double got = load_elem(c->t, c->y, i);
       const double err = fabs(got - ref[j]);
-      const double tol = c->atol * scale + c->rtol * fabs(ref[j]);
+      const double tol = tols[j];
       if (isfinite(got) && err / tol > worst)
         worst = err / tol;
       if (!(err <= tol) || !isfinite(got)) { /* NaN fails the comparison too */
@@ -485,6 +655,7 @@ static size_t check_rows(void *arg, size_t begin, size_t end, uint64_t seed)
     }
   }
   free(ref);
+  free(tols);
   c->worst[g] = worst;
   c->first_bad[g] = first;
   c->first_ref[g] = first_ref;
@@ -493,26 +664,18 @@ static size_t check_rows(void *arg, size_t begin, size_t end, uint64_t seed)
   return bad;
 }
 
-static const char *path_name(const variant *v, size_t n)
+/* Check Y (host, with its guard) of kernel k at M x N against the reference from the host's X, W and
+ * B: whether it passes, the worst error as a fraction of the tolerance, and a sentence for the case's
+ * line in text (what failed first, or the worst error). */
+static bool check_case(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, size_t n, float eps,
+                       double *worst_out, char *text, size_t size)
 {
-  return n <= (size_t)v->bn ? "in registers" : "streaming";
-}
-
-/* One variant at one shape: returns whether it passed. */
-static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, size_t n, uint64_t seed)
-{
-  const kernel_kind k = v->kind;
-  const tl_dtype t = v->t;
   const size_t es = tl_dtype_size(t), elems = m * n;
-  char label[256];
-  snprintf(label, sizeof label, "%s %s %zux%zu [%s, BN=%d, %d threads, %s]", kinds[k].name,
-           tl_dtype_name(t), m, n, v->name, v->bn, v->threads, path_name(v, n));
-
   size_t rpg = 65536 / n;
   rpg = rpg ? rpg : 1;
   const size_t ngroups = (m + rpg - 1) / rpg;
   check_job c = {.kind = k, .t = t, .m = m, .n = n, .rows_per_group = rpg, .x = bu->x, .w = bu->w,
-                 .b = bu->b, .y = bu->y, .eps = (double)EPS};
+                 .b = bu->b, .y = bu->y, .eps = (double)eps};
   tolerance(k, t, &c.atol, &c.rtol);
   c.worst = calloc(ngroups, sizeof *c.worst);
   c.first_bad = calloc(ngroups, sizeof *c.first_bad);
@@ -521,37 +684,18 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
   c.nonfinite = calloc(ngroups, sizeof *c.nonfinite);
   c.oom = calloc(ngroups, sizeof *c.oom);
   bool ok = false;
+  double worst = 0;
   if (!c.worst || !c.first_bad || !c.first_ref || !c.unwritten || !c.nonfinite || !c.oom) {
-    gpu_report(false, "%s: out of host memory", label);
+    snprintf(text, size, "out of host memory");
     goto done;
   }
-
-  make_inputs(bu, k, t, m, n, seed);
-  tl_status st;
-#define STEP(call)                                                                                 \
-  do {                                                                                             \
-    if ((st = (call)) != TL_OK) {                                                                  \
-      gpu_report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));             \
-      goto done;                                                                                   \
-    }                                                                                              \
-  } while (0)
-  STEP(upload_inputs(ctx, bu, k, t, m, n));
-  STEP(tl_memset_d8(ctx, bu->dy, 0xFF, (elems + GUARD) * es));
-  const int64_t shape[2] = {(int64_t)m, (int64_t)n};
-  tl_arg args[6];
-  const int nargs = make_args(bu, k, t, shape, args);
-  STEP(tl_launch(v->kernel, args, nargs, NULL));
-  STEP(tl_synchronize(ctx));
-  STEP(tl_memcpy_dtoh(ctx, bu->y, bu->dy, (elems + GUARD) * es));
-#undef STEP
-
   const size_t bad = gpu_parallel_for(ngroups * GPU_CHUNK, 0, check_rows, &c);
   size_t guard_bad = 0, guard_first = 0;
   const unsigned char *guard = (const unsigned char *)bu->y + elems * es;
   for (size_t i = 0; i < GUARD * es; i++)
     if (guard[i] != 0xFF && guard_bad++ == 0)
       guard_first = i / es;
-  double worst = 0, first_ref = 0;
+  double first_ref = 0;
   size_t first = SIZE_MAX, unwritten = 0, nonfinite = 0;
   bool oom = false;
   for (size_t g = 0; g < ngroups; g++) {
@@ -563,7 +707,7 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
     oom |= c.oom[g];
   }
   if (oom) {
-    gpu_report(false, "%s: out of host memory in the checker", label);
+    snprintf(text, size, "out of host memory in the checker");
   } else if (bad) {
     const size_t r = first / n, j = first % n;
     char inputs[160];
@@ -572,20 +716,18 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
       len += snprintf(inputs + len, sizeof inputs - (size_t)len, ", W = %.6g", load_elem(t, bu->w, j));
     if (kinds[k].vectors >= 2)
       snprintf(inputs + len, sizeof inputs - (size_t)len, ", B = %.6g", load_elem(t, bu->b, j));
-    gpu_report(false,
-           "%s: %zu of %zu elements wrong (%zu never written, %zu NaN/inf), worst finite error %.3g "
-           "of tolerance; first Y[%zu, %zu] = %.8g, expected %.8g (%s)",
-           label, bad, elems, unwritten, nonfinite, worst, r, j, load_elem(t, bu->y, first), first_ref,
-           inputs);
+    snprintf(text, size,
+             "%zu of %zu elements wrong (%zu never written, %zu NaN/inf), worst finite error %.3g of "
+             "tolerance; first Y[%zu, %zu] = %.8g, expected %.8g (%s)",
+             bad, elems, unwritten, nonfinite, worst, r, j, load_elem(t, bu->y, first), first_ref, inputs);
   } else if (guard_bad) {
-    gpu_report(false, "%s: wrote past the end of Y: %zu guard bytes changed, first at element M*N+%zu",
-           label, guard_bad, guard_first);
+    snprintf(text, size, "wrote past the end of Y: %zu guard bytes changed, first at element M*N+%zu",
+             guard_bad, guard_first);
   } else {
     ok = true;
-    gpu_report(true, "%s: worst error %.3f of tolerance (atol %g%s, rtol %g)", label, worst, c.atol,
-           k == SOFTMAX ? " x the row's largest probability" : "", c.rtol);
+    snprintf(text, size, "worst error %.3f of tolerance (atol %g x min(1, the row's largest |ref|), rtol %g%s)",
+             worst, c.atol, c.rtol, k == LAYERNORM ? ", + the f32 mean's error" : "");
   }
-
 done:
   free(c.worst);
   free(c.first_bad);
@@ -593,7 +735,53 @@ done:
   free(c.unwritten);
   free(c.nonfinite);
   free(c.oom);
-  if (m == kinds[k].bench_m && n == kinds[k].bench_n) {
+  if (worst_out)
+    *worst_out = worst;
+  return ok;
+}
+
+static const char *path_name(const variant *v, size_t n)
+{
+  return n <= (size_t)v->bn ? "in registers" : "streaming";
+}
+
+/* One variant at one shape in one mode: returns whether it passed. */
+static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, size_t n, input_mode mode,
+                     uint64_t seed)
+{
+  const kernel_kind k = v->kind;
+  const tl_dtype t = v->t;
+  const size_t es = tl_dtype_size(t), elems = m * n;
+  const float eps = modes[mode].eps;
+  char label[256], text[768];
+  snprintf(label, sizeof label, "%s %s %zux%zu %s [%s, BN=%d, %d threads, %s]", kinds[k].name,
+           tl_dtype_name(t), m, n, modes[mode].name, v->name, v->bn, v->threads, path_name(v, n));
+  bool ok = false;
+
+  make_inputs(bu, k, t, m, n, mode, seed);
+  tl_status st;
+#define STEP(call)                                                                                 \
+  do {                                                                                             \
+    if ((st = (call)) != TL_OK) {                                                                  \
+      gpu_report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));         \
+      goto done;                                                                                   \
+    }                                                                                              \
+  } while (0)
+  STEP(upload_inputs(ctx, bu, k, t, m, n));
+  STEP(tl_memset_d8(ctx, bu->dy, 0xFF, (elems + GUARD) * es));
+  const int64_t shape[2] = {(int64_t)m, (int64_t)n};
+  tl_arg args[6];
+  const int nargs = make_args(bu, k, t, shape, eps, args);
+  STEP(tl_launch(v->kernel, args, nargs, NULL));
+  STEP(tl_synchronize(ctx));
+  STEP(tl_memcpy_dtoh(ctx, bu->y, bu->dy, (elems + GUARD) * es));
+#undef STEP
+
+  ok = check_case(bu, k, t, m, n, eps, NULL, text, sizeof text);
+  gpu_report(ok, "%s: %s", label, text);
+
+done:
+  if (m == kinds[k].bench_m && n == kinds[k].bench_n && mode == MODE_MILD) {
     v->checked_at_bench = true;
     v->correct_at_bench = ok;
   }
@@ -601,8 +789,6 @@ done:
 }
 
 /* -------------------------------------------------------------------------------- benchmark */
-
-
 
 typedef struct bench_row {
   const variant *v;
@@ -694,7 +880,8 @@ static void run_bench(tl_context *ctx, const buffers *bu, variant *vs, int nv, c
         continue;
       }
       if (!uploaded) {
-        make_inputs(bu, (kernel_kind)k, TL_F16, m, n, case_seed(seed, (kernel_kind)k, TL_F16, m, n));
+        make_inputs(bu, (kernel_kind)k, TL_F16, m, n, MODE_MILD,
+                    case_seed(seed, (kernel_kind)k, TL_F16, m, n, MODE_MILD));
         tl_status st = upload_inputs(ctx, bu, (kernel_kind)k, TL_F16, m, n);
         if (st != TL_OK) {
           printf("gpu_rows: bench upload: %s: %s\n", tl_status_name(st), tl_context_message(ctx));
@@ -710,7 +897,7 @@ static void run_bench(tl_context *ctx, const buffers *bu, variant *vs, int nv, c
       }
       const int64_t shape[2] = {(int64_t)m, (int64_t)n};
       tl_arg args[6];
-      gpu_launch_arg la = {ctx, v->kernel, args, make_args(bu, (kernel_kind)k, TL_F16, shape, args)};
+      gpu_launch_arg la = {ctx, v->kernel, args, make_args(bu, (kernel_kind)k, TL_F16, shape, EPS, args)};
       if (!gpu_time_median_ms(ctx, gpu_timed_launch, &la, WARMUP, reps, &r->ms)) {
         r->ms = -1, r->why = "timing the kernel failed";
         tl_synchronize(ctx); /* clear what can be cleared before the next row */
@@ -734,6 +921,370 @@ static void run_bench(tl_context *ctx, const buffers *bu, variant *vs, int nv, c
   printf("gpu_rows: benchmark table written to %s (its verdicts do not change the exit status)\n", path);
 }
 
+/* ---------------------------------------------------------------------------------- self-test */
+
+/* Host models of the kernels as stdlib/softmax.tl and norms.tl compute them (f32 math, T rounding
+ * where the .tl rounds, tiles of BN), correct and with the faults the self-test plants. */
+typedef enum fault {
+  F_NONE,
+  F_SM_NO_RESCALE,
+  F_SM_PAD_ZERO,
+  F_SM_NO_MAX,
+  F_SM_NO_LOG2E,
+  F_LN_NO_DELTA,
+  F_LN_MEAN_UNWEIGHTED,
+  F_LN_NAIVE_VAR,
+  F_LN_NO_BIAS,
+  F_RMS_BN,
+  F_NO_EPS,
+  F_FIXED_EPS,
+  F_ROW_SHIFT,
+  F_POISON,
+  F_ELEM_OFF,
+  F_GUARD,
+  NFAULTS
+} fault;
+
+#define KBIT(k) (1u << (k))
+#define MBIT(md) (1u << (md))
+#define NORMS (KBIT(RMSNORM) | KBIT(LAYERNORM))
+#define ALL_KINDS (KBIT(SOFTMAX) | NORMS)
+#define ALL_MODES ((1u << NMODES) - 1)
+
+static const struct fault_spec {
+  const char *what;
+  unsigned kinds;   /* the kernels it applies to */
+  unsigned must;    /* the modes made to expose it: it must fail there, in some case of every T */
+  bool bf16_exempt; /* bf16 cannot expose it (see the header) */
+} faults[NFAULTS] = {
+    [F_NONE] = {"as the .tl computes", ALL_KINDS, 0, false},
+    [F_SM_NO_RESCALE] = {"running sum not rescaled when the running max grows", KBIT(SOFTMAX),
+                         MBIT(MODE_LATE_MAX), false},
+    [F_SM_PAD_ZERO] = {"padding past N not masked (zeros in the max and the sum)", KBIT(SOFTMAX),
+                       MBIT(MODE_OFFSET), false},
+    [F_SM_NO_MAX] = {"max never subtracted", KBIT(SOFTMAX), MBIT(MODE_OFFSET), false},
+    [F_SM_NO_LOG2E] = {"exp2(x - max) without log2(e)", KBIT(SOFTMAX), MBIT(MODE_MILD), false},
+    [F_LN_NO_DELTA] = {"streaming merge without delta^2 n n_t / n'", KBIT(LAYERNORM), MBIT(MODE_DRIFT), false},
+    [F_LN_MEAN_UNWEIGHTED] = {"streaming mean = unweighted mean of the tiles' means", KBIT(LAYERNORM),
+                              MBIT(MODE_DRIFT), false},
+    [F_LN_NAIVE_VAR] = {"variance as E[x^2] - E[x]^2 in f32", KBIT(LAYERNORM), MBIT(MODE_LARGE_MEAN), true},
+    [F_LN_NO_BIAS] = {"bias not added", KBIT(LAYERNORM), MBIT(MODE_MILD) | MBIT(MODE_CONST), false},
+    [F_RMS_BN] = {"mean of squares over whole tiles of BN (padding counted)", KBIT(RMSNORM), MBIT(MODE_MILD),
+                  false},
+    [F_NO_EPS] = {"eps ignored", NORMS, MBIT(MODE_CONST) | MBIT(MODE_EPS), false},
+    [F_FIXED_EPS] = {"eps fixed at 1e-5 (the argument ignored)", NORMS, MBIT(MODE_EPS), false},
+    [F_ROW_SHIFT] = {"row r holds row r + 1's result (off by one row)", ALL_KINDS, MBIT(MODE_MILD), false},
+    [F_POISON] = {"last element never written", ALL_KINDS, ALL_MODES, false},
+    [F_ELEM_OFF] = {"last element off", ALL_KINDS, ALL_MODES, false},
+    [F_GUARD] = {"a write past the end of Y (into the guard)", ALL_KINDS, ALL_MODES, false},
+};
+
+#define LOG2E_F 1.4426950408889634f
+
+static inline float to_t(tl_dtype t, float v)
+{
+  switch (t) {
+  case TL_F16:
+    return tl_f16_to_float(tl_f16_from_float(v));
+  case TL_BF16:
+    return tl_bf16_to_float(tl_bf16_from_float(v));
+  default:
+    return v;
+  }
+}
+
+/* An f32 sum as a block reduces: runs of 32 in order, then pairwise. */
+static float sum_f32(const float *v, size_t n)
+{
+  if (n <= 32) {
+    float s = 0;
+    for (size_t i = 0; i < n; i++)
+      s += v[i];
+    return s;
+  }
+  const size_t half = (n / 2 + 31) / 32 * 32;
+  return sum_f32(v, half) + sum_f32(v + half, n - half);
+}
+
+static void model_softmax_row(tl_dtype t, const float *x, size_t n, size_t bn, fault f, float *y, float *tmp)
+{
+  const float l = f == F_SM_NO_LOG2E ? 1.0f : LOG2E_F;
+  const float pad = f == F_SM_PAD_ZERO ? 0.0f : to_t(t, -1.0e30f); /* -inf in f16 */
+  float m = -1.0e30f, s = 0;
+  if (n <= bn) { /* one tile in registers: exp rounded to T, then summed */
+    for (size_t j = 0; j < n; j++)
+      m = fmaxf(m, x[j]);
+    if (n < bn)
+      m = fmaxf(m, pad);
+    if (f == F_SM_NO_MAX)
+      m = 0;
+    for (size_t j = 0; j < n; j++)
+      tmp[j] = to_t(t, exp2f((x[j] - m) * l));
+    s = sum_f32(tmp, n) + (float)(bn - n) * to_t(t, exp2f((pad - m) * l));
+    for (size_t j = 0; j < n; j++)
+      y[j] = to_t(t, tmp[j] * (1.0f / s));
+    return;
+  }
+  for (size_t k0 = 0; k0 < n; k0 += bn) { /* streaming: online max and sum over tiles of BN */
+    const size_t k1 = k0 + bn < n ? k0 + bn : n, npad = k0 + bn - k1;
+    float tm = npad ? pad : -1.0e30f;
+    for (size_t j = k0; j < k1; j++)
+      tm = fmaxf(tm, x[j]);
+    tm = f == F_SM_NO_MAX ? 0.0f : fmaxf(m, tm);
+    for (size_t j = k0; j < k1; j++)
+      tmp[j - k0] = to_t(t, exp2f((x[j] - tm) * l));
+    const float ts = sum_f32(tmp, k1 - k0) + (float)npad * to_t(t, exp2f((pad - tm) * l));
+    s = (f == F_SM_NO_RESCALE ? s : s * exp2f((m - tm) * l)) + ts;
+    m = tm;
+  }
+  for (size_t j = 0; j < n; j++)
+    y[j] = to_t(t, exp2f((x[j] - m) * l) * (1.0f / s));
+}
+
+static float model_eps(float eps, fault f) { return f == F_NO_EPS ? 0.0f : f == F_FIXED_EPS ? EPS : eps; }
+
+static void model_rmsnorm_row(tl_dtype t, const float *x, const float *w, size_t n, size_t bn, float eps, fault f,
+                              float *y, float *tmp)
+{
+  for (size_t j = 0; j < n; j++)
+    tmp[j] = x[j] * x[j];
+  const float ss = sum_f32(tmp, n);
+  const float count = f == F_RMS_BN ? (float)((n + bn - 1) / bn * bn) : (float)n;
+  const float rstd = 1.0f / sqrtf(ss / count + model_eps(eps, f));
+  for (size_t j = 0; j < n; j++)
+    y[j] = to_t(t, x[j] * rstd * w[j]);
+}
+
+static void model_layernorm_row(tl_dtype t, const float *x, const float *w, const float *b, size_t n, size_t bn,
+                                float eps, fault f, float *y, float *tmp)
+{
+  float mean, var;
+  if (f == F_LN_NAIVE_VAR) {
+    mean = sum_f32(x, n) / (float)n;
+    for (size_t j = 0; j < n; j++)
+      tmp[j] = x[j] * x[j];
+    var = sum_f32(tmp, n) / (float)n - mean * mean;
+  } else if (n <= bn) { /* in registers: two passes */
+    mean = sum_f32(x, n) / (float)n;
+    for (size_t j = 0; j < n; j++)
+      tmp[j] = (x[j] - mean) * (x[j] - mean);
+    var = sum_f32(tmp, n) / (float)n;
+  } else { /* streaming: each tile's mean and squared deviations, merged (Chan et al.) */
+    float mu = 0, m2 = 0, count = 0;
+    size_t tile = 0;
+    for (size_t k0 = 0; k0 < n; k0 += bn, tile++) {
+      const size_t k1 = k0 + bn < n ? k0 + bn : n;
+      const float nt = (float)(k1 - k0), sum = sum_f32(x + k0, k1 - k0);
+      for (size_t j = k0; j < k1; j++)
+        tmp[j - k0] = (x[j] - sum / nt) * (x[j] - sum / nt);
+      const float sq = sum_f32(tmp, k1 - k0);
+      const float n_new = count + nt, delta = sum / nt - mu;
+      mu = f == F_LN_MEAN_UNWEIGHTED ? mu + delta / (float)(tile + 1) : mu + delta * nt / n_new;
+      m2 = m2 + sq + (f == F_LN_NO_DELTA ? 0.0f : delta * delta * count * nt / n_new);
+      count = n_new;
+    }
+    mean = mu;
+    var = m2 / (float)n;
+  }
+  const float rstd = 1.0f / sqrtf(var + model_eps(eps, f));
+  for (size_t j = 0; j < n; j++)
+    y[j] = to_t(t, (x[j] - mean) * rstd * w[j] + (f == F_LN_NO_BIAS ? 0.0f : b[j]));
+}
+
+/* Y and its guard as the model of kernel k with fault f computes them from the host's X, W and B. */
+static bool model_output(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, size_t n, size_t bn, float eps,
+                         fault f)
+{
+  const size_t es = tl_dtype_size(t);
+  float *x = malloc(n * sizeof *x), *w = malloc(n * sizeof *w), *b = malloc(n * sizeof *b);
+  float *y = malloc(n * sizeof *y), *tmp = malloc(n * sizeof *tmp);
+  const bool ok = x && w && b && y && tmp;
+  for (size_t j = 0; ok && j < n; j++) {
+    w[j] = kinds[k].vectors >= 1 ? (float)load_elem(t, bu->w, j) : 0.0f;
+    b[j] = kinds[k].vectors >= 2 ? (float)load_elem(t, bu->b, j) : 0.0f;
+  }
+  for (size_t r = 0; ok && r < m; r++) {
+    const size_t src = f == F_ROW_SHIFT ? (r + 1) % m : r;
+    for (size_t j = 0; j < n; j++)
+      x[j] = (float)load_elem(t, bu->x, src * n + j);
+    if (k == SOFTMAX)
+      model_softmax_row(t, x, n, bn, f, y, tmp);
+    else if (k == RMSNORM)
+      model_rmsnorm_row(t, x, w, n, bn, eps, f, y, tmp);
+    else
+      model_layernorm_row(t, x, w, b, n, bn, eps, f, y, tmp);
+    for (size_t j = 0; j < n; j++)
+      store_elem(t, bu->y, r * n + j, y[j]);
+  }
+  free(x), free(w), free(b), free(y), free(tmp);
+  if (!ok) {
+    printf("gpu_rows self-test: out of host memory\n");
+    return false;
+  }
+  memset((unsigned char *)bu->y + m * n * es, 0xFF, GUARD * es);
+  const size_t last = m * n - 1;
+  if (f == F_POISON) {
+    memset((unsigned char *)bu->y + last * es, 0xFF, es);
+  } else if (f == F_ELEM_OFF) {
+    double big = 0;
+    for (size_t j = 0; j < n; j++)
+      big = fmax(big, fabs(load_elem(t, bu->y, (m - 1) * n + j)));
+    const double v = load_elem(t, bu->y, last);
+    store_elem(t, bu->y, last, (float)(v + (v < 0 ? -1 : 1) * (0.25 * fabs(v) + 0.1 * big)));
+  } else if (f == F_GUARD) {
+    store_elem(t, bu->y, m * n, (float)load_elem(t, bu->y, last));
+  }
+  return true;
+}
+
+/* Whether a broken model's Y differs from the correct model's materially, whatever the checker's
+ * tolerances: a guard byte, an element unwritten or NaN / infinite where the correct one is not, or
+ * an element off by more than 5% of its row's largest |output|. */
+static bool material(tl_dtype t, size_t m, size_t n, const void *good, const void *bad)
+{
+  const size_t es = tl_dtype_size(t);
+  if (memcmp((const unsigned char *)good + m * n * es, (const unsigned char *)bad + m * n * es, GUARD * es))
+    return true;
+  for (size_t r = 0; r < m; r++) {
+    double big = 0;
+    for (size_t j = 0; j < n; j++) {
+      const double g = load_elem(t, good, r * n + j);
+      if (isfinite(g))
+        big = fmax(big, fabs(g));
+    }
+    for (size_t j = 0; j < n; j++) {
+      const size_t i = r * n + j;
+      const double g = load_elem(t, good, i), v = load_elem(t, bad, i);
+      if (is_poison(t, bad, i) != is_poison(t, good, i) || (isfinite(g) && !isfinite(v)) ||
+          fabs(v - g) > 0.05 * big)
+        return true;
+    }
+  }
+  return false;
+}
+
+static int self_test(uint64_t seed)
+{
+  enum { ST_BN = 1024 };
+  static const struct shape st_shapes[] = {{1, 1}, {8, 7}, {8, 1000}, {8, 1024}, {8, 2048}, {8, 3073}, {3, 2500}};
+  enum { NST = sizeof st_shapes / sizeof st_shapes[0] };
+  size_t cap = 0, cap_n = 0;
+  for (size_t s = 0; s < NST; s++) {
+    cap = st_shapes[s].m * st_shapes[s].n > cap ? st_shapes[s].m * st_shapes[s].n : cap;
+    cap_n = st_shapes[s].n > cap_n ? st_shapes[s].n : cap_n;
+  }
+  buffers bu = {0};
+  void *good = malloc((cap + GUARD) * 4);
+  if (!good || !host_alloc(&bu, cap, cap_n)) {
+    free(good);
+    host_free(&bu);
+    return 1;
+  }
+  /* tallies: cases, rejections and material changes per kernel, fault and mode; per T, the cases of
+   * each mode where a broken model changed the output materially and was rejected */
+  static int n_cases[NKINDS][NFAULTS][NMODES], n_rejected[NKINDS][NFAULTS][NMODES];
+  static int n_material[NKINDS][NFAULTS][NMODES], exposed[NKINDS][NTYPES][NFAULTS][NMODES];
+  static double worst_ok[NKINDS][NTYPES][NMODES];
+  int checks = 0, wrong = 0;
+  for (int k = 0; k < NKINDS; k++)
+    for (size_t ti = 0; ti < NTYPES; ti++)
+      for (int md = 0; md < NMODES; md++) {
+        if (!mode_applies((input_mode)md, (kernel_kind)k))
+          continue;
+        for (size_t s = 0; s < NST; s++) {
+          const tl_dtype t = types[ti];
+          const size_t m = st_shapes[s].m, n = st_shapes[s].n, es = tl_dtype_size(t);
+          const float eps = modes[md].eps;
+          make_inputs(&bu, (kernel_kind)k, t, m, n, (input_mode)md,
+                      case_seed(seed, (kernel_kind)k, t, m, n, (input_mode)md));
+          char label[160], text[768];
+          snprintf(label, sizeof label, "%s %s %zux%zu %s (BN=%d, %s)", kinds[k].name, tl_dtype_name(t), m, n,
+                   modes[md].name, ST_BN, n <= ST_BN ? "in registers" : "streaming");
+          for (int f = 0; f < NFAULTS; f++) {
+            if (!(faults[f].kinds & KBIT(k)))
+              continue;
+            if (!model_output(&bu, (kernel_kind)k, t, m, n, ST_BN, eps, (fault)f)) {
+              free(good);
+              host_free(&bu);
+              return 1;
+            }
+            if (f == F_NONE)
+              memcpy(good, bu.y, (m * n + GUARD) * es);
+            const bool mat = f != F_NONE && material(t, m, n, good, bu.y);
+            double worst;
+            const bool ok = check_case(&bu, (kernel_kind)k, t, m, n, eps, &worst, text, sizeof text);
+            checks++;
+            n_cases[k][f][md]++;
+            n_rejected[k][f][md] += !ok;
+            n_material[k][f][md] += mat;
+            if (f == F_NONE) {
+              worst_ok[k][ti][md] = fmax(worst_ok[k][ti][md], worst);
+              if (!ok) {
+                wrong++;
+                printf("SELF-TEST WRONG %s, correct model: checker said FAIL: %s\n", label, text);
+              }
+            } else if (mat && ok) {
+              wrong++;
+              printf("SELF-TEST WRONG %s, broken model '%s': the output changed materially, but the checker "
+                     "said PASS: %s\n",
+                     label, faults[f].what, text);
+            } else if (mat) {
+              exposed[k][ti][f][md]++;
+            }
+          }
+        }
+      }
+
+  /* every broken model fails on the inputs made to expose it, in every T */
+  for (int k = 0; k < NKINDS; k++)
+    for (int f = 1; f < NFAULTS; f++) {
+      if (!(faults[f].kinds & KBIT(k)))
+        continue;
+      for (size_t ti = 0; ti < NTYPES; ti++)
+        for (int md = 0; md < NMODES; md++) {
+          if (!(faults[f].must & MBIT(md)) || !mode_applies((input_mode)md, (kernel_kind)k) ||
+              (faults[f].bf16_exempt && types[ti] == TL_BF16) || exposed[k][ti][f][md])
+            continue;
+          wrong++;
+          printf("SELF-TEST WRONG %s %s: broken model '%s' never changed an output materially and failed on %s "
+                 "inputs, which are made to expose it\n",
+                 kinds[k].name, tl_dtype_name(types[ti]), faults[f].what, modes[md].name);
+        }
+    }
+
+  int models = 0;
+  for (int k = 0; k < NKINDS; k++) {
+    printf("self-test %s, correct model: worst error as a fraction of the tolerance, by mode (f16 / bf16 / f32):",
+           kinds[k].name);
+    for (int md = 0; md < NMODES; md++)
+      if (mode_applies((input_mode)md, (kernel_kind)k))
+        printf(" %s %.2f / %.2f / %.2f;", modes[md].name, worst_ok[k][0][md], worst_ok[k][1][md], worst_ok[k][2][md]);
+    printf("\n");
+    for (int f = 1; f < NFAULTS; f++) {
+      if (!(faults[f].kinds & KBIT(k)))
+        continue;
+      models++;
+      int cases = 0, rejected = 0;
+      for (int md = 0; md < NMODES; md++)
+        cases += n_cases[k][f][md], rejected += n_rejected[k][f][md];
+      printf("self-test %s, broken '%s': failed %d of %d cases (by mode, failed / material / cases:", kinds[k].name,
+             faults[f].what, rejected, cases);
+      for (int md = 0; md < NMODES; md++)
+        if (mode_applies((input_mode)md, (kernel_kind)k))
+          printf(" %s %d/%d/%d%s", modes[md].name, n_rejected[k][f][md], n_material[k][f][md], n_cases[k][f][md],
+                 faults[f].must & MBIT(md) ? "*" : "");
+      printf(")\n");
+    }
+  }
+  printf("self-test: * marks the modes each broken model must fail on; a case where a broken model changed "
+         "nothing materially may pass\n");
+  printf("gpu_rows self-test: %d checks, %d wrong; %d broken models (kernel x fault)%s\n", checks, wrong, models,
+         wrong ? "" : ", each failed wherever it changed an output materially and on the inputs made to expose it");
+  free(good);
+  host_free(&bu);
+  return wrong ? 1 : 0;
+}
+
 /* ------------------------------------------------------------------------------------- main */
 
 static bool is_dir(const char *path)
@@ -742,11 +1293,37 @@ static bool is_dir(const char *path)
   return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+/* Variant v's streaming shape, 16 x (2 BN + 1): three tiles, the last of one element. */
+static struct shape stream_shape(const variant *v)
+{
+  return (struct shape){STREAM_M, 2 * (size_t)v->bn + 1};
+}
+
+static bool is_static_shape(struct shape sh)
+{
+  for (size_t s = 0; s < NSHAPES; s++)
+    if (shapes[s].m == sh.m && shapes[s].n == sh.n)
+      return true;
+  return false;
+}
+
+/* Every mode of v's kernel at M x N (the modes other than mild up to HOSTILE_MAX_ELEMS elements). */
+static void run_modes(tl_context *ctx, const buffers *bu, variant *v, size_t m, size_t n, uint64_t seed,
+                      bool mild_only)
+{
+  for (int md = 0; md < NMODES; md++) {
+    if (!mode_applies((input_mode)md, v->kind) ||
+        (md != MODE_MILD && (mild_only || m * n > HOSTILE_MAX_ELEMS)))
+      continue;
+    run_case(ctx, bu, v, m, n, (input_mode)md, case_seed(seed, v->kind, v->t, m, n, (input_mode)md));
+  }
+}
+
 int main(int argc, char **argv)
 {
   const char *outdir = NULL, *ptxdir = NULL;
   int reps = DEFAULT_REPS;
-  bool bench = true, quick = false, usage = false;
+  bool bench = true, quick = false, usage = false, selftest = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
       i++;
@@ -758,21 +1335,29 @@ int main(int argc, char **argv)
       bench = false;
     else if (strcmp(argv[i], "--quick") == 0)
       quick = true;
+    else if (strcmp(argv[i], "--self-test") == 0)
+      selftest = true;
     else if (!outdir && argv[i][0] != '-')
       outdir = argv[i];
     else
       usage = true;
   }
-  if (usage || !outdir || reps < 1) {
-    fprintf(stderr, "usage: gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick]\n");
+  if (usage || (!outdir && !selftest) || reps < 1) {
+    fprintf(stderr, "usage: gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick]\n"
+                    "       gpu_rows --self-test [--seed S]\n");
     return 1;
+  }
+  const uint64_t seed = gpu_seed_from_args(argc, argv, NULL);
+  if (selftest) {
+    printf("gpu_rows self-test: seed %llu (replay with --seed %llu)\n", (unsigned long long)seed,
+           (unsigned long long)seed);
+    return self_test(seed);
   }
   char default_ptx[4096];
   if (!ptxdir) {
     snprintf(default_ptx, sizeof default_ptx, "%s/ptx", outdir);
     ptxdir = is_dir(default_ptx) ? default_ptx : outdir;
   }
-  const uint64_t seed = gpu_seed_from_args(argc, argv, NULL);
   bool no_gpu;
   tl_context *ctx = gpu_open("gpu_rows", &no_gpu);
   if (!ctx)
@@ -799,6 +1384,11 @@ int main(int argc, char **argv)
     cap_elems = e > cap_elems ? e : cap_elems;
     cap_n = kinds[k].bench_n > cap_n ? kinds[k].bench_n : cap_n;
   }
+  for (int i = 0; i < nv; i++) {
+    const struct shape st = stream_shape(&vs[i]);
+    cap_elems = st.m * st.n > cap_elems ? st.m * st.n : cap_elems;
+    cap_n = st.n > cap_n ? st.n : cap_n;
+  }
   buffers bu = {0};
   if (!buffers_alloc(ctx, &bu, cap_elems, cap_n)) {
     gpu_report(false, "setup: buffers for %zu elements", cap_elems);
@@ -823,19 +1413,23 @@ int main(int argc, char **argv)
       for (size_t s = 0; s < NSHAPES; s++) {
         if (quick && shapes[s].m * shapes[s].n > QUICK_MAX_ELEMS)
           continue;
-        run_case(ctx, &bu, v, shapes[s].m, shapes[s].n,
-                 case_seed(seed, (kernel_kind)k, types[t], shapes[s].m, shapes[s].n));
+        run_modes(ctx, &bu, v, shapes[s].m, shapes[s].n, seed, false);
       }
+      const struct shape st = stream_shape(v);
+      if (!is_static_shape(st) && (!quick || st.m * st.n <= QUICK_MAX_ELEMS))
+        run_modes(ctx, &bu, v, st.m, st.n, seed, false);
     }
-  /* the other variants once, at their kernel's benchmark shape */
+  /* the other variants at their kernel's benchmark shape (mild) and at their streaming shape */
   for (int i = 0; i < nv; i++) {
     variant *v = &vs[i];
     if (v->is_default || v->state != V_OK)
       continue;
     const size_t m = kinds[v->kind].bench_m, n = kinds[v->kind].bench_n;
-    if (quick && m * n > QUICK_MAX_ELEMS)
-      continue;
-    run_case(ctx, &bu, v, m, n, case_seed(seed, v->kind, v->t, m, n));
+    if (!quick || m * n <= QUICK_MAX_ELEMS)
+      run_modes(ctx, &bu, v, m, n, seed, true);
+    const struct shape st = stream_shape(v);
+    if (!quick || st.m * st.n <= QUICK_MAX_ELEMS)
+      run_modes(ctx, &bu, v, st.m, st.n, seed, false);
   }
 
   if (bench)

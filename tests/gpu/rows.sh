@@ -24,8 +24,11 @@
 set -u -o pipefail
 
 # The variants, the one list: NAME KERNEL, then the -D settings (BN and THREADS default to the
-# kernel's defaults in stdlib/*.tl). gpu_rows runs every correctness shape for the variants named
-# KERNEL_T, and every other variant once at its kernel's benchmark shape; it times every f16 variant.
+# kernel's defaults in stdlib/*.tl). gpu_rows runs every correctness shape and input mode (mild and
+# hostile: its header) for the variants named KERNEL_T, every other variant at its kernel's benchmark
+# shape, and every variant at 16 x (2 BN + 1), with the BN evaluated here and written to
+# variants.txt, so that each one's streaming path (rows longer than BN) sees the hostile inputs too;
+# it times every f16 variant. (`gpu_rows --self-test` checks its checker on the CPU: ctest runs it.)
 VARIANTS=(
   "softmax_f16          softmax    T=f16"
   "softmax_bf16         softmax    T=bf16"

@@ -11,20 +11,24 @@
 # OUTDIR  where the PTX and the logs go: compile.log, suite.log, bench.log, bench.txt, jit.log,
 #         jit.txt, examples.log, summary.txt
 # --standin  instead of tilec, build nvcc stand-ins of the example kernels (tests/gpu/standin/), to
-#         check the suite, the benchmark and the runtime on their own
-# --ptx PTXDIR  use PTX that tilec already compiled elsewhere (PTXDIR/NAME.ptx for each example),
-#         for when tilec itself cannot run on the GPU machine
-# gpu_suite options: --seed S to replay a run, --max-size N for a quick one
+#         check the suite, the benchmark and the runtime on their own (there are no stand-ins of
+#         stdlib/activations.tl: gpu_suite runs with --skip-missing)
+# --ptx PTXDIR  use PTX that tilec already compiled elsewhere (PTXDIR/NAME.ptx for each example and
+#         PTXDIR/activations.ptx for stdlib/activations.tl), for when tilec itself cannot run on the
+#         GPU machine
+# gpu_suite options: --seed S to replay a run, --max-size N for a quick one, --skip-missing to skip
+#         (not fail) a kernel whose PTX file is missing
 #
-# Compiles every examples/*.tl with `tilec --arch=sm_90a FILE.tl -o OUTDIR/NAME.ptx`, then runs
-# gpu_suite and gpu_bench on OUTDIR. Then, when BINDIR has them (they are built with the compiler,
-# statically linked to LLVM with -DTILEC_STATIC_LLVM=ON so that they run here): jit_bench, three
-# fresh processes over one new cache folder OUTDIR/jit-cache with the driver's own cache off
-# (CUDA_CACHE_DISABLE=1): a cold JIT compile + load + launch of vector_add, the same warm from the
-# disk cache (target under 5 ms), and the host overhead per launch of tl_launch and of the
-# --emit=header launcher against a bare cuLaunchKernel over 10000 launches each (target at most
-# 1.2x), tables in jit.txt; and the embedding examples host_jit and host_aot. Exits 0 only if every
-# example compiled, the suite had no failure and the benchmarks met their targets.
+# Compiles every examples/*.tl and stdlib/activations.tl (the activations gpu_suite checks, all four
+# kernels in one module) with `tilec --arch=sm_90a FILE.tl -o OUTDIR/NAME.ptx`, then runs gpu_suite
+# (which fails on a missing PTX file) and gpu_bench on OUTDIR. Then, when BINDIR has them (they are
+# built with the compiler, statically linked to LLVM with -DTILEC_STATIC_LLVM=ON so that they run
+# here): jit_bench, three fresh processes over one new cache folder OUTDIR/jit-cache with the
+# driver's own cache off (CUDA_CACHE_DISABLE=1): a cold JIT compile + load + launch of vector_add,
+# the same warm from the disk cache (target under 5 ms), and the host overhead per launch of
+# tl_launch and of the --emit=header launcher against a bare cuLaunchKernel over 10000 launches each
+# (target at most 1.2x), tables in jit.txt; and the embedding examples host_jit and host_aot. Exits 0
+# only if every example compiled, the suite had no failure and the benchmarks met their targets.
 set -u -o pipefail
 
 if [ $# -lt 3 ]; then
@@ -52,12 +56,14 @@ for program in gpu_suite gpu_bench; do
 done
 
 failures=()
+suite_flags=()
 : >"$out/compile.log"
 
 if [ "$tilec" = --standin ]; then
   if ! "$root/tests/gpu/standin/make_ptx.sh" "$out" 2>&1 | tee -a "$out/compile.log"; then
     failures+=("stand-in PTX")
   fi
+  suite_flags=(--skip-missing) # no stand-in of stdlib/activations.tl
 else
   shopt -s nullglob
   examples=("$root"/examples/*.tl)
@@ -65,29 +71,30 @@ else
     echo "run.sh: no examples/*.tl to compile" | tee -a "$out/compile.log"
     failures+=("no examples")
   fi
-  for tl in "${examples[@]}"; do
+  for tl in "${examples[@]}" "$root/stdlib/activations.tl"; do
     name=$(basename "$tl" .tl)
+    rel=${tl#"$root"/}
     if [ -n "$ptxdir" ]; then
       if cp "$ptxdir/$name.ptx" "$out/$name.ptx" 2>>"$out/compile.log"; then
         echo "copied $ptxdir/$name.ptx (compiled elsewhere)"
       else
-        echo "FAIL no $ptxdir/$name.ptx for examples/$name.tl"
+        echo "FAIL no $ptxdir/$name.ptx for $rel"
         failures+=("missing $name.ptx")
       fi
       continue
     fi
-    echo "== tilec --arch=sm_90a examples/$name.tl -o $name.ptx" >>"$out/compile.log"
+    echo "== tilec --arch=sm_90a $rel -o $name.ptx" >>"$out/compile.log"
     if "$tilec" --arch=sm_90a "$tl" -o "$out/$name.ptx" >>"$out/compile.log" 2>&1; then
-      echo "compiled examples/$name.tl"
+      echo "compiled $rel"
     else
-      echo "FAIL compile examples/$name.tl (see $out/compile.log)"
+      echo "FAIL compile $rel (see $out/compile.log)"
       failures+=("compile $name")
     fi
   done
 fi
 
-echo "== gpu_suite $out $*"
-"$bindir/gpu_suite" "$out" "$@" 2>&1 | tee "$out/suite.log"
+echo "== gpu_suite $out${suite_flags[*]:+ ${suite_flags[*]}}${*:+ $*}"
+"$bindir/gpu_suite" "$out" ${suite_flags[@]+"${suite_flags[@]}"} "$@" 2>&1 | tee "$out/suite.log"
 suite_rc=$?
 [ $suite_rc -eq 0 ] || failures+=("gpu_suite (exit $suite_rc)")
 
