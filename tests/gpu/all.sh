@@ -3,7 +3,8 @@
 #
 #   tests/gpu/all.sh TILEC BINDIR OUTDIR [--quick]
 #
-# Runs, in order, tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
+# Runs, in order, gpu_conform (the conformance matrix of copies and layouts, sm_90a and sm_80 code;
+# needs BINDIR/gpu_conform), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
 # (softmax, RMSNorm, LayerNorm) and gemm.sh (tensor-core GEMM against cuBLAS), each with its
 # own working folder under $TMPDIR, then copies their summaries into OUTDIR: at most eight
 # files, flat, so that they all come back from a device that returns few.  --quick skips the
@@ -18,11 +19,18 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tilec-gpu.XXXXXX")
 mkdir -p "$out"
 status=0
 
+mkdir -p "$work/conform"
+if [ -x "$bindir/gpu_conform" ]; then
+  "$bindir/gpu_conform" --threads "$(nproc)" >"$work/conform/conform.log" 2>&1 || status=1
+  tail -12 "$work/conform/conform.log"
+else
+  echo "all.sh: $bindir/gpu_conform not found" | tee "$work/conform/conform.log"; status=1
+fi
 "$here/run.sh" "$tilec" "$bindir" "$work/examples" || status=1
 "$here/rows.sh" --ptx-dir "$work/rows_ptx" "$tilec" "$bindir" "$work/rows" "${quick[@]}" || status=1
 "$here/gemm.sh" --ptx-dir "$work/gemm_ptx" "$tilec" "$bindir" "$work/gemm" "${quick[@]}" || status=1
 
-for f in examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
+for f in conform/conform.log examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
          gemm/gemm.log gemm/gemm_bench.txt; do
   [ -f "$work/$f" ] && cp "$work/$f" "$out/"
 done
