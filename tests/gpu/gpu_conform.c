@@ -804,6 +804,13 @@ static ccase gemm_template(const gcfg *g, int variant)
 
 static void gen_accs(const char *arch)
 {
+  /* The issue's reproduction: S = Q K^T (64 x 64 x 64, f16, B^T), copied to a shared tile (f32,
+   * then f16), then to global memory. */
+  static const gcfg repro = {64, 64, 64, 128, 0, 0, false, true, F16};
+  ccase r = gemm_template(&repro, 0);
+  r.M = r.N = r.K = 64;
+  gen_acc_out(arch, &r, SINK_S, F32, F32, F32, false);
+  gen_acc_out(arch, &r, SINK_S, F16, F32, F32, false);
   int n = (int)(sizeof GEMMS / sizeof *GEMMS);
   for (int gi = 0; gi < n; gi++) {
     ccase g = gemm_template(&GEMMS[gi], gi);
