@@ -94,6 +94,10 @@ LLVMValueRef emit_expr(Cg *cg, const Expr *e);
 /* e, an integer, sign- or zero-extended (by its signedness) or truncated to to. */
 LLVMValueRef emit_index(Cg *cg, const Expr *e, LLVMTypeRef to);
 LLVMValueRef emit_elem_ptr(Cg *cg, int buf, Expr *const *idx, int nidx);
+/* The element offset of buf[idx...] in a shared tile, stage and swizzle
+ * (ir.h's SwizzleKind) applied; a constant when the indices are.  Not static
+ * only so that tests/unit/test_codegen.c can check the layouts. */
+LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx);
 
 /* Alignment in bytes of `lanes` consecutive elements of type t (a power of 2). */
 unsigned cg_vec_align(TypeKind t, int lanes);

@@ -102,7 +102,7 @@ void codegen_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint
 	*lbo = mn_major ? (uint32_t)(buf->tile_shape[first] * WGMMA_ROW_BYTES) : 16;
 }
 
-static LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
+LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
 {
 	if (buf->swizzle == SWIZZLE_128B)
 		return tile_offset_128b(cg, buf, idx, nidx);

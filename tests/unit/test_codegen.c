@@ -1,8 +1,9 @@
 /* test_codegen.c: thread-level kernels built by hand with the ir.h builders,
  * translated by codegen_module for sm_80 and sm_90a; checks on the PTX text
  * and, where /usr/local/cuda/bin/ptxas exists, that ptxas accepts it with no
- * local memory and no spills. */
-#include "codegen.h"
+ * local memory and no spills.  Also the shared-tile layouts that codegen's
+ * tile_offset (cg.h) computes: properties of the ldmatrix swizzle. */
+#include "cg.h" /* tile_offset; includes codegen.h */
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -772,6 +773,140 @@ static void test_wgmma(void)
 	arena_free(a);
 }
 
+/* ---------------------------------------------------------------- swizzled lines */
+
+/* The element offset codegen's tile_offset gives each element of a shared tile
+ * (indices in row-major order, the stage first), folded to a constant by the
+ * builder; NULL if one is not a constant. */
+static int64_t *tile_offsets(const Buffer *buf)
+{
+	LLVMContextRef ctx = LLVMContextCreate();
+	Cg cg = {.ctx = ctx, .b = LLVMCreateBuilderInContext(ctx)};
+	cg_types_init(&cg.t, ctx);
+	Arena *a = arena_new();
+	int64_t n = buffer_elems(buf);
+	int64_t *off = malloc((size_t)n * sizeof *off);
+	for (int64_t e = 0; e < n && off; e++) {
+		Expr *idx[TL_MAX_RANK];
+		int64_t rest = e;
+		for (int d = buf->rank - 1; d >= 0; d--) {
+			idx[d] = ex_int(a, TY_I32, rest % buf->tile_shape[d]);
+			rest /= buf->tile_shape[d];
+		}
+		LLVMValueRef v = tile_offset(&cg, buf, idx, buf->rank);
+		if (LLVMIsAConstantInt(v)) {
+			off[e] = LLVMConstIntGetSExtValue(v);
+		} else {
+			free(off);
+			off = NULL;
+		}
+	}
+	arena_free(a);
+	LLVMDisposeBuilder(cg.b);
+	LLVMContextDispose(ctx);
+	return off;
+}
+
+/* A [stages,] rows x cols shared tile of t. */
+static Buffer lines_tile(TypeKind t, SwizzleKind sw, int stages, int64_t rows, int64_t cols)
+{
+	Buffer buf = {.name = "S", .scope = SCOPE_SHARED, .elem = t, .swizzle = sw, .stages = stages, .loc = L};
+	if (stages)
+		buf.tile_shape[buf.rank++] = stages;
+	buf.tile_shape[buf.rank++] = rows;
+	buf.tile_shape[buf.rank++] = cols;
+	return buf;
+}
+
+/* The 8 rows r0 .. r0 + 7 (r0 % 8 == 0) that one 8x8 matrix of an ldmatrix
+ * reads, at 16-byte chunk q of each row: how many of them share a 16-byte
+ * position of a 128-byte line (a group of 4 banks) with an earlier one, summed
+ * over every such group of rows and every chunk. */
+static int ldmatrix_conflicts(const int64_t *off, int stages, int64_t rows, int64_t cols, int esize)
+{
+	int64_t per = 16 / esize, conflicts = 0;
+	for (int64_t s = 0; s < (stages ? stages : 1); s++)
+		for (int64_t r0 = 0; r0 + 8 <= rows; r0 += 8)
+			for (int64_t q = 0; q < cols / per; q++) {
+				unsigned seen = 0;
+				for (int64_t i = 0; i < 8; i++) {
+					int64_t pos = off[(s * rows + r0 + i) * cols + q * per] * esize / 16 % 8;
+					conflicts += (seen >> pos) & 1;
+					seen |= 1u << pos;
+				}
+			}
+	return (int)conflicts;
+}
+
+/* SWIZZLE_LINES (ir.h), the layout of the shared tiles mma.sync's ldmatrix
+ * reads, checked on what tile_offset computes for rows of 32 to 1024 bytes,
+ * staged or not, of 16-bit elements (gemm operands) and of f32:
+ *   - a bijection onto the tile (within each stage);
+ *   - every 16-byte chunk of a row stays whole, in order, 16-byte aligned and
+ *     in its 128-byte line, so vectors of up to 16 bytes stay contiguous;
+ *   - chunk q of the 8 rows one ldmatrix matrix reads lands in 8 different
+ *     16-byte positions of a line: 8 groups of banks, no conflict (which the
+ *     plain row-major layout of 64-byte rows does not give);
+ *   - it is ir.h's formula, byte ^ (((L ^ (L >> 3)) & 7) << 4), L = byte >> 7.
+ * plan-shared aligns tiles to 128 bytes, so positions in the tile are
+ * positions in the banks. */
+static void test_swizzle_lines(void)
+{
+	static const struct {
+		TypeKind t;
+		int stages;
+		int64_t rows, cols;
+	} tiles[] = {
+		{TY_F16, 0, 128, 32}, {TY_F16, 0, 32, 128}, {TY_BF16, 0, 64, 64}, {TY_F16, 0, 64, 16},
+		{TY_U16, 0, 16, 256}, {TY_F16, 0, 16, 512}, {TY_F16, 3, 64, 32},  {TY_BF16, 2, 32, 128},
+		{TY_F32, 0, 32, 32},  {TY_F32, 0, 64, 8},   {TY_F32, 2, 16, 64},  {TY_F16, 0, 24, 64},
+	};
+	for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+		int stages = tiles[i].stages, esize = type_bytes(tiles[i].t);
+		int64_t rows = tiles[i].rows, cols = tiles[i].cols, per = 16 / esize;
+		int64_t slice = rows * cols, n = (stages ? stages : 1) * slice;
+		char what[64];
+		if (stages)
+			snprintf(what, sizeof what, "%s[%d, %ld, %ld]", type_name(tiles[i].t), stages, (long)rows, (long)cols);
+		else
+			snprintf(what, sizeof what, "%s[%ld, %ld]", type_name(tiles[i].t), (long)rows, (long)cols);
+		Buffer buf = lines_tile(tiles[i].t, SWIZZLE_LINES, stages, rows, cols);
+		int64_t *off = tile_offsets(&buf);
+		CHECK(off != NULL, "%s: an offset of constant indices is not a constant", what);
+		if (!off)
+			continue;
+		unsigned char *hit = calloc((size_t)n, 1);
+		int outside = 0, twice = 0, split = 0, moved = 0, formula = 0;
+		for (int64_t e = 0; e < n; e++) {
+			int64_t stage = e / slice, plain = e % slice, o = off[e] - stage * slice;
+			if (o < 0 || o >= slice) {
+				outside++;
+				continue;
+			}
+			twice += hit[off[e]]++ != 0;
+			int64_t byte = plain * esize, L = byte >> 7;
+			formula += o * esize != (byte ^ (((L ^ (L >> 3)) & 7) << 4));
+			moved += (o * esize) >> 7 != L;
+			int64_t first = e - e % per; /* the first element of e's 16-byte chunk */
+			split += off[e] != off[first] + e % per || off[first] * esize % 16 != 0;
+		}
+		CHECK(!outside && !twice, "%s: not a bijection (%d outside the stage, %d offsets twice)", what, outside,
+		      twice);
+		CHECK(!split, "%s: %d elements not in place in a whole, aligned 16-byte chunk", what, split);
+		CHECK(!moved, "%s: %d elements moved to another 128-byte line", what, moved);
+		CHECK(!formula, "%s: %d offsets differ from ir.h's formula", what, formula);
+		int conflicts = ldmatrix_conflicts(off, stages, rows, cols, esize);
+		CHECK(!conflicts, "%s: %d ldmatrix rows share a bank group", what, conflicts);
+		free(hit);
+		free(off);
+	}
+	/* The check itself: plain 64-byte rows conflict (rows r, r+2, r+4, r+6). */
+	Buffer plain = lines_tile(TY_F16, SWIZZLE_NONE, 0, 128, 32);
+	int64_t *off = tile_offsets(&plain);
+	CHECK(off && ldmatrix_conflicts(off, 0, 128, 32, 2) > 0, "plain 64-byte rows have no ldmatrix conflicts");
+	free(off);
+}
+
 /* A grid the host cannot compute from the metadata: an error, not a crash. */
 static void test_errors(void)
 {
@@ -844,6 +979,7 @@ int main(void)
 	test_errors();
 	test_threads();
 	test_wgmma();
+	test_swizzle_lines();
 	if (failures) {
 		fprintf(stderr, "test_codegen: %d failures\n", failures);
 		return 1;
