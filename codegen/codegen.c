@@ -8,7 +8,16 @@
  *   -> LLVM IR text, PTX text with the tilec-meta block in front
  *
  * Everything LLVM is created and disposed inside the call; the only shared
- * state is the one-time registration of the NVPTX target (pthread_once).
+ * state is the one-time registration of the NVPTX target and of a fatal-error
+ * handler (pthread_once).
+ *
+ * LLVM ends the process on some errors (report_fatal_error: a failed
+ * instruction selection, a pass's internal check).  None is known to be
+ * reachable from a valid tile IR, but the library lives in other people's
+ * processes: codegen_contained runs LLVM under a handler that jumps back to
+ * the call (per thread), which then fails with the reason as a diagnostic.
+ * What LLVM had allocated for that compilation is leaked, not freed: its state
+ * is unknown at that point (docs/c-api.md).
  */
 #include "cg.h"
 
@@ -17,7 +26,10 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>
+#include <llvm-c/ErrorHandling.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,12 +67,42 @@ const char *codegen_llvm_version(void) { return "LLVM " LLVM_VERSION_STRING; }
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
 
+/* The compilation running on this thread, if any: where a fatal error jumps. */
+static _Thread_local jmp_buf *fatal_jump;
+static _Thread_local char fatal_reason[1024];
+
+static void on_llvm_fatal(const char *reason)
+{
+	if (!fatal_jump)
+		return; /* not ours: LLVM prints the reason and exits, as without a handler */
+	snprintf(fatal_reason, sizeof fatal_reason, "%s", reason ? reason : "");
+	longjmp(*fatal_jump, 1);
+}
+
 static void init_nvptx(void)
 {
 	LLVMInitializeNVPTXTargetInfo();
 	LLVMInitializeNVPTXTarget();
 	LLVMInitializeNVPTXTargetMC();
 	LLVMInitializeNVPTXAsmPrinter();
+	LLVMInstallFatalErrorHandler(on_llvm_fatal);
+}
+
+bool codegen_contained(void (*fn)(void *arg), void *arg, char *reason, size_t reason_size)
+{
+	pthread_once(&nvptx_once, init_nvptx);
+	jmp_buf here;
+	jmp_buf *volatile outer = fatal_jump;
+	if (setjmp(here)) {
+		fatal_jump = outer;
+		if (reason_size)
+			snprintf(reason, reason_size, "%s", fatal_reason);
+		return false;
+	}
+	fatal_jump = &here;
+	fn(arg);
+	fatal_jump = outer;
+	return true;
 }
 
 /* ---------------------------------------------------------------- LLVM diagnostics */
@@ -139,7 +181,7 @@ static bool create_target_machine(Compilation *c)
 	return true;
 }
 
-static void build_module(Compilation *c)
+static bool build_module(Compilation *c)
 {
 	c->mod = LLVMModuleCreateWithNameInContext("tilec", c->ctx);
 	LLVMSetTarget(c->mod, TRIPLE);
@@ -149,9 +191,12 @@ static void build_module(Compilation *c)
 	for (int i = 0; i < c->m->nkernels; i++)
 		emit_kernel(c->ctx, c->mod, c->m->kernels[i]);
 	char *msg = NULL;
-	if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg))
-		DIE("codegen produced invalid LLVM IR: %s", msg);
+	bool bad = LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg);
+	if (bad) /* our bug, never the program's: say so rather than abort the host */
+		fail(c, "internal compiler error: tilec produced invalid LLVM IR (please report it with the source)",
+		     msg);
 	LLVMDisposeMessage(msg);
+	return !bad;
 }
 
 /* The middle end.  -O0 still runs SROA: per-thread arrays must live in
@@ -164,7 +209,8 @@ static void build_module(Compilation *c)
 static bool optimize(Compilation *c)
 {
 	static const char *const pipelines[] = {"function(sroa)", "default<O1>", "default<O2>", "default<O3>"};
-	static const char straight_line[] = "function(sroa,early-cse<memssa>,instcombine,simplifycfg,instcombine)";
+	static const char straight_line[] =
+		"function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,instcombine<no-verify-fixpoint>)";
 	const char *pipeline = c->opt_level >= 2 && c->straight_line ? straight_line : pipelines[c->opt_level];
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
 	LLVMErrorRef err = LLVMRunPasses(c->mod, pipeline, c->tm, po);
@@ -223,10 +269,8 @@ static bool run(Compilation *c, char **llvm_ir_out, char **ptx_out)
 	for (int i = 0; i < c->m->nkernels; i++)
 		c->straight_line &= !has_runtime_loop(c->m->kernels[i]->body);
 	bool ok = check_kernels(c) && emit_meta_block(c->m, c->d, &meta) && create_target_machine(c);
-	if (ok) {
-		build_module(c);
-		ok = optimize(c);
-	}
+	if (ok)
+		ok = build_module(c) && optimize(c);
 	if (ok && llvm_ir_out)
 		*llvm_ir_out = print_llvm_ir(c);
 	if (ok && ptx_out) {
@@ -235,6 +279,18 @@ static bool run(Compilation *c, char **llvm_ir_out, char **ptx_out)
 	}
 	free(meta.data);
 	return ok;
+}
+
+typedef struct {
+	Compilation *c;
+	char **llvm_ir_out, **ptx_out;
+	bool ok;
+} Run;
+
+static void run_call(void *arg)
+{
+	Run *r = arg;
+	r->ok = run(r->c, r->llvm_ir_out, r->ptx_out);
 }
 
 bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out,
@@ -260,7 +316,24 @@ bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char *
 
 	c.ctx = LLVMContextCreate();
 	LLVMContextSetDiagnosticHandler(c.ctx, on_llvm_diagnostic, &c.llvm_diags);
-	bool ok = run(&c, llvm_ir_out, ptx_out);
+	Run r = {&c, llvm_ir_out, ptx_out, false};
+	char reason[1024];
+	if (!codegen_contained(run_call, &r, reason, sizeof reason)) {
+		/* LLVM's state is unknown: leak the context, module and machine. */
+		fail(&c, "LLVM stopped with a fatal error (a bug in tilec or LLVM; please report it with the source)",
+		     reason);
+		free(c.llvm_diags.first_error);
+		if (llvm_ir_out) {
+			free(*llvm_ir_out);
+			*llvm_ir_out = NULL;
+		}
+		if (ptx_out) {
+			free(*ptx_out);
+			*ptx_out = NULL;
+		}
+		return false;
+	}
+	bool ok = r.ok;
 	if (c.mod)
 		LLVMDisposeModule(c.mod);
 	if (c.tm)

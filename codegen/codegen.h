@@ -47,6 +47,14 @@ void codegen_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint
  * Either out pointer may be NULL.  Strings are malloc'd; the caller frees them.
  * Returns false, with an error in d at the offending kernel's location, on
  * failure; the out pointers are then left NULL. */
+/* Runs fn(arg) with LLVM's fatal errors (report_fatal_error) contained: true
+ * when fn returned; false when LLVM stopped with a fatal error on this thread,
+ * its reason in reason[].  What fn had allocated in LLVM is then leaked.  The
+ * handler is LLVM's one process-wide fatal-error handler, installed on first
+ * use; outside a contained call on its thread it lets LLVM print and exit as
+ * it would without one. */
+bool codegen_contained(void (*fn)(void *arg), void *arg, char *reason, size_t reason_size);
+
 bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out,
 		    char **ptx_out);
 

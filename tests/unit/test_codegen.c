@@ -5,6 +5,10 @@
  * tile_offset (cg.h) computes: properties of the ldmatrix swizzle. */
 #include "cg.h" /* tile_offset; includes codegen.h */
 
+#include <llvm-c/Core.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -970,6 +974,82 @@ static void test_threads(void)
 	arena_free(a);
 }
 
+/* codegen_contained: a real LLVM fatal error (fp128 division, which NVPTX
+ * cannot lower: "Undefined external symbol") comes back as false with its
+ * reason, on this thread and on another, and the process goes on. */
+typedef struct {
+	bool emitted;
+} FatalArg;
+
+/* A contained fatal error leaks that compilation's LLVM memory, by design:
+ * LeakSanitizer (the sanitizer build) is told to ignore what it allocates. */
+extern void __lsan_disable(void) __attribute__((weak));
+extern void __lsan_enable(void) __attribute__((weak));
+
+static void emit_fp128(void *arg)
+{
+	static const char ir[] = "target triple = \"nvptx64-nvidia-cuda\"\n"
+				 "define void @k(ptr %p) {\n"
+				 "  %a = load fp128, ptr %p\n"
+				 "  %b = fdiv fp128 %a, %a\n"
+				 "  store fp128 %b, ptr %p\n"
+				 "  ret void\n"
+				 "}\n";
+	if (__lsan_disable)
+		__lsan_disable(); /* enabled again by the caller */
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, sizeof ir - 1, "fp128");
+	LLVMModuleRef mod = NULL;
+	char *err = NULL;
+	if (LLVMParseIRInContext(ctx, mb, &mod, &err))
+		return;
+	LLVMTargetRef t;
+	if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &err))
+		return;
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80",
+							  LLVMCodeGenLevelDefault, LLVMRelocDefault, LLVMCodeModelDefault);
+	LLVMMemoryBufferRef out = NULL;
+	LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &out);
+	((FatalArg *)arg)->emitted = true; /* not reached: LLVM stops first */
+}
+
+typedef struct {
+	FatalArg f;
+	bool contained; /* the thread's verdict */
+} ThreadArg;
+
+static void *contained_thread(void *arg)
+{
+	ThreadArg *t = arg;
+	char reason[256] = "";
+	bool ok = codegen_contained(emit_fp128, &t->f, reason, sizeof reason);
+	if (__lsan_enable)
+		__lsan_enable();
+	t->contained = !ok && !t->f.emitted && contains(reason, "Undefined external symbol");
+	return NULL;
+}
+
+static void test_fatal_contained(void)
+{
+	FatalArg a = {false};
+	char reason[256] = "";
+	bool ok = codegen_contained(emit_fp128, &a, reason, sizeof reason);
+	if (__lsan_enable)
+		__lsan_enable();
+	CHECK(!ok && !a.emitted, "a fatal LLVM error was not contained");
+	CHECK(contains(reason, "Undefined external symbol"), "reason: '%s'", reason);
+	ThreadArg t = {{false}, false};
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, contained_thread, &t) == 0, "thread");
+	pthread_join(th, NULL);
+	CHECK(t.contained, "not contained on another thread");
+	/* A compilation after a contained error still works. */
+	Arena *ar = arena_new();
+	Module *m = module_of(ar, 1, build_vector_add(ar));
+	free(compile(m, "sm_90a", 3, NULL));
+	arena_free(ar);
+}
+
 int main(void)
 {
 	test_vector_add();
@@ -980,6 +1060,7 @@ int main(void)
 	test_threads();
 	test_wgmma();
 	test_swizzle_lines();
+	test_fatal_contained();
 	if (failures) {
 		fprintf(stderr, "test_codegen: %d failures\n", failures);
 		return 1;
