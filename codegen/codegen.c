@@ -251,14 +251,49 @@ static char *emit_ptx(Compilation *c, StrBuf *meta)
 	return sb_take(meta);
 }
 
+/* Is name the symbol LLVM gives a parameter of kernel k: "k_param_N"? */
+static bool is_param_symbol(const char *name, const char *k)
+{
+	size_t n = strlen(k);
+	if (strncmp(name, k, n) || strncmp(name + n, "_param_", 7))
+		return false;
+	const char *d = name + n + 7;
+	if (!*d)
+		return false;
+	for (; *d; d++)
+		if (*d < '0' || *d > '9')
+			return false;
+	return true;
+}
+
+/* A kernel's name becomes its PTX .entry symbol as it is, so it must be a
+ * PTX identifier that names nothing else in the module: not "_" (an
+ * identifier starting with '_' needs another character), not WARP_SZ (PTX's
+ * one predefined identifier without '%'), and not the symbol of another
+ * kernel's parameter, k_param_0 ... (ptxas and the driver crash on such PTX). */
 static bool check_kernels(Compilation *c)
 {
-	for (int i = 0; i < c->m->nkernels; i++)
-		for (int j = 0; j < i; j++)
-			if (strcmp(c->m->kernels[i]->name, c->m->kernels[j]->name) == 0) {
-				error_at(c->d, c->m->kernels[i]->loc, "two kernels named '%s'", c->m->kernels[i]->name);
+	for (int i = 0; i < c->m->nkernels; i++) {
+		const Kernel *k = c->m->kernels[i];
+		if (!strcmp(k->name, "_") || !strcmp(k->name, "WARP_SZ")) {
+			error_at(c->d, k->loc, "'%s' cannot name a kernel: it is %s in PTX; choose another name", k->name,
+				 k->name[0] == '_' ? "not an identifier" : "a predefined identifier");
+			return false;
+		}
+		for (int j = 0; j < c->m->nkernels; j++) {
+			const Kernel *o = c->m->kernels[j];
+			if (j < i && strcmp(k->name, o->name) == 0) {
+				error_at(c->d, k->loc, "two kernels named '%s'", k->name);
 				return false;
 			}
+			if (j != i && is_param_symbol(k->name, o->name)) {
+				error_at(c->d, k->loc, "kernel name '%s' is the PTX symbol of a parameter of kernel '%s' "
+						       "(they are named %s_param_0, %s_param_1, ...); choose another name",
+					 k->name, o->name, o->name, o->name);
+				return false;
+			}
+		}
+	}
 	return true;
 }
 
