@@ -54,6 +54,11 @@ void parse_source(Parser *p, const char *src, size_t len)
 	void *parser = tlParseAlloc(malloc, p);
 	if (!parser)
 		DIE("out of memory");
+	/* Nesting, counted on the tokens: each open block is a level, and so is
+	 * each `else if` of a chain still open (links[d]: of the chain at block
+	 * depth d; a chain ends at a `}` of depth d not followed by `else`). */
+	int braces = 0, parens = 0, chained = 0, prev = -1, prefix_run = 0;
+	int links[MAX_NEST_DEPTH + 2] = {0};
 	for (;;) {
 		int before = p->diags->nerrors;
 		Token t = lexer_next(&lx);
@@ -62,6 +67,34 @@ void parse_source(Parser *p, const char *src, size_t len)
 			p->last_err_line = t.loc.line;
 		if (p->stop)
 			break;
+		/* Nesting past the limits stops here, before the parser's stack. */
+		if (prev == TK_RBRACE && t.id != TK_ELSE && braces >= 0) {
+			chained -= links[braces];
+			links[braces] = 0;
+		}
+		if (t.id == TK_LBRACE)
+			braces++;
+		else if (t.id == TK_RBRACE && braces > 0) {
+			chained -= links[braces];
+			links[braces] = 0;
+			braces--;
+		} else if (t.id == TK_IF && prev == TK_ELSE) {
+			links[braces]++;
+			chained++;
+		}
+		parens += t.id == TK_LPAREN || t.id == TK_LBRACKET ? 1 : t.id == TK_RPAREN || t.id == TK_RBRACKET ? -1 : 0;
+		/* a run of prefix operators (- - - x) nests like parentheses */
+		prefix_run = t.id == TK_MINUS || t.id == TK_BANG || t.id == TK_TILDE ? prefix_run + 1 : 0;
+		prev = t.id;
+		if (braces + chained > MAX_NEST_DEPTH) {
+			error_at(p->diags, t.loc, "statements nested too deeply (more than %d levels: each block and each "
+						  "else-if counts one)", MAX_NEST_DEPTH);
+			break;
+		}
+		if (parens > MAX_EXPR_DEPTH || prefix_run > MAX_EXPR_DEPTH) {
+			error_at(p->diags, t.loc, "expression nested too deeply (more than %d levels)", MAX_EXPR_DEPTH);
+			break;
+		}
 		p->cur = t.loc;
 		tlParse(parser, t.id, t);
 		if (t.id == 0 || p->stop)

@@ -54,6 +54,7 @@ struct Node {
 	int64_t ival;
 	double fval;
 	bool overflow;    /* N_INT: literal does not fit 64 bits */
+	int depth;        /* expressions: operators, calls and indexing below and including this node */
 	Node *a, *b, *c;  /* operands; N_IF cond/then/else; N_FOR iter-call/body; N_LET value */
 	NodeList list;    /* N_CALL/N_INDEX args, N_LIST items, N_BLOCK stmts, N_FOR vars,
 			     N_PARAM dims, N_KERNEL params */
@@ -69,11 +70,19 @@ void ast_print(StrBuf *sb, const NodeList *kernels);
 
 /* ---------------------------------------------------------------- parse.y */
 
+/* Limits of the parse, so that every later recursive walk (sema, the
+ * printers, the passes, codegen) stays well inside a thread's stack and no
+ * input makes them quadratic (docs/language.md section 17). */
+enum {
+	MAX_EXPR_DEPTH = 1000,  /* operators, calls, indexing and parentheses, nested */
+	MAX_NEST_DEPTH = 256,   /* blocks and else-if links, nested */
+};
+
 typedef struct {
 	Arena *arena;
 	Diags *diags;
 	NodeList kernels;
-	bool stop;         /* parser stack overflowed: stop feeding tokens */
+	bool stop;         /* a limit was hit (or the parser's stack overflowed): stop feeding tokens */
 	SrcLoc cur;        /* the token being fed, for the overflow message */
 	int last_err_line; /* one syntax error per line keeps cascades short */
 } Parser;

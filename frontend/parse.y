@@ -7,7 +7,7 @@
 %token_type {Token}
 %default_type {Node *}
 %extra_context {Parser *p}
-%stack_size 1000
+%stack_size 8000
 
 %include {
 /* ---------------------------------------------------------------- helpers */
@@ -32,20 +32,39 @@ static Node *mkname(Parser *p, Token t)
 	n->name = arena_strndup(p->arena, t.start, (size_t)t.len);
 	return n;
 }
+/* n's depth from its operands; past MAX_EXPR_DEPTH the parse stops here, so
+ * that nothing after it (--emit=ast's printer first) walks the deep tree. */
+static Node *deep(Parser *p, Node *n)
+{
+	int d = 0;
+	const Node *kids[3] = {n->a, n->b, n->c};
+	for (int i = 0; i < 3; i++)
+		if (kids[i] && kids[i]->depth > d)
+			d = kids[i]->depth;
+	for (int i = 0; i < n->list.n; i++)
+		if (n->list.items[i] && n->list.items[i]->depth > d)
+			d = n->list.items[i]->depth;
+	n->depth = d + 1;
+	if (n->depth > MAX_EXPR_DEPTH && !p->stop) {
+		error_at(p->diags, n->loc, "expression nested too deeply (more than %d levels)", MAX_EXPR_DEPTH);
+		p->stop = true;
+	}
+	return n;
+}
 static Node *mkbin(Parser *p, Node *a, int op, Token t, Node *b)
 {
 	Node *n = NEW(N_BINARY, t.loc);
 	n->op = op;
 	n->a = a;
 	n->b = b;
-	return n;
+	return deep(p, n);
 }
 static Node *mkunary(Parser *p, int op, Token t, Node *a)
 {
 	Node *n = NEW(N_UNARY, t.loc);
 	n->op = op;
 	n->a = a;
-	return n;
+	return deep(p, n);
 }
 static Node *mkint(Parser *p, Token t)
 {
@@ -98,7 +117,7 @@ static Node *mkcall(Parser *p, Token t, Node *args)
 	Node *n = NEW(N_CALL, t.loc);
 	n->name = arena_strndup(p->arena, t.start, (size_t)t.len);
 	n->list = args->list;
-	return n;
+	return deep(p, n);
 }
 }
 
@@ -113,7 +132,7 @@ static Node *mkcall(Parser *p, Token t, Node *args)
 	}
 }
 %stack_overflow {
-	error_at(p->diags, p->cur, "program nested too deeply (the parser's limit is about 500 levels)");
+	error_at(p->diags, p->cur, "program nested too deeply for the parser");
 	p->stop = true;
 }
 
@@ -264,7 +283,7 @@ expr(E) ::= TILDE(T) expr(A).  { E = mkunary(p, OP_BNOT, T, A); }
 expr(E) ::= postfix(A).  { E = A; }
 
 postfix(E) ::= primary(A).  { E = A; }
-postfix(E) ::= postfix(A) LBRACKET(T) exprlist(I) RBRACKET.  { E = NEW(N_INDEX, T.loc); E->a = A; E->list = I->list; }
+postfix(E) ::= postfix(A) LBRACKET(T) exprlist(I) RBRACKET.  { E = NEW(N_INDEX, T.loc); E->a = A; E->list = I->list; E = deep(p, E); }
 postfix(E) ::= IDENT(N) LPAREN args(A) RPAREN.  { E = mkcall(p, N, A); }
 postfix(E) ::= TYPE(N) LPAREN args(A) RPAREN.  { E = mkcall(p, N, A); }
 
@@ -274,7 +293,7 @@ primary(E) ::= TRUE(T).  { E = NEW(N_BOOL, T.loc); E->ival = 1; }
 primary(E) ::= FALSE(T).  { E = NEW(N_BOOL, T.loc); E->ival = 0; }
 primary(E) ::= IDENT(T).  { E = mkname(p, T); }
 primary(E) ::= LPAREN expr(A) RPAREN.  { E = A; }
-primary(E) ::= LBRACKET(T) exprlist(L) RBRACKET.  { E = L; E->loc = T.loc; }
+primary(E) ::= LBRACKET(T) exprlist(L) RBRACKET.  { E = L; E->loc = T.loc; E = deep(p, E); }
 
 exprlist(L) ::= expr(X).  { L = push(p, mklist(p, X->loc), X); }
 exprlist(L) ::= exprlist(L0) COMMA expr(X).  { L = push(p, L0, X); }
@@ -288,5 +307,6 @@ arg(A) ::= IDENT(N) ASSIGN expr(E).  {
 	A = NEW(N_NAMED, N.loc);
 	A->name = arena_strndup(p->arena, N.start, (size_t)N.len);
 	A->a = E;
+	A->depth = E->depth;
 }
 arg(A) ::= TYPE(T).  { A = NEW(N_TYPE, T.loc); A->type = type_from_name(T.start, (size_t)T.len); }

@@ -593,9 +593,9 @@ static Expr **check_indices(Sema *s, const Buffer *b, const NodeList *idx, SrcLo
 	return ok ? v : NULL;
 }
 
-/* Expressions nest at most this deep (the left spine of `a + b + c + ...`
- * counts too), so that every later recursive walk stays well inside the stack. */
-enum { MAX_EXPR_DEPTH = 1000 };
+/* Expressions nest at most MAX_EXPR_DEPTH deep (fe.h; the left spine of
+ * `a + b + c + ...` counts too).  The parser stops deeper ones first; this
+ * check stays for trees built otherwise. */
 
 static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint);
 

@@ -43,12 +43,51 @@ static Expr *fold_cast(Arena *a, Expr *e)
 	return ex_int(a, e->type, wrap_int(e->type, x->i));
 }
 
-static Expr *fold_int_binary(Arena *a, Expr *e, int64_t x, int64_t y)
+typedef struct {
+	Arena *a;
+	const Kernel *k;
+	Diags *d;  /* NULL: fold silently (what cannot be folded stays as it is) */
+	bool failed;
+} FoldCtx;
+
+/* A constant operation whose result the type cannot hold: an error when the
+ * caller asked for diagnostics, and the expression is left as it is. */
+static Expr *overflow(FoldCtx *c, Expr *e, const char *what)
 {
+	if (c->d)
+		error_at(c->d, e->loc, "constant %s overflows %s", what, type_name(e->type));
+	c->failed = true;
+	return e;
+}
+
+/* Does v, computed exactly, fit signed type t? */
+static bool fits_signed(TypeKind t, __int128 v)
+{
+	int bits = type_bits(t);
+	__int128 lo = -((__int128)1 << (bits - 1)), hi = ((__int128)1 << (bits - 1)) - 1;
+	return v >= lo && v <= hi;
+}
+
+static Expr *fold_int_binary(FoldCtx *c, Expr *e, int64_t x, int64_t y)
+{
+	Arena *a = c->a;
 	TypeKind t = e->a->type;
 	bool s = type_is_signed(t);
 	uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
 	int64_t r;
+	/* Signed arithmetic that leaves the type is an error (C calls it
+	 * undefined; the GPU would wrap); unsigned arithmetic wraps. */
+	if (s && (e->op == OP_ADD || e->op == OP_SUB || e->op == OP_MUL)) {
+		__int128 v = e->op == OP_ADD ? (__int128)x + y : e->op == OP_SUB ? (__int128)x - y : (__int128)x * y;
+		if (!fits_signed(t, v))
+			return overflow(c, e, e->op == OP_ADD ? "addition" : e->op == OP_SUB ? "subtraction" : "multiplication");
+	}
+	if ((e->op == OP_SHL || e->op == OP_SHR) && (y < 0 || y >= type_bits(t)) && c->d) {
+		error_at(c->d, e->loc, "shift by %lld is out of range for %s (0 to %d)", (long long)y, type_name(t),
+			 type_bits(t) - 1);
+		c->failed = true;
+		return e;
+	}
 	switch ((OpKind)e->op) {
 	case OP_ADD: r = (int64_t)(ux + uy); break;
 	case OP_SUB: r = (int64_t)(ux - uy); break;
@@ -56,6 +95,10 @@ static Expr *fold_int_binary(Arena *a, Expr *e, int64_t x, int64_t y)
 	case OP_DIV:
 	case OP_MOD:
 	case OP_CEILDIV:
+		if (s && y == -1 && x == -((int64_t)1 << (type_bits(t) - 1)) && e->op != OP_MOD)
+			return overflow(c, e, "division");
+		if (s && e->op == OP_CEILDIV && !fits_signed(t, (__int128)x + y - 1))
+			return overflow(c, e, "ceildiv");
 		if (y == 0 || (s && y == -1 && x == INT64_MIN))
 			return e; /* left for the caller to diagnose */
 		if (e->op == OP_DIV)
@@ -106,11 +149,6 @@ static Expr *fold_float_binary(Arena *a, Expr *e, double x, double y)
 	return ex_float(a, e->type, e->type == TY_F32 ? (double)(float)r : r);
 }
 
-typedef struct {
-	Arena *a;
-	const Kernel *k;
-} FoldCtx;
-
 static Expr *fold_one(void *ctx, Expr *e)
 {
 	FoldCtx *c = ctx;
@@ -127,6 +165,8 @@ static Expr *fold_one(void *ctx, Expr *e)
 	case EX_UNARY:
 		if (e->a->kind == EX_INT) {
 			int64_t x = e->a->i;
+			if (e->op == OP_NEG && type_is_signed(e->type) && !fits_signed(e->type, -(__int128)x))
+				return overflow(c, e, "negation");
 			int64_t r = e->op == OP_NEG ? (int64_t)(0 - (uint64_t)x) : e->op == OP_NOT ? !x : ~x;
 			return ex_int(a, e->type, e->type == TY_BOOL ? (r & 1) : wrap_int(e->type, r));
 		}
@@ -135,7 +175,7 @@ static Expr *fold_one(void *ctx, Expr *e)
 		return e;
 	case EX_BINARY:
 		if (e->a->kind == EX_INT && e->b->kind == EX_INT)
-			return fold_int_binary(a, e, e->a->i, e->b->i);
+			return fold_int_binary(c, e, e->a->i, e->b->i);
 		if (e->a->kind == EX_FLOAT && e->b->kind == EX_FLOAT)
 			return fold_float_binary(a, e, e->a->f, e->b->f);
 		return e;
@@ -154,8 +194,23 @@ static Expr *fold_one(void *ctx, Expr *e)
 
 Expr *ir_fold(Arena *a, const Kernel *k, Expr *e)
 {
-	FoldCtx c = {a, k};
+	FoldCtx c = {a, k, NULL, false};
 	return expr_rewrite(e, fold_one, &c);
+}
+
+Expr *ir_fold_checked(Arena *a, const Kernel *k, Expr *e, Diags *d, bool *ok)
+{
+	FoldCtx c = {a, k, d, false};
+	Expr *r = expr_rewrite(e, fold_one, &c);
+	*ok &= !c.failed;
+	return r;
+}
+
+bool ir_fold_stmt_checked(Arena *a, const Kernel *k, Stmt *s, Diags *d)
+{
+	FoldCtx c = {a, k, d, false};
+	stmt_rewrite_exprs(s, fold_one, &c);
+	return !c.failed;
 }
 
 bool ir_eval_int(Arena *a, const Kernel *k, const Expr *e, int64_t *out)
@@ -166,6 +221,6 @@ bool ir_eval_int(Arena *a, const Kernel *k, const Expr *e, int64_t *out)
 
 void ir_fold_stmt(Arena *a, const Kernel *k, Stmt *s)
 {
-	FoldCtx c = {a, k};
+	FoldCtx c = {a, k, NULL, false};
 	stmt_rewrite_exprs(s, fold_one, &c);
 }

@@ -525,6 +525,12 @@ void stmt_rewrite_exprs(Stmt *s, ExprRewriter fn, void *ctx);
 Expr *ir_fold(Arena *a, const Kernel *k, Expr *e);
 /* Folds every expression of a statement tree in place. */
 void ir_fold_stmt(Arena *a, const Kernel *k, Stmt *s);
+/* The same, reporting constant operations whose result the type cannot hold
+ * (signed +, -, *, ceildiv, negation, MIN / -1; shifts by a negative amount
+ * or the width or more) as errors in d and leaving them unfolded; false (and
+ * *ok cleared) if there was one.  Unsigned arithmetic wraps. */
+Expr *ir_fold_checked(Arena *a, const Kernel *k, Expr *e, Diags *d, bool *ok);
+bool ir_fold_stmt_checked(Arena *a, const Kernel *k, Stmt *s, Diags *d);
 /* True, with the value, if e (left untouched) folds to an integer constant. */
 bool ir_eval_int(Arena *a, const Kernel *k, const Expr *e, int64_t *out);
 

@@ -52,5 +52,7 @@ bool run_pipeline(PassContext *pc, Module *m, const char *dump_after, StrBuf *du
 
 /* Shared memory a block may use on the target, in bytes. */
 int64_t shared_memory_limit(int sm);
+/* plan_shared.c: local memory a thread may have, on every target. */
+enum { MAX_LOCAL_BYTES = 512 * 1024 };
 
 #endif

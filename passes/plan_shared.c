@@ -1,5 +1,5 @@
 /* plan_shared.c: place shared tiles in the block's shared memory and check the
- * target's budget. */
+ * target's budget; check the per-thread local memory budget too. */
 #include "passes.h"
 
 #include <inttypes.h>
@@ -33,6 +33,26 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
 		off += n;
 	}
 	k->smem_bytes = off;
+	/* A thread's local memory (its alloc_local arrays and, once lowered, its
+	 * fragments' registers) is at most 512 KiB on every target (CUDA
+	 * programming guide, technical specifications); past it the launch fails
+	 * (CUDA_ERROR_INVALID_VALUE) instead of the compile. */
+	int64_t local = 0, biggest = -1;
+	for (int i = 0; i < k->nbufs; i++) {
+		const Buffer *b = &k->bufs[i];
+		if (b->scope != SCOPE_LOCAL)
+			continue;
+		local += buffer_elems(b) * type_bytes(b->elem);
+		if (biggest < 0 || buffer_elems(b) * type_bytes(b->elem) >
+				       buffer_elems(&k->bufs[biggest]) * type_bytes(k->bufs[biggest].elem))
+			biggest = i;
+	}
+	if (local > MAX_LOCAL_BYTES) {
+		error_at(pc->diags, k->bufs[biggest].loc, "kernel '%s' needs %" PRId64 " bytes of local memory per thread, "
+			 "more than the %d a thread can have; make '%s' smaller (a shared tile is shared by the "
+			 "block)", k->name, local, MAX_LOCAL_BYTES, k->bufs[biggest].name);
+		return false;
+	}
 	int64_t limit = shared_memory_limit(pc->sm);
 	if (off > limit) {
 		error_at(pc->diags, k->loc, "kernel '%s' needs %" PRId64 " bytes of shared memory, more than the %" PRId64

@@ -63,8 +63,36 @@ static void test_fold(void)
 	Expr *e = ex_binary(a, OP_CEILDIV, ex_int(a, TY_I32, 1000), ex_var(a, k, b));
 	CHECK(ir_eval_int(a, k, e, &v) && v == 16);
 	CHECK(e->kind == EX_BINARY); /* ir_eval_int leaves its argument alone */
+	/* Signed overflow is not folded (ir_fold_checked reports it); unsigned wraps. */
 	e = ex_binary(a, OP_ADD, ex_int(a, TY_I32, INT32_MAX), ex_int(a, TY_I32, 1));
-	CHECK(ir_eval_int(a, k, e, &v) && v == INT32_MIN); /* wraps like the GPU */
+	CHECK(!ir_eval_int(a, k, e, &v));
+	e = ex_binary(a, OP_ADD, ex_int(a, TY_U32, 0xFFFFFFFF), ex_int(a, TY_U32, 1));
+	CHECK(ir_eval_int(a, k, e, &v) && v == 0);
+	e = ex_binary(a, OP_ADD, ex_int(a, TY_I32, INT32_MAX - 1), ex_int(a, TY_I32, 1));
+	CHECK(ir_eval_int(a, k, e, &v) && v == INT32_MAX);
+	{
+		Diags d = {.arena = a};
+		bool ok = true;
+		Expr *m = ex_binary(a, OP_MUL, ex_int(a, TY_I32, 65536), ex_int(a, TY_I32, 65536));
+		m = ir_fold_checked(a, k, m, &d, &ok);
+		CHECK(!ok && d.nerrors == 1 && m->kind == EX_BINARY);
+		ok = true;
+		Expr *sh = ex_binary(a, OP_SHL, ex_int(a, TY_I64, 1), ex_int(a, TY_I64, 64));
+		ir_fold_checked(a, k, sh, &d, &ok);
+		CHECK(!ok && d.nerrors == 2);
+		ok = true;
+		Expr *dv = ex_binary(a, OP_DIV, ex_int(a, TY_I32, INT32_MIN), ex_int(a, TY_I32, -1));
+		ir_fold_checked(a, k, dv, &d, &ok);
+		CHECK(!ok && d.nerrors == 3);
+		ok = true;
+		Expr *ng = ex_unary(a, OP_NEG, ex_int(a, TY_I8, -128));
+		ir_fold_checked(a, k, ng, &d, &ok);
+		CHECK(!ok && d.nerrors == 4);
+		ok = true;
+		Expr *fine = ex_binary(a, OP_MUL, ex_int(a, TY_I64, 65536), ex_int(a, TY_I64, 65536));
+		fine = ir_fold_checked(a, k, fine, &d, &ok);
+		CHECK(ok && d.nerrors == 4 && fine->kind == EX_INT && fine->i == 4294967296);
+	}
 	e = ex_binary(a, OP_DIV, ex_int(a, TY_I32, 1), ex_int(a, TY_I32, 0));
 	CHECK(!ir_eval_int(a, k, e, &v)); /* left for the caller to report */
 	e = ex_select(a, ex_binary(a, OP_LT, ex_var(a, k, b), ex_int(a, TY_I32, 100)), ex_int(a, TY_I32, 7),
