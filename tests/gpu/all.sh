@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # tests/gpu/all.sh: the whole GPU acceptance run in one command, for a lent GPU machine.
 #
-#   tests/gpu/all.sh TILEC BINDIR OUTDIR [--quick]
+#   tests/gpu/all.sh TILEC BINDIR OUTDIR [--quick | --sanitize]
 #
 # Runs, in order, gpu_conform (the conformance matrix of copies and layouts, sm_90a and sm_80 code;
 # needs BINDIR/gpu_conform), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
 # (softmax, RMSNorm, LayerNorm) and gemm.sh (tensor-core GEMM against cuBLAS), each with its
 # own working folder under $TMPDIR, then copies their summaries into OUTDIR: at most eight
 # files, flat, so that they all come back from a device that returns few.  --quick skips the
-# largest correctness shapes of rows.sh and gemm.sh.  Exit status: 0 if every part passed.
+# largest correctness shapes of rows.sh and gemm.sh.  --sanitize runs tests/gpu/sanitize.sh instead:
+# every example and stdlib kernel and a sample of the conformance matrix at small shapes under
+# compute-sanitizer's memcheck, racecheck, synccheck and initcheck (sanitize.txt, sanitize.log).
+# Exit status: 0 if every part passed.
 set -u -o pipefail
 [ $# -ge 3 ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 tilec=$1 bindir=$2 out=$3
 quick=()
 [ "${4:-}" = --quick ] && quick=(--quick)
+if [ "${4:-}" = --sanitize ]; then
+  "$(cd "$(dirname "$0")" && pwd)/sanitize.sh" "$tilec" "$bindir" "$out"
+  exit $?
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/tilec-gpu.XXXXXX")
 mkdir -p "$out"

@@ -10,7 +10,7 @@
  * element with a host reference.
  *
  *   gpu_conform [--seed S] [--arch sm_90a|sm_80] [--filter SUBSTR] [--sample N] [--threads T] [--list]
- *               [--compile-only] [-v]
+ *               [--random N] [--compile-only] [-v]
  *   gpu_conform --self-test
  *
  * --compile-only  compile every case for both targets with no GPU (CI runs this): each must compile
@@ -22,6 +22,9 @@
  * --sample N      only every Nth case (the sanitizer build's ctest compiles every 8th: under ASan the
  *                 whole matrix takes minutes).
  * --threads T     compile on T threads (default 8; all.sh passes the machine's core count).
+ * --random N      instead of the matrix, N kernels drawn at random from the same families (tile
+ *                 shapes, threads, warp grids, chains, types, transposes, sinks, sources, sizes), each
+ *                 valid by construction and checked the same way; --seed S draws them again.
  *
  * Exactness. Every case is built so that the result is exactly determined: data are dyadic rationals
  * with few bits (k / 65536 for pure movement, so that conversions to f16 and bf16 round, subnormals
@@ -874,6 +877,166 @@ static void build_matrix(const char *only_arch)
   }
 }
 
+/* ------------------------------------------------------------------------- random kernels */
+
+/* --random N: N kernels drawn from the same families with random parameters (tile shapes, thread
+ * counts, warp grids, chains of tiles and their types, transposes, sinks and sources, tensor sizes),
+ * each valid by construction (the limits below keep registers, shared memory and the gemm shapes
+ * inside what the language accepts) and each with the families' exact reference. */
+
+static uint64_t rstate;
+static int rnd_in(int lo, int hi) { return lo + (int)(gpu_next_random(&rstate) % (uint64_t)(hi - lo + 1)); }
+static int rnd_of(const int *v, int n) { return v[rnd_in(0, n - 1)]; }
+static ty rnd_ty(void) { return (ty)rnd_in(0, 2); }
+
+/* A warp grid wm x wn of nwarps warps that cuts every [BM, N[i]] into 16x8 pieces. */
+static bool grid_fits(int nwarps, int wm, int BM, const int *N, int n)
+{
+  if (wm < 1 || nwarps % wm || BM % (16 * wm))
+    return false;
+  for (int i = 0; i < n; i++)
+    if (N[i] % (8 * (nwarps / wm)))
+      return false;
+  return true;
+}
+
+static bool any_grid(int nwarps, int BM, const int *N, int n)
+{
+  for (int wm = 1; wm <= nwarps; wm++)
+    if (grid_fits(nwarps, wm, BM, N, n))
+      return true;
+  return false;
+}
+
+/* A random gemm configuration (registers of the accumulator <= 128 per thread; shared tiles, with
+ * `extra` bytes more, within 96 KiB); the warp grid: the compiler's, or a random one that fits,
+ * asked for in full or by one factor. */
+static bool random_gemm(ccase *g, int extra, bool wgmma_shape)
+{
+  static const int warps[] = {1, 2, 4, 8}, bms[] = {16, 32, 64, 128}, bns[] = {8, 16, 24, 32, 64, 128, 256},
+                   bks[] = {16, 32, 64};
+  for (int tries = 0; tries < 100; tries++) {
+    memset(g, 0, sizeof *g);
+    int nw = rnd_of(warps, 4);
+    g->T = 32 * nw;
+    g->BM = rnd_of(bms, 4), g->BN = rnd_of(bns, 7), g->BK = rnd_of(bks, 3);
+    g->ab = rnd_in(0, 1) ? F16 : BF16;
+    g->trans_a = rnd_in(0, 3) == 0, g->trans_b = rnd_in(0, 1);
+    if (wgmma_shape) { /* one that sm_90a lowers to wgmma: whole warpgroups, 64-wide operand rows */
+      nw = rnd_in(1, 2) * 4;
+      g->T = 32 * nw, g->BM = 16 * nw, g->BK = 64, g->BN = 64 * rnd_in(1, 4);
+      g->trans_a = false;
+    }
+    if (g->BM * g->BN / g->T > 128 || (g->BM + g->BN) * g->BK * 2 + extra > 96 * 1024)
+      continue;
+    int N[1] = {g->BN};
+    if (!any_grid(nw, g->BM, N, 1))
+      continue;
+    int how = wgmma_shape ? 0 : rnd_in(0, 3);
+    if (how) {
+      int wm;
+      do
+        wm = rnd_in(1, nw);
+      while (!grid_fits(nw, wm, g->BM, N, 1));
+      if (how != 2)
+        g->wm = wm;
+      if (how != 1)
+        g->wn = nw / wm;
+    }
+    g->M = g->BM * rnd_in(1, 3) + rnd_in(1, g->BM - 1 > 0 ? g->BM - 1 : 1);
+    g->N = g->BN * rnd_in(1, 2) + rnd_in(-(g->BN / 2), g->BN / 2);
+    g->K = g->BK * rnd_in(1, 3) + rnd_in(-(g->BK / 2), g->BK / 2);
+    if (g->N < 1)
+      g->N = 1;
+    if (g->K < 1)
+      g->K = 1;
+    return true;
+  }
+  return false;
+}
+
+static void random_case(const char *arch)
+{
+  ccase g;
+  switch (rnd_in(0, 5)) {
+  case 0: { /* a chain of 1 to 4 tiles */
+    static const int Ts[] = {32, 64, 128, 256, 512}, Rs[] = {1, 2, 4, 8, 16, 32, 64, 128, 256},
+                     Cs[] = {8, 12, 24, 32, 64, 100, 128, 256, 512, 1024};
+    int T, R, C;
+    do {
+      T = rnd_of(Ts, 5), R = rnd_of(Rs, 9), C = rnd_of(Cs, 10);
+    } while (R * C > T * 32 || R * C * 4 * 4 > 96 * 1024);
+    int n = rnd_in(1, 4), kind[4];
+    ty t[4];
+    bool loop[4];
+    for (int i = 0; i < n; i++) {
+      kind[i] = rnd_in(0, 1) ? SH : FR;
+      t[i] = rnd_ty();
+      loop[i] = rnd_in(0, 1);
+    }
+    gen_move(arch, R, C, T, R * rnd_in(1, 3) + rnd_in(0, R), C * rnd_in(1, 2) + rnd_in(-(C / 2), C / 2), rnd_ty(),
+             rnd_ty(), n, kind, t, loop);
+    return;
+  }
+  case 1:
+  case 2:
+    if (!random_gemm(&g, 0, !strcmp(arch, "sm_90a") && rnd_in(0, 1)))
+      return;
+    if (g.BM * g.BN * 4 + (g.BM + g.BN) * g.BK * 2 > 96 * 1024)
+      return random_case(arch); /* room for an f32 tile of the accumulator beside the operands */
+    gen_acc_out(arch, &g, rnd_in(0, NSINKS - 1), rnd_ty(), rnd_ty(), rnd_ty(), rnd_in(0, 1));
+    return;
+  case 3:
+    if (!random_gemm(&g, 0, !strcmp(arch, "sm_90a") && rnd_in(0, 1)))
+      return;
+    if (2 * g.BM * g.BN * 4 + (g.BM + g.BN) * g.BK * 2 > 96 * 1024)
+      return random_case(arch);
+    gen_acc_in(arch, &g, rnd_in(0, NSRCS - 1), rnd_ty(), rnd_ty());
+    return;
+  case 4: { /* attention: S [BM, BN] -> P -> O [BM, DV], rows of S into O or not */
+    static const int warps[] = {1, 2, 4, 8}, bns[] = {16, 32, 64, 128}, ds[] = {16, 32, 64, 128},
+                     dvs[] = {16, 32, 64, 96, 128};
+    for (;;) {
+      int nw = rnd_of(warps, 4), BM = 16 * nw * rnd_in(1, 2), BN = rnd_of(bns, 4), D = rnd_of(ds, 4),
+          DV = rnd_of(dvs, 5), T = 32 * nw;
+      bool rows = rnd_in(0, 1);
+      int N2[2] = {BN, DV};
+      if (BM > 128 || BM * BN / T > 128 || BM * DV / T > 128 ||
+          (BM * D + BN * D + BN * DV + BM * BN) * 2 + BM * 4 > 96 * 1024 || !any_grid(nw, BM, N2, rows ? 2 : 1) ||
+          !any_grid(nw, BM, N2 + 1, 1))
+        continue;
+      gen_attn(arch, BM, BN, D, DV, T, rnd_in(0, 1) ? F16 : BF16, rows, BM * rnd_in(1, 2) + rnd_in(1, 40),
+               BN * rnd_in(1, 3) + rnd_in(1, BN));
+      return;
+    }
+  }
+  default: { /* rows of an elementwise fragment */
+    static const int Ts[] = {32, 64, 128, 256, 512}, BRs[] = {1, 2, 4, 8, 16, 32}, BNs[] = {8, 32, 100, 128, 256, 1000, 2048};
+    int T, BR, BN;
+    do {
+      T = rnd_of(Ts, 5), BR = rnd_of(BRs, 6), BN = rnd_of(BNs, 7);
+    } while (BR * BN > T * 64);
+    gen_rows(arch, BR, BN, T, rnd_in(0, 1), rnd_in(0, 1), rnd_in(0, 1), rnd_ty(), rnd_ty(), BR * rnd_in(1, 4) + rnd_in(0, BR),
+             rnd_in(1, BN));
+    return;
+  }
+  }
+}
+
+static void build_random(int n, uint64_t seed, const char *only_arch)
+{
+  rstate = seed ^ 0x5DEECE66Dull;
+  for (int i = 0; i < n; i++) {
+    int before = ncases;
+    random_case(only_arch ? only_arch : ARCHS[rnd_in(0, 1)]);
+    if (ncases > before) {
+      char name[sizeof cases[0].name];
+      snprintf(name, sizeof name, "random#%d %.180s", i, cases[ncases - 1].name);
+      memcpy(cases[ncases - 1].name, name, sizeof name);
+    }
+  }
+}
+
 /* ------------------------------------------------------------------------------ compiling */
 
 static int next_compile;
@@ -1207,7 +1370,7 @@ int main(int argc, char **argv)
 {
   const char *arch = NULL, *filter = NULL;
   bool list = false, compile_only = false, verbose = false;
-  int threads = 8, sample = 1;
+  int threads = 8, sample = 1, random = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--self-test"))
       return self_test();
@@ -1225,11 +1388,13 @@ int main(int argc, char **argv)
       threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--sample") && i + 1 < argc)
       sample = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--random") && i + 1 < argc)
+      random = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
       i++;
     else {
       fprintf(stderr, "usage: gpu_conform [--seed S] [--arch sm_90a|sm_80] [--filter SUBSTR] [--threads N] "
-                      "[--sample N] [--list] [--compile-only] [-v] | --self-test\n");
+                      "[--sample N] [--random N] [--list] [--compile-only] [-v] | --self-test\n");
       return 2;
     }
   }
@@ -1237,7 +1402,11 @@ int main(int argc, char **argv)
     fprintf(stderr, "gpu_conform: --arch takes sm_90a or sm_80\n");
     return 2;
   }
-  build_matrix(arch);
+  uint64_t seed = gpu_seed_from_args(argc, argv, NULL);
+  if (random > 0)
+    build_random(random, seed, arch);
+  else
+    build_matrix(arch);
   if (filter || sample > 1) {
     int k = 0;
     for (int i = 0; i < ncases; i++)
@@ -1252,7 +1421,6 @@ int main(int argc, char **argv)
       printf("%s\n", cases[i].name);
     return 0;
   }
-  uint64_t seed = gpu_seed_from_args(argc, argv, NULL);
   struct timespec t0, t1, t2;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   compile_all(threads);
@@ -1270,8 +1438,11 @@ int main(int argc, char **argv)
       wg += c->lowering && !strcmp(c->lowering, "wgmma");
       ms += c->lowering && !strcmp(c->lowering, "mma.sync");
     }
-    printf("gpu_conform: %d cases compiled (%d with wgmma, %d with mma.sync) in %.1f s, %d failed\n",
-           ncases - failed, wg, ms, compile_s, failed);
+    printf("gpu_conform: %d cases compiled (%d with wgmma, %d with mma.sync) in %.1f s, %d failed%s", ncases - failed,
+           wg, ms, compile_s, failed, random ? "" : "\n");
+    if (random)
+      printf("; %d random kernels of seed %llu (replay: --random %d --seed %llu)\n", ncases, (unsigned long long)seed,
+             random, (unsigned long long)seed);
     return failed ? 1 : 0;
   }
   bool no_gpu = false;

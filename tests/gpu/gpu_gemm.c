@@ -3,7 +3,7 @@
  * and bf16 in and out, f32 accumulate, against a reference computed in double on the CPU and, for
  * speed, against cuBLAS in the same run.
  *
- *   gpu_gemm PTXDIR [--seed S] [--quick] [--bench-out FILE] [--reps R] [--no-bench]
+ *   gpu_gemm PTXDIR [--seed S] [--quick] [--max-work W] [--bench-out FILE] [--reps R] [--no-bench]
  *   gpu_gemm --probe-cublas      load cuBLAS only, say which library was found, exit 0 / 1
  *   gpu_gemm --self-test         check this program's references, layouts and checkers on the CPU
  *
@@ -24,6 +24,8 @@
  *          skipped ("SKIP").
  * --seed   replay a run (the seed is always printed)
  * --quick  skip the correctness shapes 4096^3 and 8192^3 (the benchmark still runs them)
+ * --max-work W  skip the correctness shapes with M*N*K above W (tests/gpu/sanitize.sh: small shapes
+ *          under compute-sanitizer)
  * --bench-out FILE  also write the benchmark table to FILE (gemm.sh: OUTDIR/gemm_bench.txt)
  * --reps R timed runs per benchmark row (default 30, after 5 warm-up runs)
  * --no-bench  correctness only (also no gemm_softmax timing row)
@@ -1173,13 +1175,13 @@ static bool gemm_case(const entry *e, tl_dtype t, const struct shape *sh)
   return e->v->t == t && !ops[e->op].softmax && (sh->all_roles || e->v->role == ROLE_MATMUL);
 }
 
-static void run_correctness(tl_context *ctx, entry *es, int nes, uint64_t seed, bool quick)
+static void run_correctness(tl_context *ctx, entry *es, int nes, uint64_t seed, bool quick, double max_work)
 {
   for (size_t ti = 0; ti < NTYPES; ti++) {
     const tl_dtype t = types[ti];
     for (size_t si = 0; si < NSHAPES; si++) {
       const struct shape *sh = &shapes[si];
-      if (quick && sh->big)
+      if ((quick && sh->big) || (double)sh->m * sh->n * sh->k > max_work)
         continue;
       int todo = 0;
       for (int i = 0; i < nes; i++)
@@ -2111,6 +2113,7 @@ int main(int argc, char **argv)
   const char *ptxdir = NULL, *bench_out = NULL;
   int reps = DEFAULT_REPS;
   bool bench = true, quick = false, usage = false, probe = false, selftest = false;
+  double max_work = 1e300;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
       i++;
@@ -2122,6 +2125,8 @@ int main(int argc, char **argv)
       bench = false;
     else if (strcmp(argv[i], "--quick") == 0)
       quick = true;
+    else if (strcmp(argv[i], "--max-work") == 0 && i + 1 < argc)
+      max_work = strtod(argv[++i], NULL);
     else if (strcmp(argv[i], "--probe-cublas") == 0)
       probe = true;
     else if (strcmp(argv[i], "--self-test") == 0)
@@ -2132,7 +2137,7 @@ int main(int argc, char **argv)
       usage = true;
   }
   if (usage || reps < 1 || (!ptxdir && !probe && !selftest)) {
-    fprintf(stderr, "usage: gpu_gemm PTXDIR [--seed S] [--quick] [--bench-out FILE] [--reps R] [--no-bench]\n"
+    fprintf(stderr, "usage: gpu_gemm PTXDIR [--seed S] [--quick] [--max-work W] [--bench-out FILE] [--reps R] [--no-bench]\n"
                     "       gpu_gemm --probe-cublas | --self-test [--seed S]\n");
     return 1;
   }
@@ -2165,7 +2170,7 @@ int main(int argc, char **argv)
     load_variant(ctx, ptxdir, &vs[i], es, &nes);
   fflush(stdout);
 
-  run_correctness(ctx, es, nes, seed, quick);
+  run_correctness(ctx, es, nes, seed, quick, max_work);
   run_softmax(ctx, es, nes, seed);
   if (bench) {
     run_bench(ctx, vs, nv, seed, reps, bench_out);

@@ -1,7 +1,7 @@
 /* gpu_rows: correctness and speed of the row kernels of stdlib/softmax.tl and stdlib/norms.tl
  * (softmax, rmsnorm, layernorm), one PTX file per compiled variant (tests/gpu/rows.sh builds them).
  *
- *   gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick]
+ *   gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick] [--max-elems N]
  *   gpu_rows --self-test [--seed S]   check this program's checker on the CPU (no GPU needed)
  *
  * OUTDIR   where rows_bench.txt is written
@@ -12,6 +12,8 @@
  * --reps   timed runs per benchmark row (default 50, after 10 warm-up runs)
  * --no-bench  correctness only
  * --quick  skip the correctness shapes of more than 2^24 elements
+ * --max-elems N  skip the correctness shapes of more than N elements (tests/gpu/sanitize.sh: small
+ *          shapes under compute-sanitizer)
  *
  * Correctness. Each default variant (named KERNEL_T, e.g. softmax_bf16) runs at rows x cols = 1x1,
  * 7x1000, 8192x32768, 32768x8192, 3x100003, 100000x64, 32x65536, 64x65537 and 16 x (2 BN + 1); every
@@ -1324,6 +1326,7 @@ int main(int argc, char **argv)
   const char *outdir = NULL, *ptxdir = NULL;
   int reps = DEFAULT_REPS;
   bool bench = true, quick = false, usage = false, selftest = false;
+  size_t max_elems = (size_t)-1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
       i++;
@@ -1335,6 +1338,8 @@ int main(int argc, char **argv)
       bench = false;
     else if (strcmp(argv[i], "--quick") == 0)
       quick = true;
+    else if (strcmp(argv[i], "--max-elems") == 0 && i + 1 < argc)
+      max_elems = (size_t)strtoull(argv[++i], NULL, 0);
     else if (strcmp(argv[i], "--self-test") == 0)
       selftest = true;
     else if (!outdir && argv[i][0] != '-')
@@ -1343,10 +1348,12 @@ int main(int argc, char **argv)
       usage = true;
   }
   if (usage || (!outdir && !selftest) || reps < 1) {
-    fprintf(stderr, "usage: gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick]\n"
+    fprintf(stderr, "usage: gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick] [--max-elems N]\n"
                     "       gpu_rows --self-test [--seed S]\n");
     return 1;
   }
+  if (quick && max_elems > QUICK_MAX_ELEMS)
+    max_elems = QUICK_MAX_ELEMS;
   const uint64_t seed = gpu_seed_from_args(argc, argv, NULL);
   if (selftest) {
     printf("gpu_rows self-test: seed %llu (replay with --seed %llu)\n", (unsigned long long)seed,
@@ -1411,12 +1418,12 @@ int main(int argc, char **argv)
       if (v->state != V_OK)
         continue; /* reported when loading */
       for (size_t s = 0; s < NSHAPES; s++) {
-        if (quick && shapes[s].m * shapes[s].n > QUICK_MAX_ELEMS)
+        if (shapes[s].m * shapes[s].n > max_elems)
           continue;
         run_modes(ctx, &bu, v, shapes[s].m, shapes[s].n, seed, false);
       }
       const struct shape st = stream_shape(v);
-      if (!is_static_shape(st) && (!quick || st.m * st.n <= QUICK_MAX_ELEMS))
+      if (!is_static_shape(st) && st.m * st.n <= max_elems)
         run_modes(ctx, &bu, v, st.m, st.n, seed, false);
     }
   /* the other variants at their kernel's benchmark shape (mild) and at their streaming shape */
@@ -1425,10 +1432,10 @@ int main(int argc, char **argv)
     if (v->is_default || v->state != V_OK)
       continue;
     const size_t m = kinds[v->kind].bench_m, n = kinds[v->kind].bench_n;
-    if (!quick || m * n <= QUICK_MAX_ELEMS)
+    if (m * n <= max_elems)
       run_modes(ctx, &bu, v, m, n, seed, true);
     const struct shape st = stream_shape(v);
-    if (!quick || st.m * st.n <= QUICK_MAX_ELEMS)
+    if (st.m * st.n <= max_elems)
       run_modes(ctx, &bu, v, st.m, st.n, seed, false);
   }
 
