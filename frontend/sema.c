@@ -1409,33 +1409,40 @@ static Stmt *check_stmt(Sema *s, const Node *n)
 
 /* ---------------------------------------------------------------- kernels */
 
-/* Parses a -D value: true, false, an integer (decimal or 0x hex, optionally
- * negative) or a floating-point number. */
-static bool parse_define(const char *v, bool *is_float, int64_t *i, double *f)
+/* What a -D value is. */
+typedef enum {
+	DEFINE_BAD,
+	DEFINE_BOOL,    /* true, false */
+	DEFINE_INT,     /* decimal or 0x hex, optionally negative */
+	DEFINE_INT_BIG, /* an integer beyond 64 bits: no integer constant takes it, a float one does */
+	DEFINE_FLOAT,
+} DefineKind;
+
+/* Parses a -D value into *i (a bool or an integer) or *f (a float, or an
+ * integer beyond 64 bits). */
+static DefineKind parse_define(const char *v, int64_t *i, double *f)
 {
 	if (!strcmp(v, "true") || !strcmp(v, "false")) {
-		*is_float = false;
 		*i = v[0] == 't';
-		return true;
+		return DEFINE_BOOL;
 	}
 	char *end;
 	errno = 0;
 	/* Decimal, or hex with 0x, as in the language: a leading 0 is not octal. */
 	const char *digits = v + (*v == '-' || *v == '+');
 	long long x = strtoll(v, &end, digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10);
-	if (*v && !*end && errno == 0) {
-		*is_float = false;
+	if (*v && !*end) {
 		*i = x;
-		return true;
+		*f = strtod(v, NULL); /* hex too */
+		return errno == ERANGE ? DEFINE_INT_BIG : DEFINE_INT;
 	}
 	errno = 0;
 	double d = strtod(v, &end);
 	if (*v && !*end && errno == 0) {
-		*is_float = true;
 		*f = d;
-		return true;
+		return DEFINE_FLOAT;
 	}
-	return false;
+	return DEFINE_BAD;
 }
 
 static void check_const_value(Sema *s, const Node *c, Var *v);
@@ -1506,24 +1513,29 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
 		}
 	}
 	if (def) {
-		bool is_float;
 		int64_t iv = 0;
 		double fv = 0;
-		if (!parse_define(def->value, &is_float, &iv, &fv)) {
+		DefineKind kind = parse_define(def->value, &iv, &fv);
+		if (kind == DEFINE_BAD) {
 			error_at(s->d, c->loc, "-D %s=%s: the value is not a number or true/false", def->name, def->value);
 			return;
 		}
 		if (!typed && !c->a)
-			v->type = is_float ? TY_F32 : TY_I32;
-		if (is_float && !type_is_float(v->type)) {
+			v->type = kind == DEFINE_FLOAT ? TY_F32 : kind == DEFINE_BOOL ? TY_BOOL : TY_I32;
+		if (kind == DEFINE_FLOAT && !type_is_float(v->type)) {
 			error_at(s->d, c->loc, "-D %s=%s: '%s' is %s, not a floating-point constant", def->name, def->value,
 				 c->name, type_name(v->type));
 			return;
 		}
+		if (kind == DEFINE_BOOL && v->type != TY_BOOL) {
+			error_at(s->d, c->loc, "-D %s=%s: '%s' is %s, not a bool constant", def->name, def->value, c->name,
+				 type_name(v->type));
+			return;
+		}
 		if (type_is_float(v->type)) {
 			v->cval_is_float = true;
-			v->cval_f = is_float ? fv : (double)iv;
-		} else if ((v->type == TY_BOOL && iv != 0 && iv != 1) || !int_fits(v->type, iv)) {
+			v->cval_f = kind == DEFINE_INT ? (double)iv : fv;
+		} else if (kind == DEFINE_INT_BIG || (v->type == TY_BOOL && iv != 0 && iv != 1) || !int_fits(v->type, iv)) {
 			error_at(s->d, c->loc, "-D %s=%s does not fit in %s", def->name, def->value, type_name(v->type));
 			return;
 		} else

@@ -64,4 +64,71 @@ bad 1 "tilec: error: cannot write '$tmp/no/such/dir/x.ptx': No such file or dire
   "$TILEC" "$ex/saxpy.tl" -o "$tmp/no/such/dir/x.ptx"
 bad 0 "$ex/saxpy.tl: warning: -D NOPE: no kernel has a constant of that name" "$TILEC" -D NOPE=1 "$ex/saxpy.tl" -o -
 has '.visible .entry saxpy('                # a warning, and the PTX still comes
+bad 1 "tilec: error: cannot read '$tmp': Is a directory" "$TILEC" "$tmp"
+bad 1 "tilec: error: cannot write '$tmp': Is a directory" "$TILEC" "$ex/saxpy.tl" -o "$tmp"
+
+# Sources are read up to 16 MiB, and no further: /dev/zero fails at once.
+bad 1 "tilec: error: cannot read '/dev/zero': source is larger than 16777216 bytes" timeout 20 "$TILEC" /dev/zero
+bad 1 "tilec: error: cannot read '-': source is larger than 16777216 bytes" \
+  sh -c "head -c 16777217 /dev/zero | '$TILEC' -"
+head -c 16777216 /dev/zero | tr '\0' ' ' >"$tmp/16mib.tl"   # exactly the limit: read, and compiled
+bad 1 "$tmp/16mib.tl: error: no kernel in the input" "$TILEC" "$tmp/16mib.tl"; rm -f "$tmp/16mib.tl"
+
+# -o FILE: a regular file (or none) is replaced by renaming a temporary that mkstemp made beside it;
+# devices, FIFOs and the files symbolic links name are written through, never replaced.
+if [ -c /dev/null ]; then
+  ok "$TILEC" "$ex/saxpy.tl" -o /dev/null; quiet
+  [ -c /dev/null ] || { echo "FAIL: -o /dev/null left /dev/null $(stat -c %F /dev/null)"; fail=1; }
+fi
+if mknod "$tmp/null" c 1 3 2>/dev/null; then  # as root: a device of our own, /dev/null's twin
+  ok "$TILEC" "$ex/saxpy.tl" -o "$tmp/null"
+  [ -c "$tmp/null" ] || { echo "FAIL: -o DEVICE replaced the device"; fail=1; }
+fi
+mkfifo "$tmp/fifo"
+timeout 10 cat "$tmp/fifo" >"$tmp/fifo.out" & reader=$!
+ok timeout 10 "$TILEC" "$ex/saxpy.tl" -o "$tmp/fifo"; wait $reader
+[ -p "$tmp/fifo" ] || { echo "FAIL: -o FIFO replaced the FIFO"; fail=1; }
+has '.visible .entry saxpy(' "$tmp/fifo.out"
+echo old >"$tmp/real.ptx"; chmod 640 "$tmp/real.ptx"; ln -s real.ptx "$tmp/link.ptx"
+ok "$TILEC" "$ex/saxpy.tl" -o "$tmp/link.ptx"
+[ -L "$tmp/link.ptx" ] || { echo "FAIL: -o SYMLINK replaced the link"; fail=1; }
+has '.visible .entry saxpy(' "$tmp/real.ptx"
+[ "$(stat -c %a "$tmp/real.ptx")" = 640 ] || { echo "FAIL: the replaced file lost its mode 640"; fail=1; }
+(umask 027; "$TILEC" "$ex/saxpy.tl" -o "$tmp/new.ptx")
+[ "$(stat -c %a "$tmp/new.ptx")" = 640 ] || { echo "FAIL: a new file is not 0666 less the umask"; fail=1; }
+echo victim >"$tmp/victim"; ln -s "$tmp/victim" "$tmp/out.ptx.tmp~"   # planted at the old temporary's name
+ok "$TILEC" "$ex/saxpy.tl" -o "$tmp/out.ptx"; has '.visible .entry saxpy(' "$tmp/out.ptx"
+[ "$(cat "$tmp/victim")" = victim ] || { echo "FAIL: a planted symlink got its target overwritten"; fail=1; }
+ok "$TILEC" "$ex/saxpy.tl" -o /dev/stdout; has '.visible .entry saxpy('
+: >"$tmp/log"; for i in 1 2; do "$TILEC" "$ex/saxpy.tl" -o /dev/stdout >>"$tmp/log"; done
+[ "$(grep -c '^// tilec-meta v1' "$tmp/log")" = 2 ] || { echo "FAIL: -o /dev/stdout >>FILE does not append"; fail=1; }
+# After an error, an existing output is untouched and no temporary is left.
+mkdir "$tmp/keep"; echo keep >"$tmp/keep/k.ptx"
+untouched() {
+  [ "$(cat "$tmp/keep/k.ptx")" = keep ] || { echo "FAIL: $1 changed the existing output"; fail=1; }
+  [ "$(ls -A "$tmp/keep")" = k.ptx ] || { echo "FAIL: $1 left $(ls -A "$tmp/keep" | tr '\n' ' ')"; fail=1; }
+}
+bad 1 "-D BLOCK=big: the value is not a number or true/false" "$TILEC" -D BLOCK=big "$ex/saxpy.tl" -o "$tmp/keep/k.ptx"
+untouched "a failed compile"
+bad 1 "tilec: error: writing '$tmp/keep/k.ptx': File too large" \
+  bash -c 'ulimit -f 4; exec "$@"' _ "$TILEC" "$ex/saxpy.tl" -o "$tmp/keep/k.ptx"
+untouched "a failed write"
+if [ "$(id -u)" -ne 0 ]; then                 # root writes anywhere
+  mkdir "$tmp/ro"; chmod 555 "$tmp/ro"
+  bad 1 "tilec: error: cannot write '$tmp/ro/x.ptx': Permission denied" "$TILEC" "$ex/saxpy.tl" -o "$tmp/ro/x.ptx"
+fi
+
+# Write errors: a full device, a closed pipe; every one is status 1 with a message, never 0.
+bad 1 "tilec: error: writing '/dev/full': No space left on device" "$TILEC" "$ex/saxpy.tl" -o /dev/full
+[ -c /dev/full ] || { echo "FAIL: -o /dev/full replaced /dev/full"; fail=1; }
+bad 1 "tilec: error: writing <stdout>: No space left on device" sh -c "'$TILEC' '$ex/saxpy.tl' -o - >/dev/full"
+bad 1 "tilec: error: writing <stdout>: No space left on device" sh -c "'$TILEC' --version >/dev/full"
+# matmul's LLVM IR (370 KB) is more than a pipe holds: the writes must meet the closed end.
+pipe='"$@" | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}'
+timeout 60 bash -c "$pipe" _ "$TILEC" --emit=llvm "$ex/matmul.tl" -o - 2>"$tmp/e"; rc=$?
+if [ $rc -eq 141 ] || { [ $rc -eq 1 ] && grep -qF 'writing <stdout>: Broken pipe' "$tmp/e"; }; then
+  echo "ok   (status $rc) tilec ... -o - | head -c 10"     # 141: killed by SIGPIPE, as cat would be
+else echo "FAIL: tilec ... -o - | head -c 10 -> status $rc, want 141 (SIGPIPE) or 1"; cat "$tmp/e"; fail=1; fi
+bad 1 "tilec: error: writing <stdout>: Broken pipe" \
+  timeout 60 bash -c "trap '' PIPE; $pipe" _ "$TILEC" --emit=llvm "$ex/matmul.tl" -o -
 exit $fail

@@ -137,6 +137,10 @@ static tilec_result *result_new(const char *filename, Diags *d)
 	return r;
 }
 
+/* The largest source tilec_compile and tilec_compile_file take, in bytes
+ * (docs/language.md section 17); the CLI, tools/main.c, has the same limit. */
+#define MAX_SOURCE_BYTES ((size_t)16 << 20)
+
 tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out)
 {
 	if (!out)
@@ -158,6 +162,12 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	}
 	if (!src)
 		src = "";
+	if (len > MAX_SOURCE_BYTES) {
+		d.src = NULL;
+		d.src_len = 0;
+		error_at(&d, NO_LOC, "source is larger than %zu bytes", MAX_SOURCE_BYTES);
+		goto done;
+	}
 	/* The lexer's end-of-input check (re2c:eof) fires on a NUL byte, and only
 	 * then compares with the limit: it needs a NUL at src[len].  The caller's
 	 * buffer need not have one, so lex a terminated copy (a memcpy of a few
@@ -289,6 +299,7 @@ done:
 	return status;
 }
 
+
 tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tilec_result **out)
 {
 	if (!out)
@@ -305,33 +316,44 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tile
 	char *src = NULL;
 	size_t len = 0, cap = 0;
 	int err = f ? 0 : path ? errno : EINVAL;
-	while (f) {
+	bool too_large = false;
+	/* At most one byte past the limit: /dev/zero is not read to its end. */
+	while (f && !too_large) {
 		if (len == cap) {
-			char *grown = cap >= ((size_t)1 << 30) ? NULL : realloc(src, cap = cap ? 2 * cap : 1 << 16);
+			size_t want = cap ? 2 * cap : (size_t)1 << 16;
+			if (want > MAX_SOURCE_BYTES + 1)
+				want = MAX_SOURCE_BYTES + 1;
+			char *grown = realloc(src, want);
 			if (!grown) {
-				err = EFBIG;
+				err = ENOMEM;
 				break;
 			}
 			src = grown;
+			cap = want;
 		}
+		errno = 0;
 		size_t n = fread(src + len, 1, cap - len, f);
 		len += n;
+		too_large = len > MAX_SOURCE_BYTES;
 		if (n == 0) {
 			if (ferror(f))
-				err = EIO;
+				err = errno ? errno : EIO; /* EISDIR for a folder, which fopen accepts */
 			break;
 		}
 	}
 	if (f)
 		fclose(f);
-	if (err) {
+	if (err || too_large) {
 		free(src);
 		/* a result with the one diagnostic, as for any other failure */
 		Diags d;
 		tilec_result *r = result_new(o.filename, &d);
 		if (!r)
 			return TILEC_ERR_INVALID_ARGUMENT;
-		error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
+		if (too_large)
+			error_at(&d, NO_LOC, "cannot read '%s': source is larger than %zu bytes", path, MAX_SOURCE_BYTES);
+		else
+			error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
 		collect(r, &d);
 		r->dump = sb_take(&(StrBuf){0});
 		*out = r;

@@ -2,9 +2,14 @@
 #include "tilec.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char USAGE[] =
 	"usage: tilec [options] FILE.tl\n"
@@ -32,65 +37,222 @@ static int usage_error(const char *fmt, const char *arg)
 	return 1;
 }
 
-/* Reads a whole file; NULL with errno set on failure. */
-static char *read_file(const char *path, size_t *len)
+/* The largest source read, in bytes (docs/cli.md); tilec_compile_file in
+ * libtilec.c has the same limit. */
+#define MAX_SOURCE_BYTES ((size_t)16 << 20)
+
+/* Reads a whole source, the file at path or standard input for "-", reading at
+ * most MAX_SOURCE_BYTES + 1 bytes so that /dev/zero fails at once instead of
+ * filling memory.  NULL on failure, with errno set or *too_large. */
+static char *read_source(const char *path, size_t *len, bool *too_large)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	if (!f)
+	*too_large = false;
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (fd < 0)
 		return NULL;
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (n < cap)
-			break;
-		char *nb = cap > ((size_t)1 << 30) ? NULL : realloc(buf, cap *= 2);
-		if (!nb) {
-			free(buf);
-			buf = NULL;
-			errno = EFBIG;
+	struct stat st;
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+	int err = 0;
+	if (fstat(fd, &st) != 0)
+		err = errno;
+	else if (S_ISDIR(st.st_mode))
+		err = EISDIR; /* open() succeeds on a folder; read() would say EISDIR only later */
+	else if (S_ISREG(st.st_mode) && st.st_size > (off_t)MAX_SOURCE_BYTES)
+		*too_large = true;
+	while (!err && !*too_large) {
+		if (n == cap) {
+			size_t want = cap ? 2 * cap : (size_t)1 << 16;
+			if (want > MAX_SOURCE_BYTES + 1)
+				want = MAX_SOURCE_BYTES + 1;
+			char *grown = realloc(buf, want);
+			if (!grown) {
+				err = ENOMEM;
+				break;
+			}
+			buf = grown;
+			cap = want;
 		}
-		buf = nb;
+		ssize_t got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			err = errno;
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+		*too_large = n > MAX_SOURCE_BYTES;
 	}
-	int err = ferror(f);
-	if (f != stdin)
-		fclose(f);
-	if (err) {
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (!err && !*too_large && !buf && !(buf = malloc(1)))
+		err = ENOMEM;
+	if (err || *too_large) {
 		free(buf);
-		errno = EIO;
+		errno = err;
 		return NULL;
 	}
 	*len = n;
 	return buf;
 }
 
-/* Writes atomically enough for a CLI: to a temporary beside the target, then rename. */
-static int write_output(const char *path, const char *text)
+/* Output errors: "cannot write 'x.ptx': ..." when the file cannot be opened or
+ * put in place, "writing 'x.ptx': ..." when a write fails; -1. */
+static int output_error(const char *what, const char *path, int err)
 {
-	if (!strcmp(path, "-")) {
-		fputs(text, stdout);
-		return fflush(stdout) == 0 ? 0 : -1;
+	if (!strcmp(path, "-"))
+		fprintf(stderr, "tilec: error: %s <stdout>: %s\n", what, strerror(err));
+	else
+		fprintf(stderr, "tilec: error: %s '%s': %s\n", what, path, strerror(err));
+	return -1;
+}
+
+/* All of text, or -1 with errno (ENOSPC on a full disk, EPIPE on a closed pipe). */
+static int write_all(int fd, const char *text, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, text, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		text += w;
+		len -= (size_t)w;
 	}
-	size_t n = strlen(path) + 16;
+	return 0;
+}
+
+/* "-", /dev/stdout, /dev/stderr, /dev/fd/N: the descriptor we already hold, so
+ * that `-o /dev/stdout >>log` appends as the shell set it up; -1 for others. */
+static int named_fd(const char *path)
+{
+	if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout"))
+		return STDOUT_FILENO;
+	if (!strcmp(path, "/dev/stderr"))
+		return STDERR_FILENO;
+	const char *num = NULL;
+	if (!strncmp(path, "/dev/fd/", 8))
+		num = path + 8;
+	else if (!strncmp(path, "/proc/self/fd/", 14))
+		num = path + 14;
+	if (!num || !*num || strspn(num, "0123456789") != strlen(num) || strlen(num) > 6)
+		return -1;
+	return atoi(num);
+}
+
+/* Creates or replaces the regular file at path atomically: the text goes to a
+ * temporary that mkstemp creates (O_EXCL: nothing planted under its name is
+ * followed) in the same folder, which is then renamed over path.  The mode is
+ * the old file's (old != NULL), else 0666 less the umask, as a plain create
+ * gives.  The temporary never outlives an error; the signals that would end
+ * the process are held off while it exists. */
+static int replace_regular(const char *path, const char *shown, const char *text, const struct stat *old)
+{
+	const char *slash = strrchr(path, '/');
+	int dirlen = slash ? (int)(slash - path) + 1 : 0;
+	size_t n = (size_t)dirlen + sizeof ".tilec-XXXXXX";
 	char *tmp = malloc(n);
 	if (!tmp)
-		return -1;
-	snprintf(tmp, n, "%s.tmp~", path);
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
-		free(tmp);
-		return -1;
+		return output_error("cannot write", shown, ENOMEM);
+	snprintf(tmp, n, "%.*s.tilec-XXXXXX", dirlen, path);
+	sigset_t fatal, saved;
+	sigemptyset(&fatal);
+	sigaddset(&fatal, SIGINT);
+	sigaddset(&fatal, SIGTERM);
+	sigaddset(&fatal, SIGHUP);
+	sigaddset(&fatal, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &fatal, &saved);
+	int rc = 0, fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = output_error("cannot write", shown, errno);
+	} else {
+		mode_t mask = umask(0);
+		umask(mask);
+		/* the old file's owner where we may (only root can give a file away) */
+		if (old && (old->st_uid != geteuid() || old->st_gid != getegid()))
+			(void)!fchown(fd, old->st_uid, old->st_gid);
+		if (fchmod(fd, old ? old->st_mode & 0777 : 0666 & ~mask) != 0)
+			rc = output_error("cannot write", shown, errno);
+		else if (write_all(fd, text, strlen(text)) != 0)
+			rc = output_error("writing", shown, errno);
+		if (close(fd) != 0 && rc == 0)
+			rc = output_error("writing", shown, errno);
+		if (rc == 0 && rename(tmp, path) != 0)
+			rc = output_error("cannot write", shown, errno);
+		if (rc != 0)
+			unlink(tmp);
 	}
-	size_t len = strlen(text);
-	int ok = fwrite(text, 1, len, f) == len;
-	ok &= fclose(f) == 0;
-	if (ok)
-		ok = rename(tmp, path) == 0;
-	if (!ok)
-		remove(tmp);
+	sigprocmask(SIG_SETMASK, &saved, NULL);
 	free(tmp);
-	return ok ? 0 : -1;
+	return rc;
+}
+
+/* The target of the symbolic link at path, as a path from here. */
+static char *link_target(const char *path)
+{
+	for (size_t cap = 256; cap <= ((size_t)1 << 20); cap *= 2) {
+		const char *slash = strrchr(path, '/');
+		size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+		char *buf = malloc(dirlen + cap);
+		if (!buf)
+			return NULL;
+		ssize_t got = readlink(path, buf + dirlen, cap);
+		if (got >= 0 && (size_t)got < cap) {
+			buf[dirlen + (size_t)got] = 0;
+			if (buf[dirlen] == '/')
+				memmove(buf, buf + dirlen, (size_t)got + 1);
+			else
+				memcpy(buf, path, dirlen);
+			return buf;
+		}
+		free(buf);
+		if (got < 0)
+			return NULL;
+	}
+	errno = ENAMETOOLONG;
+	return NULL;
+}
+
+/* Writes the output to path, shown as `shown` in messages:
+ *   regular file, or none: replaced atomically (replace_regular);
+ *   symbolic link: the same for what it names, the link stays;
+ *   device, FIFO, /dev/stdout: written in place, as the shell's > does.
+ * Reports and returns -1 on any failure. */
+static int write_path(const char *path, const char *shown, const char *text, int depth)
+{
+	int fd = named_fd(path);
+	if (fd >= 0)
+		return write_all(fd, text, strlen(text)) == 0 ? 0 : output_error("writing", shown, errno);
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		if (errno != ENOENT)
+			return output_error("cannot write", shown, errno);
+		return replace_regular(path, shown, text, NULL); /* a new file */
+	}
+	if (S_ISREG(st.st_mode))
+		return replace_regular(path, shown, text, &st);
+	if (S_ISDIR(st.st_mode))
+		return output_error("cannot write", shown, EISDIR);
+	if (S_ISLNK(st.st_mode)) {
+		if (depth >= 40)
+			return output_error("cannot write", shown, ELOOP);
+		char *target = link_target(path);
+		if (!target)
+			return output_error("cannot write", shown, errno);
+		int rc = write_path(target, shown, text, depth + 1);
+		free(target);
+		return rc;
+	}
+	fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return output_error("cannot write", shown, errno);
+	int rc = write_all(fd, text, strlen(text)) == 0 ? 0 : output_error("writing", shown, errno);
+	if (close(fd) != 0 && rc == 0)
+		rc = output_error("writing", shown, errno);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -104,15 +266,18 @@ int main(int argc, char **argv)
 	int ndefs = 0, nowned = 0, rc = 1;
 	if (!defs || !owned)
 		return 1;
+	/* Past a file size limit, a write fails with EFBIG (reported, the
+	 * temporary removed) instead of the process being killed. */
+	signal(SIGXFSZ, SIG_IGN);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(USAGE, stdout);
-			rc = 0;
+			rc = write_path("-", "-", USAGE, 0) ? 1 : 0;
 			goto out;
 		} else if (!strcmp(a, "--version")) {
-			printf("tilec %s\n", tilec_version());
-			rc = 0;
+			char line[64];
+			snprintf(line, sizeof line, "tilec %s\n", tilec_version());
+			rc = write_path("-", "-", line, 0) ? 1 : 0;
 			goto out;
 		} else if (!strcmp(a, "-o")) {
 			if (++i == argc) {
@@ -179,9 +344,14 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	size_t len = 0;
-	char *src = read_file(input, &len);
+	bool too_large;
+	char *src = read_source(input, &len, &too_large);
 	if (!src) {
-		fprintf(stderr, "tilec: error: cannot read '%s': %s\n", input, strerror(errno));
+		if (too_large)
+			fprintf(stderr, "tilec: error: cannot read '%s': source is larger than %zu bytes\n", input,
+				MAX_SOURCE_BYTES);
+		else
+			fprintf(stderr, "tilec: error: cannot read '%s': %s\n", input, strerror(errno));
 		goto out;
 	}
 	opt.filename = strcmp(input, "-") ? input : "<stdin>";
@@ -211,15 +381,17 @@ int main(int argc, char **argv)
 				output = deflt ? deflt : "-";
 			}
 		}
-		if (write_output(output, tilec_result_output(r)) != 0)
-			fprintf(stderr, "tilec: error: cannot write '%s': %s\n", output, strerror(errno));
-		else
+		if (write_path(output, output, tilec_result_output(r), 0) == 0)
 			rc = 0;
 		free(deflt);
 	}
 	tilec_result_free(r);
 	free(src);
 out:
+	/* A file system may report a failed write only when the file is closed.
+	 * EBADF: standard output was never open, or the descriptor was ours. */
+	if (close(STDOUT_FILENO) != 0 && errno != EBADF && errno != EINTR && rc == 0)
+		rc = output_error("writing", "-", errno);
 	for (int i = 0; i < nowned; i++)
 		free(owned[i]);
 	free(owned);

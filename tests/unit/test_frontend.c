@@ -102,6 +102,16 @@ static void test_bad_arguments(void)
 	tilec_result_free(r);
 	CHECK(tilec_compile(NULL, 0, NULL, &r) == TILEC_ERR_SOURCE); /* empty: no kernel */
 	tilec_result_free(r);
+	/* More than 16 MiB of source is refused before anything reads it. */
+	size_t big = ((size_t)16 << 20) + 1;
+	char *huge = malloc(big);
+	if (huge) {
+		memset(huge, ' ', big);
+		CHECK(tilec_compile(huge, big, NULL, &r) == TILEC_ERR_SOURCE);
+		CHECK(strstr(tilec_result_diagnostics_text(r), "source is larger than 16777216 bytes"));
+		tilec_result_free(r);
+		free(huge);
+	}
 	tilec_result_free(NULL);
 	CHECK(tilec_result_output(NULL) == NULL);
 	CHECK(tilec_arch_supported("sm_90a") && !tilec_arch_supported("sm_100") && !tilec_arch_supported(NULL));
