@@ -81,10 +81,16 @@ enum {
 };
 
 /* dir: the folder of the disk cache; NULL: $TILEC_CACHE_DIR, else $XDG_CACHE_HOME/tilec, else
- * $HOME/.cache/tilec. It is created when first written (mode 0700). With $TILEC_CACHE_DISABLE set
- * (to anything but "" or "0") every cache created is off, memory and disk: everything compiles.
- * Debug messages (an entry rejected and why, a write that failed) go to the log callback (see
+ * $HOME/.cache/tilec. It is created when first written (mode 0700). A dir longer than
+ * TL_JIT_CACHE_DIR_MAX bytes (trailing slashes aside) is TL_ERR_BAD_ARGUMENT; a default that long
+ * turns the disk cache off. The folder is used only while it is owned by the effective user and
+ * not writable by group or others, and only entries that are regular files of that user, not
+ * writable by group or others, are read: anything else is skipped (said once in the debug log,
+ * counted in disk_untrusted). With $TILEC_CACHE_DISABLE set (to anything but "" or "0") every
+ * cache created is off, memory and disk: everything compiles. Debug messages (an entry rejected
+ * and why, a write that failed, a folder refused) go to the log callback (see
  * tl_jit_cache_set_log), or to stderr when $TILEC_DEBUG is set, else nowhere. */
+#define TL_JIT_CACHE_DIR_MAX 4054u
 tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **out, char *err,
                               size_t err_size);
 void tl_jit_cache_destroy(tl_jit_cache *cache); /* NULL is fine; no context may still use it */
@@ -98,6 +104,13 @@ void tl_jit_cache_set_log(tl_jit_cache *cache, void (*log)(void *user, int level
  * 0 keeps nothing in memory; SIZE_MAX never drops. Entries beyond a lowered limit go at once. */
 #define TL_JIT_MEMORY_LIMIT ((size_t)256 << 20)
 void tl_jit_cache_set_memory_limit(tl_jit_cache *cache, size_t bytes);
+/* The most bytes the folder's entries may take: beyond it the entries read or written least
+ * recently are removed (by any cache that writes to the folder: at its first write, then whenever
+ * its count of the folder passes the limit), and so are temporary files that writers which
+ * stopped left behind. Default TL_JIT_DISK_LIMIT; an entry larger than the limit is not written,
+ * so 0 writes nothing; UINT64_MAX removes no entry. Setting it trims the folder at once. */
+#define TL_JIT_DISK_LIMIT ((uint64_t)1 << 30)
+void tl_jit_cache_set_disk_limit(tl_jit_cache *cache, uint64_t bytes);
 
 typedef struct tl_jit_stats {
   uint64_t compiles;        /* tilec compilations (cache misses, or the cache off) */
@@ -111,6 +124,10 @@ typedef struct tl_jit_stats {
                                PTX compiler */
   uint64_t memory_evictions; /* entries dropped from memory to stay within its limit */
   uint64_t memory_bytes;     /* bytes the memory table holds now */
+  uint64_t disk_untrusted;   /* entries refused (another user's, or writable by group or others;
+                                rebuilt), plus 1 once the folder itself was refused */
+  uint64_t disk_evictions;   /* entries removed from the folder to stay within its limit */
+  uint64_t disk_temporaries_removed; /* temporary files of crashed writers removed */
 } tl_jit_stats;
 
 void tl_jit_cache_stats(const tl_jit_cache *cache, tl_jit_stats *out); /* zeros for NULL */

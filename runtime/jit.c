@@ -17,6 +17,11 @@
  * The cache is a mutex-protected table plus the folder; compilations run outside the lock, so
  * threads compiling different kernels never wait on each other (two threads compiling the same
  * kernel at once both compile, and the second store wins: the entries are equal).
+ *
+ * The folder is trimmed (stale temporaries removed, least recently used entries beyond the disk
+ * limit removed) at a cache's first write, when its limit is set, and whenever its count of the
+ * folder's bytes (the last trim's, plus its own writes since) passes the limit: one listing of the
+ * folder per process in the common case, not one per write.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "jit_internal.h"
 #include "runtime_internal.h"
@@ -71,6 +77,10 @@ struct tl_jit_cache {
   mem_entry *table[BUCKETS];
   size_t mem_bytes, mem_limit; /* held in the table; the most it may hold */
   uint64_t clock;              /* ticks at every lookup hit and store */
+  uint64_t disk_limit;         /* the most bytes of entries the folder may hold */
+  uint64_t disk_bytes;         /* the folder's entries at the last trim, plus this cache's writes */
+  bool disk_trimmed;           /* the folder was trimmed since the cache was made */
+  bool folder_refused;         /* an untrusted folder was reported (it is, once) */
   tl_jit_stats stats;
 };
 
@@ -128,20 +138,43 @@ tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **ou
   c->log_stderr = env_flag("TILEC_DEBUG");
   c->memory = !c->off && !(flags & TL_JIT_CACHE_NO_MEMORY);
   c->mem_limit = TL_JIT_MEMORY_LIMIT;
-  char path[4096] = "";
-  if (!c->off && !(flags & TL_JIT_CACHE_NO_DISK)) {
-    if (dir)
-      tl_fmt(path, sizeof path, "%s", dir);
-    else if (!tl_cache_default_dir(path, sizeof path)) {
-      path[0] = 0;
-      debug(c, "no cache folder: set TILEC_CACHE_DIR or HOME; the disk cache is off");
+  c->disk_limit = TL_JIT_DISK_LIMIT;
+  /* A name that does not fit is refused, never cut to a prefix (another folder); one from the
+   * environment turns the disk cache off instead, as an unset one does. */
+  char *path = NULL;
+  if (dir) {
+    if (!(path = strdup(dir))) {
+      pthread_mutex_destroy(&c->lock);
+      free(c);
+      tl_fmt(err, err_size, "out of memory");
+      return TL_ERR_OUT_OF_MEMORY;
     }
+  } else if (!c->off && !(flags & TL_JIT_CACHE_NO_DISK)) {
+    path = tl_cache_default_dir();
+    if (!path)
+      debug(c, "no cache folder: set TILEC_CACHE_DIR or HOME; the disk cache is off");
   }
-  /* A trailing slash would double in entry paths; harmless, but keep names clean. */
-  size_t n = strlen(path);
-  while (n > 1 && path[n - 1] == '/')
+  size_t n = path ? strlen(path) : 0;
+  while (n > 1 && path[n - 1] == '/') /* a trailing slash would double in entry paths */
     path[--n] = 0;
-  c->dir = strdup(path);
+  if (n > TL_CACHE_DIR_MAX) {
+    if (dir) {
+      tl_fmt(err, err_size,
+             "tl_jit_cache_create: the cache folder's name is too long (%zu bytes, at most %u)", n,
+             TL_CACHE_DIR_MAX);
+      free(path);
+      pthread_mutex_destroy(&c->lock);
+      free(c);
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    debug(c, "the default cache folder's name (from TILEC_CACHE_DIR, XDG_CACHE_HOME or HOME) is "
+             "too long (%zu bytes, at most %u); the disk cache is off",
+          n, TL_CACHE_DIR_MAX);
+    path[0] = 0;
+  }
+  if (path && (c->off || (flags & TL_JIT_CACHE_NO_DISK)))
+    path[0] = 0;
+  c->dir = path ? path : strdup("");
   if (!c->dir) {
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -179,6 +212,60 @@ void tl_jit_cache_set_log(tl_jit_cache *c, void (*log)(void *user, int level, co
   c->log = log;
   c->log_user = user;
   pthread_mutex_unlock(&c->lock);
+}
+
+/* An untrusted folder is skipped on every use, and said once. */
+static void refuse_folder(tl_jit_cache *c, const char *why)
+{
+  pthread_mutex_lock(&c->lock);
+  const bool first = !c->folder_refused;
+  c->folder_refused = true;
+  if (first)
+    c->stats.disk_untrusted++;
+  pthread_mutex_unlock(&c->lock);
+  if (first)
+    debug(c, "%s: the disk cache is not used (make the folder yours and writable only by you, or "
+             "choose another one)", why);
+}
+
+/* Trim the folder to the limit, never removing `keep` (the entry just written). */
+static void trim(tl_jit_cache *c, uint64_t limit, const char *keep)
+{
+  tl_cache_trim_result r;
+  char why[1024] = "";
+  const int64_t stale_before = (int64_t)time(NULL) - TL_CACHE_STALE_SECONDS;
+  const bool ok = tl_cache_trim(c->dir, limit, keep, stale_before, &r, why, sizeof why);
+  pthread_mutex_lock(&c->lock);
+  if (ok) {
+    c->disk_trimmed = true;
+    c->disk_bytes = r.bytes;
+  }
+  c->stats.disk_evictions += r.evicted;
+  c->stats.disk_temporaries_removed += r.temporaries;
+  pthread_mutex_unlock(&c->lock);
+  if (!ok && r.folder_untrusted)
+    refuse_folder(c, why);
+  else if (!ok)
+    debug(c, "cache folder not trimmed: %s", why);
+  if (r.temporaries)
+    debug(c, "removed %llu temporary files left in %s by writers that stopped",
+          (unsigned long long)r.temporaries, c->dir);
+  if (r.evicted)
+    debug(c, "removed the %llu least recently used entries of %s (%llu bytes): %llu bytes left, "
+             "the limit is %llu",
+          (unsigned long long)r.evicted, c->dir, (unsigned long long)r.evicted_bytes,
+          (unsigned long long)r.bytes, (unsigned long long)limit);
+}
+
+void tl_jit_cache_set_disk_limit(tl_jit_cache *c, uint64_t bytes)
+{
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->disk_limit = bytes;
+  pthread_mutex_unlock(&c->lock);
+  if (c->dir[0])
+    trim(c, bytes, NULL);
 }
 
 void tl_jit_cache_stats(const tl_jit_cache *c, tl_jit_stats *out)
@@ -436,6 +523,13 @@ static tl_status obtain(tl_jit_cache *cache, const request *rq, tl_cache_entry *
       COUNT(cache, disk_rejected);
       debug(cache, "cache entry rejected, rebuilding it: %s", why);
       break;
+    case TL_CACHE_UNTRUSTED:
+      COUNT(cache, disk_untrusted);
+      debug(cache, "cache entry refused, rebuilding it: %s", why);
+      break;
+    case TL_CACHE_FOLDER_UNTRUSTED:
+      refuse_folder(cache, why);
+      break;
     case TL_CACHE_ABSENT:
       break;
     }
@@ -450,12 +544,36 @@ static void store(tl_jit_cache *cache, const request *rq, const tl_cache_entry *
     memory_store(cache, rq->key, e);
   if (!rq->use_disk)
     return;
+  const uint64_t bytes = tl_cache_entry_bytes(e);
+  pthread_mutex_lock(&cache->lock);
+  const uint64_t limit = cache->disk_limit;
+  pthread_mutex_unlock(&cache->lock);
+  if (bytes > limit) {
+    debug(cache, "cache entry %s not written: %llu bytes, more than the folder's limit (%llu)",
+          rq->hex, (unsigned long long)bytes, (unsigned long long)limit);
+    return;
+  }
   char why[1024] = "";
-  if (tl_cache_write(cache->dir, rq->key, rq->compiler_id, e, why, sizeof why)) {
-    COUNT(cache, disk_writes);
-  } else {
+  switch (tl_cache_write(cache->dir, rq->key, rq->compiler_id, e, why, sizeof why)) {
+  case TL_CACHE_WRITTEN:
+    break;
+  case TL_CACHE_WRITE_FOLDER_UNTRUSTED:
+    refuse_folder(cache, why);
+    return;
+  case TL_CACHE_WRITE_FAILED:
     COUNT(cache, disk_write_failures);
     debug(cache, "cache entry %s not written: %s", rq->hex, why);
+    return;
+  }
+  pthread_mutex_lock(&cache->lock);
+  cache->stats.disk_writes++;
+  cache->disk_bytes += bytes;
+  const bool due = !cache->disk_trimmed || cache->disk_bytes > limit;
+  pthread_mutex_unlock(&cache->lock);
+  if (due) {
+    char name[64];
+    tl_fmt(name, sizeof name, "%s" TL_CACHE_SUFFIX, rq->hex);
+    trim(cache, limit, name);
   }
 }
 
@@ -564,8 +682,9 @@ tl_jit_cache *tl_context_jit_cache(tl_context *ctx)
     return s->shared;
   if (!s->own) {
     char err[512];
-    if (tl_jit_cache_create(NULL, 0, &s->own, err, sizeof err) != TL_OK) {
-      tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "%s", err);
+    const tl_status st = tl_jit_cache_create(NULL, 0, &s->own, err, sizeof err);
+    if (st != TL_OK) {
+      tl_context_fail(ctx, st, "%s", err);
       return NULL;
     }
   }

@@ -84,7 +84,7 @@ void tl_cache_entry_free(tl_cache_entry *e); /* frees the buffers and zeroes the
  *   136    PTX, then the device binary
  *
  * The file's size must be exactly the header plus both lengths: a truncated or extended file is
- * rejected before its checksum is even computed. */
+ * rejected before its checksum is even computed (on disk, before its payload is even read). */
 #define TL_CACHE_MAGIC "TILECJIT"
 #define TL_CACHE_FORMAT 1u
 #define TL_CACHE_HEADER 136u
@@ -98,23 +98,79 @@ bool tl_cache_encode(tl_hash128 key, const char *compiler_id, const tl_cache_ent
 bool tl_cache_decode(const unsigned char *data, size_t len, tl_hash128 key, const char *compiler_id,
                      tl_cache_entry *out, char *why, size_t why_size);
 
-/* The disk folder: $TILEC_CACHE_DIR, else $XDG_CACHE_HOME/tilec, else $HOME/.cache/tilec. false
- * when none can be named (no HOME). */
-bool tl_cache_default_dir(char *buf, size_t size);
+/* The most bytes an entry may have (header, PTX and device binary): a header announcing more is
+ * refused before anything else is read, and a bigger entry is never written. A tilec module's PTX
+ * and binary are kilobytes to a few megabytes. */
+#define TL_CACHE_ENTRY_MAX ((uint64_t)256 << 20)
+
+/* The names the cache gives its files: entries KEYHEX.tljit, and temporaries .KEYHEX.XXXXXX (six
+ * letters or digits) while a writer fills them. TL_CACHE_NAME_MAX is the longer of the two. */
+#define TL_CACHE_NAME_MAX 40u
+/* The longest folder name a cache takes (after trailing slashes are dropped): DIR/NAME of every
+ * file the cache makes, and its NUL, fit in 4096 bytes (Linux's PATH_MAX). */
+#define TL_CACHE_PATH_MAX 4096u
+#define TL_CACHE_DIR_MAX (TL_CACHE_PATH_MAX - 2u - TL_CACHE_NAME_MAX)
+/* A temporary older than this was left by a writer that crashed (a write takes milliseconds). */
+#define TL_CACHE_STALE_SECONDS 600
+
+/* The disk folder: $TILEC_CACHE_DIR, else $XDG_CACHE_HOME/tilec, else $HOME/.cache/tilec, malloc'd
+ * whatever its length (the caller checks it against TL_CACHE_DIR_MAX). NULL when none can be
+ * named (no HOME), or out of memory. */
+char *tl_cache_default_dir(void);
 /* DIR/KEYHEX.tljit */
 void tl_cache_entry_path(const char *dir, tl_hash128 key, char *buf, size_t size);
 
+/* What the cache accepts on disk, checked on every read and write through a descriptor of the
+ * folder (so a folder swapped after the check is never used):
+ *   - the folder (reached through symbolic links or not) is owned by the effective uid and is not
+ *     writable by group or others; otherwise another user could plant entries in it;
+ *   - an entry is a regular file (never followed through a symbolic link, never a FIFO or a
+ *     device, which are opened non-blocking so that they cannot hang the reader), owned by the
+ *     effective uid and not writable by group or others;
+ *   - its header is read and checked (magic, format, compiler, key, lengths that add up to the
+ *     file's size, each at most TL_CACHE_ENTRY_MAX) before the rest of it is. */
 typedef enum tl_cache_read_result {
   TL_CACHE_HIT,
-  TL_CACHE_ABSENT,   /* no file: the normal miss */
-  TL_CACHE_REJECTED, /* a file that is not a valid entry (why says how): rebuild and overwrite */
+  TL_CACHE_ABSENT,           /* no file (or no folder): the normal miss */
+  TL_CACHE_REJECTED,         /* not a valid entry (why says how): rebuild and overwrite */
+  TL_CACHE_UNTRUSTED,        /* another user's, or writable by others: rebuild and overwrite */
+  TL_CACHE_FOLDER_UNTRUSTED, /* the folder itself (why says how): the disk cache is skipped */
 } tl_cache_read_result;
 
+/* Reads and checks an entry; on a hit the file's modification time is set to now, which is what
+ * "least recently used" means to tl_cache_trim. */
 tl_cache_read_result tl_cache_read(const char *dir, tl_hash128 key, const char *compiler_id,
                                    tl_cache_entry *out, char *why, size_t why_size);
-/* Create the folder if needed, write to a unique temporary file in it, then rename() over the
- * entry: readers see the old file or the new one, never a part. */
-bool tl_cache_write(const char *dir, tl_hash128 key, const char *compiler_id,
-                    const tl_cache_entry *e, char *why, size_t why_size);
+
+typedef enum tl_cache_write_result {
+  TL_CACHE_WRITTEN,
+  TL_CACHE_WRITE_FAILED,           /* why says how */
+  TL_CACHE_WRITE_FOLDER_UNTRUSTED, /* the folder is not this user's alone: nothing written */
+} tl_cache_write_result;
+
+/* Create the folder if needed (mode 0700), check it, write to a new temporary file in it (created
+ * with O_EXCL | O_NOFOLLOW, mode 0600), then rename() over the entry: readers see the old file or
+ * the new one, never a part. */
+tl_cache_write_result tl_cache_write(const char *dir, tl_hash128 key, const char *compiler_id,
+                                     const tl_cache_entry *e, char *why, size_t why_size);
+
+/* The bytes an entry's file takes: the header, the PTX and the device binary. */
+uint64_t tl_cache_entry_bytes(const tl_cache_entry *e);
+
+typedef struct tl_cache_trim_result {
+  uint64_t bytes;         /* the entries' bytes left in the folder */
+  uint64_t evicted;       /* entries removed to stay within the limit */
+  uint64_t evicted_bytes;
+  uint64_t temporaries;   /* temporaries older than stale_before removed */
+  bool folder_untrusted;  /* nothing done: the folder is not this user's alone (why says how) */
+} tl_cache_trim_result;
+
+/* Tidy the folder: remove the cache's temporaries last modified before `stale_before` (left by
+ * writers that crashed), then, while the entries (regular files named KEYHEX.tljit) hold more than
+ * `limit` bytes, remove the least recently used (oldest modification time) except `keep` (an entry
+ * name, or NULL). Files with other names are never touched. A folder that does not exist is
+ * trimmed already; false (why says why) when the folder cannot be opened or is not trusted. */
+bool tl_cache_trim(const char *dir, uint64_t limit, const char *keep, int64_t stale_before,
+                   tl_cache_trim_result *out, char *why, size_t why_size);
 
 #endif /* TILEC_JIT_INTERNAL_H */

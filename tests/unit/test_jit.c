@@ -5,11 +5,14 @@
  * input that matters and only with those), the entry file format (every damaged byte, every
  * truncation, foreign versions and compilers are rejected), the disk and memory caches through
  * tl_jit_compile_ptx (damaged, truncated, empty, foreign entries are rebuilt and repaired; switches
- * turn caching off; the folder follows TILEC_CACHE_DIR / XDG_CACHE_HOME / HOME), compile errors,
+ * turn caching off; the folder follows TILEC_CACHE_DIR / XDG_CACHE_HOME / HOME), hostile folders
+ * and entries (a FIFO, 1 GiB files, symbolic links, other users' and others-writable entries and
+ * folders), the folder's upkeep (stale temporaries, the disk limit, names too long), compile
+ * errors,
  * eight threads and two processes compiling the same and different kernels at once, and, through a
  * stand-in driver (fake_cuda.c, via $TILEC_CUDA_LIBRARY), contexts: modules from source, the device
- * binary cache across contexts and driver versions, checked launches and their misuse, the
- * context's stream, and the no-driver and no-device errors.
+ * binary cache across contexts and driver versions, planted binaries refused, checked launches and
+ * their misuse, the context's stream, and the no-driver and no-device errors.
  *
  *   test_jit                      run everything (exit 0 when every check passes)
  *   test_jit --child DIR          (internal) one of the concurrent processes
@@ -26,8 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
@@ -62,7 +67,7 @@ static void remove_tree(const char *path)
   while ((e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
       continue;
-    char child[1024];
+    char child[8192]; /* the long-name test goes up to PATH_MAX */
     snprintf(child, sizeof child, "%s/%s", path, e->d_name);
     remove_tree(child);
   }
@@ -741,6 +746,404 @@ static void test_disk_cache(void)
   free(ref);
 }
 
+/* ------------------------------------------------------------------ a folder that is not safe */
+
+/* Bytes this process has read() so far (Linux's /proc/self/io), or -1 where that is not known. */
+static long long bytes_read_so_far(void)
+{
+  FILE *f = fopen("/proc/self/io", "r");
+  long long rchar = -1;
+  char line[128];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "rchar: %lld", &rchar) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return rchar;
+}
+
+static void vector_add_key(const char *arch, tl_hash128 *key, char id[TL_CACHE_ID_BYTES])
+{
+  tl_jit_compiler_id(id, TL_CACHE_ID_BYTES);
+  tl_jit_key_for(vector_add.text, vector_add.len, arch, 3, NULL, 0, NULL, id, key);
+}
+
+/* A cache on dir (memory off, so that every lookup goes to the folder) with a log. */
+static tl_jit_cache *disk_only_cache(const char *dir, log_capture *log)
+{
+  tl_jit_cache *c = NULL;
+  char err[4096];
+  CHECK_STATUS(tl_jit_cache_create(dir, TL_JIT_CACHE_NO_MEMORY, &c, err, sizeof err), TL_OK, err);
+  if (c && log)
+    tl_jit_cache_set_log(c, capture_log, log);
+  return c;
+}
+
+/* vector_add through c, -D BLOCK=block (NULL: none), for sm_90a; true when it gave PTX. */
+static bool compile_block(tl_jit_cache *c, const char *block)
+{
+  char err[4096];
+  tilec_define def = {"BLOCK", block};
+  tl_jit_options o = options_for("sm_90a", block ? &def : NULL, block ? 1 : 0);
+  char *ptx = NULL;
+  tl_status st = tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &o, &ptx, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  free(ptx);
+  return st == TL_OK;
+}
+
+static bool private_file(const char *path)
+{
+  struct stat st;
+  return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+         !(st.st_mode & 077);
+}
+
+/* Entries that are not what they seem: a FIFO, a huge file, a symbolic link, another user's file,
+ * a file others may write, in a folder others may write. Each is refused without waiting, reading
+ * it whole or following it, and (but for the folder) replaced by a good entry. */
+static void test_hostile_entries(void)
+{
+  char dir[512], path[1024], why[1024];
+  const bool root = geteuid() == 0;
+  tmp_path("hostile", dir, sizeof dir);
+  mkdir(dir, 0700);
+  char *ref = reference_ptx(&vector_add, "sm_90a", NULL);
+  if (!ref) {
+    CHECK(0, "vector_add does not compile");
+    return;
+  }
+  tl_hash128 key;
+  char id[TL_CACHE_ID_BYTES], hex[33];
+  vector_add_key("sm_90a", &key, id);
+  tl_hash_hex(key, hex);
+  tl_cache_entry_path(dir, key, path, sizeof path);
+  /* a good entry, kept to plant copies of it */
+  tl_jit_stats s = compile_once(dir, ref, NULL);
+  size_t good_len = 0;
+  unsigned char *good = (unsigned char *)test_read_file(path, &good_len);
+  CHECK(good && s.disk_writes == 1, "no good entry at %s", path);
+  if (!good) {
+    free(ref);
+    return;
+  }
+
+  /* A FIFO: opened for reading, it would wait for a writer forever. A child process tries, with
+   * an alarm: killed by it means the reader hung. */
+  unlink(path);
+  CHECK(mkfifo(path, 0600) == 0, "mkfifo %s: %s", path, strerror(errno));
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+    tl_cache_entry e;
+    const tl_cache_read_result r = tl_cache_read(dir, key, id, &e, why, sizeof why);
+    _exit(r == TL_CACHE_REJECTED && strstr(why, "not a regular file") ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const bool fifo_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  CHECK(fifo_ok, "a FIFO as the entry: %s",
+        WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? "the reader hung (killed after 10 s)"
+                                                           : "not rejected as not a regular file");
+  if (fifo_ok) { /* through the API: rejected, rebuilt, and the FIFO replaced by a file */
+    log_capture log = {0};
+    s = compile_once(dir, ref, &log);
+    CHECK(s.disk_rejected == 1 && s.compiles == 1 && s.disk_writes == 1 && private_file(path),
+          "FIFO: %llu rejected, %llu compiles", (unsigned long long)s.disk_rejected,
+          (unsigned long long)s.compiles);
+    CHECK_CONTAINS(log.last, "not a regular file");
+  }
+
+  /* A 1 GiB file of junk (sparse), and one with a good header whose file is 1 GiB long: each is
+   * refused from its 136-byte header, not read whole first. */
+  for (int kase = 0; kase < 2; kase++) {
+    unlink(path); /* the FIFO, if it is still there */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    bool made = fd >= 0 && ftruncate(fd, (off_t)1 << 30) == 0 &&
+                pwrite(fd, kase ? (const void *)good : "JUNKJUNKJUNK", kase ? TL_CACHE_HEADER : 12,
+                       0) == (kase ? TL_CACHE_HEADER : 12);
+    if (fd >= 0)
+      close(fd);
+    CHECK(made, "cannot make a 1 GiB file at %s", path);
+    const long long before = bytes_read_so_far();
+    tl_cache_entry e;
+    const tl_cache_read_result r = tl_cache_read(dir, key, id, &e, why, sizeof why);
+    const long long read = bytes_read_so_far() - before;
+    CHECK(r == TL_CACHE_REJECTED, "1 GiB %s accepted", kase ? "entry" : "junk");
+    CHECK_CONTAINS(why, kase ? "extended" : "bad magic");
+    CHECK(before < 0 || read < (1 << 20), "1 GiB %s: %lld bytes read to reject it",
+          kase ? "entry" : "junk", read);
+    if (r == TL_CACHE_HIT)
+      tl_cache_entry_free(&e);
+  }
+  /* a header that announces more than an entry may hold, in a file of that size */
+  {
+    unsigned char *big = malloc(good_len);
+    memcpy(big, good, good_len);
+    big[32 + 5] = 0x40; /* PTX bytes += 2^46 */
+    write_bytes(path, big, good_len);
+    free(big);
+    tl_cache_entry e;
+    CHECK(tl_cache_read(dir, key, id, &e, why, sizeof why) == TL_CACHE_REJECTED, "huge header");
+  }
+
+  /* A symbolic link to a good entry elsewhere: not followed; replaced by a file, and what it
+   * pointed to is left as it was. */
+  char target[1024];
+  tmp_path("hostile-target", target, sizeof target);
+  write_bytes(target, good, good_len);
+  unlink(path);
+  CHECK(symlink(target, path) == 0, "symlink: %s", strerror(errno));
+  log_capture log = {0};
+  s = compile_once(dir, ref, &log);
+  CHECK(s.disk_hits == 0 && s.disk_rejected == 1 && s.compiles == 1 && s.disk_writes == 1,
+        "symlink: %llu hits, %llu rejected", (unsigned long long)s.disk_hits,
+        (unsigned long long)s.disk_rejected);
+  CHECK_CONTAINS(log.last, "symbolic link");
+  size_t target_len = 0;
+  char *target_data = test_read_file(target, &target_len);
+  CHECK(private_file(path) && target_data && target_len == good_len &&
+            !memcmp(target_data, good, good_len),
+        "symlink replaced, target untouched");
+  free(target_data);
+
+  /* A good entry that others may write (as planted there, or made so): refused, rebuilt, and
+   * replaced by a file of this user's, mode 0600. As root, also one owned by another uid. */
+  for (int kase = 0; kase < 2; kase++) {
+    if (kase == 1 && !root) {
+      printf("note: not root: the test of an entry owned by another uid is skipped\n");
+      break;
+    }
+    write_bytes(path, good, good_len);
+    if (kase == 0)
+      chmod(path, 0666);
+    else
+      CHECK(chown(path, 4242, 4242) == 0, "chown: %s", strerror(errno));
+    log = (log_capture){0};
+    s = compile_once(dir, ref, &log);
+    CHECK(s.disk_hits == 0 && s.disk_untrusted == 1 && s.compiles == 1 && s.disk_writes == 1,
+          "%s entry: %llu hits, %llu untrusted, %llu compiles",
+          kase ? "another uid's" : "a mode 0666", (unsigned long long)s.disk_hits,
+          (unsigned long long)s.disk_untrusted, (unsigned long long)s.compiles);
+    CHECK_CONTAINS(log.last, kase ? "owned by uid 4242" : "writable by group and others");
+    CHECK(private_file(path), "the refused entry was not replaced by a private one");
+    s = compile_once(dir, ref, NULL);
+    CHECK(s.disk_hits == 1 && s.compiles == 0, "replacement not read back");
+  }
+
+  /* Folders others may write (a /tmp-like 1777 one), or, as root, owned by another uid: a good
+   * entry in one is not served, nothing is written there, and the refusal is said once. Reached
+   * through a symbolic link, the folder it leads to is what counts. */
+  char shared[512], link_dir[512];
+  tmp_path("hostile-shared", shared, sizeof shared);
+  tmp_path("hostile-link", link_dir, sizeof link_dir);
+  for (int kase = 0; kase < 3; kase++) {
+    if (kase == 1 && !root) {
+      printf("note: not root: the test of a folder owned by another uid is skipped\n");
+      continue;
+    }
+    remove_tree(shared);
+    mkdir(shared, 0700);
+    if (kase == 1)
+      CHECK(chown(shared, 4242, 4242) == 0, "chown: %s", strerror(errno));
+    else
+      chmod(shared, kase == 0 ? 01777 : 0777);
+    const char *use = shared;
+    if (kase == 2) {
+      unlink(link_dir);
+      CHECK(symlink(shared, link_dir) == 0, "symlink: %s", strerror(errno));
+      use = link_dir;
+    }
+    char planted[1024];
+    tl_cache_entry_path(shared, key, planted, sizeof planted);
+    write_bytes(planted, good, good_len);
+    log = (log_capture){0};
+    tl_jit_cache *c = disk_only_cache(use, &log);
+    compile_block(c, NULL);
+    compile_block(c, "1024"); /* another key: the folder is still skipped, and not said again */
+    compile_block(c, NULL);
+    s = stats_of(c);
+    tl_jit_cache_destroy(c);
+    int temporaries, entries;
+    count_dir(shared, &temporaries, &entries);
+    CHECK(s.disk_hits == 0 && s.compiles == 3 && s.disk_writes == 0 && s.disk_untrusted == 1 &&
+              log.count == 1 && entries == 1 && temporaries == 0,
+          "folder %d: %llu hits, %llu compiles, %llu writes, %llu untrusted, %d messages, %d "
+          "entries",
+          kase, (unsigned long long)s.disk_hits, (unsigned long long)s.compiles,
+          (unsigned long long)s.disk_writes, (unsigned long long)s.disk_untrusted, log.count,
+          entries);
+    CHECK_CONTAINS(log.last, kase == 1 ? "owned by uid 4242" : "writable by group and others");
+  }
+  /* a symbolic link to a private folder is fine */
+  remove_tree(shared);
+  mkdir(shared, 0700);
+  unlink(link_dir);
+  CHECK(symlink(shared, link_dir) == 0, "symlink: %s", strerror(errno));
+  s = compile_once(link_dir, ref, NULL);
+  CHECK(s.compiles == 1 && s.disk_writes == 1 && s.disk_untrusted == 0, "linked private folder");
+  s = compile_once(link_dir, ref, NULL);
+  CHECK(s.disk_hits == 1 && s.compiles == 0, "linked private folder, warm");
+  free(good);
+  free(ref);
+}
+
+/* Set a file's modification time to `ago` seconds before now. */
+static void age_file(const char *path, int ago)
+{
+  struct timespec t[2];
+  clock_gettime(CLOCK_REALTIME, &t[0]);
+  t[0].tv_sec -= ago;
+  t[1] = t[0];
+  CHECK(utimensat(AT_FDCWD, path, t, 0) == 0, "utimensat %s: %s", path, strerror(errno));
+}
+
+static long long file_size(const char *path)
+{
+  struct stat st;
+  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+static void block_entry_path(const char *dir, const char *block, char *buf, size_t size)
+{
+  char hex[33], err[256];
+  tilec_define def = {"BLOCK", block};
+  tl_jit_options o = options_for("sm_90a", block ? &def : NULL, block ? 1 : 0);
+  tl_jit_key(vector_add.text, vector_add.len, &o, hex, err, sizeof err);
+  snprintf(buf, size, "%s/%s" TL_CACHE_SUFFIX, dir, hex);
+}
+
+/* What the folder keeps: temporaries of crashed writers go, the least recently used entries go
+ * beyond the byte limit, and a folder name that does not fit is refused whole. */
+static void test_disk_housekeeping(void)
+{
+  char dir[512], err[4096];
+  tmp_path("housekeeping", dir, sizeof dir);
+  mkdir(dir, 0700);
+
+  /* temporaries: the cache's pattern and old go; young ones (a writer at work) and other names
+   * stay */
+  char stale[1024], young[1024], other[1024], notes[1024];
+  snprintf(stale, sizeof stale, "%s/.0123456789abcdef0123456789abcdef.Ab12Cd", dir);
+  snprintf(young, sizeof young, "%s/.0123456789abcdef0123456789abcdef.Zz9Yy8", dir);
+  snprintf(other, sizeof other, "%s/.0123456789abcdef0123456789abcdef.Ab12C", dir);
+  snprintf(notes, sizeof notes, "%s/notes.txt", dir);
+  const char *files[] = {stale, young, other, notes};
+  for (int i = 0; i < 4; i++) {
+    write_bytes(files[i], "partial", 7);
+    if (files[i] != young)
+      age_file(files[i], 3600);
+  }
+  tl_jit_cache *c = disk_only_cache(dir, NULL);
+  compile_block(c, "512");
+  tl_jit_stats s = stats_of(c);
+  tl_jit_cache_destroy(c);
+  CHECK(!file_exists(stale) && file_exists(young) && file_exists(other) && file_exists(notes),
+        "temporaries: stale %d, young %d, other %d, notes %d", file_exists(stale),
+        file_exists(young), file_exists(other), file_exists(notes));
+  CHECK(s.disk_temporaries_removed == 1 && s.disk_writes == 1, "%llu temporaries removed",
+        (unsigned long long)s.disk_temporaries_removed);
+  unlink(young);
+  unlink(other);
+  unlink(notes);
+
+  /* the limit: A, B, C written long ago in that order, A read since; then a limit that holds A,
+   * C and D (whose size a write elsewhere tells): B, the least recently used, goes (when the
+   * limit is set, or when D is written) */
+  char a[1024], b[1024], cc[1024], d[1024], elsewhere[512];
+  tmp_path("housekeeping-d", elsewhere, sizeof elsewhere);
+  block_entry_path(elsewhere, "4096", d, sizeof d);
+  c = disk_only_cache(elsewhere, NULL);
+  compile_block(c, "4096");
+  tl_jit_cache_destroy(c);
+  const long long sd = file_size(d);
+  block_entry_path(dir, "512", a, sizeof a);
+  block_entry_path(dir, "1024", b, sizeof b);
+  block_entry_path(dir, "2048", cc, sizeof cc);
+  block_entry_path(dir, "4096", d, sizeof d);
+  c = disk_only_cache(dir, NULL);
+  compile_block(c, "1024");
+  compile_block(c, "2048");
+  tl_jit_cache_destroy(c);
+  age_file(a, 300);
+  age_file(b, 200);
+  age_file(cc, 100);
+  c = disk_only_cache(dir, NULL);
+  compile_block(c, "512"); /* a disk hit: A is now the most recently used */
+  const long long sa = file_size(a), sc = file_size(cc);
+  CHECK(sa > 0 && file_exists(b) && sc > 0 && sd > 0, "entries A B C D");
+  tl_jit_cache_set_disk_limit(c, (uint64_t)(sa + sc + sd));
+  compile_block(c, "4096");
+  s = stats_of(c);
+  CHECK(file_exists(a) && !file_exists(b) && file_exists(cc) && file_exists(d) &&
+            s.disk_evictions == 1,
+        "LRU: A %d B %d C %d D %d, %llu evictions", file_exists(a), file_exists(b),
+        file_exists(cc), file_exists(d), (unsigned long long)s.disk_evictions);
+  /* 0: everything goes at once, and nothing more is written */
+  tl_jit_cache_set_disk_limit(c, 0);
+  compile_block(c, "1024");
+  s = stats_of(c);
+  int temporaries, entries;
+  count_dir(dir, &temporaries, &entries);
+  CHECK(entries == 0 && temporaries == 0 && s.disk_evictions == 4 && s.disk_writes == 1,
+        "limit 0: %d entries, %llu evictions, %llu writes", entries,
+        (unsigned long long)s.disk_evictions, (unsigned long long)s.disk_writes);
+  tl_jit_cache_set_disk_limit(c, TL_JIT_DISK_LIMIT);
+  tl_jit_cache_destroy(c);
+  tl_jit_cache_set_disk_limit(NULL, 0);
+
+  /* folder names: one too long is refused, not cut to a prefix (another folder) */
+  static char name[8192];
+  memset(name, 'd', 5000);
+  name[0] = '/';
+  name[5000] = 0;
+  c = (tl_jit_cache *)1;
+  CHECK_STATUS(tl_jit_cache_create(name, 0, &c, err, sizeof err), TL_ERR_BAD_ARGUMENT, err);
+  CHECK_CONTAINS(err, "too long (5000 bytes, at most 4054)");
+  CHECK(c == NULL, "out reset");
+  /* the longest name that fits, built from real folders: an entry is written and read there */
+  size_t n = (size_t)snprintf(name, sizeof name, "%s/long", tmp_root);
+  while (n < TL_JIT_CACHE_DIR_MAX) {
+    size_t part = TL_JIT_CACHE_DIR_MAX - n - 1 < 200 ? TL_JIT_CACHE_DIR_MAX - n - 1 : 200;
+    name[n++] = '/';
+    memset(name + n, 'x', part);
+    n += part;
+    name[n] = 0;
+  }
+  CHECK(strlen(name) == TL_JIT_CACHE_DIR_MAX, "built %zu", strlen(name));
+  strcat(name, "///"); /* trailing slashes do not count */
+  c = NULL;
+  CHECK_STATUS(tl_jit_cache_create(name, 0, &c, err, sizeof err), TL_OK, err);
+  name[TL_JIT_CACHE_DIR_MAX] = 0;
+  CHECK(c && !strcmp(tl_jit_cache_dir(c), name), "the longest name changed");
+  if (c) {
+    compile_block(c, NULL);
+    s = stats_of(c);
+    tl_jit_cache_destroy(c);
+    c = disk_only_cache(name, NULL);
+    compile_block(c, NULL);
+    tl_jit_stats s2 = stats_of(c);
+    CHECK(s.disk_writes == 1 && s2.disk_hits == 1, "longest name: %llu writes, %llu hits",
+          (unsigned long long)s.disk_writes, (unsigned long long)s2.disk_hits);
+    tl_jit_cache_destroy(c);
+  }
+  strcat(name, "y");
+  CHECK_STATUS(tl_jit_cache_create(name, 0, &c, err, sizeof err), TL_ERR_BAD_ARGUMENT, err);
+  /* from the environment: the disk cache is off (an unusable default is not an error) */
+  memset(name, 'e', 5000);
+  name[0] = '/';
+  name[5000] = 0;
+  setenv("TILEC_CACHE_DIR", name, 1);
+  CHECK_STATUS(tl_jit_cache_create(NULL, 0, &c, err, sizeof err), TL_OK, err);
+  CHECK(c && !strcmp(tl_jit_cache_dir(c), ""), "a long TILEC_CACHE_DIR gives '%.40s...'",
+        c ? tl_jit_cache_dir(c) : "");
+  tl_jit_cache_destroy(c);
+  unsetenv("TILEC_CACHE_DIR");
+  snprintf(name, sizeof name, "%s/long", tmp_root);
+  remove_tree(name);
+}
+
 /* ---------------------------------------------------------------------------- compile errors */
 
 typedef struct diagnostics_seen {
@@ -1277,6 +1680,65 @@ static void test_num_sms_launch(tl_context *ctx)
   tl_module_unload(m);
 }
 
+/* The threat the folder checks are for: an entry planted with a device binary for this very
+ * device and driver would be loaded and run. Planted as a file others may write (and, as root, as
+ * another uid's) or in a folder others may write: the driver is given this user's PTX instead. */
+static void test_planted_binary(void)
+{
+  char dir[512], err[1024], path[1024], key[33];
+  tmp_path("planted", dir, sizeof dir);
+  tl_jit_options o = options_for("sm_90a", NULL, 0);
+  tl_jit_key(vector_add.text, vector_add.len, &o, key, err, sizeof err);
+  snprintf(path, sizeof path, "%s/%s" TL_CACHE_SUFFIX, dir, key);
+  for (int kase = 0; kase < 3; kase++) {
+    if (kase == 1 && geteuid() != 0)
+      continue;
+    /* an entry with a binary for this device, made by the cache itself */
+    remove_tree(dir);
+    tl_context *ctx = open_fake("planted: the entry");
+    tl_jit_cache *c = NULL;
+    CHECK_STATUS(tl_jit_cache_create(dir, 0, &c, err, sizeof err), TL_OK, err);
+    tl_module *m = NULL;
+    if (ctx && c) {
+      tl_context_set_jit_cache(ctx, c);
+      CHECK_STATUS(tl_module_compile(ctx, vector_add.text, vector_add.len, NULL, &m), TL_OK,
+                   tl_context_message(ctx));
+    }
+    tl_context_destroy(ctx);
+    tl_jit_cache_destroy(c);
+    CHECK(file_exists(path), "no entry %s", path);
+    if (kase == 0)
+      chmod(path, 0666);
+    else if (kase == 1)
+      CHECK(chown(path, 4242, 4242) == 0, "chown: %s", strerror(errno));
+    else
+      chmod(dir, 0777);
+    /* another process (a new context and cache) */
+    ctx = open_fake("planted");
+    c = NULL;
+    CHECK_STATUS(tl_jit_cache_create(dir, 0, &c, err, sizeof err), TL_OK, err);
+    if (!ctx || !c) {
+      tl_context_destroy(ctx);
+      tl_jit_cache_destroy(c);
+      continue;
+    }
+    tl_context_set_jit_cache(ctx, c);
+    const int loads = fake->binary_loads, links = fake->links;
+    CHECK_STATUS(tl_module_compile(ctx, vector_add.text, vector_add.len, NULL, &m), TL_OK,
+                 tl_context_message(ctx));
+    tl_jit_stats s = stats_of(c);
+    CHECK(s.disk_hits == 0 && s.disk_untrusted == 1 && s.compiles == 1 && s.links == 1 &&
+              fake->links == links + 1 && fake->binary_loads == loads + 1,
+          "planted %s: %llu disk hits, %llu untrusted, %llu compiles, %llu links",
+          kase == 0 ? "mode 0666" : kase == 1 ? "uid 4242" : "in a mode 0777 folder",
+          (unsigned long long)s.disk_hits, (unsigned long long)s.disk_untrusted,
+          (unsigned long long)s.compiles, (unsigned long long)s.links);
+    tl_context_destroy(ctx);
+    tl_jit_cache_destroy(c);
+  }
+  remove_tree(dir);
+}
+
 static void test_fake_driver(void)
 {
   char err[1024] = "", dir[512], path[1024];
@@ -1468,6 +1930,7 @@ static void test_fake_driver(void)
   CHECK(fake->ptx_compiles == compiles + 1 && fake->links == links, "no cache: direct load");
 
   test_num_sms_launch(ctx);
+  test_planted_binary();
   tl_module_unload(m);
   tl_context_destroy(ctx); /* unloads m2 */
   CHECK(fake->modules_live == 0 && fake->contexts_live == 0, "%d modules, %d contexts left",
@@ -1509,6 +1972,8 @@ int main(int argc, char **argv)
     test_key();
     test_format();
     test_disk_cache();
+    test_hostile_entries();
+    test_disk_housekeeping();
     test_compile_errors();
     test_compiler_api();
     test_threads();
