@@ -95,7 +95,7 @@ static Expr *fold_int_binary(FoldCtx *c, Expr *e, int64_t x, int64_t y)
 	case OP_DIV:
 	case OP_MOD:
 	case OP_CEILDIV:
-		if (s && y == -1 && x == -((int64_t)1 << (type_bits(t) - 1)) && e->op != OP_MOD)
+		if (s && y == -1 && !fits_signed(t, -(__int128)x) && e->op != OP_MOD)
 			return overflow(c, e, "division");
 		if (s && e->op == OP_CEILDIV && !fits_signed(t, (__int128)x + y - 1))
 			return overflow(c, e, "ceildiv");
