@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU test suite: a release build and an ASan + UBSan build, each running
-# every CTest test (unit, golden, diagnostics, CLI, ptxas).
+# every CTest test (unit, golden, diagnostics, CLI, ptxas); then the fuzzers for
+# a bounded time (tests/fuzz/run.sh --ci, about 3 minutes; TILEC_FUZZ=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .ci/install-deps.sh
@@ -12,3 +13,4 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTILEC_SANITIZE=ON >
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+[ "${TILEC_FUZZ:-1}" = 0 ] || tests/fuzz/run.sh --ci
