@@ -27,7 +27,6 @@
 #include "tilec.h"
 #include "tilec_runtime.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #   tests/fuzz/run.sh --replay         build, replay the seeds and the regressions, assemble; no fuzzing
 #
 # Options: --compile-time S and --meta-time S (seconds, override the mode's split), --jobs N,
-# --build DIR (default build-fuzz), --keep (keep the working corpus of earlier runs; --long does).
+# --build DIR (default build-fuzz), --keep (keep the CI's corpus of earlier runs; --long always does).
 #
 # What it does, in order:
 #   1. configures and builds DIR (once; ninja rebuilds what changed);
@@ -17,8 +17,10 @@
 #      docs/, the metadata blocks of the PTX the seeds compile to);
 #   3. replays every seed (each must run clean; the PTX goes to ptxas in step 6) and every input of
 #      tests/fuzz/regressions/ (each must run clean: the bugs they found stay fixed);
-#   4. fuzzes fuzz_compile, then fuzz_meta, with the seeds that compile in under a second (the others
-#      would set the pace), the dictionary and the custom token mutator, into DIR/fuzz/corpus/;
+#   4. fuzzes fuzz_compile and fuzz_meta (side by side when there are two CPUs) with the seeds that
+#      compile in under a second (the others would set the pace), the dictionaries and the custom
+#      token mutator, into DIR/fuzz/corpus/ (--long; kept) or DIR/fuzz/corpus-ci/ (emptied first);
+#      a long run then replays its corpus with leak checks;
 #   5. prints each target's executions and coverage (libFuzzer's cov: edges, ft: features);
 #   6. assembles every PTX the compiler accepted during the run with ptxas -arch=ITS_ARCH
 #      (/usr/local/cuda/bin/ptxas or on PATH; skipped with a note when there is none).
@@ -75,15 +77,19 @@ if [ ! -f "$build/build.ninja" ]; then
     >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; echo "run.sh: cmake failed" >&2; exit 1; }
   rm -f "$build.configure.log"
 fi
-ninja -C "$build" fuzz_compile fuzz_meta | grep -v '^\[' || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "run.sh: the build failed" >&2; exit 1; }
+if ! ninja -C "$build" fuzz_compile fuzz_meta >"$build.build.log" 2>&1; then
+  tail -40 "$build.build.log"; echo "run.sh: the build failed" >&2; exit 1
+fi
+rm -f "$build.build.log"
 log "build: $(( $(date +%s) - t0 )) s"
 
 work=$build/fuzz
 run=$work/run
+corpus=$work/corpus # --long's, kept from run to run; the CI's starts empty each time
+[ "$mode" = long ] || corpus=$work/corpus-ci
 rm -rf "$run"
-[ "$keep" = 1 ] || rm -rf "$work/corpus"
-mkdir -p "$run/ptx" "$run/artifacts" "$run/seeds" "$work/corpus/compile" "$work/corpus/meta"
+[ "$keep" = 1 ] || rm -rf "$corpus"
+mkdir -p "$run/ptx" "$run/artifacts" "$run/seeds" "$corpus/compile" "$corpus/meta"
 # Short allocation stacks and a small quarantine: a quarter faster, and a finding is replayed in
 # full anyway (build-fuzz/fuzz_compile FILE, or ctest's fuzz.regressions).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:malloc_context_size=4:quarantine_size_mb=32}
@@ -144,25 +150,25 @@ python3 tests/fuzz/seeds.py meta "$root" "$run/ptx" "$run/seeds" || exit 1
 # use libFuzzer's fork mode (--jobs processes), which records a finding and goes on.
 fuzz() {
   local target=$1 secs=$2 seeds=$3 dict=$4 bin=$build/$1
-  local logf=$run/$target.log extra=()
+  local logf=$run/$target.log extra=() dir=$corpus/${target#fuzz_}
   # Leak checks: LLVM keeps caches that grow, so a compile allocates more than it frees and libFuzzer
-  # runs LSan's heap scan after every new input; the CI run skips them (four times the executions;
-  # the seeds are replayed with them), the long runs keep them.
-  if [ "$mode" = long ]; then
-    extra=(-fork="$jobs" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -detect_leaks=1)
-  else
-    extra=(-detect_leaks=0)
-  fi
+  # would run LSan's heap scan after every new input, for a quarter of the executions.  So none while
+  # fuzzing; the seeds are replayed with them, and a long run replays its whole corpus with them.
+  [ "$mode" = long ] && extra=(-fork="$jobs" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   log "$target: fuzzing for $secs s"
-  "$bin" "${limits[@]}" -max_total_time="$secs" -print_final_stats=1 -dict="$dict" \
-    -artifact_prefix="$run/artifacts/$target-" "${extra[@]}" "$work/corpus/${target#fuzz_}" "$seeds" \
-    >"$logf" 2>&1
+  "$bin" "${limits[@]}" -max_total_time="$secs" -print_final_stats=1 -dict="$dict" -detect_leaks=0 \
+    -artifact_prefix="$run/artifacts/$target-" "${extra[@]}" "$dir" "$seeds" >"$logf" 2>&1
   local rc=$? found
+  if [ "$mode" = long ] && [ $rc -eq 0 ]; then
+    log "$target: replaying the corpus ($(ls "$dir" | wc -l) inputs) with leak checks"
+    "$bin" "${limits[@]}" -runs=0 -detect_leaks=1 -artifact_prefix="$run/artifacts/$target-" "$dir" \
+      >"$logf.leaks" 2>&1 || rc=$?
+  fi
   found=$(find "$run/artifacts" -name "$target-*" | wc -l)
   if [ $rc -ne 0 ] || [ "$found" -gt 0 ]; then
     fail "$target: exit status $rc, $found finding(s) (log: $logf)"
-    grep -E '^==[0-9]+==ERROR|^SUMMARY|broke its contract|ERROR: libFuzzer|Test unit written|^artifact_prefix' \
-      "$logf" | tail -12
+    grep -hE '^==[0-9]+==ERROR|^SUMMARY|broke its contract|ERROR: libFuzzer|Test unit written|^artifact_prefix' \
+      "$logf" "$logf.leaks" 2>/dev/null | tail -12
   fi
 }
 

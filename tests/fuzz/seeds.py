@@ -166,6 +166,11 @@ def compile_dict(root, out):
               "alloc_fragment([", "alloc_local([", "copy(", "gemm(", "reduce_sum(", ", dim = ", ", clear = ",
               "transpose_A = true", "warps_m = ", "min_blocks_per_sm(", "use_swizzle(", "num_blocks(0)", "sizeof(",
               "select(", "let ", "var ", "if (", "} else {", "[bx * ", "f32[N]", "f16[M, K]", ": f32 = "]
+    # Names that mean something to PTX or LLVM, for kernels and parameters: a kernel must not become
+    # one (issue 11: k beside k_param_0, '_', WARP_SZ).
+    words += ["_", "WARP_SZ", "_param_0", "_param_1", "__local_depot0", "__unnamed_1", "__cuda", "param",
+              "entry", "reg", "shared", "global", "local", "const", "tex", "surf", "sreg", "tid", "ntid",
+              "ctaid", "clock", "main", "llvm", "nvvm", "ptx", "f32x", "b32", "pred"]
     write_dict(os.path.join(out, "tl.dict"), words)
     return len(set(words))
 

@@ -11,6 +11,7 @@
  *   replace a token by another of its class: a type, an operator, a number (often an edge value)
  *     or a name of the input (names meet other scopes)
  *   delete a whole statement, duplicate it, copy it elsewhere, or wrap it in an if or a loop
+ *   grow an operand x into (x OP y)
  *   change one option byte
  *
  * A quarter of the calls start from a kernel that compiled quickly (token_mutator_remember) rather than the
@@ -354,7 +355,7 @@ static void wrap_statement(Toks *ts, size_t at, size_t n)
 static void mutate_tokens(Toks *ts, uint8_t *header)
 {
 	size_t n = ts->n;
-	switch (below(16)) {
+	switch (below(18)) {
 	case 0: { /* delete a run */
 		size_t at = below(n), k = 1 + below(below(4) ? 1 : 4);
 		delete_at(ts, at, at + k > n ? n - at : k);
@@ -382,9 +383,12 @@ static void mutate_tokens(Toks *ts, uint8_t *header)
 		ts->t[at].p = t.p, ts->t[at].n = t.n;
 		break;
 	}
-	case 4: { /* insert a dictionary entry */
+	case 4: { /* insert a dictionary entry, half the time glued to the token before it (k_param_0) */
 		Tok t = dict_token();
-		insert_at(ts, below(n + 1), &t, 1);
+		size_t at = below(n + 1);
+		insert_at(ts, at, &t, 1);
+		if (at > 0 && below(2))
+			ts->t[at - 1].gap_n = 0;
 		break;
 	}
 	case 5: { /* replace by another token of the input */
@@ -439,6 +443,28 @@ static void mutate_tokens(Toks *ts, uint8_t *header)
 			memcpy(copy, &ts->t[at], k * sizeof *copy);
 			insert_at(ts, to, copy, k);
 			free(copy);
+		}
+		break;
+	}
+	case 15:
+	case 16: { /* an operand x becomes (x OP y), y a number or a name of the input */
+		size_t at = below(n);
+		for (size_t i = 0; i < n; i++) {
+			size_t j = (at + i) % n;
+			int k = kind_of(&ts->t[j]);
+			if (k != K_IDENT && k != K_NUMBER)
+				continue;
+			const char *op = binops[below(COUNT(binops))];
+			Tok y = ts->t[below(n)];
+			if (kind_of(&y) != K_IDENT && kind_of(&y) != K_NUMBER)
+				y = word(edge_numbers[below(8)], strlen(edge_numbers[below(8)]));
+			Tok tail[3] = {word(op, strlen(op)), {y.p, y.n, space, 0}, ts->t[j]};
+			tail[2].p = (const uint8_t *)")", tail[2].n = 1; /* keeps x's gap */
+			ts->t[j].gap = space, ts->t[j].gap_n = 1;
+			insert_at(ts, j + 1, tail, 3);
+			Tok open = {(const uint8_t *)"(", 1, space, 0};
+			insert_at(ts, j, &open, 1);
+			break;
 		}
 		break;
 	}
@@ -499,6 +525,9 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
 		if (s.n <= max_size) {
 			memcpy(data, s.p, s.n);
 			size = s.n;
+			/* The fast kernels are mostly TIR; a third of them go on to LLVM and PTX. */
+			if (size >= HEADER && below(3) == 0)
+				data[2] = '0';
 		}
 	}
 	if (size < HEADER || below(5) == 0)
