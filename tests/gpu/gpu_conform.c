@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "gpu_common.h"
@@ -1368,7 +1369,7 @@ static int self_test(void)
 
 int main(int argc, char **argv)
 {
-  const char *arch = NULL, *filter = NULL;
+  const char *arch = NULL, *filter = NULL, *dump = NULL;
   bool list = false, compile_only = false, verbose = false;
   int threads = 8, sample = 1, random = 0;
   for (int i = 1; i < argc; i++) {
@@ -1392,9 +1393,11 @@ int main(int argc, char **argv)
       random = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
       i++;
+    else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
+      dump = argv[++i];
     else {
       fprintf(stderr, "usage: gpu_conform [--seed S] [--arch sm_90a|sm_80] [--filter SUBSTR] [--threads N] "
-                      "[--sample N] [--random N] [--list] [--compile-only] [-v] | --self-test\n");
+                      "[--sample N] [--random N] [--list] [--dump DIR] [--compile-only] [-v] | --self-test\n");
       return 2;
     }
   }
@@ -1415,6 +1418,21 @@ int main(int argc, char **argv)
       else
         free(cases[i].src.p);
     ncases = k;
+  }
+  if (dump) { /* case i as DIR/ARCH/case-I.tl, its name on the first line; for tests/ptx_identical.sh */
+    char path[4096];
+    for (int i = 0; i < ncases; i++) {
+      snprintf(path, sizeof path, "%s/%s", dump, cases[i].arch);
+      mkdir(path, 0777);
+      snprintf(path, sizeof path, "%s/%s/case-%04d.tl", dump, cases[i].arch, i);
+      FILE *f = fopen(path, "w");
+      if (!f || fprintf(f, "// %s\n%s", cases[i].name, cases[i].src.p) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "gpu_conform: cannot write %s\n", path);
+        return 1;
+      }
+    }
+    printf("gpu_conform: %d sources written under %s\n", ncases, dump);
+    return 0;
   }
   if (list) {
     for (int i = 0; i < ncases; i++)
