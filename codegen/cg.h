@@ -57,7 +57,7 @@ void emit_wgmma_fence(Cg *cg, const Stmt *s);
 void emit_wgmma(Cg *cg, const Stmt *s);
 void emit_wgmma_commit(Cg *cg);
 /* f16 or bf16 -> f32 through an asm statement, which LLVM does not merge
- * with an ordinary conversion of the same value (EX_CAST with .i = 1). */
+ * with an ordinary conversion of the same value (EX_CAST with .opaque). */
 LLVMValueRef emit_widen_opaque(Cg *cg, LLVMValueRef v, TypeKind from);
 void emit_wgmma_wait(Cg *cg, const Stmt *s);
 void emit_fence_proxy_async(Cg *cg);

@@ -377,7 +377,7 @@ LLVMValueRef emit_expr(Cg *cg, const Expr *e)
 	case EX_BINARY: return emit_binary(cg, e);
 	case EX_CALL: return emit_call(cg, e);
 	case EX_CAST:
-		if (e->i == 1 && e->type == TY_F32 && (e->a->type == TY_F16 || e->a->type == TY_BF16))
+		if (e->opaque && e->type == TY_F32 && (e->a->type == TY_F16 || e->a->type == TY_BF16))
 			return emit_widen_opaque(cg, emit_expr(cg, e->a), e->a->type);
 		return cg_convert(cg, emit_expr(cg, e->a), e->a->type, e->type);
 	case EX_SELECT: return emit_select(cg, e);

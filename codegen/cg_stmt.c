@@ -238,7 +238,7 @@ void emit_stmt(Cg *cg, const Stmt *s)
 	case ST_MMA: emit_mma(cg, s); return;
 	case ST_CP_ASYNC: emit_cp_async(cg, s); return;
 	case ST_CP_COMMIT: emit_cp_commit(cg); return;
-	case ST_CP_WAIT: emit_cp_wait(cg, s->stages); return;
+	case ST_CP_WAIT: emit_cp_wait(cg, s->pending); return;
 	case ST_WGMMA_FENCE: emit_wgmma_fence(cg, s); return;
 	case ST_WGMMA: emit_wgmma(cg, s); return;
 	case ST_WGMMA_COMMIT: emit_wgmma_commit(cg); return;

@@ -58,11 +58,11 @@ static LLVMValueRef reg_ptr(Cg *cg, int buf, const Expr *base, int i)
 
 void emit_ldmatrix(Cg *cg, const Stmt *s)
 {
-	int n = s->lanes;
+	int n = s->matrices;
 	char text[160], cons[64];
 	static const char *const regs[] = {"{$0}", "{$0, $1}", "", "{$0, $1, $2, $3}"};
 	snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 %s, [$%d];", n,
-		 s->trans_a ? ".trans" : "", regs[n - 1], n);
+		 s->trans ? ".trans" : "", regs[n - 1], n);
 	snprintf(cons, sizeof cons, "%s,r,~{memory}", n == 1 ? "=r" : n == 2 ? "=r,=r" : "=r,=r,=r,=r");
 	LLVMValueRef addr = shared_addr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
 	LLVMTypeRef i32s[4] = {cg->t.i32, cg->t.i32, cg->t.i32, cg->t.i32};
@@ -83,16 +83,16 @@ void emit_mma(Cg *cg, const Stmt *s)
 		 "{$10, $11, $12, $13};", t, t);
 	LLVMValueRef args[10];
 	for (int i = 0; i < 4; i++)
-		args[i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->a, s->idx[0], i), "");
+		args[i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->a, s->a_reg, i), "");
 	for (int i = 0; i < 2; i++)
-		args[4 + i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->b, s->idx[1], i), "");
+		args[4 + i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->b, s->b_reg, i), "");
 	for (int i = 0; i < 4; i++)
-		args[6 + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, s->c, s->idx[2], i), "");
+		args[6 + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, s->c, s->c_reg, i), "");
 	LLVMTypeRef f32s[4] = {cg->t.f32, cg->t.f32, cg->t.f32, cg->t.f32};
 	LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, 4, 0);
 	LLVMValueRef r = inline_asm(cg, ret, text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
 	for (int i = 0; i < 4; i++)
-		LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, s->idx[2], i));
+		LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, s->c_reg, i));
 }
 
 void emit_cp_async(Cg *cg, const Stmt *s)
@@ -101,7 +101,7 @@ void emit_cp_async(Cg *cg, const Stmt *s)
 	args[0] = shared_addr(cg, s->buf, s->idx, s->nidx);
 	LLVMValueRef src = emit_elem_ptr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
 	args[1] = LLVMBuildPtrToInt(cg->b, src, cg->t.i64, "");
-	args[2] = emit_index(cg, s->value, cg->t.i32);
+	args[2] = emit_index(cg, s->src_bytes, cg->t.i32);
 	inline_asm(cg, cg->t.void_t, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", args, 3, true);
 }
 
@@ -172,12 +172,12 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *e
 
 void emit_wgmma_fence(Cg *cg, const Stmt *s)
 {
-	asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->lanes, NULL, NULL, 0);
+	asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, NULL, NULL, 0);
 }
 
 void emit_wgmma(Cg *cg, const Stmt *s)
 {
-	int n = s->lanes;
+	int n = s->acc_regs;
 	const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
 	StrBuf text = {0};
 	/* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
@@ -185,9 +185,9 @@ void emit_wgmma(Cg *cg, const Stmt *s)
 		  t, t);
 	for (int i = 0; i < n; i++)
 		sb_printf(&text, "%s$%d", i ? ", " : "", i);
-	sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->trans_a ? 1 : 0, s->trans_b ? 1 : 0);
-	LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->src_idx, s->nsrc_idx, s->trans_a),
-				wgmma_desc(cg, s->b, s->idx, s->nidx, s->trans_b)};
+	sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0, s->b_mn_major ? 1 : 0);
+	LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
+				wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
 	asm_on_acc(cg, text.data, s->c, n, desc, "l,l", 2);
 	free(text.data);
 }
@@ -200,8 +200,8 @@ void emit_wgmma_commit(Cg *cg)
 void emit_wgmma_wait(Cg *cg, const Stmt *s)
 {
 	char text[48];
-	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->stages);
-	asm_on_acc(cg, text, s->c, s->lanes, NULL, NULL, 0);
+	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->pending);
+	asm_on_acc(cg, text, s->c, s->acc_regs, NULL, NULL, 0);
 }
 
 void emit_fence_proxy_async(Cg *cg)

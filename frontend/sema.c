@@ -58,16 +58,70 @@ static const Sym *sym_lookup(const Sema *s, const char *name)
 	return NULL;
 }
 
+/* ---------------------------------------------------------------- builtins */
+
+/* The language's builtin names, one row each: what they are and, for the
+ * statements, the function that checks a call (check_stmt_call dispatches on
+ * this table).  The math functions are the intrinsics table's (ir.h). */
+typedef enum {
+	BUILTIN_TILE_OP, /* a tile operation: a statement, never a value */
+	BUILTIN_KERNEL,  /* a statement that sets a property of the kernel */
+	BUILTIN_ALLOC,   /* initializes a let binding */
+	BUILTIN_LOOP,    /* the iterator of a for loop */
+	BUILTIN_VALUE,   /* a function with a value */
+} BuiltinKind;
+
+static Stmt *check_copy(Sema *s, const Node *call);
+static Stmt *check_fill_op(Sema *s, const Node *call);
+static Stmt *check_clear_op(Sema *s, const Node *call);
+static Stmt *check_gemm(Sema *s, const Node *call);
+static Stmt *check_reduce(Sema *s, const Node *call);
+static Stmt *check_atomic_add(Sema *s, const Node *call);
+static Stmt *check_use_swizzle(Sema *s, const Node *call);
+static Stmt *check_min_blocks(Sema *s, const Node *call);
+
+static const struct {
+	const char *name;
+	BuiltinKind kind;
+	Stmt *(*check)(Sema *, const Node *call); /* statements */
+} builtins[] = {
+	{"copy", BUILTIN_TILE_OP, check_copy},
+	{"fill", BUILTIN_TILE_OP, check_fill_op},
+	{"clear", BUILTIN_TILE_OP, check_clear_op},
+	{"gemm", BUILTIN_TILE_OP, check_gemm},
+	{"reduce_sum", BUILTIN_TILE_OP, check_reduce},
+	{"reduce_max", BUILTIN_TILE_OP, check_reduce},
+	{"reduce_min", BUILTIN_TILE_OP, check_reduce},
+	{"atomic_add", BUILTIN_TILE_OP, check_atomic_add},
+	{"use_swizzle", BUILTIN_KERNEL, check_use_swizzle},
+	{"min_blocks_per_sm", BUILTIN_KERNEL, check_min_blocks},
+	{"alloc_shared", BUILTIN_ALLOC, NULL},
+	{"alloc_fragment", BUILTIN_ALLOC, NULL},
+	{"alloc_local", BUILTIN_ALLOC, NULL},
+	{"serial", BUILTIN_LOOP, NULL},
+	{"parallel", BUILTIN_LOOP, NULL},
+	{"pipelined", BUILTIN_LOOP, NULL},
+	{"min", BUILTIN_VALUE, NULL},
+	{"max", BUILTIN_VALUE, NULL},
+	{"ceildiv", BUILTIN_VALUE, NULL},
+	{"select", BUILTIN_VALUE, NULL},
+	{"num_sms", BUILTIN_VALUE, NULL},
+	{"num_blocks", BUILTIN_VALUE, NULL},
+	{"sizeof", BUILTIN_VALUE, NULL},
+};
+
+/* The row of builtin `name`, or -1. */
+static int builtin_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+		if (strcmp(builtins[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
 static bool is_reserved(const char *name)
 {
-	static const char *ops[] = {"copy", "fill", "clear", "gemm", "reduce_sum", "reduce_max",
-				    "reduce_min", "atomic_add", "use_swizzle", "min_blocks_per_sm", "alloc_shared", "alloc_fragment",
-				    "alloc_local", "serial", "parallel", "pipelined", "min", "max",
-				    "ceildiv", "select", "num_sms", "num_blocks", "sizeof"};
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-		if (strcmp(ops[i], name) == 0)
-			return true;
-	return intrinsic_lookup(name, strlen(name)) >= 0;
+	return builtin_find(name) >= 0 || intrinsic_lookup(name, strlen(name)) >= 0;
 }
 
 /* Declares a name in the current scope; reports a clash with a kernel-level
@@ -357,14 +411,10 @@ static const Node *positional(const Node *call, int i)
 	return NULL;
 }
 
-static bool is_tile_op(const char *name)
+static bool is_builtin(const char *name, BuiltinKind kind)
 {
-	static const char *ops[] = {"copy", "fill", "clear", "gemm", "reduce_sum", "reduce_max",
-				    "reduce_min", "atomic_add"};
-	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-		if (strcmp(ops[i], name) == 0)
-			return true;
-	return false;
+	int b = builtin_find(name);
+	return b >= 0 && builtins[b].kind == kind;
 }
 
 static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *out);
@@ -523,7 +573,7 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 		e->loc = n->loc;
 		return e;
 	}
-	if (is_tile_op(name)) {
+	if (is_builtin(name, BUILTIN_TILE_OP)) {
 		error_at(s->d, n->loc, "'%s' does not produce a value; use it as a statement", name);
 		return NULL;
 	}
@@ -531,7 +581,7 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 		error_at(s->d, n->loc, "'%s' can only initialize a 'let' binding", name);
 		return NULL;
 	}
-	if (!strcmp(name, "serial") || !strcmp(name, "parallel") || !strcmp(name, "pipelined")) {
+	if (is_builtin(name, BUILTIN_LOOP)) {
 		error_at(s->d, n->loc, "'%s' can only be used in a 'for' loop", name);
 		return NULL;
 	}
@@ -1023,6 +1073,10 @@ static void not_supported(Sema *s, const Node *n, const char *what)
 	error_at(s->d, n->loc, "'%s' is not supported yet", what);
 }
 
+static Stmt *check_fill_op(Sema *s, const Node *call) { return check_fill(s, call, false); }
+
+static Stmt *check_clear_op(Sema *s, const Node *call) { return check_fill(s, call, true); }
+
 static Stmt *check_gemm(Sema *s, const Node *call)
 {
 	static const char *const named[] = {"transpose_A", "transpose_B", "warps_m", "warps_n", NULL};
@@ -1247,23 +1301,9 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 			return NULL;
 		}
 	const char *name = call->name;
-	if (!strcmp(name, "copy"))
-		return check_copy(s, call);
-	if (!strcmp(name, "fill"))
-		return check_fill(s, call, false);
-	if (!strcmp(name, "clear"))
-		return check_fill(s, call, true);
-	if (!strcmp(name, "gemm"))
-		return check_gemm(s, call);
-	if (!strncmp(name, "reduce_", 7) &&
-	    (!strcmp(name, "reduce_sum") || !strcmp(name, "reduce_max") || !strcmp(name, "reduce_min")))
-		return check_reduce(s, call);
-	if (!strcmp(name, "atomic_add"))
-		return check_atomic_add(s, call);
-	if (!strcmp(name, "use_swizzle"))
-		return check_use_swizzle(s, call);
-	if (!strcmp(name, "min_blocks_per_sm"))
-		return check_min_blocks(s, call);
+	int b = builtin_find(name);
+	if (b >= 0 && builtins[b].check)
+		return builtins[b].check(s, call);
 	/* Anything else is a value computed for nothing: report what it is. */
 	if (check_expr(s, call, TY_VOID))
 		error_at(s->d, n->loc, "the result of '%s' is unused", name);
@@ -1273,7 +1313,7 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 static Stmt *check_for(Sema *s, const Node *n)
 {
 	const Node *it = n->a;
-	if (it->kind != N_CALL || (strcmp(it->name, "serial") && strcmp(it->name, "parallel") && strcmp(it->name, "pipelined"))) {
+	if (it->kind != N_CALL || !is_builtin(it->name, BUILTIN_LOOP)) {
 		error_at(s->d, it->loc, "a 'for' loop iterates over serial(...), parallel(...) or pipelined(...)");
 		return NULL;
 	}

@@ -271,10 +271,29 @@ void stmt_rewrite_exprs(Stmt *s, ExprRewriter fn, void *ctx)
 		s->extents[i] = expr_rewrite(s->extents[i], fn, ctx);
 	s->value = expr_rewrite(s->value, fn, ctx);
 	s->cond = expr_rewrite(s->cond, fn, ctx);
+	s->src_bytes = expr_rewrite(s->src_bytes, fn, ctx);
 	rewrite_list(s->idx, s->nidx, fn, ctx);
+	s->a_reg = expr_rewrite(s->a_reg, fn, ctx);
+	s->b_reg = expr_rewrite(s->b_reg, fn, ctx);
+	s->c_reg = expr_rewrite(s->c_reg, fn, ctx);
+	rewrite_list(s->b_start, s->nb_start, fn, ctx);
 	rewrite_list(s->src_idx, s->nsrc_idx, fn, ctx);
+	rewrite_list(s->a_start, s->na_start, fn, ctx);
 	rewrite_list(s->src.origin, s->src.rank, fn, ctx);
 	rewrite_list(s->dst.origin, s->dst.rank, fn, ctx);
 	stmt_rewrite_exprs(s->then_s, fn, ctx);
 	stmt_rewrite_exprs(s->else_s, fn, ctx);
 }
+
+static const struct {
+	const char *spelling;
+	StmtLevel level;
+} stmt_kinds[] = {
+#define X(e, sp, l) {sp, l},
+	TL_STMT_KINDS(X)
+#undef X
+};
+
+const char *stmt_spelling(StmtKind kind) { return (int)kind < ST_COUNT ? stmt_kinds[kind].spelling : "?"; }
+
+StmtLevel stmt_level(StmtKind kind) { return (int)kind < ST_COUNT ? stmt_kinds[kind].level : STMT_ANY; }

@@ -326,7 +326,7 @@ typedef enum {
 	EX_UNARY,  /* .op .a */
 	EX_BINARY, /* .a .op .b */
 	EX_CALL,   /* .fn(.args...) */
-	EX_CAST,   /* (.type) .a; .i = 1: a 16-bit -> f32 widening the optimizer keeps apart from
+	EX_CAST,   /* (.type) .a; .opaque: a 16-bit -> f32 widening the optimizer keeps apart from
 		      every other (a reduction's: merged with the kernel's own f32(x[j]), it would keep
 		      an f32 copy of the whole 16-bit fragment alive across the reduction) */
 	EX_SELECT, /* .a ? .b : .c */
@@ -342,6 +342,7 @@ struct Expr {
 	int var;
 	int buf;
 	int op;  /* OpKind or IntrinsicKind */
+	bool opaque; /* EX_CAST: see there */
 	Expr *a, *b, *c;
 	Expr **args; /* EX_LOAD indices, EX_CALL arguments */
 	int nargs;
@@ -362,91 +363,146 @@ typedef enum {
 	FOR_UNROLLED,  /* thread-level: constant trip count, fully unrolled */
 } ForKind;
 
+/* Statement kinds: X(enum, spelling, level).  The spelling is the printer's
+ * (print.c) and the verifier's (verify.c); the level says where a kind may
+ * appear: STMT_ANY everywhere, STMT_TILE only before lowering (the tile
+ * operations the frontend makes), STMT_THREAD only after (what the lowering
+ * makes for codegen).  Fields, by kind (struct Stmt below names each):
+ *
+ *   SEQ       .body[.nbody]
+ *   LET       let .var = .value (immutable);  ASSIGN: .var = .value (VAR_MUT)
+ *   STORE     .buf[.idx] = .value;  ATOMIC: .buf[.idx] += .value, atomically
+ *   IF        if .cond .then_s else .else_s (may be NULL)
+ *   FOR       for .vars[.nvars] in .for_kind(.extents) .then_s; starts at 0
+ *   COPY      .src -> .dst (regions: a tile, or a tensor at an origin)
+ *   FILL      every element of .buf = .value
+ *   GEMM      .c += op(.a) @ op(.b)
+ *   REDUCE    .buf = reduce_.reduce(.src_buf) over dimension .dim
+ *   VCOPY     .lanes contiguous elements .src_buf[.src_idx] -> .buf[.idx]
+ *   BARRIER   bar.sync 0 (.scratch_role: one of a reduction's, lower_reduce.c)
+ *   LDMATRIX  warp: .matrices (1, 2, 4) 8x8 b16 matrices from shared .src_buf[.src_idx]
+ *             (this lane's row address) into u32 registers .buf[.idx[0] ...]; .trans
+ *   MMA       warp: mma.sync m16n8k16 .elem inputs, f32 accumulate:
+ *             registers .c[.c_reg..+3] += .a[.a_reg..+3] x .b[.b_reg..+1]
+ *   CP_ASYNC  cp.async 16 bytes global .src_buf[.src_idx] -> shared .buf[.idx];
+ *             reads .src_bytes bytes (16, or 0 to zero-fill)
+ *   CP_COMMIT cp.async.commit_group;  CP_WAIT: cp.async.wait_group .pending
+ *
+ * Hopper (sm_90a) warpgroup MMA; a warpgroup is 4 consecutive warps.  The
+ * accumulator .c[0 .. .acc_regs) (f32) is in flight between WGMMA and the WAIT
+ * that covers its group, so FENCE and WAIT name it too (codegen ties the
+ * registers through them, and nothing reads them in between):
+ *
+ *   WGMMA_FENCE  wgmma.fence: before the first WGMMA that uses registers .c[0 .. .acc_regs)
+ *   WGMMA        warpgroup: .c[0 .. .acc_regs) += A x B, m64n(2 .acc_regs)k16, .elem inputs,
+ *                f32 accumulate; A: shared .a from element .a_start, B: shared .b from
+ *                element .b_start, both SWIZZLE_128B, read through matrix descriptors;
+ *                .a_mn_major / .b_mn_major: the operand is MN-major ([K, M] / [K, N])
+ *   WGMMA_COMMIT wgmma.commit_group;  WGMMA_WAIT: wgmma.wait_group .pending, then
+ *                .c[0 .. .acc_regs) may be read
+ *   FENCE_PROXY_ASYNC  fence.proxy.async.shared::cta: this thread's earlier shared-memory
+ *                writes become visible to the async proxy (wgmma) after the next barrier
+ *   EVAL      evaluate .value for effect (never produced yet)
+ */
+#define TL_STMT_KINDS(X)                                        \
+	X(ST_SEQ, "seq", STMT_ANY)                              \
+	X(ST_LET, "let", STMT_ANY)                              \
+	X(ST_ASSIGN, "assign", STMT_ANY)                        \
+	X(ST_STORE, "store", STMT_ANY)                          \
+	X(ST_IF, "if", STMT_ANY)                                \
+	X(ST_FOR, "for", STMT_ANY)                              \
+	X(ST_COPY, "copy", STMT_TILE)                           \
+	X(ST_FILL, "fill", STMT_TILE)                           \
+	X(ST_GEMM, "gemm", STMT_TILE)                           \
+	X(ST_REDUCE, "reduce", STMT_TILE)                       \
+	X(ST_ATOMIC, "atomic_add", STMT_ANY)                    \
+	X(ST_VCOPY, "vcopy", STMT_THREAD)                       \
+	X(ST_BARRIER, "barrier", STMT_ANY)                      \
+	X(ST_LDMATRIX, "ldmatrix", STMT_THREAD)                 \
+	X(ST_MMA, "mma", STMT_THREAD)                           \
+	X(ST_CP_ASYNC, "cp.async", STMT_THREAD)                 \
+	X(ST_CP_COMMIT, "cp.async.commit", STMT_ANY)            \
+	X(ST_CP_WAIT, "cp.async.wait", STMT_ANY)                \
+	X(ST_WGMMA_FENCE, "wgmma.fence", STMT_THREAD)           \
+	X(ST_WGMMA, "wgmma", STMT_THREAD)                       \
+	X(ST_WGMMA_COMMIT, "wgmma.commit", STMT_THREAD)         \
+	X(ST_WGMMA_WAIT, "wgmma.wait", STMT_THREAD)             \
+	X(ST_FENCE_PROXY_ASYNC, "fence.proxy.async", STMT_THREAD) \
+	X(ST_EVAL, "eval", STMT_ANY)
+
+typedef enum { STMT_ANY, STMT_TILE, STMT_THREAD } StmtLevel;
+
 typedef enum {
-	ST_SEQ,     /* .body[.nbody] */
-	ST_LET,     /* .var = .value (immutable) */
-	ST_ASSIGN,  /* .var = .value (VAR_MUT) */
-	ST_STORE,   /* .buf[.idx] = .value */
-	ST_IF,      /* if .cond .then_s else .else_s (may be NULL) */
-	ST_FOR,     /* for .vars[.nvars] in .kind(.extents) .then_s; starts at 0 */
-	ST_COPY,    /* tile-level: .src -> .dst */
-	ST_FILL,    /* tile-level: every element of .buf = .value */
-	ST_GEMM,    /* tile-level: .c += op(.a) @ op(.b) */
-	ST_REDUCE,  /* tile-level: .dst = reduce_.op(.src, dim .dim) */
-	ST_ATOMIC,  /* .buf[.idx] += .value, atomically */
-	ST_VCOPY,   /* thread-level: .lanes contiguous elements .src_buf[.src_idx] -> .buf[.idx] */
-	ST_BARRIER, /* bar.sync 0 */
-	/* Tensor-core and async-copy instructions (thread-level, warp-wide where noted): */
-	ST_LDMATRIX, /* warp: .lanes (1, 2, 4) 8x8 b16 matrices from shared .src_buf[.src_idx] (this lane's
-			row address) into u32 registers .buf[.idx[0] ...]; .trans_a: transposed */
-	ST_MMA,      /* warp: mma.sync m16n8k16 .elem inputs, f32 accumulate: registers .c[.idx[2]..+3] +=
-			.a[.idx[0]..+3] x .b[.idx[1]..+1] */
-	ST_CP_ASYNC, /* cp.async 16 bytes global .src_buf[.src_idx] -> shared .buf[.idx]; reads .value bytes
-			(16, or 0 to zero-fill) */
-	ST_CP_COMMIT, /* cp.async.commit_group */
-	ST_CP_WAIT,   /* cp.async.wait_group .stages */
-	/* Hopper (sm_90a) warpgroup MMA; a warpgroup is 4 consecutive warps.  The
-	 * accumulator .c[0 .. .lanes) (f32) is in flight between WGMMA and the WAIT
-	 * that covers its group, so FENCE and WAIT name it too (codegen ties the
-	 * registers through them, and nothing reads them in between). */
-	ST_WGMMA_FENCE,  /* wgmma.fence: before the first WGMMA that uses registers .c[0 .. .lanes) */
-	ST_WGMMA,        /* warpgroup: .c[0 .. .lanes) += A x B, m64n(2 .lanes)k16, .elem inputs, f32
-			    accumulate; A: shared .a starting at element .src_idx, B: shared .b starting at
-			    element .idx, both SWIZZLE_128B, read through matrix descriptors; .trans_a /
-			    .trans_b: the operand is MN-major ([K, M] / [K, N]), else K-major */
-	ST_WGMMA_COMMIT, /* wgmma.commit_group */
-	ST_WGMMA_WAIT,   /* wgmma.wait_group .stages; then .c[0 .. .lanes) may be read */
-	ST_FENCE_PROXY_ASYNC, /* fence.proxy.async.shared::cta: this thread's earlier shared-memory
-				 writes become visible to the async proxy (wgmma) after the next barrier */
-	ST_EVAL,    /* evaluate .value for effect (never produced yet) */
+#define X(e, s, l) e,
+	TL_STMT_KINDS(X)
+#undef X
 } StmtKind;
+enum {
+#define X(e, s, l) +1
+	ST_COUNT = 0 TL_STMT_KINDS(X)
+#undef X
+};
+
+const char *stmt_spelling(StmtKind kind);
+StmtLevel stmt_level(StmtKind kind);
 
 typedef enum { RED_SUM, RED_MAX, RED_MIN } ReduceKind;
 
 typedef struct Stmt Stmt;
+/* A statement.  Each field holds one thing, named for it; the comment says
+ * which kinds set it (a field a kind does not list is zero for it).  The
+ * statement kinds' own comments above say what each means. */
 struct Stmt {
 	StmtKind kind;
 	SrcLoc loc;
-	/* SEQ */
-	Stmt **body;
+	Stmt **body; /* SEQ */
 	int nbody;
-	/* LET, ASSIGN, FOR */
-	int var;
+	int var;     /* LET, ASSIGN: the variable */
+	/* FOR */
+	ForKind for_kind;
 	int vars[TL_MAX_RANK];
 	Expr *extents[TL_MAX_RANK];
 	int nvars;
-	ForKind for_kind;
-	int stages;
+	int stages;  /* FOR_PIPELINED: the copies of each staged tile */
 	bool rolled; /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
 			taken path whose unrolled copies would keep many registers alive */
-	/* STORE, ATOMIC, VCOPY (destination), FILL */
+	/* IF (FOR: .then_s is the body) */
+	Expr *cond;
+	Stmt *then_s, *else_s;
+	/* The element written: STORE, ATOMIC, VCOPY, CP_ASYNC (.buf[.idx]), FILL (.buf), REDUCE
+	 * (the destination fragment .buf), LDMATRIX (the first u32 register .buf[.idx[0]]) */
 	int buf;
 	Expr **idx;
 	int nidx;
-	Expr *value;
-	/* VCOPY source */
+	Expr *value; /* LET, ASSIGN, STORE, ATOMIC, FILL, EVAL: the value */
+	/* The element read: VCOPY, CP_ASYNC, LDMATRIX (.src_buf[.src_idx]), REDUCE (.src_buf) */
 	int src_buf;
 	Expr **src_idx;
 	int nsrc_idx;
-	int lanes;
-	/* IF */
-	Expr *cond;
-	Stmt *then_s, *else_s;
-	/* COPY */
-	Region src, dst;
-	/* GEMM */
+	int lanes;         /* VCOPY, CP_ASYNC: elements moved */
+	Expr *src_bytes;   /* CP_ASYNC: bytes read, 16 or 0 (zero-fill) */
+	int pending;       /* CP_WAIT, WGMMA_WAIT: committed groups that may stay in flight */
+	int matrices;      /* LDMATRIX: 8x8 matrices, 1, 2 or 4 */
+	int scratch_role;  /* BARRIER: 0, or its role around the reduction scratch .buf (lower_reduce.c) */
+	bool trans;        /* LDMATRIX: .trans */
+	Region src, dst;   /* COPY */
+	/* GEMM: .c += op(.a) @ op(.b); MMA, WGMMA: the operand buffers */
 	int a, b, c;
-	bool trans_a, trans_b;
-	/* REDUCE */
+	bool trans_a, trans_b; /* GEMM: A is stored [K, M], B [N, K] */
+	TypeKind elem;         /* MMA, WGMMA: the 16-bit input type */
+	int warps_m, warps_n;  /* GEMM: the warp grid (0: the default policy) */
+	Expr *stage_a, *stage_b; /* GEMM: the stage of A and B a pipelined loop reads (NULL: not staged) */
+	Expr *a_reg, *b_reg, *c_reg; /* MMA: the first register of .a (4), .b (2), .c (4) */
+	/* WGMMA_FENCE, WGMMA, WGMMA_WAIT: the accumulator registers .c[0 .. .acc_regs) (N / 2) */
+	int acc_regs;
+	/* WGMMA: the element of .a and of .b its descriptor starts at; MN-major operands */
+	Expr **a_start, **b_start;
+	int na_start, nb_start;
+	bool a_mn_major, b_mn_major;
+	/* REDUCE: .buf = reduce_.reduce(.src_buf) over dimension .dim; .accumulate: combined with .buf's old value */
 	ReduceKind reduce;
 	int dim;
 	bool accumulate;
-	/* MMA */
-	TypeKind elem;
-	/* GEMM: the warp grid (0: the default policy); stage indices of A and B
-	 * when a pipelined loop keeps several copies of them (NULL otherwise) */
-	int warps_m, warps_n;
-	Expr *stage_a, *stage_b;
 };
 
 typedef struct {
@@ -471,6 +527,7 @@ typedef struct {
 				  (registers over occupancy); 0 or -1: none */
 	int64_t smem_bytes; /* shared memory per block, set by the shared-memory planner */
 	bool fast_math;
+	int fresh_names; /* names the lowering makes are NAME.N, N counting up over the kernel */
 	Stmt *body;
 } Kernel;
 
@@ -542,9 +599,12 @@ void ir_print_module(StrBuf *sb, const Module *m);
 
 /* ---------------------------------------------------------------- verify.c */
 
+/* What the IR may hold after a pipeline step (pipeline.c), in order: */
 typedef enum {
-	VERIFY_TILE,    /* after the frontend: tile ops allowed */
-	VERIFY_THREAD,  /* after lowering: only thread-level statements remain */
+	VERIFY_TILE,        /* after the frontend: tile ops allowed */
+	VERIFY_TILE_LINEAR, /* the same, alloc_local buffers linearized (one index) */
+	VERIFY_LOWERED,     /* per-thread statements; fragments still fragments, indexed by register */
+	VERIFY_THREAD,      /* after lowering: per-thread statements over registers and memory only */
 } VerifyLevel;
 
 /* Returns NULL when the kernel is well formed, else a description of the first

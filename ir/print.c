@@ -197,10 +197,13 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
 		sb_puts(sb, "]");
 		break;
 	case ST_BARRIER:
-		sb_puts(sb, "barrier");
+	case ST_CP_COMMIT:
+	case ST_WGMMA_COMMIT:
+	case ST_FENCE_PROXY_ASYNC:
+		sb_puts(sb, stmt_spelling(s->kind));
 		break;
 	case ST_LDMATRIX:
-		sb_printf(sb, "ldmatrix.x%d%s %s[", s->lanes, s->trans_a ? ".trans" : "", k->bufs[s->src_buf].name);
+		sb_printf(sb, "ldmatrix.x%d%s %s[", s->matrices, s->trans ? ".trans" : "", k->bufs[s->src_buf].name);
 		print_exprs(sb, k, s->src_idx, s->nsrc_idx);
 		sb_printf(sb, "] -> %s[", k->bufs[s->buf].name);
 		ir_print_expr(sb, k, s->idx[0]);
@@ -208,11 +211,11 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
 		break;
 	case ST_MMA:
 		sb_printf(sb, "mma.m16n8k16.%s %s[", type_name(s->elem), k->bufs[s->c].name);
-		ir_print_expr(sb, k, s->idx[2]);
+		ir_print_expr(sb, k, s->c_reg);
 		sb_printf(sb, "] += %s[", k->bufs[s->a].name);
-		ir_print_expr(sb, k, s->idx[0]);
+		ir_print_expr(sb, k, s->a_reg);
 		sb_printf(sb, "] x %s[", k->bufs[s->b].name);
-		ir_print_expr(sb, k, s->idx[1]);
+		ir_print_expr(sb, k, s->b_reg);
 		sb_puts(sb, "]");
 		break;
 	case ST_CP_ASYNC:
@@ -221,33 +224,24 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
 		sb_printf(sb, "] -> %s[", k->bufs[s->buf].name);
 		print_exprs(sb, k, s->idx, s->nidx);
 		sb_puts(sb, "], bytes ");
-		ir_print_expr(sb, k, s->value);
-		break;
-	case ST_CP_COMMIT:
-		sb_puts(sb, "cp.async.commit");
+		ir_print_expr(sb, k, s->src_bytes);
 		break;
 	case ST_CP_WAIT:
-		sb_printf(sb, "cp.async.wait %d", s->stages);
+		sb_printf(sb, "cp.async.wait %d", s->pending);
 		break;
 	case ST_WGMMA_FENCE:
-		sb_printf(sb, "wgmma.fence %s[%d]", k->bufs[s->c].name, s->lanes);
+		sb_printf(sb, "wgmma.fence %s[%d]", k->bufs[s->c].name, s->acc_regs);
 		break;
 	case ST_WGMMA:
-		sb_printf(sb, "wgmma.m64n%dk16.%s %s[%d] += %s[", 2 * s->lanes, type_name(s->elem), k->bufs[s->c].name,
-			  s->lanes, k->bufs[s->a].name);
-		print_exprs(sb, k, s->src_idx, s->nsrc_idx);
-		sb_printf(sb, "]%s x %s[", s->trans_a ? " (M-major)" : "", k->bufs[s->b].name);
-		print_exprs(sb, k, s->idx, s->nidx);
-		sb_printf(sb, "]%s", s->trans_b ? " (N-major)" : "");
-		break;
-	case ST_WGMMA_COMMIT:
-		sb_puts(sb, "wgmma.commit");
+		sb_printf(sb, "wgmma.m64n%dk16.%s %s[%d] += %s[", 2 * s->acc_regs, type_name(s->elem), k->bufs[s->c].name,
+			  s->acc_regs, k->bufs[s->a].name);
+		print_exprs(sb, k, s->a_start, s->na_start);
+		sb_printf(sb, "]%s x %s[", s->a_mn_major ? " (M-major)" : "", k->bufs[s->b].name);
+		print_exprs(sb, k, s->b_start, s->nb_start);
+		sb_printf(sb, "]%s", s->b_mn_major ? " (N-major)" : "");
 		break;
 	case ST_WGMMA_WAIT:
-		sb_printf(sb, "wgmma.wait %d %s[%d]", s->stages, k->bufs[s->c].name, s->lanes);
-		break;
-	case ST_FENCE_PROXY_ASYNC:
-		sb_puts(sb, "fence.proxy.async");
+		sb_printf(sb, "wgmma.wait %d %s[%d]", s->pending, k->bufs[s->c].name, s->acc_regs);
 		break;
 	case ST_EVAL:
 		ir_print_expr(sb, k, s->value);

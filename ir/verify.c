@@ -7,33 +7,47 @@ typedef struct {
 	const Kernel *k;
 	VerifyLevel level;
 	const char *err;
-} V;
+} Verifier;
 
-static bool fail(V *v, const char *msg)
+static bool fail(Verifier *v, const char *msg)
 {
 	if (!v->err)
 		v->err = msg;
 	return false;
 }
 
-static bool buf_ok(V *v, int b, int nidx, const char *what)
+static bool buf_ok(Verifier *v, int b, int nidx, const char *what)
 {
 	if (b < 0 || b >= v->k->nbufs)
 		return fail(v, arena_printf(v->arena, "%s refers to buffer %d of %d", what, b, v->k->nbufs));
 	const Buffer *buf = &v->k->bufs[b];
 	if (v->level == VERIFY_THREAD && buf->scope == SCOPE_FRAGMENT)
 		return fail(v, arena_printf(v->arena, "%s uses fragment '%s' after lowering", what, buf->name));
-	int rank = buf->scope == SCOPE_LOCAL && v->level == VERIFY_THREAD ? 1 : buf->rank;
+	/* Linearized locals take one index, and so do fragments once lowered (a register). */
+	bool one = (buf->scope == SCOPE_LOCAL && v->level >= VERIFY_TILE_LINEAR) ||
+		   (buf->scope == SCOPE_FRAGMENT && v->level == VERIFY_LOWERED);
+	int rank = one ? 1 : buf->rank;
 	if (nidx >= 0 && nidx != rank)
 		return fail(v, arena_printf(v->arena, "%s indexes '%s' (rank %d) with %d indices", what,
 					    buf->name, rank, nidx));
 	return true;
 }
 
-static bool expr_ok(V *v, const Expr *e);
+static bool expr_ok(Verifier *v, const Expr *e);
+
+/* Per-thread registers: a local array, or a fragment not yet turned into one. */
+static bool registers(const Verifier *v, const Buffer *b)
+{
+	return b->scope == SCOPE_LOCAL || (b->scope == SCOPE_FRAGMENT && v->level == VERIFY_LOWERED);
+}
+
+static int64_t register_count(const Buffer *b)
+{
+	return b->scope == SCOPE_LOCAL ? b->local_size : b->layout.regs;
+}
 
 /* Every expression of a list (indices, call arguments). */
-static bool exprs_ok(V *v, Expr *const *es, int n)
+static bool exprs_ok(Verifier *v, Expr *const *es, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (!expr_ok(v, es[i]))
@@ -41,7 +55,7 @@ static bool exprs_ok(V *v, Expr *const *es, int n)
 	return true;
 }
 
-static bool expr_ok(V *v, const Expr *e)
+static bool expr_ok(Verifier *v, const Expr *e)
 {
 	if (!e)
 		return fail(v, "missing expression");
@@ -95,11 +109,17 @@ static bool expr_ok(V *v, const Expr *e)
 	return fail(v, "unknown expression kind");
 }
 
-static bool stmt_ok(V *v, const Stmt *s)
+static bool stmt_ok(Verifier *v, const Stmt *s)
 {
 	if (!s)
 		return fail(v, "missing statement");
-	bool thread = v->level == VERIFY_THREAD;
+	bool thread = v->level >= VERIFY_LOWERED;
+	if ((int)s->kind >= ST_COUNT)
+		return fail(v, "unknown statement kind");
+	if (stmt_level(s->kind) == STMT_TILE && thread)
+		return fail(v, arena_printf(v->arena, "%s after lowering", stmt_spelling(s->kind)));
+	if (stmt_level(s->kind) == STMT_THREAD && !thread)
+		return fail(v, arena_printf(v->arena, "%s before lowering", stmt_spelling(s->kind)));
 	switch (s->kind) {
 	case ST_SEQ:
 		for (int i = 0; i < s->nbody; i++)
@@ -145,24 +165,14 @@ static bool stmt_ok(V *v, const Stmt *s)
 		}
 		return stmt_ok(v, s->then_s);
 	case ST_COPY:
-		if (thread)
-			return fail(v, "copy after lowering");
 		return buf_ok(v, s->src.buf, -1, "copy") && buf_ok(v, s->dst.buf, -1, "copy");
 	case ST_FILL:
-		if (thread)
-			return fail(v, "fill after lowering");
 		return buf_ok(v, s->buf, -1, "fill") && expr_ok(v, s->value);
 	case ST_GEMM:
-		if (thread)
-			return fail(v, "gemm after lowering");
 		return buf_ok(v, s->a, -1, "gemm") && buf_ok(v, s->b, -1, "gemm") && buf_ok(v, s->c, -1, "gemm");
 	case ST_REDUCE:
-		if (thread)
-			return fail(v, "reduce after lowering");
 		return buf_ok(v, s->src_buf, -1, "reduce") && buf_ok(v, s->buf, -1, "reduce");
 	case ST_VCOPY:
-		if (!thread)
-			return fail(v, "vcopy before lowering");
 		if (s->lanes < 1 || s->lanes > 16)
 			return fail(v, "vcopy with a bad lane count");
 		return buf_ok(v, s->buf, s->nidx, "vcopy") && buf_ok(v, s->src_buf, s->nsrc_idx, "vcopy") &&
@@ -172,54 +182,45 @@ static bool stmt_ok(V *v, const Stmt *s)
 	case ST_CP_WAIT:
 		return true;
 	case ST_LDMATRIX:
-		if (!thread)
-			return fail(v, "ldmatrix before lowering");
-		if ((s->lanes != 1 && s->lanes != 2 && s->lanes != 4) || s->nidx != 1 || !expr_ok(v, s->idx[0]))
+		if ((s->matrices != 1 && s->matrices != 2 && s->matrices != 4) || s->nidx != 1 || !expr_ok(v, s->idx[0]))
 			return fail(v, "malformed ldmatrix");
 		if (!buf_ok(v, s->buf, 1, "ldmatrix") || !buf_ok(v, s->src_buf, s->nsrc_idx, "ldmatrix"))
 			return false;
-		if (v->k->bufs[s->buf].scope != SCOPE_LOCAL || v->k->bufs[s->buf].elem != TY_U32 ||
+		if (!registers(v, &v->k->bufs[s->buf]) || v->k->bufs[s->buf].elem != TY_U32 ||
 		    v->k->bufs[s->src_buf].scope != SCOPE_SHARED || type_bytes(v->k->bufs[s->src_buf].elem) != 2)
 			return fail(v, "ldmatrix moves 16-bit shared elements into u32 registers");
 		return true;
 	case ST_MMA:
-		if (!thread)
-			return fail(v, "mma before lowering");
-		if (s->nidx != 3 || !buf_ok(v, s->a, 1, "mma") || !buf_ok(v, s->b, 1, "mma") || !buf_ok(v, s->c, 1, "mma"))
+		if (!buf_ok(v, s->a, 1, "mma") || !buf_ok(v, s->b, 1, "mma") || !buf_ok(v, s->c, 1, "mma") ||
+		    !expr_ok(v, s->a_reg) || !expr_ok(v, s->b_reg) || !expr_ok(v, s->c_reg))
 			return fail(v, "malformed mma");
 		if (v->k->bufs[s->c].elem != TY_F32 || v->k->bufs[s->a].elem != TY_U32 || v->k->bufs[s->b].elem != TY_U32 ||
 		    (s->elem != TY_F16 && s->elem != TY_BF16))
 			return fail(v, "mma takes u32 operand registers and an f32 accumulator");
 		return true;
 	case ST_CP_ASYNC:
-		if (!thread)
-			return fail(v, "cp.async before lowering");
 		if (!buf_ok(v, s->buf, s->nidx, "cp.async") || !buf_ok(v, s->src_buf, s->nsrc_idx, "cp.async") ||
-		    !s->value || !expr_ok(v, s->value))
+		    !s->src_bytes || !expr_ok(v, s->src_bytes))
 			return false;
 		if (v->k->bufs[s->buf].scope != SCOPE_SHARED || v->k->bufs[s->src_buf].scope != SCOPE_GLOBAL)
 			return fail(v, "cp.async copies global to shared");
 		return true;
 	case ST_WGMMA_COMMIT:
 	case ST_FENCE_PROXY_ASYNC:
-		if (!thread)
-			return fail(v, "wgmma or proxy fence before lowering");
 		return true;
 	case ST_WGMMA_FENCE:
 	case ST_WGMMA_WAIT:
 	case ST_WGMMA: {
-		if (!thread)
-			return fail(v, "wgmma before lowering");
 		if (!buf_ok(v, s->c, 1, "wgmma"))
 			return false;
 		const Buffer *C = &v->k->bufs[s->c];
-		if (C->scope != SCOPE_LOCAL || C->elem != TY_F32 || s->lanes < 4 || s->lanes > 128 || s->lanes % 4 ||
-		    s->lanes > C->local_size)
+		if (!registers(v, C) || C->elem != TY_F32 || s->acc_regs < 4 || s->acc_regs > 128 || s->acc_regs % 4 ||
+		    s->acc_regs > register_count(C))
 			return fail(v, "wgmma's accumulator is 4 to 128 f32 registers, a multiple of 4, of a local buffer");
 		if (s->kind != ST_WGMMA)
 			return true;
-		if (!buf_ok(v, s->a, s->nsrc_idx, "wgmma") || !buf_ok(v, s->b, s->nidx, "wgmma") ||
-		    !exprs_ok(v, s->src_idx, s->nsrc_idx) || !exprs_ok(v, s->idx, s->nidx))
+		if (!buf_ok(v, s->a, s->na_start, "wgmma") || !buf_ok(v, s->b, s->nb_start, "wgmma") ||
+		    !exprs_ok(v, s->a_start, s->na_start) || !exprs_ok(v, s->b_start, s->nb_start))
 			return false;
 		const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
 		if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->swizzle != SWIZZLE_128B ||
@@ -236,7 +237,7 @@ static bool stmt_ok(V *v, const Stmt *s)
 
 const char *ir_verify(Arena *a, const Kernel *k, VerifyLevel level)
 {
-	V v = {a, k, level, NULL};
+	Verifier v = {a, k, level, NULL};
 	for (int i = 0; i < k->nparams; i++) {
 		const struct KParam *p = &k->params[i];
 		if (p->is_buffer ? (p->index < 0 || p->index >= k->nbufs || k->bufs[p->index].scope != SCOPE_GLOBAL)
@@ -246,7 +247,7 @@ const char *ir_verify(Arena *a, const Kernel *k, VerifyLevel level)
 	for (int i = 0; i < k->grid_rank; i++)
 		if (!expr_ok(&v, k->grid[i]))
 			return v.err;
-	if (level == VERIFY_THREAD && k->nthreads <= 0)
+	if (level >= VERIFY_LOWERED && k->nthreads <= 0)
 		return "thread count not specialized";
 	stmt_ok(&v, k->body);
 	return v.err;

@@ -37,18 +37,26 @@ typedef struct {
 	int ngemms, cap_gemms;
 	int anchor;       /* a fragment of the loop's shape in it, or -1 */
 	bool ok;
-} L;
+	/* Found by find_row_parents: each class's parent class (-1: none); pairs of
+	 * parents of different shapes whose rows one class holds (alt_first[i]
+	 * the first use, alt[i] the other); row groups (union-find over classes) */
+	int *up;
+	Derived *alt, *alt_first;
+	int nalt;
+	int *rg;
+	FragLayout *mma; /* by class: the MMA layout choose_mma_layouts gave it */
+} Inference;
 
-static int find(L *l, int b)
+static int find(Inference *l, int b)
 {
 	while (l->parent[b] != b)
 		b = l->parent[b] = l->parent[l->parent[b]];
 	return b;
 }
 
-static void unite(L *l, int a, int b) { l->parent[find(l, a)] = find(l, b); }
+static void unite(Inference *l, int a, int b) { l->parent[find(l, a)] = find(l, b); }
 
-static void add_derived(L *l, int child, int parent, SrcLoc loc)
+static void add_derived(Inference *l, int child, int parent, SrcLoc loc)
 {
 	if (l->nderived == l->cap_derived) {
 		int cap = l->cap_derived ? l->cap_derived * 2 : 8;
@@ -67,7 +75,7 @@ static const char HINT[] =
 	"element [i, ...] of a fragment without the last dimension (broadcast along it); to read elements "
 	"in another pattern, stage the data through shared memory (alloc_shared)";
 
-static bool is_frag(const L *l, int b) { return l->k->bufs[b].scope == SCOPE_FRAGMENT; }
+static bool is_frag(const Inference *l, int b) { return l->k->bufs[b].scope == SCOPE_FRAGMENT; }
 
 /* Is fragment b of the loop's full shape (full) or the shape without its last
  * dimension (rows)?  A 1-D loop's rows shape is [1]. */
@@ -95,7 +103,7 @@ static bool indexed_by_loop(const Stmt *p, Expr **idx, int n, bool rows)
 }
 
 /* Checks one access to a fragment at `idx` and records what it implies. */
-static void check_access(L *l, int buf, Expr **idx, int n, SrcLoc loc)
+static void check_access(Inference *l, int buf, Expr **idx, int n, SrcLoc loc)
 {
 	if (!is_frag(l, buf))
 		return;
@@ -141,14 +149,14 @@ static void check_access(L *l, int buf, Expr **idx, int n, SrcLoc loc)
 
 static Expr *visit_expr(void *ctx, Expr *e)
 {
-	L *l = ctx;
+	Inference *l = ctx;
 	if (e->kind == EX_LOAD)
 		check_access(l, e->buf, e->args, e->nargs, e->loc);
 	return e;
 }
 
 /* The first fragment of the loop's full shape used in s, or -1. */
-static int full_in_expr(const L *l, const Expr *e)
+static int full_in_expr(const Inference *l, const Expr *e)
 {
 	if (!e)
 		return -1;
@@ -164,7 +172,7 @@ static int full_in_expr(const L *l, const Expr *e)
 	return r;
 }
 
-static int full_in(const L *l, const Stmt *s)
+static int full_in(const Inference *l, const Stmt *s)
 {
 	if (!s)
 		return -1;
@@ -186,24 +194,21 @@ static int full_in(const L *l, const Stmt *s)
 
 int loop_full_fragment(const Kernel *k, const Stmt *loop)
 {
-	L l = {0};
+	Inference l = {0};
 	l.k = (Kernel *)k;
 	l.loop = loop;
 	return full_in(&l, loop->then_s);
 }
 
+/* The name diagnostics give a tile operation (ir.h's table), or NULL. */
 static const char *tile_op_name(StmtKind k)
 {
-	switch (k) {
-	case ST_COPY: return "copy";
-	case ST_FILL: return "fill";
-	case ST_GEMM: return "gemm";
-	case ST_REDUCE: return "a reduction";
-	default: return NULL;
-	}
+	if (stmt_level(k) != STMT_TILE)
+		return NULL;
+	return k == ST_REDUCE ? "a reduction" : stmt_spelling(k);
 }
 
-static void visit_stmt(L *l, Stmt *s)
+static void visit_stmt(Inference *l, Stmt *s)
 {
 	if (!s)
 		return;
@@ -268,39 +273,29 @@ static void visit_stmt(L *l, Stmt *s)
 	visit_stmt(l, s->else_s);
 }
 
-bool pass_infer_layouts(PassContext *pc, Kernel *k)
+/* Each class's parent class (from broadcasts and reductions), or -1.  A
+ * class may hold the rows of two parents of different shapes (the rows of
+ * S [BM, BN] rescaling O [BM, D] in attention) when both lay out their rows
+ * alike: gemm accumulators of one warp grid.  Such pairs (`alt`) join the
+ * parents' row groups, which choose their warp grid together, and are
+ * checked once the layouts are known. */
+static bool find_row_parents(Inference *l)
 {
-	L l = {0};
-	l.pc = pc;
-	l.k = k;
-	l.parent = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
-	l.anchor = -1;
-	l.ok = true;
-	for (int i = 0; i < k->nbufs; i++)
-		l.parent[i] = i;
-	visit_stmt(&l, k->body);
-	if (!l.ok)
-		return false;
-
-	/* Each class's parent class (from broadcasts and reductions), or -1.  A
-	 * class may hold the rows of two parents of different shapes (the rows of
-	 * S [BM, BN] rescaling O [BM, D] in attention) when both lay out their rows
-	 * alike: gemm accumulators of one warp grid.  Such pairs (`alt`) join the
-	 * parents' row groups, which choose their warp grid together, and are
-	 * checked once the layouts are known. */
-	int *up = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+	PassContext *pc = l->pc;
+	Kernel *k = l->k;
+	int *up = l->up = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
 	Derived *up_use = ARENA_ARRAY(pc->arena, Derived, k->nbufs + 1);
-	Derived *alt = ARENA_ARRAY(pc->arena, Derived, l.nderived + 1);
-	Derived *alt_first = ARENA_ARRAY(pc->arena, Derived, l.nderived + 1);
+	Derived *alt = l->alt = ARENA_ARRAY(pc->arena, Derived, l->nderived + 1);
+	Derived *alt_first = l->alt_first = ARENA_ARRAY(pc->arena, Derived, l->nderived + 1);
 	int nalt = 0;
-	int *rg = ARENA_ARRAY(pc->arena, int, k->nbufs + 1); /* union-find: row groups of parent classes */
+	int *rg = l->rg = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
 	for (int i = 0; i < k->nbufs; i++) {
 		up[i] = -1;
 		rg[i] = i;
 	}
-	for (int i = 0; i < l.nderived; i++) {
-		Derived d = l.derived[i];
-		int c = find(&l, d.child), p = find(&l, d.parent);
+	for (int i = 0; i < l->nderived; i++) {
+		Derived d = l->derived[i];
+		int c = find(l, d.child), p = find(l, d.parent);
 		if (c == p) {
 			error_at(pc->diags, d.loc, "layout conflict: fragment '%s' would be both the rows of '%s' and share "
 						  "its layout", k->bufs[d.child].name, k->bufs[d.parent].name);
@@ -311,11 +306,11 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 			up_use[c] = d;
 			continue;
 		}
-		if (find(&l, up[c]) == p)
+		if (find(l, up[c]) == p)
 			continue;
 		if (buffer_same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
 			/* Rows of two fragments of one shape: they simply share a layout. */
-			unite(&l, up[c], p);
+			unite(l, up[c], p);
 			continue;
 		}
 		alt_first[nalt] = up_use[c];
@@ -323,27 +318,35 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 	}
 	for (int i = 0; i < k->nbufs; i++)
 		if (up[i] >= 0)
-			up[i] = find(&l, up[i]);
+			up[i] = find(l, up[i]);
 	for (int i = 0; i < nalt; i++) {
-		int a = find(&l, alt_first[i].parent), b = find(&l, alt[i].parent);
+		int a = find(l, alt_first[i].parent), b = find(l, alt[i].parent);
 		while (rg[a] != a)
 			a = rg[a];
 		while (rg[b] != b)
 			b = rg[b];
 		rg[a] = b;
 	}
+	l->nalt = nalt;
+	return true;
+}
 
-	/* gemm fixes its accumulator's class to the MMA layout, one warp grid per
-	 * row group: one column of warps (the wgmma accumulator, gemm.c) when any
-	 * gemm of the group can use wgmma and none asks for a grid, so that the
-	 * others (mma.sync, any grid) share it; else the grid that fits them all
-	 * (gemm_warp_policy). */
-	FragLayout *mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
+/* gemm fixes its accumulator's class to the MMA layout, one warp grid per
+ * row group: one column of warps (the wgmma accumulator, gemm.c) when any
+ * gemm of the group can use wgmma and none asks for a grid, so that the
+ * others (mma.sync, any grid) share it; else the grid that fits them all
+ * (gemm_warp_policy). */
+static bool choose_mma_layouts(Inference *l)
+{
+	PassContext *pc = l->pc;
+	Kernel *k = l->k;
+	int *up = l->up, *rg = l->rg;
+	FragLayout *mma = l->mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
 	bool *group_done = ARENA_ARRAY(pc->arena, bool, k->nbufs + 1);
-	for (int i = 0; i < l.ngemms; i++) {
-		const Stmt *g = l.gemms[i];
+	for (int i = 0; i < l->ngemms; i++) {
+		const Stmt *g = l->gemms[i];
 		const Buffer *C = &k->bufs[g->c];
-		if (up[find(&l, g->c)] >= 0) {
+		if (up[find(l, g->c)] >= 0) {
 			error_at(pc->diags, g->loc, "the accumulator '%s' of gemm cannot also hold the rows of another fragment",
 				 C->name);
 			return false;
@@ -354,27 +357,27 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 			return false;
 		}
 	}
-	for (int i = 0; i < l.ngemms; i++) {
-		const Stmt *g = l.gemms[i];
-		int group = find(&l, g->c);
+	for (int i = 0; i < l->ngemms; i++) {
+		const Stmt *g = l->gemms[i];
+		int group = find(l, g->c);
 		while (rg[group] != group)
 			group = rg[group];
 		if (group_done[group])
 			continue; /* chosen with an earlier gemm of the group */
 		/* The group's accumulator classes (one shape each), requests and wgmma. */
-		int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, l.ngemms), *Ns = ARENA_ARRAY(pc->arena, int64_t, l.ngemms);
-		int *cls = ARENA_ARRAY(pc->arena, int, l.ngemms);
+		int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, l->ngemms), *Ns = ARENA_ARRAY(pc->arena, int64_t, l->ngemms);
+		int *cls = ARENA_ARRAY(pc->arena, int, l->ngemms);
 		int n = 0, req_m = 0, req_n = 0;
 		bool wgmma = false;
-		for (int j = 0; j < l.ngemms; j++) {
-			const Stmt *h = l.gemms[j];
-			int r = find(&l, h->c), gr = r;
+		for (int j = 0; j < l->ngemms; j++) {
+			const Stmt *h = l->gemms[j];
+			int r = find(l, h->c), gr = r;
 			while (rg[gr] != gr)
 				gr = rg[gr];
 			if (gr != group)
 				continue;
 			if ((h->warps_m && req_m && h->warps_m != req_m) || (h->warps_n && req_n && h->warps_n != req_n)) {
-				if (find(&l, g->c) == r)
+				if (find(l, g->c) == r)
 					error_at(pc->diags, h->loc, "layout conflict: '%s' is the accumulator of gemms with different "
 								    "warp grids", k->bufs[h->c].name);
 				else
@@ -420,12 +423,22 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 			mma[cls[q]] = L;
 		}
 	}
-	/* A fragment holding rows of two parents of different shapes: fine when
-	 * both are accumulators whose rows sit in the same threads and registers
-	 * (one warp grid, frag_m pieces per warp); anything else is a conflict,
-	 * reported at both uses. */
+	return true;
+}
+
+/* A fragment holding rows of two parents of different shapes: fine when
+ * both are accumulators whose rows sit in the same threads and registers
+ * (one warp grid, frag_m pieces per warp); anything else is a conflict,
+ * reported at both uses. */
+static bool check_row_sharing(Inference *l)
+{
+	PassContext *pc = l->pc;
+	Kernel *k = l->k;
+	const Derived *alt = l->alt, *alt_first = l->alt_first;
+	const FragLayout *mma = l->mma;
+	int nalt = l->nalt;
 	for (int i = 0; i < nalt; i++) {
-		const FragLayout *a = &mma[find(&l, alt_first[i].parent)], *b = &mma[find(&l, alt[i].parent)];
+		const FragLayout *a = &mma[find(l, alt_first[i].parent)], *b = &mma[find(l, alt[i].parent)];
 		if (a->kind == LAYOUT_MMA && b->kind == LAYOUT_MMA && a->warps_m == b->warps_m &&
 		    a->warps_n == b->warps_n && a->frag_m == b->frag_m)
 			continue;
@@ -444,9 +457,17 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 			k->bufs[f->child].name, k->bufs[f->parent].name, HINT);
 		return false;
 	}
+	return true;
+}
+
+static bool give_mma_layouts(Inference *l)
+{
+	PassContext *pc = l->pc;
+	Kernel *k = l->k;
+	const FragLayout *mma = l->mma;
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
-		if (!is_frag(&l, i) || mma[find(&l, i)].kind != LAYOUT_MMA)
+		if (!is_frag(l, i) || mma[find(l, i)].kind != LAYOUT_MMA)
 			continue;
 		if (b->elem != TY_F32 && b->elem != TY_F16 && b->elem != TY_BF16) {
 			error_at(pc->diags, b->loc, "fragment '%s' shares the layout of a gemm accumulator, which holds 32- "
@@ -454,33 +475,40 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 			return false;
 		}
 		b->has_layout = true;
-		b->layout = mma[find(&l, i)];
+		b->layout = mma[find(l, i)];
 	}
+	return true;
+}
 
-	/* ELEMWISE classes: 16 bytes of the narrowest member per vector (a wider
-	 * member moves its vector in several 16-byte pieces, still contiguous per
-	 * thread), then halved until it divides every member's last dimension. */
+/* ELEMWISE classes: 16 bytes of the narrowest member per vector (a wider
+ * member moves its vector in several 16-byte pieces, still contiguous per
+ * thread), then halved until it divides every member's last dimension. */
+static bool give_elemwise_layouts(Inference *l)
+{
+	PassContext *pc = l->pc;
+	Kernel *k = l->k;
+	const int *up = l->up;
 	int *vec = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
 	for (int i = 0; i < k->nbufs; i++)
 		vec[i] = 1;
 	for (int i = 0; i < k->nbufs; i++)
-		if (is_frag(&l, i)) {
-			int r = find(&l, i), v = 16 / type_bytes(k->bufs[i].elem);
+		if (is_frag(l, i)) {
+			int r = find(l, i), v = 16 / type_bytes(k->bufs[i].elem);
 			if (v > vec[r])
 				vec[r] = v;
 		}
 	for (int i = 0; i < k->nbufs; i++)
-		if (is_frag(&l, i)) {
-			int r = find(&l, i);
+		if (is_frag(l, i)) {
+			int r = find(l, i);
 			const Buffer *b = &k->bufs[i];
 			while (vec[r] > 1 && b->tile_shape[b->rank - 1] % vec[r])
 				vec[r] /= 2;
 		}
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
-		if (!is_frag(&l, i) || up[find(&l, i)] >= 0 || b->has_layout)
+		if (!is_frag(l, i) || up[find(l, i)] >= 0 || b->has_layout)
 			continue;
-		int v = vec[find(&l, i)];
+		int v = vec[find(l, i)];
 		int64_t vectors = (buffer_elems(b) + v - 1) / v;
 		b->has_layout = true;
 		b->layout.kind = LAYOUT_ELEMWISE;
@@ -489,11 +517,19 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		b->layout.chunks = (int)((vectors + k->nthreads - 1) / k->nthreads);
 		b->layout.regs = b->layout.chunks * v;
 	}
-	/* ROWS classes take their parent's layout, one register per parent chunk;
-	 * rows of an MMA class, one register per row a thread's pieces cover. */
+	return true;
+}
+
+/* ROWS classes take their parent's layout, one register per parent chunk;
+ * rows of an MMA class, one register per row a thread's pieces cover. */
+static bool give_rows_layouts(Inference *l)
+{
+	PassContext *pc = l->pc;
+	Kernel *k = l->k;
+	const int *up = l->up;
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
-		int p = is_frag(&l, i) ? up[find(&l, i)] : -1;
+		int p = is_frag(l, i) ? up[find(l, i)] : -1;
 		if (p < 0)
 			continue;
 		const Buffer *pb = &k->bufs[p];
@@ -516,8 +552,15 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		for (int d = 0; d < pb->rank; d++)
 			b->layout.parent_shape[d] = pb->tile_shape[d];
 	}
-	/* Registers are finite: a thread holding more than 256 elements of one
-	 * fragment would spill; say so rather than emit slow code silently. */
+	return true;
+}
+
+/* Registers are finite: a thread holding more than 256 elements of one
+ * fragment would spill; say so rather than emit slow code silently. */
+static bool check_register_limit(Inference *l)
+{
+	PassContext *pc = l->pc;
+	Kernel *k = l->k;
 	for (int i = 0; i < k->nbufs; i++) {
 		Buffer *b = &k->bufs[i];
 		if (b->has_layout && b->layout.regs > 256) {
@@ -528,4 +571,19 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
 		}
 	}
 	return true;
+}
+
+bool pass_infer_layouts(PassContext *pc, Kernel *k)
+{
+	Inference l = {0};
+	l.pc = pc;
+	l.k = k;
+	l.parent = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+	l.anchor = -1;
+	l.ok = true;
+	for (int i = 0; i < k->nbufs; i++)
+		l.parent[i] = i;
+	visit_stmt(&l, k->body); /* classes of fragments that share a layout, rows, gemms */
+	return l.ok && find_row_parents(&l) && choose_mma_layouts(&l) && check_row_sharing(&l) &&
+	       give_mma_layouts(&l) && give_elemwise_layouts(&l) && give_rows_layouts(&l) && check_register_limit(&l);
 }

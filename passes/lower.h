@@ -1,6 +1,16 @@
-/* lower.h: what the lowering files share (lower_tiles.c, gemm.c,
- * software_pipeline.c): the lowering context and small IR builders.
- * Everything here is internal to passes/. */
+/* lower.h: what the lowering files share: the lowering context, the IR
+ * builders (lower_build.c) and each file's entry points.  Everything here is
+ * internal to passes/.
+ *
+ *   lower_tiles.c         the steps of the lowering, and lw_lower_stmt, which
+ *                         sends each tile statement to its file:
+ *   lower_copy.c            copy and fill
+ *   lower_reduce.c          reductions
+ *   lower_parallel.c        parallel loops
+ *   gemm.c                  gemm (mma.sync; wgmma on sm_90a)
+ *   software_pipeline.c     pipelined loops
+ *   lower_build.c         the builders
+ */
 #ifndef TILEC_LOWER_H
 #define TILEC_LOWER_H
 
@@ -11,11 +21,10 @@ typedef struct {
 	Kernel *k;
 	Arena *a;
 	int tid;     /* the thread index variable */
-	int counter; /* for fresh variable names */
 	int loops;   /* serial loops around the statement being lowered */
 } Lw;
 
-/* ---------------------------------------------------------------- lower_tiles.c */
+/* ---------------------------------------------------------------- lower_build.c */
 
 Expr *lw_i32(Lw *w, int64_t v);
 Expr *lw_var(Lw *w, int v);
@@ -24,6 +33,11 @@ Expr *lw_and(Lw *w, Expr *x, Expr *y); /* x or y may be NULL (true) */
 Expr *lw_unary_not(Lw *w, Expr *x);
 Expr *lw_zero(Lw *w, TypeKind t);
 Expr **lw_idx1(Lw *w, Expr *x);
+Expr *lw_clone(Lw *w, Expr *e);
+Expr *lw_add(Lw *w, Expr *x, Expr *y);         /* folding, as ex_add */
+Expr *lw_mul_c(Lw *w, Expr *x, int64_t c);     /* x * c, folding */
+Expr *lw_div_c(Lw *w, Expr *x, int64_t c);     /* x / c */
+Expr *lw_mod_c(Lw *w, Expr *x, int64_t c);     /* x % c */
 int lw_fresh(Lw *w, const char *base, VarKind kind);              /* a new i32 variable */
 int lw_let(Lw *w, StmtList *out, const char *name, Expr *value); /* let NAME = value */
 int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n);
@@ -34,6 +48,20 @@ Stmt *lw_barrier(Lw *w);
 Stmt *lw_store(Lw *w, int buf, Expr **idx, int n, Expr *value); /* converts value to the element type */
 Stmt *lw_fenced(Lw *w, Stmt *s);                                 /* barrier; s; barrier */
 void lw_coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out);
+/* How the vectors of a tile are dealt to threads: chunk c of thread tid
+ * starts at flat element (c * threads + tid) * vec. */
+typedef struct {
+	int vec;
+	int chunks;
+	int64_t total;
+	bool guard; /* the last chunk can fall off the tile */
+} Deal;
+Deal lw_deal(Lw *w, int vec, int64_t total);
+/* Row and column of register (fm, fn, r) of an MMA fragment, for this thread. */
+void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr **row, Expr **col);
+bool lw_writes_shared(const Lw *w, int buf);
+Expr *lw_mma_row(Lw *w, const FragLayout *L, Expr *reg); /* the row of register reg of an MMA_ROWS fragment */
+bool lw_is_rows(const Buffer *b);                        /* ROWS or MMA_ROWS */
 int lw_coop_vec(const Buffer *tile, TypeKind other);
 int lw_piece_lanes(TypeKind a, TypeKind b, int n);
 void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n, int last_d,
@@ -44,16 +72,34 @@ void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr 
  * access; cp.async when async) and the masked path (zeros read outside the
  * tensor, nothing written there).  stage: the leading index of a staged
  * shared tile, or NULL. */
+/* ---------------------------------------------------------------- lower_copy.c */
+
 void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, Expr *creg, Expr **t, int vec,
 		    Expr *stage, bool async, SrcLoc loc);
+Stmt *lower_copy(Lw *w, Stmt *s);
+Stmt *lower_fill(Lw *w, Stmt *s);
+Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);
+Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);
+
+/* ---------------------------------------------------------------- lower_reduce.c */
+
+Stmt *lower_reduce(Lw *w, Stmt *s);     /* src ELEMWISE, dst its ROWS */
+Stmt *lower_reduce_mma(Lw *w, Stmt *s); /* src MMA, dst its MMA_ROWS */
+/* Drops the guard barriers of reduction scratch that other barriers already
+ * order (the drop-scratch-barriers step). */
+void lower_drop_scratch_guards(Stmt *s, const Stmt *loop_body);
+
+/* ---------------------------------------------------------------- lower_parallel.c */
+
+Stmt *lower_parallel(Lw *w, Stmt *s);
+
+/* ---------------------------------------------------------------- lower_tiles.c */
+
+Lw lw_begin(PassContext *pc, Kernel *k);
 Stmt *lw_lower_stmt(Lw *w, Stmt *s);
 
 /* ---------------------------------------------------------------- gemm.c */
 
-/* Row and column of register (fm, fn, r) of an MMA fragment, for this thread. */
-void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr **row, Expr **col);
-Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);
-Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);
 Stmt *lower_gemm(Lw *w, Stmt *s);
 /* gemm_wgmma_eligible, and layout.c gave the accumulator the warpgroup grid. */
 bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s);

@@ -225,7 +225,7 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
 	for (int d = 0; d < R; d++)
 		cp->src_idx[d] = d < lead ? ex_clone(w->a, gr->origin[d])
 					  : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[d - lead]));
-	cp->value = lw_i32(w, 16);
+	cp->src_bytes = lw_i32(w, 16);
 	cp->lanes = vec;
 	stlist_push(w->a, &body, cp);
 	Stmt *inner = stlist_seq(w->a, &body, loc);
@@ -288,61 +288,65 @@ static Stmt *produce_all(Lw *w, StmtList *producers, int loop_var, Expr *iter, E
 	return stlist_seq(w->a, &l, NO_LOC);
 }
 
-static Stmt *simple(Lw *w, StmtKind kind, int n)
+/* cp.async.commit_group, cp.async.wait_group PENDING, fence.proxy.async */
+static Stmt *async_stmt(Lw *w, StmtKind kind, int pending)
 {
 	Stmt *s = st_new(w->a, kind, NO_LOC);
-	s->stages = n;
+	s->pending = pending;
 	return s;
 }
 
-Stmt *lower_pipelined(Lw *w, Stmt *s)
+/* The loop body's leading producer copies and the consumers after them;
+ * false (reported) if a producer comes after a consumer. */
+static bool split_body(Lw *w, Stmt *s, StmtList *producers, StmtList *consumers)
 {
 	Kernel *k = w->k;
-	StmtList all = {0}, producers = {0}, consumers = {0};
+	StmtList all = {0};
 	flatten(w->a, s->then_s, &all);
 	int i = 0;
 	for (; i < all.n && is_producer(k, all.items[i]); i++)
-		stlist_push(w->a, &producers, all.items[i]);
+		stlist_push(w->a, producers, all.items[i]);
 	for (; i < all.n; i++) {
 		if (is_producer(k, all.items[i])) {
 			error_at(w->pc->diags, all.items[i]->loc, "in a pipelined loop, the copies of global tiles into shared "
 								  "memory must be the loop's first statements (write their origins "
 								  "in terms of the loop variable, without a let before them)");
-			return NULL;
+			return false;
 		}
-		stlist_push(w->a, &consumers, all.items[i]);
+		stlist_push(w->a, consumers, all.items[i]);
 	}
-	if (!producers.n) { /* nothing to overlap: an ordinary loop */
-		s->for_kind = FOR_SERIAL;
-		s->then_s = lw_lower_stmt(w, s->then_s);
-		return s;
-	}
-	int S = s->stages;
-	bool reused = false;
-	bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
-	for (int p = 0; p < producers.n; p++) {
-		int b = producers.items[p]->dst.buf;
+	return true;
+}
+
+/* Gives each tile a producer fills S copies (a leading stage dimension) and
+ * marks it in staged[]; *reused: a tile an earlier pipelined loop staged.
+ * False (reported) if a tile cannot be staged. */
+static bool stage_tiles(Lw *w, const Stmt *s, const StmtList *producers, int S, bool *staged, bool *reused)
+{
+	Kernel *k = w->k;
+	for (int p = 0; p < producers->n; p++) {
+		int b = producers->items[p]->dst.buf;
 		if (staged[b]) {
-			error_at(w->pc->diags, producers.items[p]->loc, "'%s' is filled twice in one pipelined iteration",
+			error_at(w->pc->diags, producers->items[p]->loc, "'%s' is filled twice in one pipelined iteration",
 				 k->bufs[b].name);
-			return NULL;
+			return false;
 		}
 		/* (A tile staged already was checked by the first loop that staged it.) */
 		if (!k->bufs[b].stages && stmt_uses(k, k->body, s, b, S)) {
-			error_at(w->pc->diags, producers.items[p]->loc, "'%s' is filled by this pipelined loop, which keeps %d "
-									"copies of it, so it cannot be used outside the loop",
+			error_at(w->pc->diags, producers->items[p]->loc, "'%s' is filled by this pipelined loop, which keeps %d "
+									 "copies of it, so it cannot be used outside the loop",
 				 k->bufs[b].name, S);
-			return NULL;
+			return false;
 		}
 		staged[b] = true;
 		Buffer *B = &k->bufs[b];
 		if (B->stages) { /* staged by an earlier pipelined loop of S stages */
-			reused = true;
+			*reused = true;
 			continue;
 		}
 		if (B->rank >= TL_MAX_RANK) {
 			error_at(w->pc->diags, B->loc, "'%s' has too many dimensions to be staged by a pipelined loop", B->name);
-			return NULL;
+			return false;
 		}
 		for (int d = B->rank; d > 0; d--) {
 			B->tile_shape[d] = B->tile_shape[d - 1];
@@ -353,6 +357,70 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 		B->rank++;
 		B->stages = S;
 	}
+	return true;
+}
+
+/* One iteration of the steady state, after its lets (in `it`): wait for the
+ * stage, publish it, fetch S - 1 ahead, consume. */
+static void steady_iteration(Lw *w, StmtList *it, int S, bool proxy, Stmt *issue, Stmt *use)
+{
+	if (S == 1) {
+		/* One buffer: fetch, wait, publish, compute, and wait for every reader
+		 * before the next fetch overwrites it. */
+		stlist_push(w->a, it, issue);
+		stlist_push(w->a, it, async_stmt(w, ST_CP_COMMIT, 0));
+		stlist_push(w->a, it, async_stmt(w, ST_CP_WAIT, 0));
+		if (proxy)
+			stlist_push(w->a, it, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
+		stlist_push(w->a, it, lw_barrier(w));
+		stlist_push(w->a, it, use);
+		stlist_push(w->a, it, lw_barrier(w));
+		return;
+	}
+	/* One barrier per iteration: it publishes stage k (after this thread's
+	 * wait) and also proves that every thread finished iteration k-1, whose
+	 * stage, (k-1) % S = (k+S-1) % S, is the one the fetch then refills. */
+	stlist_push(w->a, it, async_stmt(w, ST_CP_WAIT, S - 2));
+	if (proxy)
+		stlist_push(w->a, it, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
+	stlist_push(w->a, it, lw_barrier(w));
+	/* wgmma runs asynchronously until its wait: when the consumers end in
+	 * wgmma waits, issue the multiplies first and the fetch while they run
+	 * (the fetch refills the stage of iteration k-1, which every thread,
+	 * wait included, finished before the barrier). */
+	int nwait = 0;
+	if (use->kind == ST_SEQ)
+		while (nwait < use->nbody && use->body[use->nbody - 1 - nwait]->kind == ST_WGMMA_WAIT)
+			nwait++;
+	if (nwait) {
+		use->nbody -= nwait;
+		stlist_push(w->a, it, use);
+	}
+	stlist_push(w->a, it, issue);
+	stlist_push(w->a, it, async_stmt(w, ST_CP_COMMIT, 0));
+	if (nwait)
+		for (int i = 0; i < nwait; i++)
+			stlist_push(w->a, it, use->body[use->nbody + i]);
+	else
+		stlist_push(w->a, it, use);
+}
+
+Stmt *lower_pipelined(Lw *w, Stmt *s)
+{
+	Kernel *k = w->k;
+	StmtList producers = {0}, consumers = {0};
+	if (!split_body(w, s, &producers, &consumers))
+		return NULL;
+	if (!producers.n) { /* nothing to overlap: an ordinary loop */
+		s->for_kind = FOR_SERIAL;
+		s->then_s = lw_lower_stmt(w, s->then_s);
+		return s;
+	}
+	int S = s->stages;
+	bool reused = false;
+	bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
+	if (!stage_tiles(w, s, &producers, S, staged, &reused))
+		return NULL;
 	int kv = s->vars[0];
 	StmtList out = {0};
 	/* Inside another loop, or filling tiles an earlier pipelined loop read,
@@ -364,7 +432,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 	for (int p = 0; p < S - 1; p++) {
 		Stmt *issue = produce_all(w, &producers, kv, lw_i32(w, p), lw_i32(w, p));
 		stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)), issue, NULL));
-		stlist_push(w->a, &out, simple(w, ST_CP_COMMIT, 0));
+		stlist_push(w->a, &out, async_stmt(w, ST_CP_COMMIT, 0));
 	}
 	/* Steady state. */
 	StmtList it = {0};
@@ -385,45 +453,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 	bool proxy = false;
 	for (int b = 0; b < k->nbufs; b++)
 		proxy |= staged[b] && k->bufs[b].swizzle == SWIZZLE_128B;
-	if (S == 1) {
-		/* One buffer: fetch, wait, publish, compute, and wait for every reader
-		 * before the next fetch overwrites it. */
-		stlist_push(w->a, &it, issue);
-		stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
-		stlist_push(w->a, &it, simple(w, ST_CP_WAIT, 0));
-		if (proxy)
-			stlist_push(w->a, &it, simple(w, ST_FENCE_PROXY_ASYNC, 0));
-		stlist_push(w->a, &it, lw_barrier(w));
-		stlist_push(w->a, &it, use);
-		stlist_push(w->a, &it, lw_barrier(w));
-	} else {
-		/* One barrier per iteration: it publishes stage k (after this thread's
-		 * wait) and also proves that every thread finished iteration k-1, whose
-		 * stage, (k-1) % S = (k+S-1) % S, is the one the fetch then refills. */
-		stlist_push(w->a, &it, simple(w, ST_CP_WAIT, S - 2));
-		if (proxy)
-			stlist_push(w->a, &it, simple(w, ST_FENCE_PROXY_ASYNC, 0));
-		stlist_push(w->a, &it, lw_barrier(w));
-		/* wgmma runs asynchronously until its wait: when the consumers end in
-		 * wgmma waits, issue the multiplies first and the fetch while they run
-		 * (the fetch refills the stage of iteration k-1, which every thread,
-		 * wait included, finished before the barrier). */
-		int nwait = 0;
-		if (use->kind == ST_SEQ)
-			while (nwait < use->nbody && use->body[use->nbody - 1 - nwait]->kind == ST_WGMMA_WAIT)
-				nwait++;
-		if (nwait) {
-			use->nbody -= nwait;
-			stlist_push(w->a, &it, use);
-		}
-		stlist_push(w->a, &it, issue);
-		stlist_push(w->a, &it, simple(w, ST_CP_COMMIT, 0));
-		if (nwait)
-			for (int i = 0; i < nwait; i++)
-				stlist_push(w->a, &it, use->body[use->nbody + i]);
-		else
-			stlist_push(w->a, &it, use);
-	}
+	steady_iteration(w, &it, S, proxy, issue, use);
 	Stmt *loop = st_new(w->a, ST_FOR, s->loc);
 	loop->for_kind = FOR_SERIAL;
 	loop->nvars = 1;
@@ -432,6 +462,6 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
 	loop->then_s = stlist_seq(w->a, &it, s->loc);
 	stlist_push(w->a, &out, loop);
 	/* Epilogue: no copy may still be landing when the tiles are reused. */
-	stlist_push(w->a, &out, simple(w, ST_CP_WAIT, 0));
+	stlist_push(w->a, &out, async_stmt(w, ST_CP_WAIT, 0));
 	return stlist_seq(w->a, &out, s->loc);
 }

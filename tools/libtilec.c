@@ -238,7 +238,7 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	if (!m)
 		goto finish;
 	PassContext pc = {r->arena, &d, arch_sm(arch), !strcmp(arch, "sm_90a")};
-	const char *dump_after = emit == TILEC_EMIT_TIR ? "all" : opt ? opt->dump_after : NULL;
+	const char *dump_after = emit == TILEC_EMIT_TIR ? "groups" : opt ? opt->dump_after : NULL;
 	StrBuf *dump_to = emit == TILEC_EMIT_TIR ? &text : &dump;
 	if (emit == TILEC_EMIT_TIR) {
 		sb_puts(&text, "// ---- from the frontend\n");

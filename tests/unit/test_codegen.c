@@ -37,24 +37,24 @@ static const SrcLoc L = {1, 1};
 typedef struct {
 	Arena *a;
 	Kernel *k;
-} B;
+} KernelBuilder;
 
-static B kernel_new(Arena *a, const char *name, int threads)
+static KernelBuilder kernel_new(Arena *a, const char *name, int threads)
 {
 	Kernel *k = ARENA_NEW(a, Kernel);
 	k->name = name;
 	k->loc = (SrcLoc){3, 8};
 	k->nthreads = threads;
 	k->threads = ex_int(a, TY_I32, threads);
-	return (B){a, k};
+	return (KernelBuilder){a, k};
 }
 
-static int var(B *b, const char *name, VarKind kind, TypeKind t)
+static int var(KernelBuilder *b, const char *name, VarKind kind, TypeKind t)
 {
 	return kernel_add_var(b->a, b->k, (Var){.name = name, .kind = kind, .type = t, .loc = L});
 }
 
-static int param_var(B *b, const char *name, VarKind kind, TypeKind t)
+static int param_var(KernelBuilder *b, const char *name, VarKind kind, TypeKind t)
 {
 	int v = var(b, name, kind, t);
 	b->k->vars[v].param_index = b->k->nparams;
@@ -63,7 +63,7 @@ static int param_var(B *b, const char *name, VarKind kind, TypeKind t)
 }
 
 /* A global tensor parameter of rank 1 or 2: dims are size vars (>= 0) or -extent. */
-static int tensor(B *b, const char *name, TypeKind t, int rank, int d0, int d1)
+static int tensor(KernelBuilder *b, const char *name, TypeKind t, int rank, int d0, int d1)
 {
 	Buffer buf = {.name = name, .scope = SCOPE_GLOBAL, .elem = t, .rank = rank, .loc = L};
 	int dims[2] = {d0, d1};
@@ -75,14 +75,14 @@ static int tensor(B *b, const char *name, TypeKind t, int rank, int d0, int d1)
 	return h;
 }
 
-static int local_buf(B *b, const char *name, TypeKind t, int n)
+static int local_buf(KernelBuilder *b, const char *name, TypeKind t, int n)
 {
 	Buffer buf = {.name = name, .scope = SCOPE_LOCAL, .elem = t, .rank = 1, .local_size = n, .loc = L};
 	buf.tile_shape[0] = n;
 	return kernel_add_buffer(b->a, b->k, buf);
 }
 
-static int shared_buf(B *b, const char *name, TypeKind t, int n, int64_t offset)
+static int shared_buf(KernelBuilder *b, const char *name, TypeKind t, int n, int64_t offset)
 {
 	Buffer buf = {.name = name, .scope = SCOPE_SHARED, .elem = t, .rank = 1, .smem_offset = offset, .loc = L};
 	buf.tile_shape[0] = n;
@@ -90,18 +90,18 @@ static int shared_buf(B *b, const char *name, TypeKind t, int n, int64_t offset)
 	return kernel_add_buffer(b->a, b->k, buf);
 }
 
-static Expr *V(B *b, int v) { return ex_var(b->a, b->k, v); }
-static Expr *I(B *b, int64_t v) { return ex_int(b->a, TY_I32, v); }
-static Expr *bin(B *b, OpKind op, Expr *x, Expr *y) { return ex_binary(b->a, op, x, y); }
+static Expr *V(KernelBuilder *b, int v) { return ex_var(b->a, b->k, v); }
+static Expr *I(KernelBuilder *b, int64_t v) { return ex_int(b->a, TY_I32, v); }
+static Expr *bin(KernelBuilder *b, OpKind op, Expr *x, Expr *y) { return ex_binary(b->a, op, x, y); }
 
-static Expr **idx1(B *b, Expr *i)
+static Expr **idx1(KernelBuilder *b, Expr *i)
 {
 	Expr **v = ARENA_ARRAY(b->a, Expr *, 1);
 	v[0] = i;
 	return v;
 }
 
-static Expr **idx2(B *b, Expr *i, Expr *j)
+static Expr **idx2(KernelBuilder *b, Expr *i, Expr *j)
 {
 	Expr **v = ARENA_ARRAY(b->a, Expr *, 2);
 	v[0] = i;
@@ -109,9 +109,9 @@ static Expr **idx2(B *b, Expr *i, Expr *j)
 	return v;
 }
 
-static Expr *load1(B *b, int buf, Expr *i) { return ex_load(b->a, b->k, buf, idx1(b, i), 1); }
+static Expr *load1(KernelBuilder *b, int buf, Expr *i) { return ex_load(b->a, b->k, buf, idx1(b, i), 1); }
 
-static Stmt *seq(B *b, int n, ...)
+static Stmt *seq(KernelBuilder *b, int n, ...)
 {
 	Stmt **body = ARENA_ARRAY(b->a, Stmt *, n);
 	va_list ap;
@@ -122,7 +122,7 @@ static Stmt *seq(B *b, int n, ...)
 	return st_seq(b->a, body, n);
 }
 
-static Stmt *let(B *b, int v, Expr *value)
+static Stmt *let(KernelBuilder *b, int v, Expr *value)
 {
 	Stmt *s = st_new(b->a, ST_LET, L);
 	s->var = v;
@@ -130,14 +130,14 @@ static Stmt *let(B *b, int v, Expr *value)
 	return s;
 }
 
-static Stmt *assign(B *b, int v, Expr *value)
+static Stmt *assign(KernelBuilder *b, int v, Expr *value)
 {
 	Stmt *s = let(b, v, value);
 	s->kind = ST_ASSIGN;
 	return s;
 }
 
-static Stmt *store(B *b, int buf, Expr **idx, int n, Expr *value)
+static Stmt *store(KernelBuilder *b, int buf, Expr **idx, int n, Expr *value)
 {
 	Stmt *s = st_new(b->a, ST_STORE, L);
 	s->buf = buf;
@@ -147,16 +147,16 @@ static Stmt *store(B *b, int buf, Expr **idx, int n, Expr *value)
 	return s;
 }
 
-static Stmt *store1(B *b, int buf, Expr *i, Expr *value) { return store(b, buf, idx1(b, i), 1, value); }
+static Stmt *store1(KernelBuilder *b, int buf, Expr *i, Expr *value) { return store(b, buf, idx1(b, i), 1, value); }
 
-static Stmt *atomic1(B *b, int buf, Expr *i, Expr *value)
+static Stmt *atomic1(KernelBuilder *b, int buf, Expr *i, Expr *value)
 {
 	Stmt *s = store1(b, buf, i, value);
 	s->kind = ST_ATOMIC;
 	return s;
 }
 
-static Stmt *vcopy(B *b, int dst, Expr *di, int src, Expr *si, int lanes)
+static Stmt *vcopy(KernelBuilder *b, int dst, Expr *di, int src, Expr *si, int lanes)
 {
 	Stmt *s = st_new(b->a, ST_VCOPY, L);
 	s->buf = dst;
@@ -169,7 +169,7 @@ static Stmt *vcopy(B *b, int dst, Expr *di, int src, Expr *si, int lanes)
 	return s;
 }
 
-static Stmt *if_(B *b, Expr *c, Stmt *then_s, Stmt *else_s)
+static Stmt *if_(KernelBuilder *b, Expr *c, Stmt *then_s, Stmt *else_s)
 {
 	Stmt *s = st_new(b->a, ST_IF, L);
 	s->cond = c;
@@ -178,7 +178,7 @@ static Stmt *if_(B *b, Expr *c, Stmt *then_s, Stmt *else_s)
 	return s;
 }
 
-static Stmt *for_(B *b, ForKind kind, int v, Expr *extent, Stmt *body)
+static Stmt *for_(KernelBuilder *b, ForKind kind, int v, Expr *extent, Stmt *body)
 {
 	Stmt *s = st_new(b->a, ST_FOR, L);
 	s->for_kind = kind;
@@ -189,9 +189,9 @@ static Stmt *for_(B *b, ForKind kind, int v, Expr *extent, Stmt *body)
 	return s;
 }
 
-static Stmt *barrier(B *b) { return st_new(b->a, ST_BARRIER, L); }
+static Stmt *barrier(KernelBuilder *b) { return st_new(b->a, ST_BARRIER, L); }
 
-static void verify(B *b)
+static void verify(KernelBuilder *b)
 {
 	const char *err = ir_verify(b->a, b->k, VERIFY_THREAD);
 	CHECK(err == NULL, "kernel %s: %s", b->k->name, err);
@@ -208,7 +208,7 @@ static void verify(B *b)
  *   else { for i in serial(4) { if base + i < N { C[base+i] = A[base+i] + B[base+i] } } } */
 static Kernel *build_vector_add(Arena *a)
 {
-	B b = kernel_new(a, "vector_add", 256);
+	KernelBuilder b = kernel_new(a, "vector_add", 256);
 	int N = var(&b, "N", VAR_SIZE, TY_I32);
 	int A = tensor(&b, "A", TY_F32, 1, N, 0);
 	int Bt = tensor(&b, "B", TY_F32, 1, N, 0);
@@ -249,7 +249,7 @@ static Kernel *build_vector_add(Arena *a)
  * bf16 into H and G, and the f64 subset into D. */
 static Kernel *build_math(Arena *a)
 {
-	B b = kernel_new(a, "math", 128);
+	KernelBuilder b = kernel_new(a, "math", 128);
 	b.k->fast_math = true; /* as the frontend sets it */
 	int N = var(&b, "N", VAR_SIZE, TY_I32);
 	int X = tensor(&b, "X", TY_F32, 1, N, 0);
@@ -298,7 +298,7 @@ static Kernel *build_math(Arena *a)
 /* Every cast between every pair of element types: OUT_t[i] = (t) IN_s[i]. */
 static Kernel *build_casts(Arena *a)
 {
-	B b = kernel_new(a, "casts", 64);
+	KernelBuilder b = kernel_new(a, "casts", 64);
 	int N = var(&b, "N", VAR_SIZE, TY_I32);
 	int in[TY_COUNT], out[TY_COUNT];
 	for (int t = TY_BOOL; t < TY_COUNT; t++) {
@@ -322,7 +322,7 @@ static Kernel *build_casts(Arena *a)
 /* Every operator on every type it applies to: OUT_t[op, i] = IN_t[i] op IN_t[i+1]. */
 static Kernel *build_operators(Arena *a)
 {
-	B b = kernel_new(a, "operators", 64);
+	KernelBuilder b = kernel_new(a, "operators", 64);
 	int N = var(&b, "N", VAR_SIZE, TY_I32);
 	int in[TY_COUNT], out[TY_COUNT];
 	for (int t = TY_BOOL; t < TY_COUNT; t++) {
@@ -366,7 +366,7 @@ static Kernel *build_operators(Arena *a)
  *   R[tx] = flag ? h[2] : flags[5]                                             */
 static Kernel *build_shared(Arena *a, const char *name, int64_t smem_bytes)
 {
-	B b = kernel_new(a, name, 128);
+	KernelBuilder b = kernel_new(a, name, 128);
 	int N = var(&b, "N", VAR_SIZE, TY_I32);
 	int A = tensor(&b, "A", TY_F32, 1, N, 0);
 	int F = tensor(&b, "F", TY_BOOL, 1, N, 0);
@@ -620,7 +620,7 @@ static int64_t sw128_byte(int64_t R, int64_t r, int64_t c)
 	return byte ^ (((byte >> 7) & 7) << 4);
 }
 
-static int tile_128b(B *b, const char *name, TypeKind t, int stages, int rows, int cols, int64_t offset)
+static int tile_128b(KernelBuilder *b, const char *name, TypeKind t, int stages, int rows, int cols, int64_t offset)
 {
 	Buffer buf = {.name = name, .scope = SCOPE_SHARED, .elem = t, .smem_offset = offset, .loc = L,
 		      .swizzle = SWIZZLE_128B, .stages = stages};
@@ -637,7 +637,7 @@ static int tile_128b(B *b, const char *name, TypeKind t, int stages, int rows, i
  * [64, 64] tiles: A K-major from (0, 16), B N-major from (16, 0). */
 static Kernel *build_wgmma(Arena *a)
 {
-	B b = kernel_new(a, "wg", 128);
+	KernelBuilder b = kernel_new(a, "wg", 128);
 	int out = tensor(&b, "out", TY_F32, 1, -128, 0);
 	int tx = var(&b, "tx", VAR_THREAD_IDX, TY_I32);
 	int T = tile_128b(&b, "T", TY_U16, 2, 16, 128, 0);
@@ -660,16 +660,16 @@ static Kernel *build_wgmma(Arena *a)
 		Stmt *s = st_new(a, kind == 0 ? ST_WGMMA_FENCE : kind == 1 ? ST_WGMMA : kind == 2 ? ST_WGMMA_COMMIT
 												     : ST_WGMMA_WAIT, L);
 		s->c = acc;
-		s->lanes = 32;
+		s->acc_regs = 32;
 		if (kind == 1) {
 			s->a = As;
 			s->b = Bs;
 			s->elem = TY_F16;
-			s->trans_b = true;
-			s->src_idx = idx2(&b, I(&b, 0), I(&b, 16));
-			s->nsrc_idx = 2;
-			s->idx = idx2(&b, I(&b, 16), I(&b, 0));
-			s->nidx = 2;
+			s->b_mn_major = true;
+			s->a_start = idx2(&b, I(&b, 0), I(&b, 16));
+			s->na_start = 2;
+			s->b_start = idx2(&b, I(&b, 16), I(&b, 0));
+			s->nb_start = 2;
 		}
 		stlist_push(a, &l, s);
 	}

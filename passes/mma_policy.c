@@ -1,0 +1,89 @@
+/* mma_policy.c: the choices about tensor-core gemm that several passes ask:
+ * the warp grid of an accumulator (layout.c chooses it, gemm.c lowers with it)
+ * and whether a gemm takes wgmma (layout.c, lower_tiles.c's swizzle choice and
+ * gemm.c, before and after a pipelined loop stages its operands). */
+#include "passes.h"
+
+bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int req_wm, int req_wn, int *wm,
+		      int *wn, const char **why)
+{
+	int best_m = 0, best_n = 0;
+	int64_t best_cost = INT64_MAX;
+	for (int m = 1; m <= nwarps; m++) {
+		if (nwarps % m)
+			continue;
+		int wn_ = nwarps / m;
+		if ((req_wm && m != req_wm) || (req_wn && wn_ != req_wn))
+			continue;
+		int64_t cost = 0;
+		for (int i = 0; i < n && cost >= 0; i++) {
+			if (M[i] % (m * 16) || N[i] % (wn_ * 8)) {
+				cost = -1;
+				break;
+			}
+			/* Shared-memory traffic per warp grows with the warp tile's
+			 * perimeter; an even number of n8 pieces lets ldmatrix.x4 load B
+			 * two at a time. */
+			int64_t tm = M[i] / m, tn = N[i] / wn_;
+			cost += (tm + tn) * 4 + ((tn / 8) % 2 ? 1 : 0) + (tm < tn ? 1 : 0);
+		}
+		if (cost >= 0 && cost < best_cost) {
+			best_cost = cost;
+			best_m = m;
+			best_n = wn_;
+		}
+	}
+	if (!best_m) {
+		*why = (req_wm || req_wn) ? "the requested warp grid does not use exactly the block's warps, or does not divide the accumulator into 16x8 pieces per warp"
+			: n > 1 ? "no grid of the block's warps divides every accumulator whose rows are shared into 16x8 pieces per warp"
+				: "no grid of the block's warps divides the accumulator into 16x8 pieces per warp";
+		return false;
+	}
+	*wm = best_m;
+	*wn = best_n;
+	return true;
+}
+
+/* An operand's 2-D tile shape, without the stage dimension a pipelined loop
+ * adds (staged: the gemm reads one stage of it). */
+static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_t *cols)
+{
+	const Buffer *b = &k->bufs[buf];
+	int lead = staged ? 1 : 0;
+	if (b->rank - lead != 2)
+		return false;
+	*rows = b->tile_shape[lead];
+	*cols = b->tile_shape[lead + 1];
+	return true;
+}
+
+/* wgmma is used when:
+ *   - the target is sm_90a (wgmma does not exist on sm_90 without "a");
+ *   - A and B are f16 or bf16 shared tiles, C is f32;
+ *   - the block is whole warpgroups and C is [16 * warps, N]: one m64 slice per
+ *     warpgroup, N % 8 == 0 and N <= 256 (one wgmma covers all of N);
+ *   - warps_m / warps_n, if given, are (warps, 1);
+ *   - each operand tile [R, C] (A or B as stored, transposed or not) has
+ *     R % 8 == 0 and C % 64 == 0: whole 128-byte rows and 1024-byte atoms, so
+ *     BK = 64 or 128 for K-major operands and BM, BN multiples of 64 for
+ *     MN-major ones.
+ * Anything else takes mma.sync. */
+bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
+{
+	if (pc->sm != 90 || !pc->sm90a || k->nthreads <= 0 || k->nthreads % 128)
+		return false;
+	const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
+	if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->elem != B->elem ||
+	    (A->elem != TY_F16 && A->elem != TY_BF16) || Cb->elem != TY_F32 || Cb->rank != 2)
+		return false;
+	int nwarps = k->nthreads / 32;
+	int64_t M = Cb->tile_shape[0], N = Cb->tile_shape[1];
+	if (M != 16 * (int64_t)nwarps || N % 8 || N > 256)
+		return false;
+	if ((g->warps_m && g->warps_m != nwarps) || (g->warps_n && g->warps_n != 1))
+		return false;
+	int64_t ar, ac, br, bc;
+	if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
+		return false;
+	return ar % 8 == 0 && ac % 64 == 0 && br % 8 == 0 && bc % 64 == 0;
+}
