@@ -38,7 +38,7 @@ static int usage_error(const char *fmt, const char *arg)
 }
 
 /* The largest source read, in bytes (docs/cli.md); tilec_compile_file in
- * libtilec.c has the same limit. */
+ * compiler/libtilec.c has the same limit. */
 #define MAX_SOURCE_BYTES ((size_t)16 << 20)
 
 /* Reads a whole source, the file at path or standard input for "-", reading at
