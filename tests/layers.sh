@@ -42,7 +42,8 @@ for d in $folders; do
   for f in "$d"/*.c "$d"/*.h "$d"/*.y "$d"/*.re; do
     [ -e "$f" ] || continue
     while IFS=: read -r line text; do
-      name=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$text")
+      [[ $text =~ \"([^\"]+)\" ]] || continue
+      name=${BASH_REMATCH[1]}
       checked=$((checked + 1))
       h=${home[$(basename "$name")]:-$d} # not in the tree: generated in the includer's own folder
       [ "$h" = include ] || [ "$h" = "$d" ] && continue
