@@ -7,6 +7,7 @@
 #include "fe.h"
 #include "parse.h"
 #include "passes.h"
+#include "target.h"
 #include "tilec_build_id.h" /* TILEC_BUILD_ID: generated from the compiler's sources */
 #include "tilec_runtime.h"  /* the tilec-meta parser */
 
@@ -26,19 +27,7 @@ struct tilec_result {
 	int nkernels;
 };
 
-static int arch_sm(const char *arch)
-{
-	static const struct {
-		const char *name;
-		int sm;
-	} archs[] = {{"sm_80", 80}, {"sm_86", 86}, {"sm_89", 89}, {"sm_90", 90}, {"sm_90a", 90}};
-	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-		if (!strcmp(archs[i].name, arch))
-			return archs[i].sm;
-	return 0;
-}
-
-int tilec_arch_supported(const char *arch) { return arch && arch_sm(arch) != 0; }
+int tilec_arch_supported(const char *arch) { return target_find(arch) != NULL; }
 
 const char *tilec_version(void) { return TILEC_VERSION; }
 
@@ -154,7 +143,7 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	d.src = src;
 	d.src_len = len;
 	tilec_status status = TILEC_ERR_SOURCE;
-	const char *arch = opt && opt->arch ? opt->arch : "sm_90a";
+	const char *arch = opt && opt->arch ? opt->arch : target_default()->name;
 	if (!src && len) {
 		error_at(&d, NO_LOC, "no source text given");
 		status = TILEC_ERR_INVALID_ARGUMENT;
@@ -177,8 +166,10 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	copy[len] = 0;
 	src = copy;
 	d.src = src;
-	if (!arch_sm(arch)) {
-		error_at(&d, NO_LOC, "unknown target '%s'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a", arch);
+	const Target *target = target_find(arch);
+	if (!target) {
+		char names[128];
+		error_at(&d, NO_LOC, "unknown target '%s'; expected %s", arch, target_list(names, sizeof names, " or "));
 		status = TILEC_ERR_INVALID_ARGUMENT;
 		goto done;
 	}
@@ -237,7 +228,11 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	Module *m = sema_build(r->arena, &d, &p.kernels, defs, ndefs, opt ? opt->kernel : NULL);
 	if (!m)
 		goto finish;
-	PassContext pc = {r->arena, &d, arch_sm(arch), !strcmp(arch, "sm_90a")};
+	PassContext pc = {.arena = r->arena,
+			  .diags = &d,
+			  .sm = target->sm,
+			  .sm90a = target->sm == 90 && target->arch_specific,
+			  .target = target};
 	const char *dump_after = emit == TILEC_EMIT_TIR ? "all" : opt ? opt->dump_after : NULL;
 	StrBuf *dump_to = emit == TILEC_EMIT_TIR ? &text : &dump;
 	if (emit == TILEC_EMIT_TIR) {
@@ -250,7 +245,7 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 		status = TILEC_OK;
 		goto finish;
 	}
-	CodegenOptions co = {arch, opt_level};
+	CodegenOptions co = {target, opt_level};
 	char *llvm = NULL, *ptx = NULL;
 	const bool want_ptx = emit == TILEC_EMIT_PTX || emit == TILEC_EMIT_HEADER;
 	if (codegen_module(m, &co, &d, emit == TILEC_EMIT_LLVM ? &llvm : NULL, want_ptx ? &ptx : NULL)) {

@@ -6,14 +6,12 @@
 
 int64_t shared_memory_limit(int sm)
 {
-	/* Per-block maximum with the opt-in attribute (CUDA programming guide,
-	 * compute capabilities table). */
-	switch (sm) {
-	case 80: return 163 * 1024;
-	case 86:
-	case 89: return 99 * 1024;
-	default: return 227 * 1024;
-	}
+	/* Rows of one sm (sm_90, sm_90a) have one budget; an sm in no row gets
+	 * the newest row's. */
+	for (int i = 0; i < ntargets; i++)
+		if (targets[i].sm == sm)
+			return targets[i].shared_per_block;
+	return targets[ntargets - 1].shared_per_block;
 }
 
 bool pass_plan_shared(PassContext *pc, Kernel *k)

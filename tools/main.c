@@ -1,9 +1,11 @@
 /* main.c: the tilec command line, with clang's and nvcc's conventions. */
+#include "target.h" /* ir/target.h */
 #include "tilec.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A printf format: the list of targets and the default one (ir/target.h). */
 static const char USAGE[] =
 	"usage: tilec [options] FILE.tl\n"
 	"\n"
@@ -18,7 +21,7 @@ static const char USAGE[] =
 	"\n"
 	"options:\n"
 	"  -o FILE             write the output to FILE ('-' for stdout; default: FILE.ptx beside the input)\n"
-	"  --arch=ARCH         target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90a)\n"
+	"  --arch=ARCH         target: %s (default %s)\n"
 	"  -D NAME=VALUE       override the kernel constant NAME (also -DNAME=VALUE)\n"
 	"  --kernel NAME       compile only the kernel NAME\n"
 	"  --emit=KIND         tokens, ast, tir, llvm, ptx (default) or header (C launchers\n"
@@ -29,11 +32,14 @@ static const char USAGE[] =
 	"  --help              show this help\n"
 	"  --version           show the version\n";
 
-static int usage_error(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
 	fprintf(stderr, "tilec: error: ");
-	fprintf(stderr, fmt, arg);
+	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
+	va_end(ap);
 	return 1;
 }
 
@@ -259,7 +265,7 @@ int main(int argc, char **argv)
 {
 	tilec_options opt = {0};
 	opt.opt_level = 3;
-	opt.arch = "sm_90a";
+	opt.arch = target_default()->name;
 	const char *input = NULL, *output = NULL;
 	tilec_define *defs = calloc((size_t)argc + 1, sizeof *defs);
 	char **owned = calloc((size_t)argc + 1, sizeof *owned);
@@ -272,7 +278,9 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			rc = write_path("-", "-", USAGE, 0) ? 1 : 0;
+			char names[128], text[sizeof USAGE + sizeof names];
+			snprintf(text, sizeof text, USAGE, target_list(names, sizeof names, ", "), target_default()->name);
+			rc = write_path("-", "-", text, 0) ? 1 : 0;
 			goto out;
 		} else if (!strcmp(a, "--version")) {
 			char line[64];
@@ -290,7 +298,9 @@ int main(int argc, char **argv)
 		} else if (!strncmp(a, "--arch=", 7) || !strcmp(a, "--arch") || !strncmp(a, "-arch=", 6)) {
 			const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : (++i < argc ? argv[i] : NULL);
 			if (!v || !tilec_arch_supported(v)) {
-				rc = usage_error("unknown target '%s'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a", v ? v : "");
+				char names[128];
+				rc = usage_error("unknown target '%s'; expected %s", v ? v : "",
+						 target_list(names, sizeof names, " or "));
 				goto out;
 			}
 			opt.arch = v;
