@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "file.h" /* runtime/file.h: the one whole-file reader */
 #include "jit_internal.h"
 #include "runtime_internal.h"
 #include "target.h" /* ir/target.h: the target table the compiler reads too */
@@ -794,33 +795,18 @@ tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit
   if (!path || !out)
     return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_compile_file: %s is NULL",
                            path ? "out" : "path");
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return tl_context_fail(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  bool failed = false;
-  for (;;) {
-    if (len + 4096 > cap) {
-      cap = cap ? 2 * cap : 1 << 16;
-      char *grown = cap > ((size_t)1 << 30) ? NULL : realloc(text, cap);
-      if (!grown) {
-        free(text);
-        fclose(f);
-        return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-      }
-      text = grown;
-    }
-    size_t n = fread(text + len, 1, cap - len, f);
-    len += n;
-    if (n == 0) {
-      failed = ferror(f);
-      break;
-    }
-  }
-  fclose(f);
-  if (failed) {
-    free(text);
+  char *text;
+  size_t len;
+  int err;
+  switch (tl_read_file(path, (size_t)1 << 30, &text, &len, &err)) {
+  case TL_READ_OK:
+    break;
+  case TL_READ_CANNOT_OPEN:
+    return tl_context_fail(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(err));
+  case TL_READ_NO_MEMORY:
+  case TL_READ_TOO_LARGE: /* past 1 GiB: more than any source tilec_compile takes */
+    return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+  case TL_READ_FAILED:
     return tl_context_fail(ctx, TL_ERR_IO, "cannot read %s", path);
   }
   tl_jit_options o = opt ? *opt : tl_jit_default_options();
