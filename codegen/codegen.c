@@ -1,6 +1,6 @@
 /* codegen.c: the driver.  Per call:
  *
- *   target machine (nvptx64-nvidia-cuda, CPU = arch, +ptxNN)
+ *   target machine (nvptx64-nvidia-cuda, CPU = target name, +ptxNN: ir/target.h)
  *   -> module with the target's data layout, one function per kernel
  *   -> LLVMVerifyModule (a failure is our bug)
  *   -> new pass manager: default<On>, a scalar cleanup for straight-line modules,
@@ -34,34 +34,6 @@
 #include <string.h>
 
 #define TRIPLE "nvptx64-nvidia-cuda"
-
-/* The oldest PTX ISA that has everything the arch offers (sm_90a's wgmma and
- * setmaxnreg need 8.0). */
-static const struct {
-	const char *arch, *features, *ptx;
-} archs[] = {
-	{"sm_80", "+ptx70", "7.0"},
-	{"sm_86", "+ptx71", "7.1"},
-	{"sm_89", "+ptx78", "7.8"},
-	{"sm_90", "+ptx80", "8.0"},
-	{"sm_90a", "+ptx80", "8.0"},
-};
-
-static int arch_index(const char *arch)
-{
-	for (size_t i = 0; arch && i < sizeof archs / sizeof archs[0]; i++)
-		if (strcmp(archs[i].arch, arch) == 0)
-			return (int)i;
-	return -1;
-}
-
-bool codegen_arch_valid(const char *arch) { return arch_index(arch) >= 0; }
-
-const char *codegen_ptx_version(const char *arch)
-{
-	int i = arch_index(arch);
-	return i < 0 ? NULL : archs[i].ptx;
-}
 
 const char *codegen_llvm_version(void) { return "LLVM " LLVM_VERSION_STRING; }
 
@@ -129,7 +101,7 @@ typedef struct {
 	const Module *m;
 	Diags *d;
 	SrcLoc loc; /* of the first kernel: errors not tied to one kernel go there */
-	int arch;
+	const Target *target; /* its name is the LLVM CPU, its llvm_features the PTX ISA */
 	int opt_level;
 	bool straight_line; /* no kernel has a run-time loop */
 	LLVMContextRef ctx;
@@ -174,10 +146,10 @@ static bool create_target_machine(Compilation *c)
 	LLVMCodeGenOptLevel level = levels[c->opt_level];
 	if (c->straight_line && c->opt_level == 3)
 		level = LLVMCodeGenLevelDefault;
-	c->tm = LLVMCreateTargetMachine(target, TRIPLE, archs[c->arch].arch, archs[c->arch].features, level,
+	c->tm = LLVMCreateTargetMachine(target, TRIPLE, c->target->name, c->target->llvm_features, level,
 					LLVMRelocDefault, LLVMCodeModelDefault);
 	if (!c->tm)
-		return fail(c, "cannot create the NVPTX target machine for", archs[c->arch].arch);
+		return fail(c, "cannot create the NVPTX target machine for", c->target->name);
 	return true;
 }
 
@@ -338,13 +310,7 @@ bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char *
 	Compilation c = {.m = m, .d = d, .opt_level = 3};
 	if (m->nkernels > 0)
 		c.loc = m->kernels[0]->loc;
-	const char *arch = opt && opt->arch ? opt->arch : "sm_80";
-	c.arch = arch_index(arch);
-	if (c.arch < 0) {
-		error_at(d, c.loc, "unknown GPU architecture '%s' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)",
-			 arch);
-		return false;
-	}
+	c.target = opt && opt->target ? opt->target : target_default();
 	if (opt)
 		c.opt_level = opt->opt_level < 0 ? 0 : opt->opt_level > 3 ? 3 : opt->opt_level;
 	pthread_once(&nvptx_once, init_nvptx);

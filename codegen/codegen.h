@@ -5,9 +5,9 @@
  * the "// tilec-meta" block of docs/abi.md.
  *
  * Re-entrant: every call owns its LLVM context, module and target machine, so
- * several threads may compile at once.  Errors that a user can cause (an arch
- * LLVM rejects, a grid the metadata cannot express) come back through Diags;
- * malformed IR is a compiler bug and DIEs.
+ * several threads may compile at once.  Errors that a user can cause (a grid
+ * the metadata cannot express) come back through Diags; malformed IR is a
+ * compiler bug and DIEs.
  */
 #ifndef TILEC_CODEGEN_H
 #define TILEC_CODEGEN_H
@@ -16,18 +16,12 @@
 #include <stdint.h>
 
 #include "ir.h"
+#include "target.h"
 
 typedef struct {
-	const char *arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL means "sm_80" */
-	int opt_level;    /* 0..3; 0 still promotes per-thread arrays to registers */
+	const Target *target; /* a row of ir/target.h; NULL means target_default() */
+	int opt_level;        /* 0..3; 0 still promotes per-thread arrays to registers */
 } CodegenOptions;
-
-/* True for the architectures listed above. */
-bool codegen_arch_valid(const char *arch);
-
-/* The PTX ISA version emitted for arch ("7.0" for sm_80, "8.0" for sm_90a), or
- * NULL when the arch is not valid. */
-const char *codegen_ptx_version(const char *arch);
 
 /* "LLVM 19.1.7": the LLVM that codegen was built against. */
 const char *codegen_llvm_version(void);

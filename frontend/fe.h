@@ -21,6 +21,7 @@ typedef struct {
 	Diags *diags;
 } Lexer;
 
+/* src[len] must be a readable NUL: the end-of-input check reads it (lex.re). */
 void lexer_init(Lexer *lx, const char *src, size_t len, Diags *d);
 /* Next token; skips (and reports) characters that start no token. */
 Token lexer_next(Lexer *lx);
@@ -87,7 +88,8 @@ typedef struct {
 	int last_err_line; /* one syntax error per line keeps cascades short */
 } Parser;
 
-/* Parses a whole source; AST in p->kernels; errors in d. */
+/* Parses a whole source, with a NUL at src[len] (lexer_init); AST in
+ * p->kernels; errors in d. */
 void parse_source(Parser *p, const char *src, size_t len);
 
 /* ---------------------------------------------------------------- sema.c */

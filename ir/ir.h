@@ -561,7 +561,7 @@ bool ex_is_const_int(const Expr *e, int64_t *out);
 
 Stmt *st_new(Arena *a, StmtKind kind, SrcLoc loc);
 Stmt *st_seq(Arena *a, Stmt **body, int n);
-/* Appends to a SEQ built with st_seq_begin. */
+/* A growing list of statements: push them, then stlist_seq makes the SEQ. */
 typedef struct {
 	Stmt **items;
 	int n, cap;

@@ -70,7 +70,7 @@ static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_
  * Anything else takes mma.sync. */
 bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
 {
-	if (pc->sm != 90 || !pc->sm90a || k->nthreads <= 0 || k->nthreads % 128)
+	if (pc->target->sm != 90 || !pc->target->arch_specific || k->nthreads <= 0 || k->nthreads % 128)
 		return false;
 	const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
 	if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->elem != B->elem ||

@@ -15,12 +15,12 @@
 #define TILEC_PASSES_H
 
 #include "ir.h"
+#include "target.h"
 
 typedef struct {
 	Arena *arena;
 	Diags *diags;
-	int sm;        /* 80, 86, 89, 90: the target's compute capability */
-	bool sm90a;    /* the target is sm_90a: sm_90 with its arch-specific features (wgmma) */
+	const Target *target; /* the row of ir/target.h compiled for */
 } PassContext;
 
 bool pass_specialize(PassContext *pc, Kernel *k);
@@ -64,8 +64,6 @@ bool pass_name_valid(const char *name);
  * a user error. */
 bool run_pipeline(PassContext *pc, Module *m, const char *dump_after, StrBuf *dump);
 
-/* Shared memory a block may use on the target, in bytes. */
-int64_t shared_memory_limit(int sm);
 /* plan_shared.c: local memory a thread may have, on every target. */
 enum { MAX_LOCAL_BYTES = 512 * 1024 };
 

@@ -4,18 +4,6 @@
 
 #include <inttypes.h>
 
-int64_t shared_memory_limit(int sm)
-{
-	/* Per-block maximum with the opt-in attribute (CUDA programming guide,
-	 * compute capabilities table). */
-	switch (sm) {
-	case 80: return 163 * 1024;
-	case 86:
-	case 89: return 99 * 1024;
-	default: return 227 * 1024;
-	}
-}
-
 bool pass_plan_shared(PassContext *pc, Kernel *k)
 {
 	int64_t off = 0;
@@ -53,10 +41,10 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
 			 "block)", k->name, local, MAX_LOCAL_BYTES, k->bufs[biggest].name);
 		return false;
 	}
-	int64_t limit = shared_memory_limit(pc->sm);
+	int64_t limit = pc->target->shared_per_block;
 	if (off > limit) {
 		error_at(pc->diags, k->loc, "kernel '%s' needs %" PRId64 " bytes of shared memory, more than the %" PRId64
-			 " bytes a block can have on sm_%d; use smaller tiles or fewer stages", k->name, off, limit, pc->sm);
+			 " bytes a block can have on sm_%d; use smaller tiles or fewer stages", k->name, off, limit, pc->target->sm);
 		return false;
 	}
 	return true;

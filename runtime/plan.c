@@ -191,14 +191,10 @@ tl_status tl_plan_launch(const tl_kernel_info *k, const tl_arg *args, int nargs,
   return tl_plan_launch_sms(k, args, nargs, 0, plan, err, err_size);
 }
 
-tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int nargs, int num_sms,
-                             tl_launch_plan *plan, char *err, size_t err_size)
+/* The call itself: a plan to fill, a kernel, as many arguments as it takes. */
+static tl_status check_call(const tl_kernel_info *k, const tl_arg *args, int nargs, int num_sms, char *err,
+                            size_t err_size)
 {
-  if (!plan) {
-    tl_fmt(err, err_size, "tl_plan_launch: plan is NULL");
-    return TL_ERR_BAD_ARGUMENT;
-  }
-  memset(plan, 0, sizeof *plan);
   if (!k || (nargs > 0 && !args) || nargs < 0) {
     tl_fmt(err, err_size, "tl_plan_launch: %s", !k ? "kernel is NULL"
                                                 : nargs < 0 ? "nargs is negative" : "args is NULL");
@@ -218,39 +214,60 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
            k->nargs == 1 ? "" : "s", names, nargs);
     return TL_ERR_BAD_ARGUMENT;
   }
+  return TL_OK;
+}
 
-  /* Slots and scratch: inline for the usual handful of parameters, one allocation otherwise. */
-  const int n = k->nparams;
-  uint64_t *slots = plan->inline_slots_;
-  void **ptrs = plan->inline_params_;
+/* What planning needs per parameter besides the plan's slots: where each size was bound, and the
+ * integer values grid programs read. Inline for the usual handful of parameters. */
+typedef struct scratch {
+  size_binding *sizes;
+  int64_t *values;
+  bool *known; /* values[i] holds params[i]'s value */
+  void *heap;
   size_binding small_sizes[TL_PLAN_INLINE_PARAMS];
   int64_t small_values[TL_PLAN_INLINE_PARAMS];
   bool small_known[TL_PLAN_INLINE_PARAMS];
-  size_binding *sizes = small_sizes;
-  int64_t *values = small_values;
-  bool *known = small_known;
-  void *scratch = NULL;
+} scratch;
+
+/* The plan's slots and parameter pointers, and the scratch: inline, or one allocation each. */
+static tl_status allocate(tl_launch_plan *plan, int n, uint64_t **slots_out, scratch *s, char *err,
+                          size_t err_size)
+{
+  uint64_t *slots = plan->inline_slots_;
+  void **ptrs = plan->inline_params_;
+  s->sizes = s->small_sizes;
+  s->values = s->small_values;
+  s->known = s->small_known;
+  s->heap = NULL;
   if (n > TL_PLAN_INLINE_PARAMS) {
     plan->heap_ = calloc((size_t)n, sizeof *slots + sizeof *ptrs);
-    scratch = calloc((size_t)n, sizeof *sizes + sizeof *values + sizeof *known);
-    if (!plan->heap_ || !scratch) {
-      free(scratch);
+    s->heap = calloc((size_t)n, sizeof *s->sizes + sizeof *s->values + sizeof *s->known);
+    if (!plan->heap_ || !s->heap) {
+      free(s->heap);
       tl_launch_plan_release(plan);
       tl_fmt(err, err_size, "out of memory");
       return TL_ERR_OUT_OF_MEMORY;
     }
     slots = plan->heap_;
     ptrs = (void **)(slots + n);
-    sizes = scratch;
-    values = (int64_t *)(sizes + n);
-    known = (bool *)(values + n);
+    s->sizes = s->heap;
+    s->values = (int64_t *)(s->sizes + n);
+    s->known = (bool *)(s->values + n);
   }
   for (int i = 0; i < n; i++) {
-    sizes[i].arg = -1;
-    known[i] = false;
+    s->sizes[i].arg = -1;
+    s->known[i] = false;
     ptrs[i] = &slots[i];
   }
+  plan->params = ptrs;
+  *slots_out = slots;
+  return TL_OK;
+}
 
+/* Each argument against its parameter, into its slot; tensors bind the sizes. */
+static tl_status encode_arguments(const tl_kernel_info *k, const tl_arg *args, int nargs, uint64_t *slots,
+                                  scratch *s, char *err, size_t err_size)
+{
   tl_status st = TL_OK;
   for (int i = 0; i < nargs && st == TL_OK; i++) {
     const tl_param *p = &k->params[i];
@@ -271,7 +288,7 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
                p->name, tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
         st = TL_ERR_BAD_ARGUMENT;
       } else {
-        st = check_tensor(k, i, a, sizes, &slots[i], err, err_size);
+        st = check_tensor(k, i, a, s->sizes, &slots[i], err, err_size);
       }
     } else { /* TL_PARAM_SCALAR: sizes come after nargs */
       if (a->kind != TL_ARG_SCALAR) {
@@ -283,49 +300,82 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
                tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
         st = TL_ERR_BAD_ARGUMENT;
       } else {
-        st = encode_scalar(k, i, a, &slots[i], &values[i], &known[i], err, err_size);
+        st = encode_scalar(k, i, a, &slots[i], &s->values[i], &s->known[i], err, err_size);
       }
     }
   }
+  return st;
+}
 
-  /* Sizes: every one is bound (the parser checked each is some tensor's dim). The kernel reads
-   * them as i32, so larger values would wrap into wrong, in-bounds-looking indices. */
-  for (int i = nargs; i < n && st == TL_OK; i++) {
-    const size_binding *b = &sizes[i];
+/* Sizes: every one is bound (the parser checked each is some tensor's dim). The kernel reads them
+ * as i32, so larger values would wrap into wrong, in-bounds-looking indices. */
+static tl_status encode_sizes(const tl_kernel_info *k, int nargs, uint64_t *slots, scratch *s,
+                              char *err, size_t err_size)
+{
+  for (int i = nargs; i < k->nparams; i++) {
+    const size_binding *b = &s->sizes[i];
     if (b->arg < 0) { /* unreachable for parsed metadata; kept for hand-built tl_kernel_info */
       tl_fmt(err, err_size, "size %s is not bound by any argument", k->params[i].name);
-      st = TL_ERR_BAD_ARGUMENT;
-    } else if (b->value > INT32_MAX) {
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    if (b->value > INT32_MAX) {
       char use[300];
       describe_use(k, b->arg, b->dim, use, sizeof use);
       tl_fmt(err, err_size, "size %s is %lld (from %s), more than a kernel size can hold (i32, at "
                             "most %d)",
              k->params[i].name, (long long)b->value, use, INT32_MAX);
-      st = TL_ERR_BAD_ARGUMENT;
-    } else {
-      int32_t v = (int32_t)b->value;
-      memcpy(&slots[i], &v, sizeof v);
-      values[i] = b->value;
-      known[i] = true;
+      return TL_ERR_BAD_ARGUMENT;
     }
+    int32_t v = (int32_t)b->value;
+    memcpy(&slots[i], &v, sizeof v);
+    s->values[i] = b->value;
+    s->known[i] = true;
   }
+  return TL_OK;
+}
 
-  for (int axis = 0; axis < 3 && st == TL_OK; axis++) {
+/* The grid, from its programs and the parameters' values, within cuLaunchKernel's limits. */
+static tl_status plan_grid(const tl_kernel_info *k, int num_sms, const scratch *s, tl_launch_plan *plan,
+                           char *err, size_t err_size)
+{
+  for (int axis = 0; axis < 3; axis++) {
     int64_t v = 0;
-    st = tl_grid_eval(k, axis, values, known, num_sms, &v, err, err_size);
+    tl_status st = tl_grid_eval(k, axis, s->values, s->known, num_sms, &v, err, err_size);
     if (st != TL_OK)
-      break;
+      return st;
     if (v < 0 || v > grid_limit[axis]) {
       tl_fmt(err, err_size, "grid axis %d ('%s') is %lld, outside 0..%lld", axis, k->grid_text[axis],
              (long long)v, (long long)grid_limit[axis]);
-      st = TL_ERR_BAD_ARGUMENT;
-      break;
+      return TL_ERR_BAD_ARGUMENT;
     }
     plan->grid[axis] = (uint32_t)v;
     plan->empty |= v == 0;
   }
+  return TL_OK;
+}
 
-  free(scratch);
+tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int nargs, int num_sms,
+                             tl_launch_plan *plan, char *err, size_t err_size)
+{
+  if (!plan) {
+    tl_fmt(err, err_size, "tl_plan_launch: plan is NULL");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  memset(plan, 0, sizeof *plan);
+  tl_status st = check_call(k, args, nargs, num_sms, err, err_size);
+  if (st != TL_OK)
+    return st;
+  scratch s;
+  uint64_t *slots;
+  st = allocate(plan, k->nparams, &slots, &s, err, err_size);
+  if (st != TL_OK)
+    return st;
+  st = encode_arguments(k, args, nargs, slots, &s, err, err_size);
+  if (st == TL_OK)
+    st = encode_sizes(k, nargs, slots, &s, err, err_size);
+  if (st == TL_OK)
+    st = plan_grid(k, num_sms, &s, plan, err, err_size);
+  free(s.heap);
   if (st != TL_OK) {
     tl_launch_plan_release(plan);
     return st;
@@ -333,7 +383,6 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
   plan->block[0] = k->threads;
   plan->block[1] = plan->block[2] = 1;
   plan->smem = k->smem;
-  plan->nparams = n;
-  plan->params = ptrs;
+  plan->nparams = k->nparams;
   return TL_OK;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cuda_driver.h"
+#include "file.h"
 #include "runtime_internal.h"
 
 struct tl_kernel {
@@ -637,34 +638,20 @@ tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out
   if (!path || !out)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_file: %s is NULL",
                        path ? "out" : "path");
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return set_message(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 65536 + 1 > cap) {
-      cap = cap ? 2 * cap : 1 << 20;
-      char *grown = realloc(text, cap);
-      if (!grown) {
-        free(text);
-        fclose(f);
-        return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-      }
-      text = grown;
-    }
-    size_t n = fread(text + len, 1, cap - len - 1, f);
-    len += n;
-    if (n == 0)
-      break;
-  }
-  const bool failed = ferror(f);
-  fclose(f);
-  if (failed) {
-    free(text);
+  char *text;
+  size_t len;
+  int err;
+  switch (tl_read_file(path, 0, &text, &len, &err)) {
+  case TL_READ_OK:
+    break;
+  case TL_READ_CANNOT_OPEN:
+    return set_message(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(err));
+  case TL_READ_NO_MEMORY:
+    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+  case TL_READ_FAILED:
+  case TL_READ_TOO_LARGE: /* no limit was asked */
     return set_message(ctx, TL_ERR_IO, "cannot read %s", path);
   }
-  text[len] = 0;
   if (strlen(text) != len) {
     free(text);
     return set_message(ctx, TL_ERR_IO, "%s contains a NUL byte: it is not PTX text", path);

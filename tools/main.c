@@ -1,9 +1,12 @@
 /* main.c: the tilec command line, with clang's and nvcc's conventions. */
+#include "file.h" /* runtime/file.h: the one whole-file reader */
+#include "target.h" /* ir/target.h */
 #include "tilec.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A printf format: the list of targets and the default one (ir/target.h). */
 static const char USAGE[] =
 	"usage: tilec [options] FILE.tl\n"
 	"\n"
@@ -18,7 +22,7 @@ static const char USAGE[] =
 	"\n"
 	"options:\n"
 	"  -o FILE             write the output to FILE ('-' for stdout; default: FILE.ptx beside the input)\n"
-	"  --arch=ARCH         target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90a)\n"
+	"  --arch=ARCH         target: %s (default %s)\n"
 	"  -D NAME=VALUE       override the kernel constant NAME (also -DNAME=VALUE)\n"
 	"  --kernel NAME       compile only the kernel NAME\n"
 	"  --emit=KIND         tokens, ast, tir, llvm, ptx (default) or header (C launchers\n"
@@ -29,72 +33,21 @@ static const char USAGE[] =
 	"  --help              show this help\n"
 	"  --version           show the version\n";
 
-static int usage_error(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
 	fprintf(stderr, "tilec: error: ");
-	fprintf(stderr, fmt, arg);
+	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n(run 'tilec --help' for usage)\n");
+	va_end(ap);
 	return 1;
 }
 
 /* The largest source read, in bytes (docs/cli.md); tilec_compile_file in
- * libtilec.c has the same limit. */
+ * compiler/libtilec.c has the same limit.  At most one byte more is read, so
+ * that /dev/zero fails at once instead of filling memory. */
 #define MAX_SOURCE_BYTES ((size_t)16 << 20)
-
-/* Reads a whole source, the file at path or standard input for "-", reading at
- * most MAX_SOURCE_BYTES + 1 bytes so that /dev/zero fails at once instead of
- * filling memory.  NULL on failure, with errno set or *too_large. */
-static char *read_source(const char *path, size_t *len, bool *too_large)
-{
-	*too_large = false;
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-	if (fd < 0)
-		return NULL;
-	struct stat st;
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-	int err = 0;
-	if (fstat(fd, &st) != 0)
-		err = errno;
-	else if (S_ISDIR(st.st_mode))
-		err = EISDIR; /* open() succeeds on a folder; read() would say EISDIR only later */
-	else if (S_ISREG(st.st_mode) && st.st_size > (off_t)MAX_SOURCE_BYTES)
-		*too_large = true;
-	while (!err && !*too_large) {
-		if (n == cap) {
-			size_t want = cap ? 2 * cap : (size_t)1 << 16;
-			if (want > MAX_SOURCE_BYTES + 1)
-				want = MAX_SOURCE_BYTES + 1;
-			char *grown = realloc(buf, want);
-			if (!grown) {
-				err = ENOMEM;
-				break;
-			}
-			buf = grown;
-			cap = want;
-		}
-		ssize_t got = read(fd, buf + n, cap - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			err = errno;
-		if (got <= 0)
-			break;
-		n += (size_t)got;
-		*too_large = n > MAX_SOURCE_BYTES;
-	}
-	if (fd != STDIN_FILENO)
-		close(fd);
-	if (!err && !*too_large && !buf && !(buf = malloc(1)))
-		err = ENOMEM;
-	if (err || *too_large) {
-		free(buf);
-		errno = err;
-		return NULL;
-	}
-	*len = n;
-	return buf;
-}
 
 /* Output errors: "cannot write 'x.ptx': ..." when the file cannot be opened or
  * put in place, "writing 'x.ptx': ..." when a write fails; -1. */
@@ -255,64 +208,62 @@ static int write_path(const char *path, const char *shown, const char *text, int
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct {
+	tilec_options opt;
+	const char *input, *output;
+	tilec_define *defs; /* argc of them at most */
+	char **owned;       /* the -D names, strndup'd */
+	int ndefs, nowned;
+} Command;
+
+/* Exit status of parse_args when the command line asks for a compilation. */
+enum { COMPILE = -1 };
+
+/* Reads argv into cmd: COMPILE, or the exit status when there is nothing to
+ * compile (--help, --version, a usage error, which it reports). */
+static int parse_args(int argc, char **argv, Command *cmd)
 {
-	tilec_options opt = {0};
-	opt.opt_level = 3;
-	opt.arch = "sm_90a";
-	const char *input = NULL, *output = NULL;
-	tilec_define *defs = calloc((size_t)argc + 1, sizeof *defs);
-	char **owned = calloc((size_t)argc + 1, sizeof *owned);
-	int ndefs = 0, nowned = 0, rc = 1;
-	if (!defs || !owned)
-		return 1;
-	/* Past a file size limit, a write fails with EFBIG (reported, the
-	 * temporary removed) instead of the process being killed. */
-	signal(SIGXFSZ, SIG_IGN);
+	tilec_options *opt = &cmd->opt;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			rc = write_path("-", "-", USAGE, 0) ? 1 : 0;
-			goto out;
+			char names[128], text[sizeof USAGE + sizeof names];
+			snprintf(text, sizeof text, USAGE, target_list(names, sizeof names, ", "), target_default()->name);
+			return write_path("-", "-", text, 0) ? 1 : 0;
 		} else if (!strcmp(a, "--version")) {
 			char line[64];
 			snprintf(line, sizeof line, "tilec %s\n", tilec_version());
-			rc = write_path("-", "-", line, 0) ? 1 : 0;
-			goto out;
+			return write_path("-", "-", line, 0) ? 1 : 0;
 		} else if (!strcmp(a, "-o")) {
-			if (++i == argc) {
-				rc = usage_error("%s needs a file name", a);
-				goto out;
-			}
-			output = argv[i];
+			if (++i == argc)
+				return usage_error("%s needs a file name", a);
+			cmd->output = argv[i];
 		} else if (!strncmp(a, "-o", 2)) {
-			output = a + 2;
+			cmd->output = a + 2;
 		} else if (!strncmp(a, "--arch=", 7) || !strcmp(a, "--arch") || !strncmp(a, "-arch=", 6)) {
 			const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : (++i < argc ? argv[i] : NULL);
 			if (!v || !tilec_arch_supported(v)) {
-				rc = usage_error("unknown target '%s'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a", v ? v : "");
-				goto out;
+				char names[128];
+				return usage_error("unknown target '%s'; expected %s", v ? v : "",
+						   target_list(names, sizeof names, " or "));
 			}
-			opt.arch = v;
+			opt->arch = v;
 		} else if (!strncmp(a, "-D", 2)) {
 			const char *d = a[2] ? a + 2 : (++i < argc ? argv[i] : NULL);
 			const char *eq = d ? strchr(d, '=') : NULL;
-			if (!d || !eq || eq == d || !eq[1]) {
-				rc = usage_error("-D needs NAME=VALUE, got '%s'", d ? d : "");
-				goto out;
-			}
+			if (!d || !eq || eq == d || !eq[1])
+				return usage_error("-D needs NAME=VALUE, got '%s'", d ? d : "");
 			char *name = strndup(d, (size_t)(eq - d));
 			if (!name)
-				goto out;
-			owned[nowned++] = name;
-			defs[ndefs++] = (tilec_define){name, eq + 1};
+				return 1;
+			cmd->owned[cmd->nowned++] = name;
+			cmd->defs[cmd->ndefs++] = (tilec_define){name, eq + 1};
 		} else if (!strcmp(a, "--kernel") || !strncmp(a, "--kernel=", 9)) {
 			const char *v = a[8] == '=' ? a + 9 : (++i < argc ? argv[i] : NULL);
-			if (!v || !*v) {
-				rc = usage_error("%s needs a kernel name", "--kernel");
-				goto out;
-			}
-			opt.kernel = v;
+			if (!v || !*v)
+				return usage_error("%s needs a kernel name", "--kernel");
+			opt->kernel = v;
 		} else if (!strncmp(a, "--emit=", 7)) {
 			/* in tilec_emit's order */
 			static const char *kinds[] = {"ptx", "llvm", "tir", "ast", "tokens", "header"};
@@ -320,81 +271,110 @@ int main(int argc, char **argv)
 			for (int j = 0; j < (int)(sizeof kinds / sizeof *kinds); j++)
 				if (!strcmp(a + 7, kinds[j]))
 					k = j;
-			if (k < 0) {
-				rc = usage_error("unknown --emit kind '%s'; expected tokens, ast, tir, llvm, ptx or header",
-						 a + 7);
-				goto out;
-			}
-			opt.emit = (tilec_emit)k;
+			if (k < 0)
+				return usage_error("unknown --emit kind '%s'; expected tokens, ast, tir, llvm, ptx or header",
+						   a + 7);
+			opt->emit = (tilec_emit)k;
 		} else if (!strncmp(a, "--dump-after=", 13)) {
-			opt.dump_after = a + 13;
+			opt->dump_after = a + 13;
 		} else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
-			opt.opt_level = a[2] - '0';
+			opt->opt_level = a[2] - '0';
 		} else if (a[0] == '-' && a[1]) {
-			rc = usage_error("unknown option '%s'", a);
-			goto out;
-		} else if (input) {
-			rc = usage_error("more than one input file ('%s')", a);
-			goto out;
+			return usage_error("unknown option '%s'", a);
+		} else if (cmd->input) {
+			return usage_error("more than one input file ('%s')", a);
 		} else
-			input = a;
+			cmd->input = a;
 	}
-	if (!input) {
-		rc = usage_error("%s", "no input file");
-		goto out;
-	}
+	if (!cmd->input)
+		return usage_error("%s", "no input file");
+	return COMPILE;
+}
+
+/* The input, the file or standard input for "-"; NULL after reporting why. */
+static char *read_input(const char *input, size_t *len)
+{
+	char *src;
+	int err;
+	tl_read_status st = strcmp(input, "-") ? tl_read_file(input, MAX_SOURCE_BYTES, &src, len, &err)
+					       : tl_read_fd(STDIN_FILENO, MAX_SOURCE_BYTES, &src, len, &err);
+	if (st == TL_READ_TOO_LARGE)
+		fprintf(stderr, "tilec: error: cannot read '%s': source is larger than %zu bytes\n", input,
+			MAX_SOURCE_BYTES);
+	else if (st != TL_READ_OK)
+		fprintf(stderr, "tilec: error: cannot read '%s': %s\n", input, strerror(err));
+	return src;
+}
+
+/* Where the output goes without -o: FILE.ptx beside FILE.tl for PTX, standard
+ * output for the other kinds.  Sets *owned to what the caller frees. */
+static const char *default_output(const Command *cmd, char **owned)
+{
+	*owned = NULL;
+	if (cmd->opt.emit != TILEC_EMIT_PTX)
+		return "-";
+	size_t n = strlen(cmd->input);
+	char *name = malloc(n + 5);
+	if (!name)
+		return "-";
+	memcpy(name, cmd->input, n + 1);
+	char *dot = strrchr(name, '.');
+	char *slash = strrchr(name, '/');
+	if (dot && (!slash || dot > slash) && !strcmp(dot, ".tl"))
+		*dot = 0;
+	strcat(name, ".ptx");
+	return *owned = name;
+}
+
+/* Reads, compiles (diagnostics and the --dump-after text to stderr) and writes
+ * the output: the exit status. */
+static int compile(Command *cmd)
+{
 	size_t len = 0;
-	bool too_large;
-	char *src = read_source(input, &len, &too_large);
-	if (!src) {
-		if (too_large)
-			fprintf(stderr, "tilec: error: cannot read '%s': source is larger than %zu bytes\n", input,
-				MAX_SOURCE_BYTES);
-		else
-			fprintf(stderr, "tilec: error: cannot read '%s': %s\n", input, strerror(errno));
-		goto out;
-	}
-	opt.filename = strcmp(input, "-") ? input : "<stdin>";
-	opt.defines = defs;
-	opt.ndefines = ndefs;
+	char *src = read_input(cmd->input, &len);
+	if (!src)
+		return 1;
+	cmd->opt.filename = strcmp(cmd->input, "-") ? cmd->input : "<stdin>";
+	cmd->opt.defines = cmd->defs;
+	cmd->opt.ndefines = cmd->ndefs;
 	tilec_result *r = NULL;
-	tilec_status st = tilec_compile(src, len, &opt, &r);
+	tilec_status st = tilec_compile(src, len, &cmd->opt, &r);
 	fputs(tilec_result_diagnostics_text(r), stderr);
-	if (opt.dump_after)
+	if (cmd->opt.dump_after)
 		fputs(tilec_result_dump(r), stderr);
+	int rc = 1;
 	if (st == TILEC_OK) {
-		char *deflt = NULL;
-		if (!output) {
-			if (opt.emit != TILEC_EMIT_PTX)
-				output = "-";
-			else {
-				size_t n = strlen(input);
-				deflt = malloc(n + 5);
-				if (deflt) {
-					memcpy(deflt, input, n + 1);
-					char *dot = strrchr(deflt, '.');
-					char *slash = strrchr(deflt, '/');
-					if (dot && (!slash || dot > slash) && !strcmp(dot, ".tl"))
-						*dot = 0;
-					strcat(deflt, ".ptx");
-				}
-				output = deflt ? deflt : "-";
-			}
-		}
+		char *owned = NULL;
+		const char *output = cmd->output ? cmd->output : default_output(cmd, &owned);
 		if (write_path(output, output, tilec_result_output(r), 0) == 0)
 			rc = 0;
-		free(deflt);
+		free(owned);
 	}
 	tilec_result_free(r);
 	free(src);
-out:
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	Command cmd = {.opt = {.opt_level = 3, .arch = target_default()->name},
+		       .defs = calloc((size_t)argc + 1, sizeof *cmd.defs),
+		       .owned = calloc((size_t)argc + 1, sizeof *cmd.owned)};
+	if (!cmd.defs || !cmd.owned)
+		return 1;
+	/* Past a file size limit, a write fails with EFBIG (reported, the
+	 * temporary removed) instead of the process being killed. */
+	signal(SIGXFSZ, SIG_IGN);
+	int rc = parse_args(argc, argv, &cmd);
+	if (rc == COMPILE)
+		rc = compile(&cmd);
 	/* A file system may report a failed write only when the file is closed.
 	 * EBADF: standard output was never open, or the descriptor was ours. */
 	if (close(STDOUT_FILENO) != 0 && errno != EBADF && errno != EINTR && rc == 0)
 		rc = output_error("writing", "-", errno);
-	for (int i = 0; i < nowned; i++)
-		free(owned[i]);
-	free(owned);
-	free(defs);
+	for (int i = 0; i < cmd.nowned; i++)
+		free(cmd.owned[i]);
+	free(cmd.owned);
+	free(cmd.defs);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* test_ir.c: the IR layer on its own: arena, type table, folding, printer,
  * verifier and diagnostic rendering. */
 #include "ir.h"
+#include "target.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,8 +192,40 @@ static void test_diag_render(void)
 	arena_free(a);
 }
 
+/* The target table (ir/target.h): lookups, the default, the device rule, the
+ * list in messages. */
+static void test_targets(void)
+{
+	CHECK(target_find("sm_90a") && target_find("sm_90a")->sm == 90 && target_find("sm_90a")->arch_specific);
+	CHECK(!target_find("sm_75") && !target_find("sm_100") && !target_find(NULL) && !target_find(""));
+	CHECK(!strcmp(target_default()->name, "sm_90a"));
+	CHECK(!strcmp(target_find("sm_89")->ptx_isa, "7.8") && !strcmp(target_find("sm_89")->llvm_features, "+ptx78"));
+	CHECK(target_find("sm_80")->shared_per_block == 163 * 1024 && target_find("sm_86")->shared_per_block == 99 * 1024);
+	for (int i = 0; i < ntargets; i++) {
+		const Target *t = &targets[i];
+		/* "+ptxNN" and "N.N" name one ISA */
+		CHECK(strlen(t->llvm_features) == 6 && t->llvm_features[4] == t->ptx_isa[0] &&
+		      t->llvm_features[5] == t->ptx_isa[2]);
+		CHECK(i == 0 || t->sm >= targets[i - 1].sm);
+	}
+	static const struct {
+		int major, minor;
+		const char *want;
+	} devices[] = {{7, 5, NULL}, {8, 0, "sm_80"}, {8, 6, "sm_86"}, {8, 7, "sm_86"}, {8, 9, "sm_89"},
+		       {9, 0, "sm_90a"}, {10, 0, "sm_90"}, {12, 1, "sm_90"}, {-1, 0, NULL}, {8, 10, NULL}};
+	for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+		const Target *t = target_for_device(devices[i].major, devices[i].minor);
+		CHECK(devices[i].want ? t && !strcmp(t->name, devices[i].want) : !t);
+	}
+	char buf[128];
+	CHECK(!strcmp(target_list(buf, sizeof buf, " or "), "sm_80, sm_86, sm_89, sm_90 or sm_90a"));
+	CHECK(!strcmp(target_list(buf, sizeof buf, ", "), "sm_80, sm_86, sm_89, sm_90, sm_90a"));
+	CHECK(!strcmp(target_list(buf, 9, " or "), "sm_80, s"));
+}
+
 int main(void)
 {
+	test_targets();
 	test_arena();
 	test_types();
 	test_fold();

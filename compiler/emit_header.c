@@ -1,7 +1,7 @@
 /* emit_header.c: tilec --emit=header.  From the PTX and its metadata, a C
  * header that launches the kernels with nothing but libcuda at run time:
  *
- *   prelude (tools/aot_prelude.h, once per translation unit): driver types,
+ *   prelude (compiler/aot_prelude.h, once per translation unit): driver types,
  *       dlopen'd entry points, lazy module load, grid arithmetic, f16/bf16
  *   STEM_ptx[]                 the PTX, as a string literal
  *   STEM_load(), STEM_unload() the module, in the context current at load

@@ -33,25 +33,24 @@
 #include <string.h>
 #include <time.h>
 
+#include "file.h" /* runtime/file.h: the one whole-file reader */
 #include "jit_internal.h"
 #include "runtime_internal.h"
+#include "target.h" /* ir/target.h: the target table the compiler reads too */
 
 /* ----------------------------------------------------------------------------------------- arch */
 
 const char *tl_jit_arch_for(int cc_major, int cc_minor)
 {
-  const int cc = cc_major * 10 + cc_minor;
-  if (cc_major < 0 || cc_minor < 0 || cc_minor > 9 || cc < 80)
-    return NULL;
-  if (cc == 90)
-    return "sm_90a"; /* wgmma, setmaxnreg: the 'a' features exist on exactly sm_90 */
-  if (cc > 90)
-    return "sm_90";
-  if (cc >= 89)
-    return "sm_89";
-  if (cc >= 86)
-    return "sm_86";
-  return "sm_80";
+  const Target *t = target_for_device(cc_major, cc_minor);
+  return t ? t->name : NULL;
+}
+
+/* "arch \"device\" needs a context: name a target (sm_80 .. sm_90a)" */
+static void device_needs_context(char *err, size_t err_size)
+{
+  tl_fmt(err, err_size, "arch \"device\" needs a context: name a target (%s .. %s)", targets[0].name,
+         targets[ntargets - 1].name);
 }
 
 /* ---------------------------------------------------------------------------------------- cache */
@@ -401,7 +400,8 @@ typedef struct request {
 } request;
 
 /* Checks the options, fills in the defaults, and computes the key. arch_default is what a NULL
- * arch means (the device's target, or sm_90a without a device); NULL: "device" is not allowed. */
+ * arch means (the device's target, or target_default() without a device); NULL: "device" is not
+ * allowed. */
 static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size_t len,
                          const tl_jit_options *opt, const char *device_arch, char *err,
                          size_t err_size)
@@ -434,13 +434,14 @@ static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size
   }
   if (!o->arch || strcmp(o->arch, "device") == 0) {
     if (!device_arch) {
-      tl_fmt(err, err_size, "arch \"device\" needs a context: name a target (sm_80 .. sm_90a)");
+      device_needs_context(err, err_size);
       return TL_ERR_BAD_ARGUMENT;
     }
     rq->arch = device_arch;
   } else if (!tilec_arch_supported(o->arch)) {
-    tl_fmt(err, err_size, "unknown target '%s'; expected sm_80, sm_86, sm_89, sm_90, sm_90a or device",
-           o->arch);
+    char names[128];
+    tl_fmt(err, err_size, "unknown target '%s'; expected %s or device", o->arch,
+           target_list(names, sizeof names, ", "));
     return TL_ERR_BAD_ARGUMENT;
   } else {
     rq->arch = o->arch;
@@ -611,9 +612,9 @@ tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len,
     return TL_ERR_BAD_ARGUMENT;
   }
   request rq;
-  tl_status st = prepare(&rq, cache, src, len, opt, "sm_90a", err, err_size);
+  tl_status st = prepare(&rq, cache, src, len, opt, target_default()->name, err, err_size);
   if (st == TL_OK && opt && opt->arch && strcmp(opt->arch, "device") == 0) {
-    tl_fmt(err, err_size, "arch \"device\" needs a context: name a target (sm_80 .. sm_90a)");
+    device_needs_context(err, err_size);
     st = TL_ERR_BAD_ARGUMENT;
   }
   if (st != TL_OK)
@@ -750,8 +751,8 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
   const char *device_arch = tl_jit_arch_for(dev.cc_major, dev.cc_minor);
   if (!device_arch && (!opt || !opt->arch || strcmp(opt->arch, "device") == 0))
     return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT,
-                           "device %d (%s) is sm_%d%d; tilec targets sm_80 and newer", dev.ordinal,
-                           dev.name, dev.cc_major, dev.cc_minor);
+                           "device %d (%s) is sm_%d%d; tilec targets %s and newer", dev.ordinal,
+                           dev.name, dev.cc_major, dev.cc_minor, targets[0].name);
   tl_jit_cache *cache = tl_context_jit_cache(ctx);
   if (!cache)
     return TL_ERR_OUT_OF_MEMORY;
@@ -794,33 +795,18 @@ tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit
   if (!path || !out)
     return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_compile_file: %s is NULL",
                            path ? "out" : "path");
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return tl_context_fail(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  bool failed = false;
-  for (;;) {
-    if (len + 4096 > cap) {
-      cap = cap ? 2 * cap : 1 << 16;
-      char *grown = cap > ((size_t)1 << 30) ? NULL : realloc(text, cap);
-      if (!grown) {
-        free(text);
-        fclose(f);
-        return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-      }
-      text = grown;
-    }
-    size_t n = fread(text + len, 1, cap - len, f);
-    len += n;
-    if (n == 0) {
-      failed = ferror(f);
-      break;
-    }
-  }
-  fclose(f);
-  if (failed) {
-    free(text);
+  char *text;
+  size_t len;
+  int err;
+  switch (tl_read_file(path, (size_t)1 << 30, &text, &len, &err)) {
+  case TL_READ_OK:
+    break;
+  case TL_READ_CANNOT_OPEN:
+    return tl_context_fail(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(err));
+  case TL_READ_NO_MEMORY:
+  case TL_READ_TOO_LARGE: /* past 1 GiB: more than any source tilec_compile takes */
+    return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+  case TL_READ_FAILED:
     return tl_context_fail(ctx, TL_ERR_IO, "cannot read %s", path);
   }
   tl_jit_options o = opt ? *opt : tl_jit_default_options();

@@ -5,8 +5,10 @@
 #include "codegen.h"
 #include "emit_header.h"
 #include "fe.h"
+#include "file.h" /* runtime/file.h: the one whole-file reader */
 #include "parse.h"
 #include "passes.h"
+#include "target.h"
 #include "tilec_build_id.h" /* TILEC_BUILD_ID: generated from the compiler's sources */
 #include "tilec_runtime.h"  /* the tilec-meta parser */
 
@@ -26,19 +28,7 @@ struct tilec_result {
 	int nkernels;
 };
 
-static int arch_sm(const char *arch)
-{
-	static const struct {
-		const char *name;
-		int sm;
-	} archs[] = {{"sm_80", 80}, {"sm_86", 86}, {"sm_89", 89}, {"sm_90", 90}, {"sm_90a", 90}};
-	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-		if (!strcmp(archs[i].name, arch))
-			return archs[i].sm;
-	return 0;
-}
-
-int tilec_arch_supported(const char *arch) { return arch && arch_sm(arch) != 0; }
+int tilec_arch_supported(const char *arch) { return target_find(arch) != NULL; }
 
 const char *tilec_version(void) { return TILEC_VERSION; }
 
@@ -141,6 +131,188 @@ static tilec_result *result_new(const char *filename, Diags *d)
  * (docs/language.md section 17); the CLI, tools/main.c, has the same limit. */
 #define MAX_SOURCE_BYTES ((size_t)16 << 20)
 
+/* What tilec_compile was asked, checked, with the defaults filled in. */
+typedef struct {
+	const char *src; /* a copy with a NUL at src[len] */
+	size_t len;
+	const char *arch;
+	const Target *target;
+	int opt_level;
+	ConstDef *defs;
+	int ndefs;
+	tilec_emit emit;
+	const char *kernel;
+	const char *dump_after;
+} Request;
+
+/* Checks the arguments, in the order their errors are reported: TILEC_OK, or
+ * the status with one diagnostic in d. */
+static tilec_status check_request(tilec_result *r, Diags *d, const char *src, size_t len, const tilec_options *opt,
+				  Request *rq)
+{
+	*rq = (Request){.arch = opt && opt->arch ? opt->arch : target_default()->name,
+			.opt_level = opt ? opt->opt_level : 3,
+			.emit = opt ? opt->emit : TILEC_EMIT_PTX,
+			.kernel = opt ? opt->kernel : NULL,
+			.dump_after = opt ? opt->dump_after : NULL};
+	if (!src && len) {
+		error_at(d, NO_LOC, "no source text given");
+		return TILEC_ERR_INVALID_ARGUMENT;
+	}
+	if (!src)
+		src = "";
+	if (len > MAX_SOURCE_BYTES) {
+		d->src = NULL;
+		d->src_len = 0;
+		error_at(d, NO_LOC, "source is larger than %zu bytes", MAX_SOURCE_BYTES);
+		return TILEC_ERR_SOURCE;
+	}
+	/* The lexer's end-of-input check (re2c:eof) fires on a NUL byte, and only
+	 * then compares with the limit: it needs a NUL at src[len].  The caller's
+	 * buffer need not have one, so lex a terminated copy (a memcpy of a few
+	 * kilobytes, and diagnostics quote the same bytes). */
+	char *copy = arena_alloc(r->arena, len + 1);
+	memcpy(copy, src, len);
+	copy[len] = 0;
+	rq->src = d->src = copy;
+	rq->len = len;
+	rq->target = target_find(rq->arch);
+	if (!rq->target) {
+		char names[128];
+		error_at(d, NO_LOC, "unknown target '%s'; expected %s", rq->arch, target_list(names, sizeof names, " or "));
+		return TILEC_ERR_INVALID_ARGUMENT;
+	}
+	if (rq->opt_level < 0 || rq->opt_level > 3) {
+		error_at(d, NO_LOC, "optimization level %d is out of range 0..3", rq->opt_level);
+		return TILEC_ERR_INVALID_ARGUMENT;
+	}
+	if (rq->dump_after && !pass_name_valid(rq->dump_after)) {
+		error_at(d, NO_LOC, "unknown pass '%s' for dump-after", rq->dump_after);
+		return TILEC_ERR_INVALID_ARGUMENT;
+	}
+	rq->ndefs = opt ? opt->ndefines : 0;
+	if (rq->ndefs < 0 || (rq->ndefs && !opt->defines)) {
+		error_at(d, NO_LOC, "bad list of defines");
+		return TILEC_ERR_INVALID_ARGUMENT;
+	}
+	rq->defs = ARENA_ARRAY(r->arena, ConstDef, rq->ndefs + 1);
+	for (int i = 0; i < rq->ndefs; i++) {
+		if (!opt->defines[i].name || !opt->defines[i].value || !*opt->defines[i].name) {
+			error_at(d, NO_LOC, "define %d has no name or no value", i);
+			return TILEC_ERR_INVALID_ARGUMENT;
+		}
+		rq->defs[i].name = opt->defines[i].name;
+		rq->defs[i].value = opt->defines[i].value;
+	}
+	if ((int)rq->emit < TILEC_EMIT_PTX || (int)rq->emit > TILEC_EMIT_HEADER) {
+		error_at(d, NO_LOC, "unknown emit kind %d", (int)rq->emit);
+		return TILEC_ERR_INVALID_ARGUMENT;
+	}
+	return TILEC_OK;
+}
+
+/* The AST to thread-level tile IR: sema, then the pass pipeline (the IR
+ * after each pass to *dump_to, and for --emit=tir the frontend's too).  NULL
+ * after a user error. */
+static Module *lower(tilec_result *r, Diags *d, const Request *rq, Parser *p, StrBuf *text, StrBuf *dump)
+{
+	Module *m = sema_build(r->arena, d, &p->kernels, rq->defs, rq->ndefs, rq->kernel);
+	if (!m)
+		return NULL;
+	PassContext pc = {.arena = r->arena,
+			  .diags = d,
+			  .target = rq->target};
+	const bool tir = rq->emit == TILEC_EMIT_TIR;
+	if (tir) {
+		sb_puts(text, "// ---- from the frontend\n");
+		ir_print_module(text, m);
+	}
+	if (!run_pipeline(&pc, m, tir ? "groups" : rq->dump_after, tir ? text : dump))
+		return NULL;
+	return m;
+}
+
+/* The PTX (with its metadata block) as the output, or the C header made from
+ * it; the kernels' signatures into the result either way. */
+static tilec_status ptx_output(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
+			       const char *ptx, StrBuf *text)
+{
+	tilec_status status = TILEC_ERR_SOURCE;
+	char why[1024] = "";
+	tl_meta *meta = NULL;
+	if (tl_meta_parse(ptx, strlen(ptx), &meta, why, sizeof why) != TL_OK) {
+		/* codegen wrote the block: not parsing it back is our bug, but the
+		 * library reports rather than aborts */
+		error_at(d, NO_LOC, "internal error: the PTX's metadata does not parse: %s", why);
+	} else {
+		collect_kernels(r, meta);
+		if (rq->emit == TILEC_EMIT_PTX) {
+			sb_puts(text, ptx);
+			status = TILEC_OK;
+		} else {
+			const char *cmd = command_line(r->arena, opt, rq->arch, rq->opt_level);
+			char *header = emit_c_header(ptx, meta, d->filename, cmd, why, sizeof why);
+			if (header) {
+				sb_puts(text, header);
+				status = TILEC_OK;
+			} else {
+				error_at(d, NO_LOC, "cannot write the C header: %s", why);
+			}
+			free(header);
+		}
+	}
+	tl_meta_free(meta);
+	return status;
+}
+
+/* Thread-level IR to LLVM IR, PTX or the C header. */
+static tilec_status generate(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
+			     const Module *m, StrBuf *text)
+{
+	CodegenOptions co = {rq->target, rq->opt_level};
+	char *llvm = NULL, *ptx = NULL;
+	const bool want_ptx = rq->emit == TILEC_EMIT_PTX || rq->emit == TILEC_EMIT_HEADER;
+	tilec_status status = TILEC_ERR_SOURCE;
+	if (codegen_module(m, &co, d, rq->emit == TILEC_EMIT_LLVM ? &llvm : NULL, want_ptx ? &ptx : NULL)) {
+		if (want_ptx) {
+			status = ptx_output(r, d, rq, opt, ptx, text);
+		} else {
+			sb_puts(text, llvm);
+			status = TILEC_OK;
+		}
+	}
+	free(llvm);
+	free(ptx);
+	return status;
+}
+
+/* Source -> tokens -> AST -> tile IR -> passes -> LLVM -> PTX, stopping at
+ * rq->emit: its text into *text, the --dump-after text into *dump. */
+static tilec_status run_stages(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
+			       StrBuf *text, StrBuf *dump)
+{
+	if (rq->emit == TILEC_EMIT_TOKENS) {
+		emit_tokens(rq->src, rq->len, d, text);
+		return d->nerrors ? TILEC_ERR_SOURCE : TILEC_OK;
+	}
+	Parser p = {0};
+	p.arena = r->arena;
+	p.diags = d;
+	parse_source(&p, rq->src, rq->len);
+	if (d->nerrors)
+		return TILEC_ERR_SOURCE;
+	if (rq->emit == TILEC_EMIT_AST) {
+		ast_print(text, &p.kernels);
+		return TILEC_OK;
+	}
+	Module *m = lower(r, d, rq, &p, text, dump);
+	if (!m)
+		return TILEC_ERR_SOURCE;
+	if (rq->emit == TILEC_EMIT_TIR)
+		return TILEC_OK;
+	return generate(r, d, rq, opt, m, text);
+}
+
 tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out)
 {
 	if (!out)
@@ -153,152 +325,22 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
 	*out = r;
 	d.src = src;
 	d.src_len = len;
-	tilec_status status = TILEC_ERR_SOURCE;
-	const char *arch = opt && opt->arch ? opt->arch : "sm_90a";
-	if (!src && len) {
-		error_at(&d, NO_LOC, "no source text given");
-		status = TILEC_ERR_INVALID_ARGUMENT;
-		goto done;
+	Request rq;
+	tilec_status status = check_request(r, &d, src, len, opt, &rq);
+	if (status == TILEC_OK) {
+		StrBuf text = {0}, dump = {0};
+		status = run_stages(r, &d, &rq, opt, &text, &dump);
+		r->output = status == TILEC_OK ? sb_take(&text) : NULL;
+		if (status != TILEC_OK)
+			r->nkernels = 0;
+		free(text.data);
+		r->dump = sb_take(&dump);
 	}
-	if (!src)
-		src = "";
-	if (len > MAX_SOURCE_BYTES) {
-		d.src = NULL;
-		d.src_len = 0;
-		error_at(&d, NO_LOC, "source is larger than %zu bytes", MAX_SOURCE_BYTES);
-		goto done;
-	}
-	/* The lexer's end-of-input check (re2c:eof) fires on a NUL byte, and only
-	 * then compares with the limit: it needs a NUL at src[len].  The caller's
-	 * buffer need not have one, so lex a terminated copy (a memcpy of a few
-	 * kilobytes, and diagnostics quote the same bytes). */
-	char *copy = arena_alloc(r->arena, len + 1);
-	memcpy(copy, src, len);
-	copy[len] = 0;
-	src = copy;
-	d.src = src;
-	if (!arch_sm(arch)) {
-		error_at(&d, NO_LOC, "unknown target '%s'; expected sm_80, sm_86, sm_89, sm_90 or sm_90a", arch);
-		status = TILEC_ERR_INVALID_ARGUMENT;
-		goto done;
-	}
-	int opt_level = opt ? opt->opt_level : 3;
-	if (opt_level < 0 || opt_level > 3) {
-		error_at(&d, NO_LOC, "optimization level %d is out of range 0..3", opt_level);
-		status = TILEC_ERR_INVALID_ARGUMENT;
-		goto done;
-	}
-	if (opt && opt->dump_after && !pass_name_valid(opt->dump_after)) {
-		error_at(&d, NO_LOC, "unknown pass '%s' for dump-after", opt->dump_after);
-		status = TILEC_ERR_INVALID_ARGUMENT;
-		goto done;
-	}
-	ConstDef *defs = NULL;
-	int ndefs = opt ? opt->ndefines : 0;
-	if (ndefs < 0 || (ndefs && !opt->defines)) {
-		error_at(&d, NO_LOC, "bad list of defines");
-		status = TILEC_ERR_INVALID_ARGUMENT;
-		goto done;
-	}
-	defs = ARENA_ARRAY(r->arena, ConstDef, ndefs + 1);
-	for (int i = 0; i < ndefs; i++) {
-		if (!opt->defines[i].name || !opt->defines[i].value || !*opt->defines[i].name) {
-			error_at(&d, NO_LOC, "define %d has no name or no value", i);
-			status = TILEC_ERR_INVALID_ARGUMENT;
-			goto done;
-		}
-		defs[i].name = opt->defines[i].name;
-		defs[i].value = opt->defines[i].value;
-	}
-	tilec_emit emit = opt ? opt->emit : TILEC_EMIT_PTX;
-	if ((int)emit < TILEC_EMIT_PTX || (int)emit > TILEC_EMIT_HEADER) {
-		error_at(&d, NO_LOC, "unknown emit kind %d", (int)emit);
-		status = TILEC_ERR_INVALID_ARGUMENT;
-		goto done;
-	}
-	StrBuf text = {0}, dump = {0};
-	if (emit == TILEC_EMIT_TOKENS) {
-		emit_tokens(src, len, &d, &text);
-		if (!d.nerrors)
-			status = TILEC_OK;
-		goto finish;
-	}
-	Parser p = {0};
-	p.arena = r->arena;
-	p.diags = &d;
-	parse_source(&p, src, len);
-	if (d.nerrors)
-		goto finish;
-	if (emit == TILEC_EMIT_AST) {
-		ast_print(&text, &p.kernels);
-		status = TILEC_OK;
-		goto finish;
-	}
-	Module *m = sema_build(r->arena, &d, &p.kernels, defs, ndefs, opt ? opt->kernel : NULL);
-	if (!m)
-		goto finish;
-	PassContext pc = {r->arena, &d, arch_sm(arch), !strcmp(arch, "sm_90a")};
-	const char *dump_after = emit == TILEC_EMIT_TIR ? "groups" : opt ? opt->dump_after : NULL;
-	StrBuf *dump_to = emit == TILEC_EMIT_TIR ? &text : &dump;
-	if (emit == TILEC_EMIT_TIR) {
-		sb_puts(&text, "// ---- from the frontend\n");
-		ir_print_module(&text, m);
-	}
-	if (!run_pipeline(&pc, m, dump_after, dump_to))
-		goto finish;
-	if (emit == TILEC_EMIT_TIR) {
-		status = TILEC_OK;
-		goto finish;
-	}
-	CodegenOptions co = {arch, opt_level};
-	char *llvm = NULL, *ptx = NULL;
-	const bool want_ptx = emit == TILEC_EMIT_PTX || emit == TILEC_EMIT_HEADER;
-	if (codegen_module(m, &co, &d, emit == TILEC_EMIT_LLVM ? &llvm : NULL, want_ptx ? &ptx : NULL)) {
-		if (!want_ptx) {
-			sb_puts(&text, llvm);
-			status = TILEC_OK;
-		} else {
-			char why[1024] = "";
-			tl_meta *meta = NULL;
-			if (tl_meta_parse(ptx, strlen(ptx), &meta, why, sizeof why) != TL_OK) {
-				/* codegen wrote the block: not parsing it back is our bug, but the
-				 * library reports rather than aborts */
-				error_at(&d, NO_LOC, "internal error: the PTX's metadata does not parse: %s", why);
-			} else {
-				collect_kernels(r, meta);
-				if (emit == TILEC_EMIT_PTX) {
-					sb_puts(&text, ptx);
-					status = TILEC_OK;
-				} else {
-					const char *cmd = command_line(r->arena, opt, arch, opt_level);
-					char *header = emit_c_header(ptx, meta, d.filename, cmd, why, sizeof why);
-					if (header) {
-						sb_puts(&text, header);
-						status = TILEC_OK;
-					} else {
-						error_at(&d, NO_LOC, "cannot write the C header: %s", why);
-					}
-					free(header);
-				}
-			}
-			tl_meta_free(meta);
-		}
-	}
-	free(llvm);
-	free(ptx);
-finish:
-	r->output = status == TILEC_OK ? sb_take(&text) : NULL;
-	if (status != TILEC_OK)
-		r->nkernels = 0;
-	free(text.data);
-	r->dump = sb_take(&dump);
-done:
 	collect(r, &d);
 	if (!r->dump)
 		r->dump = sb_take(&(StrBuf){0});
 	return status;
 }
-
 
 tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tilec_result **out)
 {
@@ -312,45 +354,17 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tile
 		o.opt_level = 3;
 	if (!o.filename)
 		o.filename = path;
-	FILE *f = path ? fopen(path, "rb") : NULL;
 	char *src = NULL;
-	size_t len = 0, cap = 0;
-	int err = f ? 0 : path ? errno : EINVAL;
-	bool too_large = false;
-	/* At most one byte past the limit: /dev/zero is not read to its end. */
-	while (f && !too_large) {
-		if (len == cap) {
-			size_t want = cap ? 2 * cap : (size_t)1 << 16;
-			if (want > MAX_SOURCE_BYTES + 1)
-				want = MAX_SOURCE_BYTES + 1;
-			char *grown = realloc(src, want);
-			if (!grown) {
-				err = ENOMEM;
-				break;
-			}
-			src = grown;
-			cap = want;
-		}
-		errno = 0;
-		size_t n = fread(src + len, 1, cap - len, f);
-		len += n;
-		too_large = len > MAX_SOURCE_BYTES;
-		if (n == 0) {
-			if (ferror(f))
-				err = errno ? errno : EIO; /* EISDIR for a folder, which fopen accepts */
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	if (err || too_large) {
-		free(src);
+	size_t len = 0;
+	int err = EINVAL;
+	tl_read_status rs = path ? tl_read_file(path, MAX_SOURCE_BYTES, &src, &len, &err) : TL_READ_CANNOT_OPEN;
+	if (rs != TL_READ_OK) {
 		/* a result with the one diagnostic, as for any other failure */
 		Diags d;
 		tilec_result *r = result_new(o.filename, &d);
 		if (!r)
 			return TILEC_ERR_INVALID_ARGUMENT;
-		if (too_large)
+		if (rs == TL_READ_TOO_LARGE)
 			error_at(&d, NO_LOC, "cannot read '%s': source is larger than %zu bytes", path, MAX_SOURCE_BYTES);
 		else
 			error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
@@ -359,7 +373,7 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tile
 		*out = r;
 		return path ? TILEC_ERR_IO : TILEC_ERR_INVALID_ARGUMENT;
 	}
-	tilec_status st = tilec_compile(src ? src : "", len, &o, out);
+	tilec_status st = tilec_compile(src, len, &o, out);
 	free(src);
 	return st;
 }
