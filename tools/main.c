@@ -1,5 +1,6 @@
 /* main.c: the tilec command line, with clang's and nvcc's conventions. */
 #include "file.h" /* runtime/file.h: the one whole-file reader */
+#include "passes.h" /* passes/passes.h: the pipeline's steps, for --help */
 #include "target.h" /* ir/target.h */
 #include "tilec.h"
 
@@ -14,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A printf format: the list of targets and the default one (ir/target.h). */
+/* A printf format: the list of targets and the default one (ir/target.h), the
+ * pipeline's steps by group (passes/pipeline.c). */
 static const char USAGE[] =
 	"usage: tilec [options] FILE.tl\n"
 	"\n"
@@ -27,11 +29,44 @@ static const char USAGE[] =
 	"  --kernel NAME       compile only the kernel NAME\n"
 	"  --emit=KIND         tokens, ast, tir, llvm, ptx (default) or header (C launchers\n"
 	"                      with the PTX embedded; see docs/cli.md)\n"
-	"  --dump-after=PASS   print the tile IR after PASS (specialize, layout, lower-tiles,\n"
-	"                      plan-shared, or all) to stderr\n"
+	"  --dump-after=PASS   print the tile IR after PASS to stderr: a step of the pipeline,\n"
+	"                      a group (its last step), all (every step) or groups:\n"
+	"%s"
 	"  -O0 -O1 -O2 -O3     LLVM optimization level (default -O3)\n"
 	"  --help              show this help\n"
 	"  --version           show the version\n";
+
+/* The pipeline's steps for --help, a group per line ("lower-tiles: step,
+ * step, ..." wrapped; a group of one step of its name alone). */
+static const char *pass_list(char *buf, size_t size)
+{
+	size_t n = 0, line = 0;
+	buf[0] = 0;
+	for (int i = 0; i < pass_count(); i++) {
+		const char *group, *prev = "", *next = "";
+		const char *name = pass_name(i, &group);
+		if (i > 0)
+			pass_name(i - 1, &prev);
+		if (i + 1 < pass_count())
+			pass_name(i + 1, &next);
+		bool first = strcmp(prev, group) != 0, last = strcmp(next, group) != 0;
+		char item[128];
+		if (first && last && !strcmp(name, group))
+			snprintf(item, sizeof item, "%s", name);
+		else
+			snprintf(item, sizeof item, first ? "%s: %s" : "%.0s%s", group, name);
+		if (first)
+			line = (size_t)snprintf(buf + n, size - n, "                        %s", item);
+		else if (line + strlen(item) + 2 > 88)
+			line = (size_t)snprintf(buf + n, size - n, ",\n                          %s", item) - 2;
+		else
+			line += (size_t)snprintf(buf + n, size - n, ", %s", item);
+		n = strlen(buf);
+		if (last && n + 1 < size)
+			buf[n++] = '\n', buf[n] = 0;
+	}
+	return buf;
+}
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
@@ -228,8 +263,9 @@ static int parse_args(int argc, char **argv, Command *cmd)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			char names[128], text[sizeof USAGE + sizeof names];
-			snprintf(text, sizeof text, USAGE, target_list(names, sizeof names, ", "), target_default()->name);
+			char names[128], steps[1024], text[sizeof USAGE + sizeof names + sizeof steps];
+			snprintf(text, sizeof text, USAGE, target_list(names, sizeof names, ", "), target_default()->name,
+				 pass_list(steps, sizeof steps));
 			return write_path("-", "-", text, 0) ? 1 : 0;
 		} else if (!strcmp(a, "--version")) {
 			char line[64];
