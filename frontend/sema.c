@@ -214,6 +214,9 @@ static bool int_fits(TypeKind t, int64_t v)
 	}
 }
 
+/* primary = INT ;  also "-" INT (negate), so that -128 is an i8 literal rather than -(128).
+ * The type is the context's (hint: an integer type, or a float type for 2 in `x * 2` with x an f32),
+ * else i32, or i64 when the value does not fit in i32; a value that does not fit is reported. */
 static Expr *check_int_literal(Sema *s, const Node *n, TypeKind hint, bool negate)
 {
 	if (n->overflow || (negate && n->ival < 0)) {
@@ -236,6 +239,7 @@ static Expr *check_int_literal(Sema *s, const Node *n, TypeKind hint, bool negat
 	return e;
 }
 
+/* primary = FLOAT ;  also "-" FLOAT (negate).  f32 unless the context hints another float type. */
 static Expr *check_float_literal(Sema *s, const Node *n, TypeKind hint, bool negate)
 {
 	Expr *e = ex_float(s->a, type_is_float(hint) ? hint : TY_F32, negate ? -n->fval : n->fval);
@@ -265,7 +269,6 @@ static Expr *require_int(Sema *s, Expr *e, SrcLoc loc, const char *what)
 	return e;
 }
 
-/* Checks two operands so that an untyped literal adopts the other's type. */
 /* Does an untyped expression hold a floating-point literal? Then it is a float. */
 static bool untyped_has_float(const Node *n, int depth)
 {
@@ -276,6 +279,9 @@ static bool untyped_has_float(const Node *n, int depth)
 	return untyped_has_float(n->a, depth + 1) || untyped_has_float(n->b, depth + 1);
 }
 
+/* The two operands of expr binop expr, min/max/ceildiv(a, b) and select's a and b:
+ * an untyped side (literals only) takes the other side's type; when both are untyped and one holds
+ * a FLOAT literal, both are a float (f32 unless the hint is another float type). */
 static bool check_pair(Sema *s, const Node *a, const Node *b, TypeKind hint, Expr **ea, Expr **eb)
 {
 	if (is_untyped(a) && is_untyped(b) && !type_is_float(hint) &&
@@ -291,6 +297,10 @@ static bool check_pair(Sema *s, const Node *a, const Node *b, TypeKind hint, Exp
 	return *ea && *eb;
 }
 
+/* expr = expr binop expr ;  also min(a, b), max(a, b), ceildiv(a, b) (op OP_MIN, OP_MAX, OP_CEILDIV).
+ * Both operands have one type (a shift count is converted to the shifted type); && || take bool,
+ * and bool takes only && || == != & | ^ min max; % ceildiv & | ^ << >> take no floats; a constant
+ * integer divisor must not be 0. */
 static Expr *check_binary_op(Sema *s, OpKind op, const Node *an, const Node *bn, SrcLoc loc, TypeKind hint)
 {
 	Expr *a, *b;
@@ -388,6 +398,8 @@ static bool check_named(Sema *s, const Node *call, const char *const *allowed)
 	return ok;
 }
 
+/* The arguments of a builtin, IDENT "(" [ arg { "," arg } ] ")" : lo to hi positional ones, named
+ * ones (IDENT "=" expr) only from `named` (check_named). */
 static bool check_arity(Sema *s, const Node *call, int lo, int hi, const char *const *named)
 {
 	int n = count_positional(call);
@@ -479,6 +491,12 @@ static Expr *check_sizeof(Sema *s, const Node *n)
 	return e;
 }
 
+/* postfix = ( IDENT | TYPE ) "(" [ arg { "," arg } ] ")" ;  a call used as a value:
+ *   T(x)                          a cast, T a TYPE or a type constant
+ *   sizeof(T)  num_blocks(AXIS)   (above)
+ *   min(a, b)  max(a, b)  ceildiv(a, b)  select(COND, a, b)
+ *   an intrinsic (exp, sqrt, fma, ...: docs/language.md section 8), its arguments of one type
+ * A tile operation, alloc_* or a loop iterator here is reported as used in the wrong place. */
 static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 {
 	const char *name = n->name;
@@ -649,6 +667,8 @@ static Expr **check_indices(Sema *s, const Buffer *b, const NodeList *idx, SrcLo
 
 static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint);
 
+/* expr: any expression, through check_expr_inner, with the depth bound above.  hint: the type an
+ * untyped literal takes (TY_VOID: none). */
 static Expr *check_expr(Sema *s, const Node *n, TypeKind hint)
 {
 	if (!n)
@@ -665,6 +685,11 @@ static Expr *check_expr(Sema *s, const Node *n, TypeKind hint)
 	return e;
 }
 
+/* expr    = expr binop expr | unop expr | postfix ;
+ * postfix = primary | postfix "[" expr { "," expr } "]" | call ;
+ * primary = INT | FLOAT | "true" | "false" | IDENT | "(" expr ")" | "[" expr { "," expr } "]" ;
+ * One node, by kind.  A name is a scalar (a buffer must be indexed, a type constant is no value);
+ * ! takes bool, ~ an integer, - a signed or float operand; a list is only an allocation's shape. */
 static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
 {
 	switch (n->kind) {
@@ -773,6 +798,7 @@ static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *o
 
 static Stmt *check_stmt(Sema *s, const Node *n);
 
+/* block = "{" { stmt } "}" ;  a scope: the names declared inside end at its "}". */
 static Stmt *check_block(Sema *s, const Node *n)
 {
 	s->block_depth++;
@@ -787,6 +813,11 @@ static Stmt *check_block(Sema *s, const Node *n)
 
 static const int64_t MAX_TILE_ELEMS = 1 << 20;
 
+/* "let" IDENT "=" ( alloc_shared | alloc_fragment | alloc_local ) "(" SHAPE "," T ")" ";"
+ *   where SHAPE: "[" expr { "," expr } "]" or one expr, compile-time integers;
+ *         T: TYPE or a type constant
+ * Declares a tile buffer for the whole kernel (no statement): 1 to TL_MAX_RANK dimensions, at most
+ * 2^20 elements in all, no type annotation on the name. */
 static Stmt *check_alloc(Sema *s, const Node *let, const Node *call)
 {
 	Scope scope = !strcmp(call->name, "alloc_shared") ? SCOPE_SHARED
@@ -839,6 +870,9 @@ static Stmt *check_alloc(Sema *s, const Node *let, const Node *call)
 	return NULL; /* buffers live for the whole kernel: no statement */
 }
 
+/* stmt = ( "let" | "var" ) IDENT [ ":" typeref ] "=" expr ";" ;
+ * An alloc_*(...) value binds a tile buffer (check_alloc; 'let' only); otherwise the value has the
+ * annotated type, if there is one, and the name is declared after its value is checked. */
 static Stmt *check_let(Sema *s, const Node *n)
 {
 	const Node *v = n->a;
@@ -870,6 +904,8 @@ static Stmt *check_let(Sema *s, const Node *n)
 	return st;
 }
 
+/* stmt = postfix ( "=" | "+=" | "-=" | "*=" | "/=" ) expr ";"   where postfix: a 'var' or BUF[i, ...]
+ * x OP= v is checked as x = x OP v; the value has the var's type or the buffer's element type. */
 static Stmt *check_assign(Sema *s, const Node *n)
 {
 	const Node *lhs = n->a;
@@ -973,6 +1009,8 @@ static void shape_str(StrBuf *sb, const Buffer *b)
 	sb_puts(sb, "]");
 }
 
+/* copy(SRC, DST)   where SRC, DST: a tile buffer, or a tensor at an origin T[i, j] (check_region)
+ * Not tensor to tensor; a tile has no more dimensions than its tensor; two tiles have one shape. */
 static Stmt *check_copy(Sema *s, const Node *call)
 {
 	if (!check_arity(s, call, 2, 2, NULL))
@@ -1028,6 +1066,8 @@ static int tile_arg(Sema *s, const Node *n, const char *op, const char *role)
 	return bi;
 }
 
+/* fill(TILE, VALUE) | clear(TILE)   (clear: fill with 0)
+ * TILE a tile buffer, not a tensor; VALUE of its element type. */
 static Stmt *check_fill(Sema *s, const Node *call, bool clear)
 {
 	if (!check_arity(s, call, clear ? 1 : 2, clear ? 1 : 2, NULL))
@@ -1050,6 +1090,8 @@ static Stmt *check_fill(Sema *s, const Node *call, bool clear)
 	return st;
 }
 
+/* IDENT "=" expr, a named bool argument of a builtin (transpose_A = true, clear = false): a
+ * compile-time bool; false when it is absent. */
 static bool check_bool_named(Sema *s, const Node *call, const char *name, bool *out)
 {
 	const Node *n = named_arg(call, name);
@@ -1077,6 +1119,10 @@ static Stmt *check_fill_op(Sema *s, const Node *call) { return check_fill(s, cal
 
 static Stmt *check_clear_op(Sema *s, const Node *call) { return check_fill(s, call, true); }
 
+/* gemm(A, B, C [, transpose_A = BOOL] [, transpose_B = BOOL] [, warps_m = INT] [, warps_n = INT])
+ * 2-D tiles: A and B both f16 or both bf16, in shared memory (A in a fragment: not supported yet),
+ * C an f32 fragment; M x K times K x N into M x N after the transposes, M % 16, N % 8, K % 16 = 0;
+ * warps_m, warps_n constants 1 to 32. */
 static Stmt *check_gemm(Sema *s, const Node *call)
 {
 	static const char *const named[] = {"transpose_A", "transpose_B", "warps_m", "warps_n", NULL};
@@ -1145,6 +1191,9 @@ static Stmt *check_gemm(Sema *s, const Node *call)
 	return st;
 }
 
+/* reduce_sum(SRC, DST [, dim = INT] [, clear = BOOL]), and reduce_max, reduce_min alike
+ * Fragments; DST has SRC's shape without dim (only the last dimension so far; [1] for a 1-D SRC),
+ * SRC's element type or f32 from f16/bf16, and is f32, i32 or u32; clear = false accumulates. */
 static Stmt *check_reduce(Sema *s, const Node *call)
 {
 	static const char *const named[] = {"dim", "clear", NULL};
@@ -1209,6 +1258,8 @@ static Stmt *check_reduce(Sema *s, const Node *call)
 	return st;
 }
 
+/* atomic_add(BUF[i, ...], VALUE)   checked, then reported as not supported yet
+ * BUF a global or shared buffer, the indices as for any element, VALUE of its element type. */
 static Stmt *check_atomic_add(Sema *s, const Node *call)
 {
 	if (!check_arity(s, call, 2, 2, NULL))
@@ -1288,6 +1339,8 @@ static Stmt *check_min_blocks(Sema *s, const Node *call)
 	return NULL;
 }
 
+/* stmt = postfix ";" ;  a call statement: copy, fill, clear, gemm, reduce_sum/max/min, atomic_add,
+ * use_swizzle, min_blocks_per_sm.  Anything else computes a value for nothing and is reported. */
 static Stmt *check_call_stmt(Sema *s, const Node *n)
 {
 	const Node *call = n->a;
@@ -1310,6 +1363,11 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 	return NULL;
 }
 
+/* stmt = "for" IDENT { "," IDENT } "in" postfix block ;   where postfix is one of
+ *   parallel(E, ...)                 one constant extent per variable, each and their product 1 to 2^20
+ *   serial(HI) | serial(LO, HI)      one variable, i32 bounds of any value
+ *   pipelined(HI [, stages = INT])   one variable, 1 to 4 stages (default 2)
+ * With LO the counter runs from 0 and the name is bound to LO + counter in the body. */
 static Stmt *check_for(Sema *s, const Node *n)
 {
 	const Node *it = n->a;
@@ -1408,6 +1466,8 @@ static Stmt *check_for(Sema *s, const Node *n)
 	return ok ? st : NULL;
 }
 
+/* ifstmt = "if" expr block [ "else" ( block | ifstmt ) ] ;   the condition is bool (no integer
+ * converts to it); both branches are checked even when the condition is wrong. */
 static Stmt *check_if(Sema *s, const Node *n)
 {
 	Expr *c = check_expr(s, n->a, TY_BOOL);
@@ -1426,6 +1486,7 @@ static Stmt *check_if(Sema *s, const Node *n)
 	return st;
 }
 
+/* stmt: one statement, by the kind of its node (the alternatives of stmt in parse.y). */
 static Stmt *check_stmt(Sema *s, const Node *n)
 {
 	switch (n->kind) {
@@ -1487,8 +1548,6 @@ static DefineKind parse_define(const char *v, int64_t *i, double *f)
 
 static void check_const_value(Sema *s, const Node *c, Var *v);
 
-/* The constant is declared even when its value is bad (the error is already
- * reported), so that its uses do not cascade into "undefined name" errors. */
 /* [T = f16]: a type constant; -D T=bf16 overrides it like any other. */
 static bool check_type_const(Sema *s, const Node *c)
 {
@@ -1517,6 +1576,11 @@ static bool check_type_const(Sema *s, const Node *c)
 	return true;
 }
 
+/* constdecl = IDENT [ ":" typeref ] [ "=" ( expr | TYPE ) ] ;   one of the kernel's "[...]"
+ * A type constant (check_type_const) or a value constant (check_const_value), i32 unless its
+ * annotation, its default or its -D value says otherwise.  The constant is declared even when its
+ * value is bad (the error is already reported), so that its uses do not cascade into "undefined
+ * name" errors. */
 static void check_const_param(Sema *s, const Node *c)
 {
 	if (check_type_const(s, c))
@@ -1528,6 +1592,8 @@ static void check_const_param(Sema *s, const Node *c)
 	declare(s, c->name, c->loc, SYM_VAR, var);
 }
 
+/* The value of a constdecl: "=" expr, a compile-time constant of the annotated type if any, or
+ * -D NAME=VALUE, which overrides it: a number or true/false that fits the constant's type. */
 static void check_const_value(Sema *s, const Node *c, Var *v)
 {
 	const ConstDef *def = NULL;
@@ -1596,6 +1662,9 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
 	}
 }
 
+/* param = IDENT ":" typeref [ "[" dim { "," dim } "]" ] ;   dim = IDENT | INT ;
+ * A scalar, or a tensor of 1 to TL_MAX_RANK dimensions, each a positive INT, a value constant or a
+ * size: a name's first use declares an i32 size parameter (size_vars: after all the others). */
 static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
 {
 	TypeKind type = resolve_type(s, p->type, p->tname, p->tloc);
@@ -1682,6 +1751,11 @@ static bool grid_expr_ok(Sema *s, const Expr *e)
 	return grid_expr_ok(s, e->a) && grid_expr_ok(s, e->b);
 }
 
+/* kernel = "kernel" IDENT [ "[" constdecl { "," constdecl } "]" ] "(" [ param { "," param } ] ")"
+ *          "grid" "(" expr { "," expr } ")" [ "as" "(" IDENT { "," IDENT } ")" ]
+ *          "threads" "(" expr ")" block ;
+ * 1 to 3 grid dimensions of sizes, constants, i32 scalars, num_sms and arithmetic (grid_expr_ok);
+ * threads a constant 1 to 1024; at most one block index name per grid dimension. */
 static Kernel *check_kernel(Sema *s, const Node *kn)
 {
 	Kernel *k = ARENA_NEW(s->a, Kernel);

@@ -1781,6 +1781,7 @@ static bool emulate(dataset *ds, op_kind op, int act)
 /* gemm_softmax's self-test: a CPU model of the kernel (f32 accumulate from B as uploaded, [N, K]; f32
  * logits in log2 units, x = acc * (scale * log2(e)); exp2f; rounded to T) and models of broken kernels,
  * each of which the checker must fail wherever it changes the output materially. */
+// clang-format off: a table of one-line comments, some wider than the column limit
 typedef enum sm_fault {
   SM_OK,            /* what a correct kernel computes */
   SM_NO_DIVIDE,     /* exp(x - max), never divided by the row sum */
@@ -1795,6 +1796,7 @@ typedef enum sm_fault {
   SM_WRONG_ROW,     /* the last row holds row 0's probabilities */
   NSM_FAULTS
 } sm_fault;
+// clang-format on
 static const char *const sm_fault_names[NSM_FAULTS] = {
     "as computed", "no division by the row sum", "scale ignored", "row max never subtracted",
     "max and sum over the first 64 columns", "max and sum over the padding columns too",
