@@ -20,22 +20,22 @@
 #include "codegen.h"
 
 typedef struct {
-	LLVMTypeRef void_t, i1, i8, i16, i32, i64, f16, bf16, f32, f64;
-	LLVMTypeRef ptr;        /* generic */
-	LLVMTypeRef ptr_global; /* addrspace(1) */
-	LLVMTypeRef ptr_shared; /* addrspace(3) */
+  LLVMTypeRef void_t, i1, i8, i16, i32, i64, f16, bf16, f32, f64;
+  LLVMTypeRef ptr;        /* generic */
+  LLVMTypeRef ptr_global; /* addrspace(1) */
+  LLVMTypeRef ptr_shared; /* addrspace(3) */
 } CgTypes;
 
 typedef struct {
-	LLVMContextRef ctx;
-	LLVMModuleRef mod;
-	LLVMBuilderRef b;
-	CgTypes t;
-	const Kernel *k;
-	LLVMValueRef fn;
-	LLVMValueRef *vals;  /* k->nvars entries */
-	LLVMValueRef *bases; /* k->nbufs entries */
-	LLVMFastMathFlags fmf;
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  CgTypes t;
+  const Kernel *k;
+  LLVMValueRef fn;
+  LLVMValueRef *vals;  /* k->nvars entries */
+  LLVMValueRef *bases; /* k->nbufs entries */
+  LLVMFastMathFlags fmf;
 } Cg;
 
 #define ADDRSPACE_GLOBAL 1
@@ -43,7 +43,7 @@ typedef struct {
 
 /* Shared memory above this is dynamic: cuLaunchKernel must be told its size. */
 #define CG_STATIC_SMEM_MAX (48 * 1024)
-#define CG_SMEM_ALIGN 128 /* plan_shared aligns offsets to 128 for swizzled layouts */
+#define CG_SMEM_ALIGN 128        /* plan_shared aligns offsets to 128 for swizzled layouts */
 #define CG_SMEM_ALIGN_WGMMA 1024 /* ... and to 1024 for wgmma's 128-byte swizzle atoms */
 
 /* ---------------------------------------------------------------- cg_tensor.c */
@@ -68,7 +68,7 @@ void cg_types_init(CgTypes *t, LLVMContextRef ctx);
 LLVMTypeRef cg_reg_type(const Cg *cg, TypeKind t);
 LLVMTypeRef cg_mem_type(const Cg *cg, TypeKind t);
 LLVMTypeRef cg_with_lanes(LLVMTypeRef t, int lanes); /* lanes == 1: t itself */
-bool cg_is_half(TypeKind t);                          /* f16 or bf16 */
+bool cg_is_half(TypeKind t);                         /* f16 or bf16 */
 LLVMValueRef cg_const_int(const Cg *cg, TypeKind t, int64_t v);
 LLVMValueRef cg_const_float(const Cg *cg, TypeKind t, double v);
 LLVMValueRef cg_const_f32(const Cg *cg, double v);
@@ -83,8 +83,8 @@ LLVMValueRef cg_fp(const Cg *cg, LLVMValueRef v);             /* applies cg->fmf
 /* ---------------------------------------------------------------- cg_math.c */
 
 /* Calls an LLVM intrinsic by name; overloaded ones take their types in over. */
-LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int nover,
-			       LLVMValueRef *args, int nargs);
+LLVMValueRef cg_call_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *args,
+                               int nargs);
 /* args are of type t already. */
 LLVMValueRef emit_math_intrinsic(Cg *cg, IntrinsicKind fn, TypeKind t, LLVMValueRef *args);
 

@@ -23,188 +23,195 @@
 #include <string.h>
 
 static LLVMValueRef inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints,
-			       LLVMValueRef *args, int nargs, bool side_effects)
+                               LLVMValueRef *args, int nargs, bool side_effects)
 {
-	LLVMTypeRef *tys = malloc(sizeof *tys * (size_t)(nargs ? nargs : 1));
-	for (int i = 0; i < nargs; i++)
-		tys[i] = LLVMTypeOf(args[i]);
-	LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
-	free(tys);
-	LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), constraints, strlen(constraints), side_effects, 0,
-					   LLVMInlineAsmDialectATT, 0);
-	return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)nargs, "");
+  LLVMTypeRef *tys = malloc(sizeof *tys * (size_t)(nargs ? nargs : 1));
+  for (int i = 0; i < nargs; i++)
+    tys[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
+  free(tys);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), constraints, strlen(constraints), side_effects,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)nargs, "");
 }
 
 LLVMValueRef emit_widen_opaque(Cg *cg, LLVMValueRef v, TypeKind from)
 {
-	const char *text = from == TY_F16 ? "cvt.f32.f16 $0, $1;"
-					  : "{ .reg .b16 z; mov.b16 z, 0; mov.b32 $0, {z, $1}; }"; /* bf16 bits << 16 */
-	return inline_asm(cg, cg->t.f32, text, "=f,h", &v, 1, false);
+  const char *text = from == TY_F16
+                         ? "cvt.f32.f16 $0, $1;"
+                         : "{ .reg .b16 z; mov.b16 z, 0; mov.b32 $0, {z, $1}; }"; /* bf16 bits << 16 */
+  return inline_asm(cg, cg->t.f32, text, "=f,h", &v, 1, false);
 }
 
 /* The 32-bit shared-window address of an element. */
 static LLVMValueRef shared_addr(Cg *cg, int buf, Expr *const *idx, int nidx)
 {
-	LLVMValueRef p = emit_elem_ptr(cg, buf, idx, nidx);
-	return LLVMBuildPtrToInt(cg->b, p, cg->t.i32, "");
+  LLVMValueRef p = emit_elem_ptr(cg, buf, idx, nidx);
+  return LLVMBuildPtrToInt(cg->b, p, cg->t.i32, "");
 }
 
 /* Pointer to register `base + i` of a LOCAL buffer. */
 static LLVMValueRef reg_ptr(Cg *cg, int buf, const Expr *base, int i)
 {
-	LLVMValueRef off = LLVMBuildAdd(cg->b, emit_index(cg, base, cg->t.i32), LLVMConstInt(cg->t.i32, (unsigned)i, 0), "");
-	return LLVMBuildInBoundsGEP2(cg->b, cg_mem_type(cg, cg->k->bufs[buf].elem), cg->bases[buf], &off, 1, "");
+  LLVMValueRef off = LLVMBuildAdd(cg->b, emit_index(cg, base, cg->t.i32),
+                                  LLVMConstInt(cg->t.i32, (unsigned)i, 0), "");
+  return LLVMBuildInBoundsGEP2(cg->b, cg_mem_type(cg, cg->k->bufs[buf].elem), cg->bases[buf], &off, 1, "");
 }
 
 void emit_ldmatrix(Cg *cg, const Stmt *s)
 {
-	int n = s->matrices;
-	char text[160], cons[64];
-	static const char *const regs[] = {"{$0}", "{$0, $1}", "", "{$0, $1, $2, $3}"};
-	snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 %s, [$%d];", n,
-		 s->trans ? ".trans" : "", regs[n - 1], n);
-	snprintf(cons, sizeof cons, "%s,r,~{memory}", n == 1 ? "=r" : n == 2 ? "=r,=r" : "=r,=r,=r,=r");
-	LLVMValueRef addr = shared_addr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
-	LLVMTypeRef i32s[4] = {cg->t.i32, cg->t.i32, cg->t.i32, cg->t.i32};
-	LLVMTypeRef ret = n == 1 ? cg->t.i32 : LLVMStructTypeInContext(cg->ctx, i32s, (unsigned)n, 0);
-	LLVMValueRef r = inline_asm(cg, ret, text, cons, &addr, 1, true);
-	for (int i = 0; i < n; i++) {
-		LLVMValueRef v = n == 1 ? r : LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
-		LLVMBuildStore(cg->b, v, reg_ptr(cg, s->buf, s->idx[0], i));
-	}
+  int n = s->matrices;
+  char text[160], cons[64];
+  static const char *const regs[] = {"{$0}", "{$0, $1}", "", "{$0, $1, $2, $3}"};
+  snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 %s, [$%d];", n,
+           s->trans ? ".trans" : "", regs[n - 1], n);
+  snprintf(cons, sizeof cons, "%s,r,~{memory}", n == 1 ? "=r" : n == 2 ? "=r,=r" : "=r,=r,=r,=r");
+  LLVMValueRef addr = shared_addr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
+  LLVMTypeRef i32s[4] = {cg->t.i32, cg->t.i32, cg->t.i32, cg->t.i32};
+  LLVMTypeRef ret = n == 1 ? cg->t.i32 : LLVMStructTypeInContext(cg->ctx, i32s, (unsigned)n, 0);
+  LLVMValueRef r = inline_asm(cg, ret, text, cons, &addr, 1, true);
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef v = n == 1 ? r : LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
+    LLVMBuildStore(cg->b, v, reg_ptr(cg, s->buf, s->idx[0], i));
+  }
 }
 
 void emit_mma(Cg *cg, const Stmt *s)
 {
-	char text[200];
-	const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
-	snprintf(text, sizeof text,
-		 "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
-		 "{$10, $11, $12, $13};", t, t);
-	LLVMValueRef args[10];
-	for (int i = 0; i < 4; i++)
-		args[i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->a, s->a_reg, i), "");
-	for (int i = 0; i < 2; i++)
-		args[4 + i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->b, s->b_reg, i), "");
-	for (int i = 0; i < 4; i++)
-		args[6 + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, s->c, s->c_reg, i), "");
-	LLVMTypeRef f32s[4] = {cg->t.f32, cg->t.f32, cg->t.f32, cg->t.f32};
-	LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, 4, 0);
-	LLVMValueRef r = inline_asm(cg, ret, text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
-	for (int i = 0; i < 4; i++)
-		LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, s->c_reg, i));
+  char text[200];
+  const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
+  snprintf(text, sizeof text,
+           "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+           "{$10, $11, $12, $13};",
+           t, t);
+  LLVMValueRef args[10];
+  for (int i = 0; i < 4; i++)
+    args[i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->a, s->a_reg, i), "");
+  for (int i = 0; i < 2; i++)
+    args[4 + i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->b, s->b_reg, i), "");
+  for (int i = 0; i < 4; i++)
+    args[6 + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, s->c, s->c_reg, i), "");
+  LLVMTypeRef f32s[4] = {cg->t.f32, cg->t.f32, cg->t.f32, cg->t.f32};
+  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, 4, 0);
+  LLVMValueRef r = inline_asm(cg, ret, text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
+  for (int i = 0; i < 4; i++)
+    LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, s->c_reg, i));
 }
 
 void emit_cp_async(Cg *cg, const Stmt *s)
 {
-	LLVMValueRef args[3];
-	args[0] = shared_addr(cg, s->buf, s->idx, s->nidx);
-	LLVMValueRef src = emit_elem_ptr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
-	args[1] = LLVMBuildPtrToInt(cg->b, src, cg->t.i64, "");
-	args[2] = emit_index(cg, s->src_bytes, cg->t.i32);
-	inline_asm(cg, cg->t.void_t, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", args, 3, true);
+  LLVMValueRef args[3];
+  args[0] = shared_addr(cg, s->buf, s->idx, s->nidx);
+  LLVMValueRef src = emit_elem_ptr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
+  args[1] = LLVMBuildPtrToInt(cg->b, src, cg->t.i64, "");
+  args[2] = emit_index(cg, s->src_bytes, cg->t.i32);
+  inline_asm(cg, cg->t.void_t, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", args, 3,
+             true);
 }
 
 void emit_cp_commit(Cg *cg)
 {
-	inline_asm(cg, cg->t.void_t, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
+  inline_asm(cg, cg->t.void_t, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
 }
 
 void emit_cp_wait(Cg *cg, int n)
 {
-	char text[48];
-	snprintf(text, sizeof text, "cp.async.wait_group %d;", n);
-	inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
+  char text[48];
+  snprintf(text, sizeof text, "cp.async.wait_group %d;", n);
+  inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
 }
 
 /* ---------------------------------------------------------------- wgmma (sm_90a) */
 
 uint64_t codegen_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo)
 {
-	const uint64_t swizzle_128b = 1;
-	return (uint64_t)((start & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
-	       (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | swizzle_128b << 62;
+  const uint64_t swizzle_128b = 1;
+  return (uint64_t)((start & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
+         (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | swizzle_128b << 62;
 }
 
 /* The descriptor of the operand tile that starts at buf[idx]: its 32-bit shared
  * address, at run time, in the low bits of the layout's constant ones. */
 static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool mn_major)
 {
-	uint32_t lbo, sbo;
-	codegen_wgmma_strides(&cg->k->bufs[buf], mn_major, &lbo, &sbo);
-	LLVMValueRef addr = shared_addr(cg, buf, idx, nidx);
-	addr = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, addr, LLVMConstInt(cg->t.i32, 0x3FFFF, 0), ""),
-			     LLVMConstInt(cg->t.i32, 4, 0), "");
-	LLVMValueRef bits = LLVMConstInt(cg->t.i64, codegen_wgmma_desc(0, lbo, sbo), 0);
-	return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, addr, cg->t.i64, ""), bits, "");
+  uint32_t lbo, sbo;
+  codegen_wgmma_strides(&cg->k->bufs[buf], mn_major, &lbo, &sbo);
+  LLVMValueRef addr = shared_addr(cg, buf, idx, nidx);
+  addr = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, addr, LLVMConstInt(cg->t.i32, 0x3FFFF, 0), ""),
+                       LLVMConstInt(cg->t.i32, 4, 0), "");
+  LLVMValueRef bits = LLVMConstInt(cg->t.i64, codegen_wgmma_desc(0, lbo, sbo), 0);
+  return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, addr, cg->t.i64, ""), bits, "");
 }
 
 /* An asm statement over the accumulator registers acc[0 .. n): "=f" x n, then
  * the extra inputs, then the n registers tied to the outputs; the results are
  * stored back.  The text names the registers $0 .. $n-1 and the extras $n... */
-static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *extra, const char *extra_cons, int nextra)
+static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *extra, const char *extra_cons,
+                       int nextra)
 {
-	StrBuf cons = {0};
-	for (int i = 0; i < n; i++)
-		sb_puts(&cons, i ? ",=f" : "=f");
-	if (nextra)
-		sb_printf(&cons, ",%s", extra_cons);
-	for (int i = 0; i < n; i++)
-		sb_printf(&cons, ",%d", i);
-	sb_puts(&cons, ",~{memory}");
-	LLVMValueRef *args = malloc(sizeof *args * (size_t)(nextra + n));
-	for (int i = 0; i < nextra; i++)
-		args[i] = extra[i];
-	Expr zero = {.kind = EX_INT, .type = TY_I32};
-	for (int i = 0; i < n; i++)
-		args[nextra + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, &zero, i), "");
-	LLVMTypeRef *f32s = malloc(sizeof *f32s * (size_t)n);
-	for (int i = 0; i < n; i++)
-		f32s[i] = cg->t.f32;
-	LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, (unsigned)n, 0);
-	LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + n, true);
-	for (int i = 0; i < n; i++)
-		LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, acc, &zero, i));
-	free(f32s);
-	free(args);
-	free(cons.data);
+  StrBuf cons = {0};
+  for (int i = 0; i < n; i++)
+    sb_puts(&cons, i ? ",=f" : "=f");
+  if (nextra)
+    sb_printf(&cons, ",%s", extra_cons);
+  for (int i = 0; i < n; i++)
+    sb_printf(&cons, ",%d", i);
+  sb_puts(&cons, ",~{memory}");
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)(nextra + n));
+  for (int i = 0; i < nextra; i++)
+    args[i] = extra[i];
+  Expr zero = {.kind = EX_INT, .type = TY_I32};
+  for (int i = 0; i < n; i++)
+    args[nextra + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, &zero, i), "");
+  LLVMTypeRef *f32s = malloc(sizeof *f32s * (size_t)n);
+  for (int i = 0; i < n; i++)
+    f32s[i] = cg->t.f32;
+  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, (unsigned)n, 0);
+  LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + n, true);
+  for (int i = 0; i < n; i++)
+    LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, acc, &zero, i));
+  free(f32s);
+  free(args);
+  free(cons.data);
 }
 
 void emit_wgmma_fence(Cg *cg, const Stmt *s)
 {
-	asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, NULL, NULL, 0);
+  asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, NULL, NULL, 0);
 }
 
 void emit_wgmma(Cg *cg, const Stmt *s)
 {
-	int n = s->acc_regs;
-	const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
-	StrBuf text = {0};
-	/* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
-	sb_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", 2 * n,
-		  t, t);
-	for (int i = 0; i < n; i++)
-		sb_printf(&text, "%s$%d", i ? ", " : "", i);
-	sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0, s->b_mn_major ? 1 : 0);
-	LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
-				wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
-	asm_on_acc(cg, text.data, s->c, n, desc, "l,l", 2);
-	free(text.data);
+  int n = s->acc_regs;
+  const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
+  StrBuf text = {0};
+  /* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
+  sb_printf(&text,
+            "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+            2 * n, t, t);
+  for (int i = 0; i < n; i++)
+    sb_printf(&text, "%s$%d", i ? ", " : "", i);
+  sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
+            s->b_mn_major ? 1 : 0);
+  LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
+                          wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
+  asm_on_acc(cg, text.data, s->c, n, desc, "l,l", 2);
+  free(text.data);
 }
 
 void emit_wgmma_commit(Cg *cg)
 {
-	inline_asm(cg, cg->t.void_t, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
+  inline_asm(cg, cg->t.void_t, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
 }
 
 void emit_wgmma_wait(Cg *cg, const Stmt *s)
 {
-	char text[48];
-	snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->pending);
-	asm_on_acc(cg, text, s->c, s->acc_regs, NULL, NULL, 0);
+  char text[48];
+  snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->pending);
+  asm_on_acc(cg, text, s->c, s->acc_regs, NULL, NULL, 0);
 }
 
 void emit_fence_proxy_async(Cg *cg)
 {
-	inline_asm(cg, cg->t.void_t, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
+  inline_asm(cg, cg->t.void_t, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
 }

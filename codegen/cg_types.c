@@ -3,178 +3,180 @@
 
 void cg_types_init(CgTypes *t, LLVMContextRef ctx)
 {
-	t->void_t = LLVMVoidTypeInContext(ctx);
-	t->i1 = LLVMInt1TypeInContext(ctx);
-	t->i8 = LLVMInt8TypeInContext(ctx);
-	t->i16 = LLVMInt16TypeInContext(ctx);
-	t->i32 = LLVMInt32TypeInContext(ctx);
-	t->i64 = LLVMInt64TypeInContext(ctx);
-	t->f16 = LLVMHalfTypeInContext(ctx);
-	t->bf16 = LLVMBFloatTypeInContext(ctx);
-	t->f32 = LLVMFloatTypeInContext(ctx);
-	t->f64 = LLVMDoubleTypeInContext(ctx);
-	t->ptr = LLVMPointerTypeInContext(ctx, 0);
-	t->ptr_global = LLVMPointerTypeInContext(ctx, ADDRSPACE_GLOBAL);
-	t->ptr_shared = LLVMPointerTypeInContext(ctx, ADDRSPACE_SHARED);
+  t->void_t = LLVMVoidTypeInContext(ctx);
+  t->i1 = LLVMInt1TypeInContext(ctx);
+  t->i8 = LLVMInt8TypeInContext(ctx);
+  t->i16 = LLVMInt16TypeInContext(ctx);
+  t->i32 = LLVMInt32TypeInContext(ctx);
+  t->i64 = LLVMInt64TypeInContext(ctx);
+  t->f16 = LLVMHalfTypeInContext(ctx);
+  t->bf16 = LLVMBFloatTypeInContext(ctx);
+  t->f32 = LLVMFloatTypeInContext(ctx);
+  t->f64 = LLVMDoubleTypeInContext(ctx);
+  t->ptr = LLVMPointerTypeInContext(ctx, 0);
+  t->ptr_global = LLVMPointerTypeInContext(ctx, ADDRSPACE_GLOBAL);
+  t->ptr_shared = LLVMPointerTypeInContext(ctx, ADDRSPACE_SHARED);
 }
 
 LLVMTypeRef cg_reg_type(const Cg *cg, TypeKind t)
 {
-	switch (t) {
-	case TY_BOOL: return cg->t.i1;
-	case TY_I8: case TY_U8: return cg->t.i8;
-	case TY_I16: case TY_U16: return cg->t.i16;
-	case TY_I32: case TY_U32: return cg->t.i32;
-	case TY_I64: case TY_U64: return cg->t.i64;
-	case TY_F16: return cg->t.f16;
-	case TY_BF16: return cg->t.bf16;
-	case TY_F32: return cg->t.f32;
-	case TY_F64: return cg->t.f64;
-	case TY_VOID: case TY_COUNT: break;
-	}
-	DIE("no LLVM type for %s", type_name(t));
+  switch (t) {
+  case TY_BOOL: return cg->t.i1;
+  case TY_I8:
+  case TY_U8: return cg->t.i8;
+  case TY_I16:
+  case TY_U16: return cg->t.i16;
+  case TY_I32:
+  case TY_U32: return cg->t.i32;
+  case TY_I64:
+  case TY_U64: return cg->t.i64;
+  case TY_F16: return cg->t.f16;
+  case TY_BF16: return cg->t.bf16;
+  case TY_F32: return cg->t.f32;
+  case TY_F64: return cg->t.f64;
+  case TY_VOID:
+  case TY_COUNT: break;
+  }
+  DIE("no LLVM type for %s", type_name(t));
 }
 
-LLVMTypeRef cg_mem_type(const Cg *cg, TypeKind t)
-{
-	return t == TY_BOOL ? cg->t.i8 : cg_reg_type(cg, t);
-}
+LLVMTypeRef cg_mem_type(const Cg *cg, TypeKind t) { return t == TY_BOOL ? cg->t.i8 : cg_reg_type(cg, t); }
 
 LLVMTypeRef cg_with_lanes(LLVMTypeRef t, int lanes)
 {
-	return lanes == 1 ? t : LLVMVectorType(t, (unsigned)lanes);
+  return lanes == 1 ? t : LLVMVectorType(t, (unsigned)lanes);
 }
 
 bool cg_is_half(TypeKind t) { return t == TY_F16 || t == TY_BF16; }
 
 LLVMValueRef cg_const_int(const Cg *cg, TypeKind t, int64_t v)
 {
-	if (t == TY_BOOL)
-		return LLVMConstInt(cg->t.i1, v != 0, 0);
-	return LLVMConstInt(cg_reg_type(cg, t), (unsigned long long)v, 1);
+  if (t == TY_BOOL)
+    return LLVMConstInt(cg->t.i1, v != 0, 0);
+  return LLVMConstInt(cg_reg_type(cg, t), (unsigned long long)v, 1);
 }
 
 LLVMValueRef cg_const_float(const Cg *cg, TypeKind t, double v)
 {
-	return LLVMConstReal(cg_reg_type(cg, t), v); /* rounds to nearest for f16/bf16 */
+  return LLVMConstReal(cg_reg_type(cg, t), v); /* rounds to nearest for f16/bf16 */
 }
 
 LLVMValueRef cg_const_f32(const Cg *cg, double v) { return LLVMConstReal(cg->t.f32, v); }
 
 LLVMValueRef cg_fp(const Cg *cg, LLVMValueRef v)
 {
-	if (cg->fmf && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
-		LLVMSetFastMathFlags(v, cg->fmf);
-	return v;
+  if (cg->fmf && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, cg->fmf);
+  return v;
 }
 
 static int value_lanes(LLVMValueRef v)
 {
-	LLVMTypeRef t = LLVMTypeOf(v);
-	return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? (int)LLVMGetVectorSize(t) : 1;
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? (int)LLVMGetVectorSize(t) : 1;
 }
 
 static LLVMTypeRef lanes_like(const Cg *cg, LLVMValueRef v, TypeKind t)
 {
-	return cg_with_lanes(cg_reg_type(cg, t), value_lanes(v));
+  return cg_with_lanes(cg_reg_type(cg, t), value_lanes(v));
 }
 
 LLVMValueRef cg_widen(Cg *cg, LLVMValueRef v, TypeKind t)
 {
-	if (!cg_is_half(t))
-		return v;
-	return LLVMBuildFPExt(cg->b, v, lanes_like(cg, v, TY_F32), "");
+  if (!cg_is_half(t))
+    return v;
+  return LLVMBuildFPExt(cg->b, v, lanes_like(cg, v, TY_F32), "");
 }
 
 LLVMValueRef cg_narrow(Cg *cg, LLVMValueRef v, TypeKind t)
 {
-	if (!cg_is_half(t))
-		return v;
-	return LLVMBuildFPTrunc(cg->b, v, lanes_like(cg, v, t), "");
+  if (!cg_is_half(t))
+    return v;
+  return LLVMBuildFPTrunc(cg->b, v, lanes_like(cg, v, t), "");
 }
 
 LLVMValueRef cg_to_mem(Cg *cg, LLVMValueRef v, TypeKind t)
 {
-	if (t != TY_BOOL)
-		return v;
-	return LLVMBuildZExt(cg->b, v, cg_with_lanes(cg->t.i8, value_lanes(v)), "");
+  if (t != TY_BOOL)
+    return v;
+  return LLVMBuildZExt(cg->b, v, cg_with_lanes(cg->t.i8, value_lanes(v)), "");
 }
 
 /* Any nonzero byte is true: a host's bool tensor need not hold only 0 and 1. */
 LLVMValueRef cg_from_mem(Cg *cg, LLVMValueRef v, TypeKind t)
 {
-	if (t != TY_BOOL)
-		return v;
-	return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  if (t != TY_BOOL)
+    return v;
+  return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
 }
 
 static LLVMValueRef convert_to_bool(Cg *cg, LLVMValueRef v, TypeKind from)
 {
-	if (type_is_float(from)) {
-		v = cg_widen(cg, v, from);
-		return LLVMBuildFCmp(cg->b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
-	}
-	return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  if (type_is_float(from)) {
+    v = cg_widen(cg, v, from);
+    return LLVMBuildFCmp(cg->b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  }
+  return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
 }
 
 static LLVMValueRef convert_int_to_int(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
 {
-	int fb = type_bits(from), tb = type_bits(to);
-	LLVMTypeRef dst = lanes_like(cg, v, to);
-	if (fb == tb)
-		return v;
-	if (fb > tb)
-		return LLVMBuildTrunc(cg->b, v, dst, "");
-	if (from == TY_BOOL || !type_is_signed(from))
-		return LLVMBuildZExt(cg->b, v, dst, "");
-	return LLVMBuildSExt(cg->b, v, dst, "");
+  int fb = type_bits(from), tb = type_bits(to);
+  LLVMTypeRef dst = lanes_like(cg, v, to);
+  if (fb == tb)
+    return v;
+  if (fb > tb)
+    return LLVMBuildTrunc(cg->b, v, dst, "");
+  if (from == TY_BOOL || !type_is_signed(from))
+    return LLVMBuildZExt(cg->b, v, dst, "");
+  return LLVMBuildSExt(cg->b, v, dst, "");
 }
 
 /* Integers go to f16/bf16 through f32: sm_80 has no cvt.rn.bf16.s32. */
 static LLVMValueRef convert_int_to_float(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
 {
-	TypeKind via = cg_is_half(to) ? TY_F32 : to;
-	LLVMTypeRef dst = lanes_like(cg, v, via);
-	if (from != TY_BOOL && type_is_signed(from))
-		v = LLVMBuildSIToFP(cg->b, v, dst, "");
-	else
-		v = LLVMBuildUIToFP(cg->b, v, dst, "");
-	return cg_narrow(cg, v, to);
+  TypeKind via = cg_is_half(to) ? TY_F32 : to;
+  LLVMTypeRef dst = lanes_like(cg, v, via);
+  if (from != TY_BOOL && type_is_signed(from))
+    v = LLVMBuildSIToFP(cg->b, v, dst, "");
+  else
+    v = LLVMBuildUIToFP(cg->b, v, dst, "");
+  return cg_narrow(cg, v, to);
 }
 
 static LLVMValueRef convert_float_to_int(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
 {
-	v = cg_widen(cg, v, from);
-	LLVMTypeRef dst = lanes_like(cg, v, to);
-	if (type_is_signed(to))
-		return LLVMBuildFPToSI(cg->b, v, dst, "");
-	return LLVMBuildFPToUI(cg->b, v, dst, "");
+  v = cg_widen(cg, v, from);
+  LLVMTypeRef dst = lanes_like(cg, v, to);
+  if (type_is_signed(to))
+    return LLVMBuildFPToSI(cg->b, v, dst, "");
+  return LLVMBuildFPToUI(cg->b, v, dst, "");
 }
 
 /* f16 <-> bf16 go through f32 (exact, then one rounding); LLVM rounds f64 to
  * f16/bf16 once, even on sm_80. */
 static LLVMValueRef convert_float_to_float(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
 {
-	if (cg_is_half(from) && cg_is_half(to))
-		return cg_narrow(cg, cg_widen(cg, v, from), to);
-	LLVMTypeRef dst = lanes_like(cg, v, to);
-	if (type_bits(from) < type_bits(to))
-		return LLVMBuildFPExt(cg->b, v, dst, "");
-	return LLVMBuildFPTrunc(cg->b, v, dst, "");
+  if (cg_is_half(from) && cg_is_half(to))
+    return cg_narrow(cg, cg_widen(cg, v, from), to);
+  LLVMTypeRef dst = lanes_like(cg, v, to);
+  if (type_bits(from) < type_bits(to))
+    return LLVMBuildFPExt(cg->b, v, dst, "");
+  return LLVMBuildFPTrunc(cg->b, v, dst, "");
 }
 
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
 {
-	if (from == to)
-		return v;
-	if (to == TY_BOOL)
-		return convert_to_bool(cg, v, from);
-	bool ffrom = type_is_float(from), fto = type_is_float(to);
-	if (!ffrom && !fto)
-		return convert_int_to_int(cg, v, from, to);
-	if (!ffrom)
-		return convert_int_to_float(cg, v, from, to);
-	if (!fto)
-		return convert_float_to_int(cg, v, from, to);
-	return convert_float_to_float(cg, v, from, to);
+  if (from == to)
+    return v;
+  if (to == TY_BOOL)
+    return convert_to_bool(cg, v, from);
+  bool ffrom = type_is_float(from), fto = type_is_float(to);
+  if (!ffrom && !fto)
+    return convert_int_to_int(cg, v, from, to);
+  if (!ffrom)
+    return convert_int_to_float(cg, v, from, to);
+  if (!fto)
+    return convert_float_to_int(cg, v, from, to);
+  return convert_float_to_float(cg, v, from, to);
 }

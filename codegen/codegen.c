@@ -45,36 +45,36 @@ static _Thread_local char fatal_reason[1024];
 
 static void on_llvm_fatal(const char *reason)
 {
-	if (!fatal_jump)
-		return; /* not ours: LLVM prints the reason and exits, as without a handler */
-	snprintf(fatal_reason, sizeof fatal_reason, "%s", reason ? reason : "");
-	longjmp(*fatal_jump, 1);
+  if (!fatal_jump)
+    return; /* not ours: LLVM prints the reason and exits, as without a handler */
+  snprintf(fatal_reason, sizeof fatal_reason, "%s", reason ? reason : "");
+  longjmp(*fatal_jump, 1);
 }
 
 static void init_nvptx(void)
 {
-	LLVMInitializeNVPTXTargetInfo();
-	LLVMInitializeNVPTXTarget();
-	LLVMInitializeNVPTXTargetMC();
-	LLVMInitializeNVPTXAsmPrinter();
-	LLVMInstallFatalErrorHandler(on_llvm_fatal);
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  LLVMInstallFatalErrorHandler(on_llvm_fatal);
 }
 
 bool codegen_contained(void (*fn)(void *arg), void *arg, char *reason, size_t reason_size)
 {
-	pthread_once(&nvptx_once, init_nvptx);
-	jmp_buf here;
-	jmp_buf *volatile outer = fatal_jump;
-	if (setjmp(here)) {
-		fatal_jump = outer;
-		if (reason_size)
-			snprintf(reason, reason_size, "%s", fatal_reason);
-		return false;
-	}
-	fatal_jump = &here;
-	fn(arg);
-	fatal_jump = outer;
-	return true;
+  pthread_once(&nvptx_once, init_nvptx);
+  jmp_buf here;
+  jmp_buf *volatile outer = fatal_jump;
+  if (setjmp(here)) {
+    fatal_jump = outer;
+    if (reason_size)
+      snprintf(reason, reason_size, "%s", fatal_reason);
+    return false;
+  }
+  fatal_jump = &here;
+  fn(arg);
+  fatal_jump = outer;
+  return true;
 }
 
 /* ---------------------------------------------------------------- LLVM diagnostics */
@@ -82,93 +82,93 @@ bool codegen_contained(void (*fn)(void *arg), void *arg, char *reason, size_t re
 /* LLVM reports some errors (bad inline asm, for one) through the context; with
  * no handler installed it would print them and exit(1).  Keep the first. */
 typedef struct {
-	char *first_error;
+  char *first_error;
 } LlvmDiags;
 
 static void on_llvm_diagnostic(LLVMDiagnosticInfoRef di, void *ctx)
 {
-	LlvmDiags *ld = ctx;
-	if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || ld->first_error)
-		return;
-	char *msg = LLVMGetDiagInfoDescription(di);
-	ld->first_error = strdup(msg);
-	LLVMDisposeMessage(msg);
+  LlvmDiags *ld = ctx;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || ld->first_error)
+    return;
+  char *msg = LLVMGetDiagInfoDescription(di);
+  ld->first_error = strdup(msg);
+  LLVMDisposeMessage(msg);
 }
 
 /* ---------------------------------------------------------------- one compilation */
 
 typedef struct {
-	const Module *m;
-	Diags *d;
-	SrcLoc loc; /* of the first kernel: errors not tied to one kernel go there */
-	const Target *target; /* its name is the LLVM CPU, its llvm_features the PTX ISA */
-	int opt_level;
-	bool straight_line; /* no kernel has a run-time loop */
-	LLVMContextRef ctx;
-	LLVMModuleRef mod;
-	LLVMTargetMachineRef tm;
-	LlvmDiags llvm_diags;
+  const Module *m;
+  Diags *d;
+  SrcLoc loc;           /* of the first kernel: errors not tied to one kernel go there */
+  const Target *target; /* its name is the LLVM CPU, its llvm_features the PTX ISA */
+  int opt_level;
+  bool straight_line;   /* no kernel has a run-time loop */
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMTargetMachineRef tm;
+  LlvmDiags llvm_diags;
 } Compilation;
 
 static bool fail(Compilation *c, const char *what, const char *msg)
 {
-	error_at(c->d, c->loc, "%s: %s", what, msg && *msg ? msg : "unknown LLVM error");
-	return false;
+  error_at(c->d, c->loc, "%s: %s", what, msg && *msg ? msg : "unknown LLVM error");
+  return false;
 }
 
 /* Does any statement of s run a loop at run time (unrolled loops are emitted
  * as straight-line code)? */
 static bool has_runtime_loop(const Stmt *s)
 {
-	if (!s)
-		return false;
-	if (s->kind == ST_FOR && s->for_kind != FOR_UNROLLED)
-		return true;
-	for (int i = 0; i < s->nbody; i++)
-		if (has_runtime_loop(s->body[i]))
-			return true;
-	return has_runtime_loop(s->then_s) || has_runtime_loop(s->else_s);
+  if (!s)
+    return false;
+  if (s->kind == ST_FOR && s->for_kind != FOR_UNROLLED)
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (has_runtime_loop(s->body[i]))
+      return true;
+  return has_runtime_loop(s->then_s) || has_runtime_loop(s->else_s);
 }
 
 static bool create_target_machine(Compilation *c)
 {
-	static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
-						     LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive};
-	LLVMTargetRef target;
-	char *err = NULL;
-	if (LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
-		fail(c, "LLVM has no NVPTX target", err);
-		LLVMDisposeMessage(err);
-		return false;
-	}
-	/* Straight-line code gains nothing from the aggressive back end (the same
-	 * PTX, measured) but pays about 15% more code-generation work. */
-	LLVMCodeGenOptLevel level = levels[c->opt_level];
-	if (c->straight_line && c->opt_level == 3)
-		level = LLVMCodeGenLevelDefault;
-	c->tm = LLVMCreateTargetMachine(target, TRIPLE, c->target->name, c->target->llvm_features, level,
-					LLVMRelocDefault, LLVMCodeModelDefault);
-	if (!c->tm)
-		return fail(c, "cannot create the NVPTX target machine for", c->target->name);
-	return true;
+  static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
+                                               LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive};
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
+    fail(c, "LLVM has no NVPTX target", err);
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  /* Straight-line code gains nothing from the aggressive back end (the same
+   * PTX, measured) but pays about 15% more code-generation work. */
+  LLVMCodeGenOptLevel level = levels[c->opt_level];
+  if (c->straight_line && c->opt_level == 3)
+    level = LLVMCodeGenLevelDefault;
+  c->tm = LLVMCreateTargetMachine(target, TRIPLE, c->target->name, c->target->llvm_features, level,
+                                  LLVMRelocDefault, LLVMCodeModelDefault);
+  if (!c->tm)
+    return fail(c, "cannot create the NVPTX target machine for", c->target->name);
+  return true;
 }
 
 static bool build_module(Compilation *c)
 {
-	c->mod = LLVMModuleCreateWithNameInContext("tilec", c->ctx);
-	LLVMSetTarget(c->mod, TRIPLE);
-	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(c->tm);
-	LLVMSetModuleDataLayout(c->mod, dl);
-	LLVMDisposeTargetData(dl);
-	for (int i = 0; i < c->m->nkernels; i++)
-		emit_kernel(c->ctx, c->mod, c->m->kernels[i]);
-	char *msg = NULL;
-	bool bad = LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg);
-	if (bad) /* our bug, never the program's: say so rather than abort the host */
-		fail(c, "internal compiler error: tilec produced invalid LLVM IR (please report it with the source)",
-		     msg);
-	LLVMDisposeMessage(msg);
-	return !bad;
+  c->mod = LLVMModuleCreateWithNameInContext("tilec", c->ctx);
+  LLVMSetTarget(c->mod, TRIPLE);
+  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(c->tm);
+  LLVMSetModuleDataLayout(c->mod, dl);
+  LLVMDisposeTargetData(dl);
+  for (int i = 0; i < c->m->nkernels; i++)
+    emit_kernel(c->ctx, c->mod, c->m->kernels[i]);
+  char *msg = NULL;
+  bool bad = LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg);
+  if (bad) /* our bug, never the program's: say so rather than abort the host */
+    fail(c, "internal compiler error: tilec produced invalid LLVM IR (please report it with the source)",
+         msg);
+  LLVMDisposeMessage(msg);
+  return !bad;
 }
 
 /* The middle end.  -O0 still runs SROA: per-thread arrays must live in
@@ -180,62 +180,62 @@ static bool build_module(Compilation *c)
  * kernels with loops (pipelined GEMM, streaming rows) get default<On>. */
 static bool optimize(Compilation *c)
 {
-	static const char *const pipelines[] = {"function(sroa)", "default<O1>", "default<O2>", "default<O3>"};
-	static const char straight_line[] =
-		"function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,instcombine<no-verify-fixpoint>)";
-	const char *pipeline = c->opt_level >= 2 && c->straight_line ? straight_line : pipelines[c->opt_level];
-	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef err = LLVMRunPasses(c->mod, pipeline, c->tm, po);
-	LLVMDisposePassBuilderOptions(po);
-	if (err) {
-		char *msg = LLVMGetErrorMessage(err);
-		fail(c, "LLVM optimization failed", msg);
-		LLVMDisposeErrorMessage(msg);
-		return false;
-	}
-	return true;
+  static const char *const pipelines[] = {"function(sroa)", "default<O1>", "default<O2>", "default<O3>"};
+  static const char straight_line[] =
+      "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,instcombine<no-verify-fixpoint>)";
+  const char *pipeline = c->opt_level >= 2 && c->straight_line ? straight_line : pipelines[c->opt_level];
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(c->mod, pipeline, c->tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (err) {
+    char *msg = LLVMGetErrorMessage(err);
+    fail(c, "LLVM optimization failed", msg);
+    LLVMDisposeErrorMessage(msg);
+    return false;
+  }
+  return true;
 }
 
 static char *print_llvm_ir(Compilation *c)
 {
-	char *s = LLVMPrintModuleToString(c->mod);
-	char *r = strdup(s);
-	LLVMDisposeMessage(s);
-	return r;
+  char *s = LLVMPrintModuleToString(c->mod);
+  char *r = strdup(s);
+  LLVMDisposeMessage(s);
+  return r;
 }
 
 static char *emit_ptx(Compilation *c, StrBuf *meta)
 {
-	char *err = NULL;
-	LLVMMemoryBufferRef mb = NULL;
-	if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, LLVMAssemblyFile, &err, &mb)) {
-		fail(c, "LLVM could not emit PTX", c->llvm_diags.first_error ? c->llvm_diags.first_error : err);
-		LLVMDisposeMessage(err);
-		return NULL;
-	}
-	if (c->llvm_diags.first_error) {
-		fail(c, "LLVM could not emit PTX", c->llvm_diags.first_error);
-		LLVMDisposeMemoryBuffer(mb);
-		return NULL;
-	}
-	sb_putn(meta, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
-	LLVMDisposeMemoryBuffer(mb);
-	return sb_take(meta);
+  char *err = NULL;
+  LLVMMemoryBufferRef mb = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, LLVMAssemblyFile, &err, &mb)) {
+    fail(c, "LLVM could not emit PTX", c->llvm_diags.first_error ? c->llvm_diags.first_error : err);
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  if (c->llvm_diags.first_error) {
+    fail(c, "LLVM could not emit PTX", c->llvm_diags.first_error);
+    LLVMDisposeMemoryBuffer(mb);
+    return NULL;
+  }
+  sb_putn(meta, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+  LLVMDisposeMemoryBuffer(mb);
+  return sb_take(meta);
 }
 
 /* Is name the symbol LLVM gives a parameter of kernel k: "k_param_N"? */
 static bool is_param_symbol(const char *name, const char *k)
 {
-	size_t n = strlen(k);
-	if (strncmp(name, k, n) || strncmp(name + n, "_param_", 7))
-		return false;
-	const char *d = name + n + 7;
-	if (!*d)
-		return false;
-	for (; *d; d++)
-		if (*d < '0' || *d > '9')
-			return false;
-	return true;
+  size_t n = strlen(k);
+  if (strncmp(name, k, n) || strncmp(name + n, "_param_", 7))
+    return false;
+  const char *d = name + n + 7;
+  if (!*d)
+    return false;
+  for (; *d; d++)
+    if (*d < '0' || *d > '9')
+      return false;
+  return true;
 }
 
 /* A kernel's name becomes its PTX .entry symbol as it is, so it must be a
@@ -245,105 +245,105 @@ static bool is_param_symbol(const char *name, const char *k)
  * kernel's parameter, k_param_0 ... (ptxas and the driver crash on such PTX). */
 static bool check_kernels(Compilation *c)
 {
-	for (int i = 0; i < c->m->nkernels; i++) {
-		const Kernel *k = c->m->kernels[i];
-		if (!strcmp(k->name, "_") || !strcmp(k->name, "WARP_SZ")) {
-			error_at(c->d, k->loc, "'%s' cannot name a kernel: it is %s in PTX; choose another name", k->name,
-				 k->name[0] == '_' ? "not an identifier" : "a predefined identifier");
-			return false;
-		}
-		for (int j = 0; j < c->m->nkernels; j++) {
-			const Kernel *o = c->m->kernels[j];
-			if (j < i && strcmp(k->name, o->name) == 0) {
-				error_at(c->d, k->loc, "two kernels named '%s'", k->name);
-				return false;
-			}
-			if (j != i && is_param_symbol(k->name, o->name)) {
-				error_at(c->d, k->loc, "kernel name '%s' is the PTX symbol of a parameter of kernel '%s' "
-						       "(they are named %s_param_0, %s_param_1, ...); choose another name",
-					 k->name, o->name, o->name, o->name);
-				return false;
-			}
-		}
-	}
-	return true;
+  for (int i = 0; i < c->m->nkernels; i++) {
+    const Kernel *k = c->m->kernels[i];
+    if (!strcmp(k->name, "_") || !strcmp(k->name, "WARP_SZ")) {
+      error_at(c->d, k->loc, "'%s' cannot name a kernel: it is %s in PTX; choose another name", k->name,
+               k->name[0] == '_' ? "not an identifier" : "a predefined identifier");
+      return false;
+    }
+    for (int j = 0; j < c->m->nkernels; j++) {
+      const Kernel *o = c->m->kernels[j];
+      if (j < i && strcmp(k->name, o->name) == 0) {
+        error_at(c->d, k->loc, "two kernels named '%s'", k->name);
+        return false;
+      }
+      if (j != i && is_param_symbol(k->name, o->name)) {
+        error_at(c->d, k->loc,
+                 "kernel name '%s' is the PTX symbol of a parameter of kernel '%s' "
+                 "(they are named %s_param_0, %s_param_1, ...); choose another name",
+                 k->name, o->name, o->name, o->name);
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 static bool run(Compilation *c, char **llvm_ir_out, char **ptx_out)
 {
-	StrBuf meta = {0};
-	c->straight_line = true;
-	for (int i = 0; i < c->m->nkernels; i++)
-		c->straight_line &= !has_runtime_loop(c->m->kernels[i]->body);
-	bool ok = check_kernels(c) && emit_meta_block(c->m, c->d, &meta) && create_target_machine(c);
-	if (ok)
-		ok = build_module(c) && optimize(c);
-	if (ok && llvm_ir_out)
-		*llvm_ir_out = print_llvm_ir(c);
-	if (ok && ptx_out) {
-		*ptx_out = emit_ptx(c, &meta);
-		ok = *ptx_out != NULL;
-	}
-	free(meta.data);
-	return ok;
+  StrBuf meta = {0};
+  c->straight_line = true;
+  for (int i = 0; i < c->m->nkernels; i++)
+    c->straight_line &= !has_runtime_loop(c->m->kernels[i]->body);
+  bool ok = check_kernels(c) && emit_meta_block(c->m, c->d, &meta) && create_target_machine(c);
+  if (ok)
+    ok = build_module(c) && optimize(c);
+  if (ok && llvm_ir_out)
+    *llvm_ir_out = print_llvm_ir(c);
+  if (ok && ptx_out) {
+    *ptx_out = emit_ptx(c, &meta);
+    ok = *ptx_out != NULL;
+  }
+  free(meta.data);
+  return ok;
 }
 
 typedef struct {
-	Compilation *c;
-	char **llvm_ir_out, **ptx_out;
-	bool ok;
+  Compilation *c;
+  char **llvm_ir_out, **ptx_out;
+  bool ok;
 } Run;
 
 static void run_call(void *arg)
 {
-	Run *r = arg;
-	r->ok = run(r->c, r->llvm_ir_out, r->ptx_out);
+  Run *r = arg;
+  r->ok = run(r->c, r->llvm_ir_out, r->ptx_out);
 }
 
-bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out,
-		    char **ptx_out)
+bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out, char **ptx_out)
 {
-	if (llvm_ir_out)
-		*llvm_ir_out = NULL;
-	if (ptx_out)
-		*ptx_out = NULL;
-	Compilation c = {.m = m, .d = d, .opt_level = 3};
-	if (m->nkernels > 0)
-		c.loc = m->kernels[0]->loc;
-	c.target = opt && opt->target ? opt->target : target_default();
-	if (opt)
-		c.opt_level = opt->opt_level < 0 ? 0 : opt->opt_level > 3 ? 3 : opt->opt_level;
-	pthread_once(&nvptx_once, init_nvptx);
+  if (llvm_ir_out)
+    *llvm_ir_out = NULL;
+  if (ptx_out)
+    *ptx_out = NULL;
+  Compilation c = {.m = m, .d = d, .opt_level = 3};
+  if (m->nkernels > 0)
+    c.loc = m->kernels[0]->loc;
+  c.target = opt && opt->target ? opt->target : target_default();
+  if (opt)
+    c.opt_level = opt->opt_level < 0 ? 0 : opt->opt_level > 3 ? 3 : opt->opt_level;
+  pthread_once(&nvptx_once, init_nvptx);
 
-	c.ctx = LLVMContextCreate();
-	LLVMContextSetDiagnosticHandler(c.ctx, on_llvm_diagnostic, &c.llvm_diags);
-	Run r = {&c, llvm_ir_out, ptx_out, false};
-	char reason[1024];
-	if (!codegen_contained(run_call, &r, reason, sizeof reason)) {
-		/* LLVM's state is unknown: leak the context, module and machine. */
-		fail(&c, "LLVM stopped with a fatal error (a bug in tilec or LLVM; please report it with the source)",
-		     reason);
-		free(c.llvm_diags.first_error);
-		if (llvm_ir_out) {
-			free(*llvm_ir_out);
-			*llvm_ir_out = NULL;
-		}
-		if (ptx_out) {
-			free(*ptx_out);
-			*ptx_out = NULL;
-		}
-		return false;
-	}
-	bool ok = r.ok;
-	if (c.mod)
-		LLVMDisposeModule(c.mod);
-	if (c.tm)
-		LLVMDisposeTargetMachine(c.tm);
-	LLVMContextDispose(c.ctx);
-	free(c.llvm_diags.first_error);
-	if (!ok && llvm_ir_out) {
-		free(*llvm_ir_out);
-		*llvm_ir_out = NULL;
-	}
-	return ok;
+  c.ctx = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(c.ctx, on_llvm_diagnostic, &c.llvm_diags);
+  Run r = {&c, llvm_ir_out, ptx_out, false};
+  char reason[1024];
+  if (!codegen_contained(run_call, &r, reason, sizeof reason)) {
+    /* LLVM's state is unknown: leak the context, module and machine. */
+    fail(&c, "LLVM stopped with a fatal error (a bug in tilec or LLVM; please report it with the source)",
+         reason);
+    free(c.llvm_diags.first_error);
+    if (llvm_ir_out) {
+      free(*llvm_ir_out);
+      *llvm_ir_out = NULL;
+    }
+    if (ptx_out) {
+      free(*ptx_out);
+      *ptx_out = NULL;
+    }
+    return false;
+  }
+  bool ok = r.ok;
+  if (c.mod)
+    LLVMDisposeModule(c.mod);
+  if (c.tm)
+    LLVMDisposeTargetMachine(c.tm);
+  LLVMContextDispose(c.ctx);
+  free(c.llvm_diags.first_error);
+  if (!ok && llvm_ir_out) {
+    free(*llvm_ir_out);
+    *llvm_ir_out = NULL;
+  }
+  return ok;
 }

@@ -19,8 +19,8 @@
 #include "target.h"
 
 typedef struct {
-	const Target *target; /* a row of ir/target.h; NULL means target_default() */
-	int opt_level;        /* 0..3; 0 still promotes per-thread arrays to registers */
+  const Target *target; /* a row of ir/target.h; NULL means target_default() */
+  int opt_level;        /* 0..3; 0 still promotes per-thread arrays to registers */
 } CodegenOptions;
 
 /* "LLVM 19.1.7": the LLVM that codegen was built against. */
@@ -49,7 +49,6 @@ void codegen_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint
  * it would without one. */
 bool codegen_contained(void (*fn)(void *arg), void *arg, char *reason, size_t reason_size);
 
-bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out,
-		    char **ptx_out);
+bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out, char **ptx_out);
 
 #endif

@@ -18,14 +18,14 @@
 #include <string.h>
 
 struct tilec_result {
-	Arena *arena;
-	char *output;
-	char *dump;
-	char *diag_text;
-	tilec_diagnostic *diags;
-	int ndiags;
-	tilec_kernel *kernels; /* in the arena */
-	int nkernels;
+  Arena *arena;
+  char *output;
+  char *dump;
+  char *diag_text;
+  tilec_diagnostic *diags;
+  int ndiags;
+  tilec_kernel *kernels; /* in the arena */
+  int nkernels;
 };
 
 int tilec_arch_supported(const char *arch) { return target_find(arch) != NULL; }
@@ -39,92 +39,92 @@ const char *tilec_build_id(void) { return TILEC_BUILD_ID; }
  * result's arena. */
 static void collect_kernels(tilec_result *r, const tl_meta *meta)
 {
-	int n = tl_meta_kernel_count(meta);
-	r->kernels = ARENA_ARRAY(r->arena, tilec_kernel, n + 1);
-	for (int i = 0; i < n; i++) {
-		const tl_kernel_info *k = tl_meta_kernel(meta, i);
-		tilec_kernel *out = &r->kernels[i];
-		out->name = arena_strdup(r->arena, k->name);
-		out->threads = k->threads;
-		out->smem = k->smem;
-		out->nparams = k->nparams;
-		out->nargs = k->nargs;
-		tilec_param *params = ARENA_ARRAY(r->arena, tilec_param, k->nparams + 1);
-		for (int j = 0; j < k->nparams; j++) {
-			const tl_param *p = &k->params[j];
-			params[j].kind = p->kind == TL_PARAM_TENSOR ? TILEC_PARAM_TENSOR
-					 : p->kind == TL_PARAM_SCALAR ? TILEC_PARAM_SCALAR
-								      : TILEC_PARAM_SIZE;
-			params[j].name = arena_strdup(r->arena, p->name);
-			params[j].dtype = arena_strdup(r->arena, tl_dtype_name(p->dtype));
-			params[j].rank = p->rank;
-			const char **dims = ARENA_ARRAY(r->arena, const char *, p->rank + 1);
-			for (int d = 0; d < p->rank; d++)
-				dims[d] = p->dims[d].size_param >= 0
-						  ? arena_strdup(r->arena, k->params[p->dims[d].size_param].name)
-						  : arena_printf(r->arena, "%lld", (long long)p->dims[d].extent);
-			params[j].dims = p->rank ? dims : NULL;
-		}
-		out->params = params;
-		for (int axis = 0; axis < 3; axis++)
-			out->grid[axis] = arena_strdup(r->arena, k->grid_text[axis]);
-	}
-	r->nkernels = n;
+  int n = tl_meta_kernel_count(meta);
+  r->kernels = ARENA_ARRAY(r->arena, tilec_kernel, n + 1);
+  for (int i = 0; i < n; i++) {
+    const tl_kernel_info *k = tl_meta_kernel(meta, i);
+    tilec_kernel *out = &r->kernels[i];
+    out->name = arena_strdup(r->arena, k->name);
+    out->threads = k->threads;
+    out->smem = k->smem;
+    out->nparams = k->nparams;
+    out->nargs = k->nargs;
+    tilec_param *params = ARENA_ARRAY(r->arena, tilec_param, k->nparams + 1);
+    for (int j = 0; j < k->nparams; j++) {
+      const tl_param *p = &k->params[j];
+      params[j].kind = p->kind == TL_PARAM_TENSOR   ? TILEC_PARAM_TENSOR
+                       : p->kind == TL_PARAM_SCALAR ? TILEC_PARAM_SCALAR
+                                                    : TILEC_PARAM_SIZE;
+      params[j].name = arena_strdup(r->arena, p->name);
+      params[j].dtype = arena_strdup(r->arena, tl_dtype_name(p->dtype));
+      params[j].rank = p->rank;
+      const char **dims = ARENA_ARRAY(r->arena, const char *, p->rank + 1);
+      for (int d = 0; d < p->rank; d++)
+        dims[d] = p->dims[d].size_param >= 0 ? arena_strdup(r->arena, k->params[p->dims[d].size_param].name)
+                                             : arena_printf(r->arena, "%lld", (long long)p->dims[d].extent);
+      params[j].dims = p->rank ? dims : NULL;
+    }
+    out->params = params;
+    for (int axis = 0; axis < 3; axis++)
+      out->grid[axis] = arena_strdup(r->arena, k->grid_text[axis]);
+  }
+  r->nkernels = n;
 }
 
 /* "tilec --emit=header --arch=sm_90a -O3 -D BLOCK=8 --kernel k FILE", for the
  * generated header's banner. */
 static char *command_line(Arena *a, const tilec_options *opt, const char *arch, int opt_level)
 {
-	StrBuf sb = {0};
-	sb_printf(&sb, "tilec %s --emit=header --arch=%s -O%d", TILEC_VERSION, arch, opt_level);
-	for (int i = 0; opt && i < opt->ndefines; i++)
-		sb_printf(&sb, " -D %s=%s", opt->defines[i].name, opt->defines[i].value);
-	if (opt && opt->kernel)
-		sb_printf(&sb, " --kernel %s", opt->kernel);
-	sb_printf(&sb, " %s", opt && opt->filename ? opt->filename : "<input>");
-	char *s = arena_strdup(a, sb.data);
-	free(sb.data);
-	return s;
+  StrBuf sb = {0};
+  sb_printf(&sb, "tilec %s --emit=header --arch=%s -O%d", TILEC_VERSION, arch, opt_level);
+  for (int i = 0; opt && i < opt->ndefines; i++)
+    sb_printf(&sb, " -D %s=%s", opt->defines[i].name, opt->defines[i].value);
+  if (opt && opt->kernel)
+    sb_printf(&sb, " --kernel %s", opt->kernel);
+  sb_printf(&sb, " %s", opt && opt->filename ? opt->filename : "<input>");
+  char *s = arena_strdup(a, sb.data);
+  free(sb.data);
+  return s;
 }
 
 static void emit_tokens(const char *src, size_t len, Diags *d, StrBuf *out)
 {
-	Lexer lx;
-	lexer_init(&lx, src, len, d);
-	for (;;) {
-		Token t = lexer_next(&lx);
-		if (!t.id)
-			break;
-		sb_printf(out, "%d:%d %s '%.*s'\n", t.loc.line, t.loc.col, token_name(t.id), t.len > 60 ? 60 : t.len,
-			  t.start);
-	}
+  Lexer lx;
+  lexer_init(&lx, src, len, d);
+  for (;;) {
+    Token t = lexer_next(&lx);
+    if (!t.id)
+      break;
+    sb_printf(out, "%d:%d %s '%.*s'\n", t.loc.line, t.loc.col, token_name(t.id), t.len > 60 ? 60 : t.len,
+              t.start);
+  }
 }
 
 static void collect(tilec_result *r, const Diags *d)
 {
-	StrBuf sb = {0};
-	diag_render(d, &sb);
-	r->diag_text = sb_take(&sb);
-	int n = 0;
-	for (const Diag *g = d->first; g; g = g->next)
-		n++;
-	r->diags = ARENA_ARRAY(r->arena, tilec_diagnostic, n + 1);
-	for (const Diag *g = d->first; g; g = g->next)
-		r->diags[r->ndiags++] = (tilec_diagnostic){(int)g->level, d->filename, g->loc.line, g->loc.col, g->message};
+  StrBuf sb = {0};
+  diag_render(d, &sb);
+  r->diag_text = sb_take(&sb);
+  int n = 0;
+  for (const Diag *g = d->first; g; g = g->next)
+    n++;
+  r->diags = ARENA_ARRAY(r->arena, tilec_diagnostic, n + 1);
+  for (const Diag *g = d->first; g; g = g->next)
+    r->diags[r->ndiags++] = (tilec_diagnostic){(int)g->level, d->filename, g->loc.line, g->loc.col,
+                                               g->message};
 }
 
 /* An empty result and the diagnostics that will fill it, named after filename. */
 static tilec_result *result_new(const char *filename, Diags *d)
 {
-	tilec_result *r = calloc(1, sizeof *r);
-	if (!r)
-		return NULL;
-	r->arena = arena_new();
-	*d = (Diags){0};
-	d->arena = r->arena;
-	d->filename = arena_strdup(r->arena, filename ? filename : "<input>");
-	return r;
+  tilec_result *r = calloc(1, sizeof *r);
+  if (!r)
+    return NULL;
+  r->arena = arena_new();
+  *d = (Diags){0};
+  d->arena = r->arena;
+  d->filename = arena_strdup(r->arena, filename ? filename : "<input>");
+  return r;
 }
 
 /* The largest source tilec_compile and tilec_compile_file take, in bytes
@@ -133,82 +133,83 @@ static tilec_result *result_new(const char *filename, Diags *d)
 
 /* What tilec_compile was asked, checked, with the defaults filled in. */
 typedef struct {
-	const char *src; /* a copy with a NUL at src[len] */
-	size_t len;
-	const char *arch;
-	const Target *target;
-	int opt_level;
-	ConstDef *defs;
-	int ndefs;
-	tilec_emit emit;
-	const char *kernel;
-	const char *dump_after;
+  const char *src; /* a copy with a NUL at src[len] */
+  size_t len;
+  const char *arch;
+  const Target *target;
+  int opt_level;
+  ConstDef *defs;
+  int ndefs;
+  tilec_emit emit;
+  const char *kernel;
+  const char *dump_after;
 } Request;
 
 /* Checks the arguments, in the order their errors are reported: TILEC_OK, or
  * the status with one diagnostic in d. */
-static tilec_status check_request(tilec_result *r, Diags *d, const char *src, size_t len, const tilec_options *opt,
-				  Request *rq)
+static tilec_status check_request(tilec_result *r, Diags *d, const char *src, size_t len,
+                                  const tilec_options *opt, Request *rq)
 {
-	*rq = (Request){.arch = opt && opt->arch ? opt->arch : target_default()->name,
-			.opt_level = opt ? opt->opt_level : 3,
-			.emit = opt ? opt->emit : TILEC_EMIT_PTX,
-			.kernel = opt ? opt->kernel : NULL,
-			.dump_after = opt ? opt->dump_after : NULL};
-	if (!src && len) {
-		error_at(d, NO_LOC, "no source text given");
-		return TILEC_ERR_INVALID_ARGUMENT;
-	}
-	if (!src)
-		src = "";
-	if (len > MAX_SOURCE_BYTES) {
-		d->src = NULL;
-		d->src_len = 0;
-		error_at(d, NO_LOC, "source is larger than %zu bytes", MAX_SOURCE_BYTES);
-		return TILEC_ERR_SOURCE;
-	}
-	/* The lexer's end-of-input check (re2c:eof) fires on a NUL byte, and only
-	 * then compares with the limit: it needs a NUL at src[len].  The caller's
-	 * buffer need not have one, so lex a terminated copy (a memcpy of a few
-	 * kilobytes, and diagnostics quote the same bytes). */
-	char *copy = arena_alloc(r->arena, len + 1);
-	memcpy(copy, src, len);
-	copy[len] = 0;
-	rq->src = d->src = copy;
-	rq->len = len;
-	rq->target = target_find(rq->arch);
-	if (!rq->target) {
-		char names[128];
-		error_at(d, NO_LOC, "unknown target '%s'; expected %s", rq->arch, target_list(names, sizeof names, " or "));
-		return TILEC_ERR_INVALID_ARGUMENT;
-	}
-	if (rq->opt_level < 0 || rq->opt_level > 3) {
-		error_at(d, NO_LOC, "optimization level %d is out of range 0..3", rq->opt_level);
-		return TILEC_ERR_INVALID_ARGUMENT;
-	}
-	if (rq->dump_after && !pass_name_valid(rq->dump_after)) {
-		error_at(d, NO_LOC, "unknown pass '%s' for dump-after", rq->dump_after);
-		return TILEC_ERR_INVALID_ARGUMENT;
-	}
-	rq->ndefs = opt ? opt->ndefines : 0;
-	if (rq->ndefs < 0 || (rq->ndefs && !opt->defines)) {
-		error_at(d, NO_LOC, "bad list of defines");
-		return TILEC_ERR_INVALID_ARGUMENT;
-	}
-	rq->defs = ARENA_ARRAY(r->arena, ConstDef, rq->ndefs + 1);
-	for (int i = 0; i < rq->ndefs; i++) {
-		if (!opt->defines[i].name || !opt->defines[i].value || !*opt->defines[i].name) {
-			error_at(d, NO_LOC, "define %d has no name or no value", i);
-			return TILEC_ERR_INVALID_ARGUMENT;
-		}
-		rq->defs[i].name = opt->defines[i].name;
-		rq->defs[i].value = opt->defines[i].value;
-	}
-	if ((int)rq->emit < TILEC_EMIT_PTX || (int)rq->emit > TILEC_EMIT_HEADER) {
-		error_at(d, NO_LOC, "unknown emit kind %d", (int)rq->emit);
-		return TILEC_ERR_INVALID_ARGUMENT;
-	}
-	return TILEC_OK;
+  *rq = (Request){.arch = opt && opt->arch ? opt->arch : target_default()->name,
+                  .opt_level = opt ? opt->opt_level : 3,
+                  .emit = opt ? opt->emit : TILEC_EMIT_PTX,
+                  .kernel = opt ? opt->kernel : NULL,
+                  .dump_after = opt ? opt->dump_after : NULL};
+  if (!src && len) {
+    error_at(d, NO_LOC, "no source text given");
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  if (!src)
+    src = "";
+  if (len > MAX_SOURCE_BYTES) {
+    d->src = NULL;
+    d->src_len = 0;
+    error_at(d, NO_LOC, "source is larger than %zu bytes", MAX_SOURCE_BYTES);
+    return TILEC_ERR_SOURCE;
+  }
+  /* The lexer's end-of-input check (re2c:eof) fires on a NUL byte, and only
+   * then compares with the limit: it needs a NUL at src[len].  The caller's
+   * buffer need not have one, so lex a terminated copy (a memcpy of a few
+   * kilobytes, and diagnostics quote the same bytes). */
+  char *copy = arena_alloc(r->arena, len + 1);
+  memcpy(copy, src, len);
+  copy[len] = 0;
+  rq->src = d->src = copy;
+  rq->len = len;
+  rq->target = target_find(rq->arch);
+  if (!rq->target) {
+    char names[128];
+    error_at(d, NO_LOC, "unknown target '%s'; expected %s", rq->arch,
+             target_list(names, sizeof names, " or "));
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  if (rq->opt_level < 0 || rq->opt_level > 3) {
+    error_at(d, NO_LOC, "optimization level %d is out of range 0..3", rq->opt_level);
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  if (rq->dump_after && !pass_name_valid(rq->dump_after)) {
+    error_at(d, NO_LOC, "unknown pass '%s' for dump-after", rq->dump_after);
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  rq->ndefs = opt ? opt->ndefines : 0;
+  if (rq->ndefs < 0 || (rq->ndefs && !opt->defines)) {
+    error_at(d, NO_LOC, "bad list of defines");
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  rq->defs = ARENA_ARRAY(r->arena, ConstDef, rq->ndefs + 1);
+  for (int i = 0; i < rq->ndefs; i++) {
+    if (!opt->defines[i].name || !opt->defines[i].value || !*opt->defines[i].name) {
+      error_at(d, NO_LOC, "define %d has no name or no value", i);
+      return TILEC_ERR_INVALID_ARGUMENT;
+    }
+    rq->defs[i].name = opt->defines[i].name;
+    rq->defs[i].value = opt->defines[i].value;
+  }
+  if ((int)rq->emit < TILEC_EMIT_PTX || (int)rq->emit > TILEC_EMIT_HEADER) {
+    error_at(d, NO_LOC, "unknown emit kind %d", (int)rq->emit);
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  return TILEC_OK;
 }
 
 /* The AST to thread-level tile IR: sema, then the pass pipeline (the IR
@@ -216,175 +217,173 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
  * after a user error. */
 static Module *lower(tilec_result *r, Diags *d, const Request *rq, Parser *p, StrBuf *text, StrBuf *dump)
 {
-	Module *m = sema_build(r->arena, d, &p->kernels, rq->defs, rq->ndefs, rq->kernel);
-	if (!m)
-		return NULL;
-	PassContext pc = {.arena = r->arena,
-			  .diags = d,
-			  .target = rq->target};
-	const bool tir = rq->emit == TILEC_EMIT_TIR;
-	if (tir) {
-		sb_puts(text, "// ---- from the frontend\n");
-		ir_print_module(text, m);
-	}
-	if (!run_pipeline(&pc, m, tir ? "groups" : rq->dump_after, tir ? text : dump))
-		return NULL;
-	return m;
+  Module *m = sema_build(r->arena, d, &p->kernels, rq->defs, rq->ndefs, rq->kernel);
+  if (!m)
+    return NULL;
+  PassContext pc = {.arena = r->arena, .diags = d, .target = rq->target};
+  const bool tir = rq->emit == TILEC_EMIT_TIR;
+  if (tir) {
+    sb_puts(text, "// ---- from the frontend\n");
+    ir_print_module(text, m);
+  }
+  if (!run_pipeline(&pc, m, tir ? "groups" : rq->dump_after, tir ? text : dump))
+    return NULL;
+  return m;
 }
 
 /* The PTX (with its metadata block) as the output, or the C header made from
  * it; the kernels' signatures into the result either way. */
 static tilec_status ptx_output(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
-			       const char *ptx, StrBuf *text)
+                               const char *ptx, StrBuf *text)
 {
-	tilec_status status = TILEC_ERR_SOURCE;
-	char why[1024] = "";
-	tl_meta *meta = NULL;
-	if (tl_meta_parse(ptx, strlen(ptx), &meta, why, sizeof why) != TL_OK) {
-		/* codegen wrote the block: not parsing it back is our bug, but the
-		 * library reports rather than aborts */
-		error_at(d, NO_LOC, "internal error: the PTX's metadata does not parse: %s", why);
-	} else {
-		collect_kernels(r, meta);
-		if (rq->emit == TILEC_EMIT_PTX) {
-			sb_puts(text, ptx);
-			status = TILEC_OK;
-		} else {
-			const char *cmd = command_line(r->arena, opt, rq->arch, rq->opt_level);
-			char *header = emit_c_header(ptx, meta, d->filename, cmd, why, sizeof why);
-			if (header) {
-				sb_puts(text, header);
-				status = TILEC_OK;
-			} else {
-				error_at(d, NO_LOC, "cannot write the C header: %s", why);
-			}
-			free(header);
-		}
-	}
-	tl_meta_free(meta);
-	return status;
+  tilec_status status = TILEC_ERR_SOURCE;
+  char why[1024] = "";
+  tl_meta *meta = NULL;
+  if (tl_meta_parse(ptx, strlen(ptx), &meta, why, sizeof why) != TL_OK) {
+    /* codegen wrote the block: not parsing it back is our bug, but the
+     * library reports rather than aborts */
+    error_at(d, NO_LOC, "internal error: the PTX's metadata does not parse: %s", why);
+  } else {
+    collect_kernels(r, meta);
+    if (rq->emit == TILEC_EMIT_PTX) {
+      sb_puts(text, ptx);
+      status = TILEC_OK;
+    } else {
+      const char *cmd = command_line(r->arena, opt, rq->arch, rq->opt_level);
+      char *header = emit_c_header(ptx, meta, d->filename, cmd, why, sizeof why);
+      if (header) {
+        sb_puts(text, header);
+        status = TILEC_OK;
+      } else {
+        error_at(d, NO_LOC, "cannot write the C header: %s", why);
+      }
+      free(header);
+    }
+  }
+  tl_meta_free(meta);
+  return status;
 }
 
 /* Thread-level IR to LLVM IR, PTX or the C header. */
 static tilec_status generate(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
-			     const Module *m, StrBuf *text)
+                             const Module *m, StrBuf *text)
 {
-	CodegenOptions co = {rq->target, rq->opt_level};
-	char *llvm = NULL, *ptx = NULL;
-	const bool want_ptx = rq->emit == TILEC_EMIT_PTX || rq->emit == TILEC_EMIT_HEADER;
-	tilec_status status = TILEC_ERR_SOURCE;
-	if (codegen_module(m, &co, d, rq->emit == TILEC_EMIT_LLVM ? &llvm : NULL, want_ptx ? &ptx : NULL)) {
-		if (want_ptx) {
-			status = ptx_output(r, d, rq, opt, ptx, text);
-		} else {
-			sb_puts(text, llvm);
-			status = TILEC_OK;
-		}
-	}
-	free(llvm);
-	free(ptx);
-	return status;
+  CodegenOptions co = {rq->target, rq->opt_level};
+  char *llvm = NULL, *ptx = NULL;
+  const bool want_ptx = rq->emit == TILEC_EMIT_PTX || rq->emit == TILEC_EMIT_HEADER;
+  tilec_status status = TILEC_ERR_SOURCE;
+  if (codegen_module(m, &co, d, rq->emit == TILEC_EMIT_LLVM ? &llvm : NULL, want_ptx ? &ptx : NULL)) {
+    if (want_ptx) {
+      status = ptx_output(r, d, rq, opt, ptx, text);
+    } else {
+      sb_puts(text, llvm);
+      status = TILEC_OK;
+    }
+  }
+  free(llvm);
+  free(ptx);
+  return status;
 }
 
 /* Source -> tokens -> AST -> tile IR -> passes -> LLVM -> PTX, stopping at
  * rq->emit: its text into *text, the --dump-after text into *dump. */
 static tilec_status run_stages(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
-			       StrBuf *text, StrBuf *dump)
+                               StrBuf *text, StrBuf *dump)
 {
-	if (rq->emit == TILEC_EMIT_TOKENS) {
-		emit_tokens(rq->src, rq->len, d, text);
-		return d->nerrors ? TILEC_ERR_SOURCE : TILEC_OK;
-	}
-	Parser p = {0};
-	p.arena = r->arena;
-	p.diags = d;
-	parse_source(&p, rq->src, rq->len);
-	if (d->nerrors)
-		return TILEC_ERR_SOURCE;
-	if (rq->emit == TILEC_EMIT_AST) {
-		ast_print(text, &p.kernels);
-		return TILEC_OK;
-	}
-	Module *m = lower(r, d, rq, &p, text, dump);
-	if (!m)
-		return TILEC_ERR_SOURCE;
-	if (rq->emit == TILEC_EMIT_TIR)
-		return TILEC_OK;
-	return generate(r, d, rq, opt, m, text);
+  if (rq->emit == TILEC_EMIT_TOKENS) {
+    emit_tokens(rq->src, rq->len, d, text);
+    return d->nerrors ? TILEC_ERR_SOURCE : TILEC_OK;
+  }
+  Parser p = {0};
+  p.arena = r->arena;
+  p.diags = d;
+  parse_source(&p, rq->src, rq->len);
+  if (d->nerrors)
+    return TILEC_ERR_SOURCE;
+  if (rq->emit == TILEC_EMIT_AST) {
+    ast_print(text, &p.kernels);
+    return TILEC_OK;
+  }
+  Module *m = lower(r, d, rq, &p, text, dump);
+  if (!m)
+    return TILEC_ERR_SOURCE;
+  if (rq->emit == TILEC_EMIT_TIR)
+    return TILEC_OK;
+  return generate(r, d, rq, opt, m, text);
 }
 
 tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out)
 {
-	if (!out)
-		return TILEC_ERR_INVALID_ARGUMENT;
-	*out = NULL;
-	Diags d;
-	tilec_result *r = result_new(opt ? opt->filename : NULL, &d);
-	if (!r)
-		return TILEC_ERR_INVALID_ARGUMENT;
-	*out = r;
-	d.src = src;
-	d.src_len = len;
-	Request rq;
-	tilec_status status = check_request(r, &d, src, len, opt, &rq);
-	if (status == TILEC_OK) {
-		StrBuf text = {0}, dump = {0};
-		status = run_stages(r, &d, &rq, opt, &text, &dump);
-		r->output = status == TILEC_OK ? sb_take(&text) : NULL;
-		if (status != TILEC_OK)
-			r->nkernels = 0;
-		free(text.data);
-		r->dump = sb_take(&dump);
-	}
-	collect(r, &d);
-	if (!r->dump)
-		r->dump = sb_take(&(StrBuf){0});
-	return status;
+  if (!out)
+    return TILEC_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  Diags d;
+  tilec_result *r = result_new(opt ? opt->filename : NULL, &d);
+  if (!r)
+    return TILEC_ERR_INVALID_ARGUMENT;
+  *out = r;
+  d.src = src;
+  d.src_len = len;
+  Request rq;
+  tilec_status status = check_request(r, &d, src, len, opt, &rq);
+  if (status == TILEC_OK) {
+    StrBuf text = {0}, dump = {0};
+    status = run_stages(r, &d, &rq, opt, &text, &dump);
+    r->output = status == TILEC_OK ? sb_take(&text) : NULL;
+    if (status != TILEC_OK)
+      r->nkernels = 0;
+    free(text.data);
+    r->dump = sb_take(&dump);
+  }
+  collect(r, &d);
+  if (!r->dump)
+    r->dump = sb_take(&(StrBuf){0});
+  return status;
 }
 
 tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tilec_result **out)
 {
-	if (!out)
-		return TILEC_ERR_INVALID_ARGUMENT;
-	*out = NULL;
-	tilec_options o = {0};
-	if (opt)
-		o = *opt;
-	else
-		o.opt_level = 3;
-	if (!o.filename)
-		o.filename = path;
-	char *src = NULL;
-	size_t len = 0;
-	int err = EINVAL;
-	tl_read_status rs = path ? tl_read_file(path, MAX_SOURCE_BYTES, &src, &len, &err) : TL_READ_CANNOT_OPEN;
-	if (rs != TL_READ_OK) {
-		/* a result with the one diagnostic, as for any other failure */
-		Diags d;
-		tilec_result *r = result_new(o.filename, &d);
-		if (!r)
-			return TILEC_ERR_INVALID_ARGUMENT;
-		if (rs == TL_READ_TOO_LARGE)
-			error_at(&d, NO_LOC, "cannot read '%s': source is larger than %zu bytes", path, MAX_SOURCE_BYTES);
-		else
-			error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
-		collect(r, &d);
-		r->dump = sb_take(&(StrBuf){0});
-		*out = r;
-		return path ? TILEC_ERR_IO : TILEC_ERR_INVALID_ARGUMENT;
-	}
-	tilec_status st = tilec_compile(src, len, &o, out);
-	free(src);
-	return st;
+  if (!out)
+    return TILEC_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  tilec_options o = {0};
+  if (opt)
+    o = *opt;
+  else
+    o.opt_level = 3;
+  if (!o.filename)
+    o.filename = path;
+  char *src = NULL;
+  size_t len = 0;
+  int err = EINVAL;
+  tl_read_status rs = path ? tl_read_file(path, MAX_SOURCE_BYTES, &src, &len, &err) : TL_READ_CANNOT_OPEN;
+  if (rs != TL_READ_OK) {
+    /* a result with the one diagnostic, as for any other failure */
+    Diags d;
+    tilec_result *r = result_new(o.filename, &d);
+    if (!r)
+      return TILEC_ERR_INVALID_ARGUMENT;
+    if (rs == TL_READ_TOO_LARGE)
+      error_at(&d, NO_LOC, "cannot read '%s': source is larger than %zu bytes", path, MAX_SOURCE_BYTES);
+    else
+      error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
+    collect(r, &d);
+    r->dump = sb_take(&(StrBuf){0});
+    *out = r;
+    return path ? TILEC_ERR_IO : TILEC_ERR_INVALID_ARGUMENT;
+  }
+  tilec_status st = tilec_compile(src, len, &o, out);
+  free(src);
+  return st;
 }
 
 int tilec_result_num_kernels(const tilec_result *r) { return r ? r->nkernels : 0; }
 
 const tilec_kernel *tilec_result_kernel(const tilec_result *r, int i)
 {
-	if (!r || i < 0 || i >= r->nkernels)
-		return NULL;
-	return &r->kernels[i];
+  if (!r || i < 0 || i >= r->nkernels)
+    return NULL;
+  return &r->kernels[i];
 }
 
 const char *tilec_result_output(const tilec_result *r) { return r ? r->output : NULL; }
@@ -394,18 +393,18 @@ int tilec_result_num_diagnostics(const tilec_result *r) { return r ? r->ndiags :
 
 tilec_diagnostic tilec_result_diagnostic(const tilec_result *r, int i)
 {
-	if (!r || i < 0 || i >= r->ndiags)
-		return (tilec_diagnostic){0};
-	return r->diags[i];
+  if (!r || i < 0 || i >= r->ndiags)
+    return (tilec_diagnostic){0};
+  return r->diags[i];
 }
 
 void tilec_result_free(tilec_result *r)
 {
-	if (!r)
-		return;
-	free(r->output);
-	free(r->dump);
-	free(r->diag_text);
-	arena_free(r->arena);
-	free(r);
+  if (!r)
+    return;
+  free(r->output);
+  free(r->dump);
+  free(r->diag_text);
+  arena_free(r->arena);
+  free(r);
 }

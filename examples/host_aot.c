@@ -60,8 +60,8 @@ int main(int argc, char **argv)
   }
 
   /* The generated launcher: device pointers, the size, the stream (NULL: the default stream). */
-  CUresult r = vector_add_launch(NULL, (float *)(uintptr_t)a, (float *)(uintptr_t)b,
-                                 (float *)(uintptr_t)c, (int32_t)n);
+  CUresult r = vector_add_launch(NULL, (float *)(uintptr_t)a, (float *)(uintptr_t)b, (float *)(uintptr_t)c,
+                                 (int32_t)n);
   if (r != TILEC_AOT_SUCCESS) {
     fprintf(stderr, "host_aot: vector_add_launch failed: CUresult %d\n", (int)r);
     goto done;

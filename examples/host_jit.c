@@ -50,8 +50,10 @@ static void print_diagnostic(void *user, const tilec_diagnostic *d)
 {
   (void)user;
   fprintf(stderr, "  [%s] %s:%d:%d: %s\n",
-          d->severity == 0 ? "error" : d->severity == 1 ? "warning" : "note", d->file, d->line,
-          d->column, d->message);
+          d->severity == 0   ? "error"
+          : d->severity == 1 ? "warning"
+                             : "note",
+          d->file, d->line, d->column, d->message);
 }
 
 int main(int argc, char **argv)
@@ -107,12 +109,12 @@ int main(int argc, char **argv)
     hb[i] = (float)(i % 777) * -0.5f;
   }
 
-#define TRY(call)                                                                                  \
-  do {                                                                                             \
-    if ((st = (call)) != TL_OK) {                                                                  \
-      fprintf(stderr, "host_jit: %s: %s\n", tl_status_name(st), tl_context_message(ctx));          \
-      goto done;                                                                                   \
-    }                                                                                              \
+#define TRY(call)                                                                         \
+  do {                                                                                    \
+    if ((st = (call)) != TL_OK) {                                                         \
+      fprintf(stderr, "host_jit: %s: %s\n", tl_status_name(st), tl_context_message(ctx)); \
+      goto done;                                                                          \
+    }                                                                                     \
   } while (0)
 
   /* Source to a loaded module: from the cache if this exact kernel was compiled before. */
@@ -145,14 +147,13 @@ int main(int argc, char **argv)
     wrong += !(hc[i] == ha[i] + hb[i]);
   tl_device_info dev;
   tl_context_device(ctx, &dev);
-  printf("host_jit: vector_add N=%lld on %s (sm_%d%d): %s\n", n, dev.name, dev.cc_major,
-         dev.cc_minor, wrong ? "WRONG" : "OK, every element exact");
-  printf("  context %.1f ms; compile + load %.2f ms (%s); first launch + sync %.2f ms\n", t_ctx,
-         t_module,
-         stats.memory_hits   ? "from the memory cache"
-         : stats.disk_hits   ? "from the disk cache, no compiler ran"
-         : stats.compiles    ? "compiled, device code built and cached"
-                             : "?",
+  printf("host_jit: vector_add N=%lld on %s (sm_%d%d): %s\n", n, dev.name, dev.cc_major, dev.cc_minor,
+         wrong ? "WRONG" : "OK, every element exact");
+  printf("  context %.1f ms; compile + load %.2f ms (%s); first launch + sync %.2f ms\n", t_ctx, t_module,
+         stats.memory_hits ? "from the memory cache"
+         : stats.disk_hits ? "from the disk cache, no compiler ran"
+         : stats.compiles  ? "compiled, device code built and cached"
+                           : "?",
          t_launch);
   printf("  cache folder: %s\n", *tl_jit_cache_dir(tl_context_jit_cache(ctx))
                                      ? tl_jit_cache_dir(tl_context_jit_cache(ctx))

@@ -78,8 +78,7 @@ int main(int argc, char **argv)
     errno = 0;
     n = strtoll(argv[2], &end, 10);
     if (errno || *end || n < 0 || n > INT32_MAX) {
-      fprintf(stderr, "vector_add_host: N must be a whole number in 0..%d, not '%s'\n", INT32_MAX,
-              argv[2]);
+      fprintf(stderr, "vector_add_host: N must be a whole number in 0..%d, not '%s'\n", INT32_MAX, argv[2]);
       return 1;
     }
   }
@@ -136,12 +135,12 @@ int main(int argc, char **argv)
     host_b[i] = random_float(&rng);
   }
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    if ((st = (call)) != TL_OK) {                                                                  \
-      fprintf(stderr, "vector_add_host: %s: %s\n", tl_status_name(st), tl_context_message(ctx));   \
-      goto done;                                                                                   \
-    }                                                                                              \
+#define CHECK(call)                                                                              \
+  do {                                                                                           \
+    if ((st = (call)) != TL_OK) {                                                                \
+      fprintf(stderr, "vector_add_host: %s: %s\n", tl_status_name(st), tl_context_message(ctx)); \
+      goto done;                                                                                 \
+    }                                                                                            \
   } while (0)
 
   CHECK(tl_module_load_ptx(ctx, ptx, &module));
@@ -172,8 +171,8 @@ int main(int argc, char **argv)
   if (wrong) {
     printf("vector_add: N=%lld FAILED on %s: %zu wrong elements, first C[%zu] = %.9g, expected %.9g "
            "(seed %llu)\n",
-           n, dev.name, wrong, first_wrong, host_c[first_wrong],
-           host_a[first_wrong] + host_b[first_wrong], (unsigned long long)seed);
+           n, dev.name, wrong, first_wrong, host_c[first_wrong], host_a[first_wrong] + host_b[first_wrong],
+           (unsigned long long)seed);
   } else {
     printf("vector_add: N=%lld OK on %s (all elements exact)\n", n, dev.name);
     status = 0;

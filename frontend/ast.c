@@ -13,176 +13,192 @@ void tlParseFree(void *parser, void (*release)(void *));
 
 Node *node_new(Arena *a, NodeKind kind, SrcLoc loc)
 {
-	Node *n = ARENA_NEW(a, Node);
-	n->kind = kind;
-	n->loc = loc;
-	return n;
+  Node *n = ARENA_NEW(a, Node);
+  n->kind = kind;
+  n->loc = loc;
+  return n;
 }
 
 void nodelist_push(Arena *a, NodeList *l, Node *n)
 {
-	if (l->n == l->cap) {
-		int cap = l->cap ? l->cap * 2 : 4;
-		Node **items = ARENA_ARRAY(a, Node *, cap);
-		if (l->n)
-			memcpy(items, l->items, sizeof(Node *) * (size_t)l->n);
-		l->items = items;
-		l->cap = cap;
-	}
-	l->items[l->n++] = n;
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 4;
+    Node **items = ARENA_ARRAY(a, Node *, cap);
+    if (l->n)
+      memcpy(items, l->items, sizeof(Node *) * (size_t)l->n);
+    l->items = items;
+    l->cap = cap;
+  }
+  l->items[l->n++] = n;
 }
 
 const char *token_name(int id)
 {
-	switch (id) {
-	case 0: return "end of input";
-	case TK_IDENT: return "identifier";
-	case TK_INT: return "integer";
-	case TK_FLOAT: return "number";
-	case TK_TYPE: return "type";
-	case TK_KERNEL: case TK_LET: case TK_VAR: case TK_IF: case TK_ELSE: case TK_FOR: case TK_IN:
-	case TK_TRUE: case TK_FALSE: case TK_GRID: case TK_THREADS: case TK_AS:
-		return "keyword";
-	default: return "token";
-	}
+  switch (id) {
+  case 0: return "end of input";
+  case TK_IDENT: return "identifier";
+  case TK_INT: return "integer";
+  case TK_FLOAT: return "number";
+  case TK_TYPE: return "type";
+  case TK_KERNEL:
+  case TK_LET:
+  case TK_VAR:
+  case TK_IF:
+  case TK_ELSE:
+  case TK_FOR:
+  case TK_IN:
+  case TK_TRUE:
+  case TK_FALSE:
+  case TK_GRID:
+  case TK_THREADS:
+  case TK_AS: return "keyword";
+  default: return "token";
+  }
 }
 
 void parse_source(Parser *p, const char *src, size_t len)
 {
-	Lexer lx;
-	lexer_init(&lx, src, len, p->diags);
-	void *parser = tlParseAlloc(malloc, p);
-	if (!parser)
-		DIE("out of memory");
-	/* Nesting, counted on the tokens: each open block is a level, and so is
-	 * each `else if` of a chain still open (links[d]: of the chain at block
-	 * depth d; a chain ends at a `}` of depth d not followed by `else`). */
-	int braces = 0, parens = 0, chained = 0, prev = -1, prefix_run = 0;
-	int links[MAX_NEST_DEPTH + 2] = {0};
-	for (;;) {
-		int before = p->diags->nerrors;
-		Token t = lexer_next(&lx);
-		/* After a lexical error the parser's complaint on that line is noise. */
-		if (p->diags->nerrors != before)
-			p->last_err_line = t.loc.line;
-		if (p->stop)
-			break;
-		/* Nesting past the limits stops here, before the parser's stack. */
-		if (prev == TK_RBRACE && t.id != TK_ELSE && braces >= 0) {
-			chained -= links[braces];
-			links[braces] = 0;
-		}
-		if (t.id == TK_LBRACE)
-			braces++;
-		else if (t.id == TK_RBRACE && braces > 0) {
-			chained -= links[braces];
-			links[braces] = 0;
-			braces--;
-		} else if (t.id == TK_IF && prev == TK_ELSE) {
-			links[braces]++;
-			chained++;
-		}
-		parens += t.id == TK_LPAREN || t.id == TK_LBRACKET ? 1 : t.id == TK_RPAREN || t.id == TK_RBRACKET ? -1 : 0;
-		/* a run of prefix operators (- - - x) nests like parentheses */
-		prefix_run = t.id == TK_MINUS || t.id == TK_BANG || t.id == TK_TILDE ? prefix_run + 1 : 0;
-		prev = t.id;
-		if (braces + chained > MAX_NEST_DEPTH) {
-			error_at(p->diags, t.loc, "statements nested too deeply (more than %d levels: each block and each "
-						  "else-if counts one)", MAX_NEST_DEPTH);
-			break;
-		}
-		if (parens > MAX_EXPR_DEPTH || prefix_run > MAX_EXPR_DEPTH) {
-			error_at(p->diags, t.loc, "expression nested too deeply (more than %d levels)", MAX_EXPR_DEPTH);
-			break;
-		}
-		p->cur = t.loc;
-		tlParse(parser, t.id, t);
-		if (t.id == 0 || p->stop)
-			break;
-		/* A flood of errors (binary junk) ends the parse early. */
-		if (p->diags->nerrors > 50)
-			break;
-	}
-	tlParseFree(parser, free);
+  Lexer lx;
+  lexer_init(&lx, src, len, p->diags);
+  void *parser = tlParseAlloc(malloc, p);
+  if (!parser)
+    DIE("out of memory");
+  /* Nesting, counted on the tokens: each open block is a level, and so is
+   * each `else if` of a chain still open (links[d]: of the chain at block
+   * depth d; a chain ends at a `}` of depth d not followed by `else`). */
+  int braces = 0, parens = 0, chained = 0, prev = -1, prefix_run = 0;
+  int links[MAX_NEST_DEPTH + 2] = {0};
+  for (;;) {
+    int before = p->diags->nerrors;
+    Token t = lexer_next(&lx);
+    /* After a lexical error the parser's complaint on that line is noise. */
+    if (p->diags->nerrors != before)
+      p->last_err_line = t.loc.line;
+    if (p->stop)
+      break;
+    /* Nesting past the limits stops here, before the parser's stack. */
+    if (prev == TK_RBRACE && t.id != TK_ELSE && braces >= 0) {
+      chained -= links[braces];
+      links[braces] = 0;
+    }
+    if (t.id == TK_LBRACE)
+      braces++;
+    else if (t.id == TK_RBRACE && braces > 0) {
+      chained -= links[braces];
+      links[braces] = 0;
+      braces--;
+    } else if (t.id == TK_IF && prev == TK_ELSE) {
+      links[braces]++;
+      chained++;
+    }
+    parens += t.id == TK_LPAREN || t.id == TK_LBRACKET   ? 1
+              : t.id == TK_RPAREN || t.id == TK_RBRACKET ? -1
+                                                         : 0;
+    /* a run of prefix operators (- - - x) nests like parentheses */
+    prefix_run = t.id == TK_MINUS || t.id == TK_BANG || t.id == TK_TILDE ? prefix_run + 1 : 0;
+    prev = t.id;
+    if (braces + chained > MAX_NEST_DEPTH) {
+      error_at(p->diags, t.loc,
+               "statements nested too deeply (more than %d levels: each block and each "
+               "else-if counts one)",
+               MAX_NEST_DEPTH);
+      break;
+    }
+    if (parens > MAX_EXPR_DEPTH || prefix_run > MAX_EXPR_DEPTH) {
+      error_at(p->diags, t.loc, "expression nested too deeply (more than %d levels)", MAX_EXPR_DEPTH);
+      break;
+    }
+    p->cur = t.loc;
+    tlParse(parser, t.id, t);
+    if (t.id == 0 || p->stop)
+      break;
+    /* A flood of errors (binary junk) ends the parse early. */
+    if (p->diags->nerrors > 50)
+      break;
+  }
+  tlParseFree(parser, free);
 }
 
 /* ---------------------------------------------------------------- --emit=ast */
 
 static void ind(StrBuf *sb, int d)
 {
-	for (int i = 0; i < d; i++)
-		sb_puts(sb, "  ");
+  for (int i = 0; i < d; i++)
+    sb_puts(sb, "  ");
 }
 
 static void print_node(StrBuf *sb, const Node *n, int d);
 
 static void print_list(StrBuf *sb, const char *label, const NodeList *l, int d)
 {
-	if (!l->n)
-		return;
-	ind(sb, d);
-	sb_printf(sb, "%s:\n", label);
-	for (int i = 0; i < l->n; i++)
-		print_node(sb, l->items[i], d + 1);
+  if (!l->n)
+    return;
+  ind(sb, d);
+  sb_printf(sb, "%s:\n", label);
+  for (int i = 0; i < l->n; i++)
+    print_node(sb, l->items[i], d + 1);
 }
 
 static void print_node(StrBuf *sb, const Node *n, int d)
 {
-	static const char *kinds[] = {"Int", "Float", "Bool", "Name", "Type", "Unary", "Binary", "Call",
-				      "Index", "List", "Named", "Let", "Var", "Assign", "CallStmt", "If",
-				      "For", "Block", "Kernel", "Param", "Const"};
-	if (!n) {
-		ind(sb, d);
-		sb_puts(sb, "<none>\n");
-		return;
-	}
-	ind(sb, d);
-	sb_printf(sb, "%s", kinds[n->kind]);
-	switch (n->kind) {
-	case N_INT: sb_printf(sb, " %" PRId64, n->ival); break;
-	case N_FLOAT: sb_printf(sb, " %.17g", n->fval); break;
-	case N_BOOL: sb_puts(sb, n->ival ? " true" : " false"); break;
-	case N_TYPE: sb_printf(sb, " %s", type_name(n->type)); break;
-	case N_UNARY: case N_BINARY: sb_printf(sb, " '%s'", op_spelling((OpKind)n->op)); break;
-	case N_ASSIGN: sb_printf(sb, " '%s='", n->op == OP_COUNT ? "" : op_spelling((OpKind)n->op)); break;
-	case N_PARAM: sb_printf(sb, " %s: %s%s", n->name, type_name(n->type), n->is_tensor ? " tensor" : ""); break;
-	case N_CONST: case N_LET: case N_VAR:
-		sb_printf(sb, " %s", n->name);
-		if (n->type != TY_VOID)
-			sb_printf(sb, ": %s", type_name(n->type));
-		break;
-	default:
-		if (n->name)
-			sb_printf(sb, " %s", n->name);
-	}
-	sb_printf(sb, " @%d:%d\n", n->loc.line, n->loc.col);
-	if (n->kind == N_KERNEL) {
-		print_list(sb, "consts", &n->list2, d + 1);
-		print_list(sb, "params", &n->list, d + 1);
-		print_list(sb, "grid", &n->list3, d + 1);
-		print_list(sb, "as", &n->names, d + 1);
-		ind(sb, d + 1);
-		sb_puts(sb, "threads:\n");
-		print_node(sb, n->a, d + 2);
-		print_node(sb, n->b, d + 1);
-		return;
-	}
-	if (n->kind == N_LET || n->kind == N_VAR) {
-		print_node(sb, n->a, d + 1);
-		return;
-	}
-	if (n->a)
-		print_node(sb, n->a, d + 1);
-	if (n->b)
-		print_node(sb, n->b, d + 1);
-	if (n->c)
-		print_node(sb, n->c, d + 1);
-	for (int i = 0; i < n->list.n; i++)
-		print_node(sb, n->list.items[i], d + 1);
+  static const char *kinds[] = {"Int",      "Float", "Bool", "Name",  "Type",   "Unary", "Binary",
+                                "Call",     "Index", "List", "Named", "Let",    "Var",   "Assign",
+                                "CallStmt", "If",    "For",  "Block", "Kernel", "Param", "Const"};
+  if (!n) {
+    ind(sb, d);
+    sb_puts(sb, "<none>\n");
+    return;
+  }
+  ind(sb, d);
+  sb_printf(sb, "%s", kinds[n->kind]);
+  switch (n->kind) {
+  case N_INT: sb_printf(sb, " %" PRId64, n->ival); break;
+  case N_FLOAT: sb_printf(sb, " %.17g", n->fval); break;
+  case N_BOOL: sb_puts(sb, n->ival ? " true" : " false"); break;
+  case N_TYPE: sb_printf(sb, " %s", type_name(n->type)); break;
+  case N_UNARY:
+  case N_BINARY: sb_printf(sb, " '%s'", op_spelling((OpKind)n->op)); break;
+  case N_ASSIGN: sb_printf(sb, " '%s='", n->op == OP_COUNT ? "" : op_spelling((OpKind)n->op)); break;
+  case N_PARAM: sb_printf(sb, " %s: %s%s", n->name, type_name(n->type), n->is_tensor ? " tensor" : ""); break;
+  case N_CONST:
+  case N_LET:
+  case N_VAR:
+    sb_printf(sb, " %s", n->name);
+    if (n->type != TY_VOID)
+      sb_printf(sb, ": %s", type_name(n->type));
+    break;
+  default:
+    if (n->name)
+      sb_printf(sb, " %s", n->name);
+  }
+  sb_printf(sb, " @%d:%d\n", n->loc.line, n->loc.col);
+  if (n->kind == N_KERNEL) {
+    print_list(sb, "consts", &n->list2, d + 1);
+    print_list(sb, "params", &n->list, d + 1);
+    print_list(sb, "grid", &n->list3, d + 1);
+    print_list(sb, "as", &n->names, d + 1);
+    ind(sb, d + 1);
+    sb_puts(sb, "threads:\n");
+    print_node(sb, n->a, d + 2);
+    print_node(sb, n->b, d + 1);
+    return;
+  }
+  if (n->kind == N_LET || n->kind == N_VAR) {
+    print_node(sb, n->a, d + 1);
+    return;
+  }
+  if (n->a)
+    print_node(sb, n->a, d + 1);
+  if (n->b)
+    print_node(sb, n->b, d + 1);
+  if (n->c)
+    print_node(sb, n->c, d + 1);
+  for (int i = 0; i < n->list.n; i++)
+    print_node(sb, n->list.items[i], d + 1);
 }
 
 void ast_print(StrBuf *sb, const NodeList *kernels)
 {
-	for (int i = 0; i < kernels->n; i++)
-		print_node(sb, kernels->items[i], 0);
+  for (int i = 0; i < kernels->n; i++)
+    print_node(sb, kernels->items[i], 0);
 }

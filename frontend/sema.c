@@ -13,49 +13,49 @@
 typedef enum { SYM_VAR, SYM_BUF, SYM_TYPE } SymKind; /* SYM_TYPE: index is a TypeKind */
 
 typedef struct {
-	const char *name;
-	SymKind kind;
-	int index;
+  const char *name;
+  SymKind kind;
+  int index;
 } Sym;
 
 typedef struct {
-	Arena *a;
-	Diags *d;
-	Kernel *k;
-	Sym *syms;
-	int nsyms, cap;
-	const ConstDef *defs;
-	int ndefs;
-	bool *def_used;
-	int depth;           /* of check_expr */
-	int block_depth;     /* 1 in the kernel's own block */
-	bool depth_reported;
-	bool in_grid;        /* checking a grid(...) expression: num_sms is allowed */
-	int num_sms_var;     /* the kernel's VAR_NUM_SMS, -1 until used */
-	int grid_dim_var[3]; /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
+  Arena *a;
+  Diags *d;
+  Kernel *k;
+  Sym *syms;
+  int nsyms, cap;
+  const ConstDef *defs;
+  int ndefs;
+  bool *def_used;
+  int depth;           /* of check_expr */
+  int block_depth;     /* 1 in the kernel's own block */
+  bool depth_reported;
+  bool in_grid;        /* checking a grid(...) expression: num_sms is allowed */
+  int num_sms_var;     /* the kernel's VAR_NUM_SMS, -1 until used */
+  int grid_dim_var[3]; /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
 } Sema;
 
 /* ---------------------------------------------------------------- scopes */
 
 static void sym_push(Sema *s, const char *name, SymKind kind, int index)
 {
-	if (s->nsyms == s->cap) {
-		int cap = s->cap ? s->cap * 2 : 32;
-		Sym *n = ARENA_ARRAY(s->a, Sym, cap);
-		if (s->nsyms)
-			memcpy(n, s->syms, sizeof(Sym) * (size_t)s->nsyms);
-		s->syms = n;
-		s->cap = cap;
-	}
-	s->syms[s->nsyms++] = (Sym){name, kind, index};
+  if (s->nsyms == s->cap) {
+    int cap = s->cap ? s->cap * 2 : 32;
+    Sym *n = ARENA_ARRAY(s->a, Sym, cap);
+    if (s->nsyms)
+      memcpy(n, s->syms, sizeof(Sym) * (size_t)s->nsyms);
+    s->syms = n;
+    s->cap = cap;
+  }
+  s->syms[s->nsyms++] = (Sym){name, kind, index};
 }
 
 static const Sym *sym_lookup(const Sema *s, const char *name)
 {
-	for (int i = s->nsyms - 1; i >= 0; i--)
-		if (strcmp(s->syms[i].name, name) == 0)
-			return &s->syms[i];
-	return NULL;
+  for (int i = s->nsyms - 1; i >= 0; i--)
+    if (strcmp(s->syms[i].name, name) == 0)
+      return &s->syms[i];
+  return NULL;
 }
 
 /* ---------------------------------------------------------------- builtins */
@@ -64,11 +64,11 @@ static const Sym *sym_lookup(const Sema *s, const char *name)
  * statements, the function that checks a call (check_stmt_call dispatches on
  * this table).  The math functions are the intrinsics table's (ir.h). */
 typedef enum {
-	BUILTIN_TILE_OP, /* a tile operation: a statement, never a value */
-	BUILTIN_KERNEL,  /* a statement that sets a property of the kernel */
-	BUILTIN_ALLOC,   /* initializes a let binding */
-	BUILTIN_LOOP,    /* the iterator of a for loop */
-	BUILTIN_VALUE,   /* a function with a value */
+  BUILTIN_TILE_OP, /* a tile operation: a statement, never a value */
+  BUILTIN_KERNEL,  /* a statement that sets a property of the kernel */
+  BUILTIN_ALLOC,   /* initializes a let binding */
+  BUILTIN_LOOP,    /* the iterator of a for loop */
+  BUILTIN_VALUE,   /* a function with a value */
 } BuiltinKind;
 
 static Stmt *check_copy(Sema *s, const Node *call);
@@ -81,102 +81,103 @@ static Stmt *check_use_swizzle(Sema *s, const Node *call);
 static Stmt *check_min_blocks(Sema *s, const Node *call);
 
 static const struct {
-	const char *name;
-	BuiltinKind kind;
-	Stmt *(*check)(Sema *, const Node *call); /* statements */
+  const char *name;
+  BuiltinKind kind;
+  Stmt *(*check)(Sema *, const Node *call); /* statements */
 } builtins[] = {
-	{"copy", BUILTIN_TILE_OP, check_copy},
-	{"fill", BUILTIN_TILE_OP, check_fill_op},
-	{"clear", BUILTIN_TILE_OP, check_clear_op},
-	{"gemm", BUILTIN_TILE_OP, check_gemm},
-	{"reduce_sum", BUILTIN_TILE_OP, check_reduce},
-	{"reduce_max", BUILTIN_TILE_OP, check_reduce},
-	{"reduce_min", BUILTIN_TILE_OP, check_reduce},
-	{"atomic_add", BUILTIN_TILE_OP, check_atomic_add},
-	{"use_swizzle", BUILTIN_KERNEL, check_use_swizzle},
-	{"min_blocks_per_sm", BUILTIN_KERNEL, check_min_blocks},
-	{"alloc_shared", BUILTIN_ALLOC, NULL},
-	{"alloc_fragment", BUILTIN_ALLOC, NULL},
-	{"alloc_local", BUILTIN_ALLOC, NULL},
-	{"serial", BUILTIN_LOOP, NULL},
-	{"parallel", BUILTIN_LOOP, NULL},
-	{"pipelined", BUILTIN_LOOP, NULL},
-	{"min", BUILTIN_VALUE, NULL},
-	{"max", BUILTIN_VALUE, NULL},
-	{"ceildiv", BUILTIN_VALUE, NULL},
-	{"select", BUILTIN_VALUE, NULL},
-	{"num_sms", BUILTIN_VALUE, NULL},
-	{"num_blocks", BUILTIN_VALUE, NULL},
-	{"sizeof", BUILTIN_VALUE, NULL},
+    {"copy", BUILTIN_TILE_OP, check_copy},
+    {"fill", BUILTIN_TILE_OP, check_fill_op},
+    {"clear", BUILTIN_TILE_OP, check_clear_op},
+    {"gemm", BUILTIN_TILE_OP, check_gemm},
+    {"reduce_sum", BUILTIN_TILE_OP, check_reduce},
+    {"reduce_max", BUILTIN_TILE_OP, check_reduce},
+    {"reduce_min", BUILTIN_TILE_OP, check_reduce},
+    {"atomic_add", BUILTIN_TILE_OP, check_atomic_add},
+    {"use_swizzle", BUILTIN_KERNEL, check_use_swizzle},
+    {"min_blocks_per_sm", BUILTIN_KERNEL, check_min_blocks},
+    {"alloc_shared", BUILTIN_ALLOC, NULL},
+    {"alloc_fragment", BUILTIN_ALLOC, NULL},
+    {"alloc_local", BUILTIN_ALLOC, NULL},
+    {"serial", BUILTIN_LOOP, NULL},
+    {"parallel", BUILTIN_LOOP, NULL},
+    {"pipelined", BUILTIN_LOOP, NULL},
+    {"min", BUILTIN_VALUE, NULL},
+    {"max", BUILTIN_VALUE, NULL},
+    {"ceildiv", BUILTIN_VALUE, NULL},
+    {"select", BUILTIN_VALUE, NULL},
+    {"num_sms", BUILTIN_VALUE, NULL},
+    {"num_blocks", BUILTIN_VALUE, NULL},
+    {"sizeof", BUILTIN_VALUE, NULL},
 };
 
 /* The row of builtin `name`, or -1. */
 static int builtin_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-		if (strcmp(builtins[i].name, name) == 0)
-			return (int)i;
-	return -1;
+  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+    if (strcmp(builtins[i].name, name) == 0)
+      return (int)i;
+  return -1;
 }
 
 static bool is_reserved(const char *name)
 {
-	return builtin_find(name) >= 0 || intrinsic_lookup(name, strlen(name)) >= 0;
+  return builtin_find(name) >= 0 || intrinsic_lookup(name, strlen(name)) >= 0;
 }
 
 /* Declares a name in the current scope; reports a clash with a kernel-level
  * name (a parameter, constant, size or block index) or a builtin. */
 static bool declare(Sema *s, const char *name, SrcLoc loc, SymKind kind, int index)
 {
-	if (is_reserved(name)) {
-		error_at(s->d, loc, "'%s' is a builtin and cannot be redefined", name);
-		return false;
-	}
-	const Sym *old = sym_lookup(s, name);
-	if (old) {
-		SrcLoc prev = old->kind == SYM_VAR ? s->k->vars[old->index].loc
-			    : old->kind == SYM_BUF ? s->k->bufs[old->index].loc : NO_LOC;
-		error_at(s->d, loc, "redefinition of '%s'", name);
-		if (prev.line)
-			note_at(s->d, prev, "'%s' was defined here", name);
-		return false;
-	}
-	sym_push(s, name, kind, index);
-	return true;
+  if (is_reserved(name)) {
+    error_at(s->d, loc, "'%s' is a builtin and cannot be redefined", name);
+    return false;
+  }
+  const Sym *old = sym_lookup(s, name);
+  if (old) {
+    SrcLoc prev = old->kind == SYM_VAR   ? s->k->vars[old->index].loc
+                  : old->kind == SYM_BUF ? s->k->bufs[old->index].loc
+                                         : NO_LOC;
+    error_at(s->d, loc, "redefinition of '%s'", name);
+    if (prev.line)
+      note_at(s->d, prev, "'%s' was defined here", name);
+    return false;
+  }
+  sym_push(s, name, kind, index);
+  return true;
 }
 
 static int new_var(Sema *s, const char *name, VarKind kind, TypeKind t, SrcLoc loc)
 {
-	Var v = {0};
-	v.name = name;
-	v.kind = kind;
-	v.type = t;
-	v.loc = loc;
-	v.param_index = -1;
-	return kernel_add_var(s->a, s->k, v);
+  Var v = {0};
+  v.name = name;
+  v.kind = kind;
+  v.type = t;
+  v.loc = loc;
+  v.param_index = -1;
+  return kernel_add_var(s->a, s->k, v);
 }
 
 /* The type a type constant's name stands for, or TY_VOID (not reported). */
 static TypeKind type_const(const Sema *s, const char *name)
 {
-	const Sym *sym = sym_lookup(s, name);
-	return sym && sym->kind == SYM_TYPE ? (TypeKind)sym->index : TY_VOID;
+  const Sym *sym = sym_lookup(s, name);
+  return sym && sym->kind == SYM_TYPE ? (TypeKind)sym->index : TY_VOID;
 }
 
 /* A written type: concrete, or a type constant's name.  TY_VOID after an error. */
 static TypeKind resolve_type(Sema *s, TypeKind t, const char *tname, SrcLoc loc)
 {
-	if (!tname)
-		return t;
-	TypeKind r = type_const(s, tname);
-	if (r == TY_VOID) {
-		const Sym *sym = sym_lookup(s, tname);
-		if (sym)
-			error_at(s->d, loc, "'%s' is not a type", tname);
-		else
-			error_at(s->d, loc, "unknown type '%s'", tname);
-	}
-	return r;
+  if (!tname)
+    return t;
+  TypeKind r = type_const(s, tname);
+  if (r == TY_VOID) {
+    const Sym *sym = sym_lookup(s, tname);
+    if (sym)
+      error_at(s->d, loc, "'%s' is not a type", tname);
+    else
+      error_at(s->d, loc, "unknown type '%s'", tname);
+  }
+  return r;
 }
 
 /* ---------------------------------------------------------------- expressions */
@@ -187,31 +188,31 @@ static Expr *check_expr(Sema *s, const Node *n, TypeKind hint);
  * type.  Bounded depth: beyond it an expression counts as typed. */
 static bool is_untyped_depth(const Node *n, int depth)
 {
-	if (depth > 64)
-		return false;
-	if (n->kind == N_INT || n->kind == N_FLOAT)
-		return true;
-	if (n->kind == N_UNARY && n->op == OP_NEG)
-		return is_untyped_depth(n->a, depth + 1);
-	if (n->kind == N_BINARY && !op_is_comparison((OpKind)n->op) && n->op != OP_LAND && n->op != OP_LOR)
-		return is_untyped_depth(n->a, depth + 1) && is_untyped_depth(n->b, depth + 1);
-	return false;
+  if (depth > 64)
+    return false;
+  if (n->kind == N_INT || n->kind == N_FLOAT)
+    return true;
+  if (n->kind == N_UNARY && n->op == OP_NEG)
+    return is_untyped_depth(n->a, depth + 1);
+  if (n->kind == N_BINARY && !op_is_comparison((OpKind)n->op) && n->op != OP_LAND && n->op != OP_LOR)
+    return is_untyped_depth(n->a, depth + 1) && is_untyped_depth(n->b, depth + 1);
+  return false;
 }
 
 static bool is_untyped(const Node *n) { return is_untyped_depth(n, 0); }
 
 static bool int_fits(TypeKind t, int64_t v)
 {
-	switch (t) {
-	case TY_I8: return v >= INT8_MIN && v <= INT8_MAX;
-	case TY_I16: return v >= INT16_MIN && v <= INT16_MAX;
-	case TY_I32: return v >= INT32_MIN && v <= INT32_MAX;
-	case TY_U8: return v >= 0 && v <= UINT8_MAX;
-	case TY_U16: return v >= 0 && v <= UINT16_MAX;
-	case TY_U32: return v >= 0 && v <= UINT32_MAX;
-	case TY_U64: return v >= 0;
-	default: return true;
-	}
+  switch (t) {
+  case TY_I8: return v >= INT8_MIN && v <= INT8_MAX;
+  case TY_I16: return v >= INT16_MIN && v <= INT16_MAX;
+  case TY_I32: return v >= INT32_MIN && v <= INT32_MAX;
+  case TY_U8: return v >= 0 && v <= UINT8_MAX;
+  case TY_U16: return v >= 0 && v <= UINT16_MAX;
+  case TY_U32: return v >= 0 && v <= UINT32_MAX;
+  case TY_U64: return v >= 0;
+  default: return true;
+  }
 }
 
 /* primary = INT ;  also "-" INT (negate), so that -128 is an i8 literal rather than -(128).
@@ -219,64 +220,64 @@ static bool int_fits(TypeKind t, int64_t v)
  * else i32, or i64 when the value does not fit in i32; a value that does not fit is reported. */
 static Expr *check_int_literal(Sema *s, const Node *n, TypeKind hint, bool negate)
 {
-	if (n->overflow || (negate && n->ival < 0)) {
-		error_at(s->d, n->loc, "integer literal is too large");
-		return NULL;
-	}
-	int64_t v = negate ? -n->ival : n->ival;
-	if (type_is_float(hint)) {
-		Expr *e = ex_float(s->a, hint, (double)v);
-		e->loc = n->loc;
-		return e;
-	}
-	TypeKind t = type_is_int(hint) ? hint : (int_fits(TY_I32, v) ? TY_I32 : TY_I64);
-	if (!int_fits(t, v)) {
-		error_at(s->d, n->loc, "integer literal %" PRId64 " does not fit in %s", v, type_name(t));
-		return NULL;
-	}
-	Expr *e = ex_int(s->a, t, v);
-	e->loc = n->loc;
-	return e;
+  if (n->overflow || (negate && n->ival < 0)) {
+    error_at(s->d, n->loc, "integer literal is too large");
+    return NULL;
+  }
+  int64_t v = negate ? -n->ival : n->ival;
+  if (type_is_float(hint)) {
+    Expr *e = ex_float(s->a, hint, (double)v);
+    e->loc = n->loc;
+    return e;
+  }
+  TypeKind t = type_is_int(hint) ? hint : (int_fits(TY_I32, v) ? TY_I32 : TY_I64);
+  if (!int_fits(t, v)) {
+    error_at(s->d, n->loc, "integer literal %" PRId64 " does not fit in %s", v, type_name(t));
+    return NULL;
+  }
+  Expr *e = ex_int(s->a, t, v);
+  e->loc = n->loc;
+  return e;
 }
 
 /* primary = FLOAT ;  also "-" FLOAT (negate).  f32 unless the context hints another float type. */
 static Expr *check_float_literal(Sema *s, const Node *n, TypeKind hint, bool negate)
 {
-	Expr *e = ex_float(s->a, type_is_float(hint) ? hint : TY_F32, negate ? -n->fval : n->fval);
-	e->loc = n->loc;
-	return e;
+  Expr *e = ex_float(s->a, type_is_float(hint) ? hint : TY_F32, negate ? -n->fval : n->fval);
+  e->loc = n->loc;
+  return e;
 }
 
 static const char *describe_type(TypeKind t) { return type_name(t); }
 
 static Expr *require_type(Sema *s, Expr *e, TypeKind t, SrcLoc loc, const char *what)
 {
-	if (!e)
-		return NULL;
-	if (e->type != t) {
-		error_at(s->d, loc, "%s has type %s, expected %s", what, describe_type(e->type), describe_type(t));
-		return NULL;
-	}
-	return e;
+  if (!e)
+    return NULL;
+  if (e->type != t) {
+    error_at(s->d, loc, "%s has type %s, expected %s", what, describe_type(e->type), describe_type(t));
+    return NULL;
+  }
+  return e;
 }
 
 static Expr *require_int(Sema *s, Expr *e, SrcLoc loc, const char *what)
 {
-	if (e && !type_is_int(e->type)) {
-		error_at(s->d, loc, "%s must be an integer, got %s", what, type_name(e->type));
-		return NULL;
-	}
-	return e;
+  if (e && !type_is_int(e->type)) {
+    error_at(s->d, loc, "%s must be an integer, got %s", what, type_name(e->type));
+    return NULL;
+  }
+  return e;
 }
 
 /* Does an untyped expression hold a floating-point literal? Then it is a float. */
 static bool untyped_has_float(const Node *n, int depth)
 {
-	if (!n || depth > 64)
-		return false;
-	if (n->kind == N_FLOAT)
-		return true;
-	return untyped_has_float(n->a, depth + 1) || untyped_has_float(n->b, depth + 1);
+  if (!n || depth > 64)
+    return false;
+  if (n->kind == N_FLOAT)
+    return true;
+  return untyped_has_float(n->a, depth + 1) || untyped_has_float(n->b, depth + 1);
 }
 
 /* The two operands of expr binop expr, min/max/ceildiv(a, b) and select's a and b:
@@ -284,17 +285,17 @@ static bool untyped_has_float(const Node *n, int depth)
  * a FLOAT literal, both are a float (f32 unless the hint is another float type). */
 static bool check_pair(Sema *s, const Node *a, const Node *b, TypeKind hint, Expr **ea, Expr **eb)
 {
-	if (is_untyped(a) && is_untyped(b) && !type_is_float(hint) &&
-	    (untyped_has_float(a, 0) || untyped_has_float(b, 0)))
-		hint = TY_F32; /* 1 + 2.0 is a float, as 2.0 + 1 is */
-	if (is_untyped(a) && !is_untyped(b)) {
-		*eb = check_expr(s, b, hint);
-		*ea = check_expr(s, a, *eb ? (*eb)->type : hint);
-	} else {
-		*ea = check_expr(s, a, hint);
-		*eb = check_expr(s, b, *ea ? (*ea)->type : hint);
-	}
-	return *ea && *eb;
+  if (is_untyped(a) && is_untyped(b) && !type_is_float(hint) &&
+      (untyped_has_float(a, 0) || untyped_has_float(b, 0)))
+    hint = TY_F32; /* 1 + 2.0 is a float, as 2.0 + 1 is */
+  if (is_untyped(a) && !is_untyped(b)) {
+    *eb = check_expr(s, b, hint);
+    *ea = check_expr(s, a, *eb ? (*eb)->type : hint);
+  } else {
+    *ea = check_expr(s, a, hint);
+    *eb = check_expr(s, b, *ea ? (*ea)->type : hint);
+  }
+  return *ea && *eb;
 }
 
 /* expr = expr binop expr ;  also min(a, b), max(a, b), ceildiv(a, b) (op OP_MIN, OP_MAX, OP_CEILDIV).
@@ -303,130 +304,130 @@ static bool check_pair(Sema *s, const Node *a, const Node *b, TypeKind hint, Exp
  * integer divisor must not be 0. */
 static Expr *check_binary_op(Sema *s, OpKind op, const Node *an, const Node *bn, SrcLoc loc, TypeKind hint)
 {
-	Expr *a, *b;
-	bool cmp = op_is_comparison(op), logical = op == OP_LAND || op == OP_LOR;
-	TypeKind operand_hint = cmp ? TY_VOID : logical ? TY_BOOL : hint;
-	if (!check_pair(s, an, bn, operand_hint, &a, &b))
-		return NULL;
-	if (op == OP_SHL || op == OP_SHR) {
-		if (!type_is_int(a->type) || !type_is_int(b->type)) {
-			error_at(s->d, loc, "operands of '%s' must be integers, got %s and %s", op_spelling(op),
-				 type_name(a->type), type_name(b->type));
-			return NULL;
-		}
-		if (b->type != a->type)
-			b = ex_cast(s->a, a->type, b);
-	} else if (a->type != b->type) {
-		error_at(s->d, loc, "mismatched types %s and %s in '%s'; convert one with a cast such as %s(x)",
-			 type_name(a->type), type_name(b->type), op_spelling(op), type_name(a->type));
-		return NULL;
-	}
-	TypeKind t = a->type;
-	if (logical && t != TY_BOOL) {
-		error_at(s->d, loc, "operands of '%s' must be bool, got %s", op_spelling(op), type_name(t));
-		return NULL;
-	}
-	if (!cmp && !logical) {
-		bool bitwise = op == OP_BAND || op == OP_BOR || op == OP_BXOR;
-		if (t == TY_BOOL && !bitwise && op != OP_MIN && op != OP_MAX) {
-			error_at(s->d, loc, "arithmetic '%s' on bool", op_spelling(op));
-			return NULL;
-		}
-		if ((bitwise || op == OP_MOD || op == OP_CEILDIV) && type_is_float(t)) {
-			error_at(s->d, loc, "'%s' needs integer operands, got %s", op_spelling(op), type_name(t));
-			return NULL;
-		}
-	}
-	if (cmp && t == TY_BOOL && op != OP_EQ && op != OP_NE) {
-		error_at(s->d, loc, "ordering comparison '%s' on bool", op_spelling(op));
-		return NULL;
-	}
-	Expr *e = ex_binary(s->a, op, a, b);
-	e->loc = loc;
-	/* A constant division by zero is an error now, not a trap later. */
-	if ((op == OP_DIV || op == OP_MOD || op == OP_CEILDIV) && type_is_int(t)) {
-		int64_t v;
-		if (ir_eval_int(s->a, s->k, b, &v) && v == 0) {
-			error_at(s->d, bn->loc, "division by zero");
-			return NULL;
-		}
-	}
-	return e;
+  Expr *a, *b;
+  bool cmp = op_is_comparison(op), logical = op == OP_LAND || op == OP_LOR;
+  TypeKind operand_hint = cmp ? TY_VOID : logical ? TY_BOOL : hint;
+  if (!check_pair(s, an, bn, operand_hint, &a, &b))
+    return NULL;
+  if (op == OP_SHL || op == OP_SHR) {
+    if (!type_is_int(a->type) || !type_is_int(b->type)) {
+      error_at(s->d, loc, "operands of '%s' must be integers, got %s and %s", op_spelling(op),
+               type_name(a->type), type_name(b->type));
+      return NULL;
+    }
+    if (b->type != a->type)
+      b = ex_cast(s->a, a->type, b);
+  } else if (a->type != b->type) {
+    error_at(s->d, loc, "mismatched types %s and %s in '%s'; convert one with a cast such as %s(x)",
+             type_name(a->type), type_name(b->type), op_spelling(op), type_name(a->type));
+    return NULL;
+  }
+  TypeKind t = a->type;
+  if (logical && t != TY_BOOL) {
+    error_at(s->d, loc, "operands of '%s' must be bool, got %s", op_spelling(op), type_name(t));
+    return NULL;
+  }
+  if (!cmp && !logical) {
+    bool bitwise = op == OP_BAND || op == OP_BOR || op == OP_BXOR;
+    if (t == TY_BOOL && !bitwise && op != OP_MIN && op != OP_MAX) {
+      error_at(s->d, loc, "arithmetic '%s' on bool", op_spelling(op));
+      return NULL;
+    }
+    if ((bitwise || op == OP_MOD || op == OP_CEILDIV) && type_is_float(t)) {
+      error_at(s->d, loc, "'%s' needs integer operands, got %s", op_spelling(op), type_name(t));
+      return NULL;
+    }
+  }
+  if (cmp && t == TY_BOOL && op != OP_EQ && op != OP_NE) {
+    error_at(s->d, loc, "ordering comparison '%s' on bool", op_spelling(op));
+    return NULL;
+  }
+  Expr *e = ex_binary(s->a, op, a, b);
+  e->loc = loc;
+  /* A constant division by zero is an error now, not a trap later. */
+  if ((op == OP_DIV || op == OP_MOD || op == OP_CEILDIV) && type_is_int(t)) {
+    int64_t v;
+    if (ir_eval_int(s->a, s->k, b, &v) && v == 0) {
+      error_at(s->d, bn->loc, "division by zero");
+      return NULL;
+    }
+  }
+  return e;
 }
 
 static const Node *named_arg(const Node *call, const char *name)
 {
-	for (int i = 0; i < call->list.n; i++) {
-		const Node *a = call->list.items[i];
-		if (a->kind == N_NAMED && strcmp(a->name, name) == 0)
-			return a->a;
-	}
-	return NULL;
+  for (int i = 0; i < call->list.n; i++) {
+    const Node *a = call->list.items[i];
+    if (a->kind == N_NAMED && strcmp(a->name, name) == 0)
+      return a->a;
+  }
+  return NULL;
 }
 
 static int count_positional(const Node *call)
 {
-	int n = 0;
-	for (int i = 0; i < call->list.n; i++)
-		n += call->list.items[i]->kind != N_NAMED;
-	return n;
+  int n = 0;
+  for (int i = 0; i < call->list.n; i++)
+    n += call->list.items[i]->kind != N_NAMED;
+  return n;
 }
 
 /* Reports named arguments not in `allowed` (NULL-terminated) and duplicates. */
 static bool check_named(Sema *s, const Node *call, const char *const *allowed)
 {
-	bool ok = true;
-	for (int i = 0; i < call->list.n; i++) {
-		const Node *a = call->list.items[i];
-		if (a->kind != N_NAMED)
-			continue;
-		bool known = false;
-		for (int j = 0; allowed && allowed[j]; j++)
-			known |= strcmp(allowed[j], a->name) == 0;
-		if (!known) {
-			error_at(s->d, a->loc, "'%s' has no argument named '%s'", call->name, a->name);
-			ok = false;
-		}
-		for (int j = 0; j < i; j++) {
-			const Node *b = call->list.items[j];
-			if (b->kind == N_NAMED && strcmp(b->name, a->name) == 0) {
-				error_at(s->d, a->loc, "argument '%s' given twice", a->name);
-				ok = false;
-			}
-		}
-	}
-	return ok;
+  bool ok = true;
+  for (int i = 0; i < call->list.n; i++) {
+    const Node *a = call->list.items[i];
+    if (a->kind != N_NAMED)
+      continue;
+    bool known = false;
+    for (int j = 0; allowed && allowed[j]; j++)
+      known |= strcmp(allowed[j], a->name) == 0;
+    if (!known) {
+      error_at(s->d, a->loc, "'%s' has no argument named '%s'", call->name, a->name);
+      ok = false;
+    }
+    for (int j = 0; j < i; j++) {
+      const Node *b = call->list.items[j];
+      if (b->kind == N_NAMED && strcmp(b->name, a->name) == 0) {
+        error_at(s->d, a->loc, "argument '%s' given twice", a->name);
+        ok = false;
+      }
+    }
+  }
+  return ok;
 }
 
 /* The arguments of a builtin, IDENT "(" [ arg { "," arg } ] ")" : lo to hi positional ones, named
  * ones (IDENT "=" expr) only from `named` (check_named). */
 static bool check_arity(Sema *s, const Node *call, int lo, int hi, const char *const *named)
 {
-	int n = count_positional(call);
-	if (!check_named(s, call, named))
-		return false;
-	if (n < lo || n > hi) {
-		if (lo == hi)
-			error_at(s->d, call->loc, "'%s' takes %d argument%s, got %d", call->name, lo, lo == 1 ? "" : "s", n);
-		else
-			error_at(s->d, call->loc, "'%s' takes %d to %d arguments, got %d", call->name, lo, hi, n);
-		return false;
-	}
-	return true;
+  int n = count_positional(call);
+  if (!check_named(s, call, named))
+    return false;
+  if (n < lo || n > hi) {
+    if (lo == hi)
+      error_at(s->d, call->loc, "'%s' takes %d argument%s, got %d", call->name, lo, lo == 1 ? "" : "s", n);
+    else
+      error_at(s->d, call->loc, "'%s' takes %d to %d arguments, got %d", call->name, lo, hi, n);
+    return false;
+  }
+  return true;
 }
 
 static const Node *positional(const Node *call, int i)
 {
-	for (int j = 0; j < call->list.n; j++)
-		if (call->list.items[j]->kind != N_NAMED && i-- == 0)
-			return call->list.items[j];
-	return NULL;
+  for (int j = 0; j < call->list.n; j++)
+    if (call->list.items[j]->kind != N_NAMED && i-- == 0)
+      return call->list.items[j];
+  return NULL;
 }
 
 static bool is_builtin(const char *name, BuiltinKind kind)
 {
-	int b = builtin_find(name);
-	return b >= 0 && builtins[b].kind == kind;
+  int b = builtin_find(name);
+  return b >= 0 && builtins[b].kind == kind;
 }
 
 static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *out);
@@ -435,60 +436,61 @@ static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *o
  * kernel does not, so only grid(...) may use it (a persistent grid: grid(min(M, num_sms))). */
 static Expr *check_num_sms(Sema *s, const Node *n)
 {
-	if (!s->in_grid) {
-		error_at(s->d, n->loc, "'num_sms' can be used only in grid(...), which the host evaluates at "
-				       "launch; in the kernel body, num_blocks(axis) is the grid's size");
-		return NULL;
-	}
-	if (s->num_sms_var < 0)
-		s->num_sms_var = new_var(s, "num_sms", VAR_NUM_SMS, TY_I32, n->loc);
-	Expr *e = ex_var(s->a, s->k, s->num_sms_var);
-	e->loc = n->loc;
-	return e;
+  if (!s->in_grid) {
+    error_at(s->d, n->loc,
+             "'num_sms' can be used only in grid(...), which the host evaluates at "
+             "launch; in the kernel body, num_blocks(axis) is the grid's size");
+    return NULL;
+  }
+  if (s->num_sms_var < 0)
+    s->num_sms_var = new_var(s, "num_sms", VAR_NUM_SMS, TY_I32, n->loc);
+  Expr *e = ex_var(s->a, s->k, s->num_sms_var);
+  e->loc = n->loc;
+  return e;
 }
 
 /* num_blocks(axis): the grid's size along axis 0 (x), 1 (y) or 2 (z), as the kernel was launched. */
 static Expr *check_num_blocks(Sema *s, const Node *n)
 {
-	if (s->in_grid) {
-		error_at(s->d, n->loc, "num_blocks(...) cannot be used in grid(...): it is the grid's size");
-		return NULL;
-	}
-	if (!check_arity(s, n, 1, 1, NULL))
-		return NULL;
-	int64_t axis;
-	if (!check_const_int(s, positional(n, 0), "the axis of num_blocks", &axis))
-		return NULL;
-	if (axis < 0 || axis >= s->k->grid_rank) {
-		error_at(s->d, n->loc, "num_blocks(%" PRId64 "): the grid has %d dimension%s (axes 0..%d)", axis,
-			 s->k->grid_rank, s->k->grid_rank == 1 ? "" : "s", s->k->grid_rank - 1);
-		return NULL;
-	}
-	if (s->grid_dim_var[axis] < 0) {
-		static const char *const names[3] = {"num_blocks.x", "num_blocks.y", "num_blocks.z"};
-		s->grid_dim_var[axis] = new_var(s, names[axis], VAR_GRID_DIM, TY_I32, n->loc);
-		s->k->vars[s->grid_dim_var[axis]].dim = (int)axis;
-	}
-	Expr *e = ex_var(s->a, s->k, s->grid_dim_var[axis]);
-	e->loc = n->loc;
-	return e;
+  if (s->in_grid) {
+    error_at(s->d, n->loc, "num_blocks(...) cannot be used in grid(...): it is the grid's size");
+    return NULL;
+  }
+  if (!check_arity(s, n, 1, 1, NULL))
+    return NULL;
+  int64_t axis;
+  if (!check_const_int(s, positional(n, 0), "the axis of num_blocks", &axis))
+    return NULL;
+  if (axis < 0 || axis >= s->k->grid_rank) {
+    error_at(s->d, n->loc, "num_blocks(%" PRId64 "): the grid has %d dimension%s (axes 0..%d)", axis,
+             s->k->grid_rank, s->k->grid_rank == 1 ? "" : "s", s->k->grid_rank - 1);
+    return NULL;
+  }
+  if (s->grid_dim_var[axis] < 0) {
+    static const char *const names[3] = {"num_blocks.x", "num_blocks.y", "num_blocks.z"};
+    s->grid_dim_var[axis] = new_var(s, names[axis], VAR_GRID_DIM, TY_I32, n->loc);
+    s->k->vars[s->grid_dim_var[axis]].dim = (int)axis;
+  }
+  Expr *e = ex_var(s->a, s->k, s->grid_dim_var[axis]);
+  e->loc = n->loc;
+  return e;
 }
 
 /* sizeof(T): the bytes of one element of a type or type constant, an i32 constant
  * (`[T = f16, BN = 65536 / sizeof(T)]`). */
 static Expr *check_sizeof(Sema *s, const Node *n)
 {
-	if (!check_arity(s, n, 1, 1, NULL))
-		return NULL;
-	const Node *a = positional(n, 0);
-	TypeKind t = a->kind == N_TYPE ? a->type : a->kind == N_NAME ? type_const(s, a->name) : TY_VOID;
-	if (t == TY_VOID) {
-		error_at(s->d, a->loc, "sizeof needs a type, such as f16 or a type constant");
-		return NULL;
-	}
-	Expr *e = ex_int(s->a, TY_I32, type_bytes(t));
-	e->loc = n->loc;
-	return e;
+  if (!check_arity(s, n, 1, 1, NULL))
+    return NULL;
+  const Node *a = positional(n, 0);
+  TypeKind t = a->kind == N_TYPE ? a->type : a->kind == N_NAME ? type_const(s, a->name) : TY_VOID;
+  if (t == TY_VOID) {
+    error_at(s->d, a->loc, "sizeof needs a type, such as f16 or a type constant");
+    return NULL;
+  }
+  Expr *e = ex_int(s->a, TY_I32, type_bytes(t));
+  e->loc = n->loc;
+  return e;
 }
 
 /* postfix = ( IDENT | TYPE ) "(" [ arg { "," arg } ] ")" ;  a call used as a value:
@@ -499,166 +501,169 @@ static Expr *check_sizeof(Sema *s, const Node *n)
  * A tile operation, alloc_* or a loop iterator here is reported as used in the wrong place. */
 static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 {
-	const char *name = n->name;
-	if (!strcmp(name, "sizeof"))
-		return check_sizeof(s, n);
-	for (int i = 0; i < n->list.n; i++)
-		if (n->list.items[i]->kind == N_TYPE) {
-			error_at(s->d, n->list.items[i]->loc, "a type is not a value here");
-			return NULL;
-		}
-	TypeKind cast = type_from_name(name, strlen(name));
-	if (cast == TY_VOID)
-		cast = type_const(s, name);
-	if (cast != TY_VOID) {
-		if (!check_arity(s, n, 1, 1, NULL))
-			return NULL;
-		const Node *x = positional(n, 0);
-		Expr *e = check_expr(s, x, is_untyped(x) ? cast : TY_VOID);
-		if (!e)
-			return NULL;
-		if (e->type == cast)
-			return e;
-		e = ex_cast(s->a, cast, e);
-		e->loc = n->loc;
-		return e;
-	}
-	if (!strcmp(name, "min") || !strcmp(name, "max") || !strcmp(name, "ceildiv")) {
-		if (!check_arity(s, n, 2, 2, NULL))
-			return NULL;
-		OpKind op = !strcmp(name, "min") ? OP_MIN : !strcmp(name, "max") ? OP_MAX : OP_CEILDIV;
-		return check_binary_op(s, op, positional(n, 0), positional(n, 1), n->loc, hint);
-	}
-	if (!strcmp(name, "num_blocks"))
-		return check_num_blocks(s, n);
-	if (!strcmp(name, "select")) {
-		if (!check_arity(s, n, 3, 3, NULL))
-			return NULL;
-		Expr *c = require_type(s, check_expr(s, positional(n, 0), TY_BOOL), TY_BOOL,
-				       positional(n, 0)->loc, "condition of 'select'");
-		Expr *a, *b;
-		if (!check_pair(s, positional(n, 1), positional(n, 2), hint, &a, &b) || !c)
-			return NULL;
-		if (a->type != b->type) {
-			error_at(s->d, n->loc, "mismatched types %s and %s in 'select'", type_name(a->type),
-				 type_name(b->type));
-			return NULL;
-		}
-		return ex_select(s->a, c, a, b);
-	}
-	int fn = intrinsic_lookup(name, strlen(name));
-	if (fn >= 0) {
-		int na = intrinsic_nargs((IntrinsicKind)fn);
-		if (!check_arity(s, n, na, na, NULL))
-			return NULL;
-		Expr **args = ARENA_ARRAY(s->a, Expr *, na);
-		TypeKind t = TY_VOID;
-		/* The first typed argument decides; untyped literals follow it. */
-		for (int i = 0; i < na; i++)
-			if (!is_untyped(positional(n, i))) {
-				Expr *e = check_expr(s, positional(n, i), hint);
-				if (!e)
-					return NULL;
-				t = e->type;
-				break;
-			}
-		if (t == TY_VOID) /* all untyped: the context decides (abs(-3) can be an i32) */
-			t = type_is_float(hint) || (type_is_int(hint) && !intrinsic_float_only((IntrinsicKind)fn)) ? hint : TY_F32;
-		for (int i = 0; i < na; i++) {
-			args[i] = check_expr(s, positional(n, i), t);
-			if (!args[i])
-				return NULL;
-			if (args[i]->type != t) {
-				error_at(s->d, positional(n, i)->loc, "argument of '%s' has type %s, expected %s",
-					 name, type_name(args[i]->type), type_name(t));
-				return NULL;
-			}
-		}
-		if (intrinsic_float_only((IntrinsicKind)fn) && !type_is_float(t)) {
-			error_at(s->d, n->loc, "'%s' needs a floating-point argument, got %s; convert it with f32(x)",
-				 name, type_name(t));
-			return NULL;
-		}
-		if (fn == FN_ABS && (t == TY_BOOL || (type_is_int(t) && !type_is_signed(t)))) {
-			error_at(s->d, n->loc, "'abs' needs a signed or floating-point argument, got %s", type_name(t));
-			return NULL;
-		}
-		if (t == TY_F64 && fn != FN_SQRT && fn != FN_ABS && fn != FN_FLOOR && fn != FN_CEIL && fn != FN_FMA) {
-			error_at(s->d, n->loc, "'%s' on f64 is not supported yet; compute it in f32", name);
-			return NULL;
-		}
-		Expr *e = ex_call(s->a, (IntrinsicKind)fn, t, args, na);
-		e->loc = n->loc;
-		return e;
-	}
-	if (is_builtin(name, BUILTIN_TILE_OP)) {
-		error_at(s->d, n->loc, "'%s' does not produce a value; use it as a statement", name);
-		return NULL;
-	}
-	if (!strncmp(name, "alloc_", 6)) {
-		error_at(s->d, n->loc, "'%s' can only initialize a 'let' binding", name);
-		return NULL;
-	}
-	if (is_builtin(name, BUILTIN_LOOP)) {
-		error_at(s->d, n->loc, "'%s' can only be used in a 'for' loop", name);
-		return NULL;
-	}
-	error_at(s->d, n->loc, "unknown function '%s'", name);
-	return NULL;
+  const char *name = n->name;
+  if (!strcmp(name, "sizeof"))
+    return check_sizeof(s, n);
+  for (int i = 0; i < n->list.n; i++)
+    if (n->list.items[i]->kind == N_TYPE) {
+      error_at(s->d, n->list.items[i]->loc, "a type is not a value here");
+      return NULL;
+    }
+  TypeKind cast = type_from_name(name, strlen(name));
+  if (cast == TY_VOID)
+    cast = type_const(s, name);
+  if (cast != TY_VOID) {
+    if (!check_arity(s, n, 1, 1, NULL))
+      return NULL;
+    const Node *x = positional(n, 0);
+    Expr *e = check_expr(s, x, is_untyped(x) ? cast : TY_VOID);
+    if (!e)
+      return NULL;
+    if (e->type == cast)
+      return e;
+    e = ex_cast(s->a, cast, e);
+    e->loc = n->loc;
+    return e;
+  }
+  if (!strcmp(name, "min") || !strcmp(name, "max") || !strcmp(name, "ceildiv")) {
+    if (!check_arity(s, n, 2, 2, NULL))
+      return NULL;
+    OpKind op = !strcmp(name, "min") ? OP_MIN : !strcmp(name, "max") ? OP_MAX : OP_CEILDIV;
+    return check_binary_op(s, op, positional(n, 0), positional(n, 1), n->loc, hint);
+  }
+  if (!strcmp(name, "num_blocks"))
+    return check_num_blocks(s, n);
+  if (!strcmp(name, "select")) {
+    if (!check_arity(s, n, 3, 3, NULL))
+      return NULL;
+    Expr *c = require_type(s, check_expr(s, positional(n, 0), TY_BOOL), TY_BOOL, positional(n, 0)->loc,
+                           "condition of 'select'");
+    Expr *a, *b;
+    if (!check_pair(s, positional(n, 1), positional(n, 2), hint, &a, &b) || !c)
+      return NULL;
+    if (a->type != b->type) {
+      error_at(s->d, n->loc, "mismatched types %s and %s in 'select'", type_name(a->type),
+               type_name(b->type));
+      return NULL;
+    }
+    return ex_select(s->a, c, a, b);
+  }
+  int fn = intrinsic_lookup(name, strlen(name));
+  if (fn >= 0) {
+    int na = intrinsic_nargs((IntrinsicKind)fn);
+    if (!check_arity(s, n, na, na, NULL))
+      return NULL;
+    Expr **args = ARENA_ARRAY(s->a, Expr *, na);
+    TypeKind t = TY_VOID;
+    /* The first typed argument decides; untyped literals follow it. */
+    for (int i = 0; i < na; i++)
+      if (!is_untyped(positional(n, i))) {
+        Expr *e = check_expr(s, positional(n, i), hint);
+        if (!e)
+          return NULL;
+        t = e->type;
+        break;
+      }
+    if (t == TY_VOID) /* all untyped: the context decides (abs(-3) can be an i32) */
+      t = type_is_float(hint) || (type_is_int(hint) && !intrinsic_float_only((IntrinsicKind)fn)) ? hint
+                                                                                                 : TY_F32;
+    for (int i = 0; i < na; i++) {
+      args[i] = check_expr(s, positional(n, i), t);
+      if (!args[i])
+        return NULL;
+      if (args[i]->type != t) {
+        error_at(s->d, positional(n, i)->loc, "argument of '%s' has type %s, expected %s", name,
+                 type_name(args[i]->type), type_name(t));
+        return NULL;
+      }
+    }
+    if (intrinsic_float_only((IntrinsicKind)fn) && !type_is_float(t)) {
+      error_at(s->d, n->loc, "'%s' needs a floating-point argument, got %s; convert it with f32(x)", name,
+               type_name(t));
+      return NULL;
+    }
+    if (fn == FN_ABS && (t == TY_BOOL || (type_is_int(t) && !type_is_signed(t)))) {
+      error_at(s->d, n->loc, "'abs' needs a signed or floating-point argument, got %s", type_name(t));
+      return NULL;
+    }
+    if (t == TY_F64 && fn != FN_SQRT && fn != FN_ABS && fn != FN_FLOOR && fn != FN_CEIL && fn != FN_FMA) {
+      error_at(s->d, n->loc, "'%s' on f64 is not supported yet; compute it in f32", name);
+      return NULL;
+    }
+    Expr *e = ex_call(s->a, (IntrinsicKind)fn, t, args, na);
+    e->loc = n->loc;
+    return e;
+  }
+  if (is_builtin(name, BUILTIN_TILE_OP)) {
+    error_at(s->d, n->loc, "'%s' does not produce a value; use it as a statement", name);
+    return NULL;
+  }
+  if (!strncmp(name, "alloc_", 6)) {
+    error_at(s->d, n->loc, "'%s' can only initialize a 'let' binding", name);
+    return NULL;
+  }
+  if (is_builtin(name, BUILTIN_LOOP)) {
+    error_at(s->d, n->loc, "'%s' can only be used in a 'for' loop", name);
+    return NULL;
+  }
+  error_at(s->d, n->loc, "unknown function '%s'", name);
+  return NULL;
 }
 
 static const Buffer *lookup_buffer(Sema *s, const Node *n, int *index)
 {
-	if (n->kind != N_NAME) {
-		error_at(s->d, n->loc, "only a named tensor or tile buffer can be indexed");
-		return NULL;
-	}
-	const Sym *sym = sym_lookup(s, n->name);
-	if (!sym) {
-		error_at(s->d, n->loc, "undefined name '%s'", n->name);
-		return NULL;
-	}
-	if (sym->kind != SYM_BUF) {
-		error_at(s->d, n->loc, "'%s' is a %s and cannot be indexed", n->name, sym->kind == SYM_TYPE ? "type" : "scalar");
-		return NULL;
-	}
-	*index = sym->index;
-	return &s->k->bufs[sym->index];
+  if (n->kind != N_NAME) {
+    error_at(s->d, n->loc, "only a named tensor or tile buffer can be indexed");
+    return NULL;
+  }
+  const Sym *sym = sym_lookup(s, n->name);
+  if (!sym) {
+    error_at(s->d, n->loc, "undefined name '%s'", n->name);
+    return NULL;
+  }
+  if (sym->kind != SYM_BUF) {
+    error_at(s->d, n->loc, "'%s' is a %s and cannot be indexed", n->name,
+             sym->kind == SYM_TYPE ? "type" : "scalar");
+    return NULL;
+  }
+  *index = sym->index;
+  return &s->k->bufs[sym->index];
 }
 
 /* Indices of buf[...]: integers, one per dimension, constant ones in range. */
 static Expr **check_indices(Sema *s, const Buffer *b, const NodeList *idx, SrcLoc loc)
 {
-	if (idx->n != b->rank) {
-		error_at(s->d, loc, "'%s' has %d dimension%s but is indexed with %d", b->name, b->rank,
-			 b->rank == 1 ? "" : "s", idx->n);
-		return NULL;
-	}
-	Expr **v = ARENA_ARRAY(s->a, Expr *, idx->n);
-	bool ok = true;
-	for (int i = 0; i < idx->n; i++) {
-		const Node *in = idx->items[i];
-		Expr *e = require_int(s, check_expr(s, in, TY_I32), in->loc, "an index");
-		if (!e) {
-			ok = false;
-			continue;
-		}
-		if (e->type != TY_I32)
-			e = ex_cast(s->a, TY_I32, e);
-		int64_t c, extent = 0;
-		bool fixed = b->scope != SCOPE_GLOBAL ? (extent = b->tile_shape[i], true)
-						      : ex_is_const_int(b->shape[i], &extent);
-		if (ir_eval_int(s->a, s->k, e, &c) && (c < 0 || (fixed && c >= extent))) {
-			if (fixed)
-				error_at(s->d, in->loc, "index %" PRId64 " is out of range for dimension %d of '%s' (size %" PRId64 ")",
-					 c, i, b->name, extent);
-			else
-				error_at(s->d, in->loc, "index %" PRId64 " is negative", c);
-			ok = false;
-		}
-		v[i] = e;
-	}
-	return ok ? v : NULL;
+  if (idx->n != b->rank) {
+    error_at(s->d, loc, "'%s' has %d dimension%s but is indexed with %d", b->name, b->rank,
+             b->rank == 1 ? "" : "s", idx->n);
+    return NULL;
+  }
+  Expr **v = ARENA_ARRAY(s->a, Expr *, idx->n);
+  bool ok = true;
+  for (int i = 0; i < idx->n; i++) {
+    const Node *in = idx->items[i];
+    Expr *e = require_int(s, check_expr(s, in, TY_I32), in->loc, "an index");
+    if (!e) {
+      ok = false;
+      continue;
+    }
+    if (e->type != TY_I32)
+      e = ex_cast(s->a, TY_I32, e);
+    int64_t c, extent = 0;
+    bool fixed = b->scope != SCOPE_GLOBAL ? (extent = b->tile_shape[i], true)
+                                          : ex_is_const_int(b->shape[i], &extent);
+    if (ir_eval_int(s->a, s->k, e, &c) && (c < 0 || (fixed && c >= extent))) {
+      if (fixed)
+        error_at(s->d, in->loc,
+                 "index %" PRId64 " is out of range for dimension %d of '%s' (size %" PRId64 ")", c, i,
+                 b->name, extent);
+      else
+        error_at(s->d, in->loc, "index %" PRId64 " is negative", c);
+      ok = false;
+    }
+    v[i] = e;
+  }
+  return ok ? v : NULL;
 }
 
 /* Expressions nest at most MAX_EXPR_DEPTH deep (fe.h; the left spine of
@@ -671,18 +676,18 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint);
  * untyped literal takes (TY_VOID: none). */
 static Expr *check_expr(Sema *s, const Node *n, TypeKind hint)
 {
-	if (!n)
-		return NULL;
-	if (s->depth >= MAX_EXPR_DEPTH) {
-		if (!s->depth_reported)
-			error_at(s->d, n->loc, "expression nested too deeply (more than %d levels)", MAX_EXPR_DEPTH);
-		s->depth_reported = true;
-		return NULL;
-	}
-	s->depth++;
-	Expr *e = check_expr_inner(s, n, hint);
-	s->depth--;
-	return e;
+  if (!n)
+    return NULL;
+  if (s->depth >= MAX_EXPR_DEPTH) {
+    if (!s->depth_reported)
+      error_at(s->d, n->loc, "expression nested too deeply (more than %d levels)", MAX_EXPR_DEPTH);
+    s->depth_reported = true;
+    return NULL;
+  }
+  s->depth++;
+  Expr *e = check_expr_inner(s, n, hint);
+  s->depth--;
+  return e;
 }
 
 /* expr    = expr binop expr | unop expr | postfix ;
@@ -692,106 +697,95 @@ static Expr *check_expr(Sema *s, const Node *n, TypeKind hint)
  * ! takes bool, ~ an integer, - a signed or float operand; a list is only an allocation's shape. */
 static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
 {
-	switch (n->kind) {
-	case N_INT:
-		return check_int_literal(s, n, hint, false);
-	case N_FLOAT:
-		return check_float_literal(s, n, hint, false);
-	case N_BOOL: {
-		Expr *e = ex_int(s->a, TY_BOOL, n->ival);
-		e->loc = n->loc;
-		return e;
-	}
-	case N_NAME: {
-		const Sym *sym = sym_lookup(s, n->name);
-		if (!sym && !strcmp(n->name, "num_sms"))
-			return check_num_sms(s, n);
-		if (!sym) {
-			error_at(s->d, n->loc, "undefined name '%s'", n->name);
-			return NULL;
-		}
-		if (sym->kind == SYM_TYPE) {
-			error_at(s->d, n->loc, "'%s' is a type, not a value", n->name);
-			return NULL;
-		}
-		if (sym->kind == SYM_BUF) {
-			error_at(s->d, n->loc, "'%s' is a %s buffer, not a scalar; index it, e.g. %s[i]", n->name,
-				 scope_name(s->k->bufs[sym->index].scope), n->name);
-			return NULL;
-		}
-		Expr *e = ex_var(s->a, s->k, sym->index);
-		e->loc = n->loc;
-		return e;
-	}
-	case N_UNARY: {
-		if (n->op == OP_NEG && n->a->kind == N_INT)
-			return check_int_literal(s, n->a, hint, true);
-		if (n->op == OP_NEG && n->a->kind == N_FLOAT)
-			return check_float_literal(s, n->a, hint, true);
-		Expr *a = check_expr(s, n->a, n->op == OP_NOT ? TY_BOOL : hint);
-		if (!a)
-			return NULL;
-		if (n->op == OP_NOT && a->type != TY_BOOL) {
-			error_at(s->d, n->loc, "'!' needs a bool operand, got %s; compare with 0 instead", type_name(a->type));
-			return NULL;
-		}
-		if (n->op == OP_BNOT && !type_is_int(a->type)) {
-			error_at(s->d, n->loc, "'~' needs an integer operand, got %s", type_name(a->type));
-			return NULL;
-		}
-		if (n->op == OP_NEG && (a->type == TY_BOOL || (type_is_int(a->type) && !type_is_signed(a->type)))) {
-			error_at(s->d, n->loc, "'-' needs a signed or floating-point operand, got %s", type_name(a->type));
-			return NULL;
-		}
-		Expr *e = ex_unary(s->a, (OpKind)n->op, a);
-		e->loc = n->loc;
-		return e;
-	}
-	case N_BINARY:
-		return check_binary_op(s, (OpKind)n->op, n->a, n->b, n->loc, hint);
-	case N_CALL:
-		return check_call(s, n, hint);
-	case N_INDEX: {
-		int bi;
-		const Buffer *b = lookup_buffer(s, n->a, &bi);
-		if (!b)
-			return NULL;
-		Expr **idx = check_indices(s, b, &n->list, n->loc);
-		if (!idx)
-			return NULL;
-		Expr *e = ex_load(s->a, s->k, bi, idx, b->rank);
-		e->loc = n->loc;
-		return e;
-	}
-	case N_LIST:
-		error_at(s->d, n->loc, "a list is only allowed as the shape of an allocation");
-		return NULL;
-	case N_TYPE:
-		error_at(s->d, n->loc, "a type is not a value here");
-		return NULL;
-	case N_NAMED:
-		error_at(s->d, n->loc, "named argument '%s' is not allowed here", n->name);
-		return NULL;
-	default:
-		DIE("unexpected node kind %d in expression", n->kind);
-	}
+  switch (n->kind) {
+  case N_INT: return check_int_literal(s, n, hint, false);
+  case N_FLOAT: return check_float_literal(s, n, hint, false);
+  case N_BOOL: {
+    Expr *e = ex_int(s->a, TY_BOOL, n->ival);
+    e->loc = n->loc;
+    return e;
+  }
+  case N_NAME: {
+    const Sym *sym = sym_lookup(s, n->name);
+    if (!sym && !strcmp(n->name, "num_sms"))
+      return check_num_sms(s, n);
+    if (!sym) {
+      error_at(s->d, n->loc, "undefined name '%s'", n->name);
+      return NULL;
+    }
+    if (sym->kind == SYM_TYPE) {
+      error_at(s->d, n->loc, "'%s' is a type, not a value", n->name);
+      return NULL;
+    }
+    if (sym->kind == SYM_BUF) {
+      error_at(s->d, n->loc, "'%s' is a %s buffer, not a scalar; index it, e.g. %s[i]", n->name,
+               scope_name(s->k->bufs[sym->index].scope), n->name);
+      return NULL;
+    }
+    Expr *e = ex_var(s->a, s->k, sym->index);
+    e->loc = n->loc;
+    return e;
+  }
+  case N_UNARY: {
+    if (n->op == OP_NEG && n->a->kind == N_INT)
+      return check_int_literal(s, n->a, hint, true);
+    if (n->op == OP_NEG && n->a->kind == N_FLOAT)
+      return check_float_literal(s, n->a, hint, true);
+    Expr *a = check_expr(s, n->a, n->op == OP_NOT ? TY_BOOL : hint);
+    if (!a)
+      return NULL;
+    if (n->op == OP_NOT && a->type != TY_BOOL) {
+      error_at(s->d, n->loc, "'!' needs a bool operand, got %s; compare with 0 instead", type_name(a->type));
+      return NULL;
+    }
+    if (n->op == OP_BNOT && !type_is_int(a->type)) {
+      error_at(s->d, n->loc, "'~' needs an integer operand, got %s", type_name(a->type));
+      return NULL;
+    }
+    if (n->op == OP_NEG && (a->type == TY_BOOL || (type_is_int(a->type) && !type_is_signed(a->type)))) {
+      error_at(s->d, n->loc, "'-' needs a signed or floating-point operand, got %s", type_name(a->type));
+      return NULL;
+    }
+    Expr *e = ex_unary(s->a, (OpKind)n->op, a);
+    e->loc = n->loc;
+    return e;
+  }
+  case N_BINARY: return check_binary_op(s, (OpKind)n->op, n->a, n->b, n->loc, hint);
+  case N_CALL: return check_call(s, n, hint);
+  case N_INDEX: {
+    int bi;
+    const Buffer *b = lookup_buffer(s, n->a, &bi);
+    if (!b)
+      return NULL;
+    Expr **idx = check_indices(s, b, &n->list, n->loc);
+    if (!idx)
+      return NULL;
+    Expr *e = ex_load(s->a, s->k, bi, idx, b->rank);
+    e->loc = n->loc;
+    return e;
+  }
+  case N_LIST: error_at(s->d, n->loc, "a list is only allowed as the shape of an allocation"); return NULL;
+  case N_TYPE: error_at(s->d, n->loc, "a type is not a value here"); return NULL;
+  case N_NAMED: error_at(s->d, n->loc, "named argument '%s' is not allowed here", n->name); return NULL;
+  default: DIE("unexpected node kind %d in expression", n->kind);
+  }
 }
 
 /* A compile-time integer: shapes, thread counts, parallel extents. */
 static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *out)
 {
-	Expr *e = check_expr(s, n, TY_I32);
-	if (!e)
-		return false;
-	if (!type_is_int(e->type)) {
-		error_at(s->d, n->loc, "%s must be an integer, got %s", what, type_name(e->type));
-		return false;
-	}
-	if (!ir_eval_int(s->a, s->k, e, out)) {
-		error_at(s->d, n->loc, "%s must be a compile-time constant", what);
-		return false;
-	}
-	return true;
+  Expr *e = check_expr(s, n, TY_I32);
+  if (!e)
+    return false;
+  if (!type_is_int(e->type)) {
+    error_at(s->d, n->loc, "%s must be an integer, got %s", what, type_name(e->type));
+    return false;
+  }
+  if (!ir_eval_int(s->a, s->k, e, out)) {
+    error_at(s->d, n->loc, "%s must be a compile-time constant", what);
+    return false;
+  }
+  return true;
 }
 
 /* ---------------------------------------------------------------- statements */
@@ -801,14 +795,14 @@ static Stmt *check_stmt(Sema *s, const Node *n);
 /* block = "{" { stmt } "}" ;  a scope: the names declared inside end at its "}". */
 static Stmt *check_block(Sema *s, const Node *n)
 {
-	s->block_depth++;
-	int mark = s->nsyms;
-	StmtList l = {0};
-	for (int i = 0; i < n->list.n; i++)
-		stlist_push(s->a, &l, check_stmt(s, n->list.items[i]));
-	s->nsyms = mark;
-	s->block_depth--;
-	return stlist_seq(s->a, &l, n->loc);
+  s->block_depth++;
+  int mark = s->nsyms;
+  StmtList l = {0};
+  for (int i = 0; i < n->list.n; i++)
+    stlist_push(s->a, &l, check_stmt(s, n->list.items[i]));
+  s->nsyms = mark;
+  s->block_depth--;
+  return stlist_seq(s->a, &l, n->loc);
 }
 
 static const int64_t MAX_TILE_ELEMS = 1 << 20;
@@ -820,54 +814,57 @@ static const int64_t MAX_TILE_ELEMS = 1 << 20;
  * 2^20 elements in all, no type annotation on the name. */
 static Stmt *check_alloc(Sema *s, const Node *let, const Node *call)
 {
-	Scope scope = !strcmp(call->name, "alloc_shared") ? SCOPE_SHARED
-		    : !strcmp(call->name, "alloc_fragment") ? SCOPE_FRAGMENT : SCOPE_LOCAL;
-	if (!check_arity(s, call, 2, 2, NULL))
-		return NULL;
-	const Node *shape = positional(call, 0), *type = positional(call, 1);
-	TypeKind elem = type->kind == N_TYPE ? type->type : type->kind == N_NAME ? type_const(s, type->name) : TY_VOID;
-	if (elem == TY_VOID) {
-		error_at(s->d, type->loc, "the second argument of '%s' must be an element type such as f32", call->name);
-		return NULL;
-	}
-	Buffer b = {0};
-	b.name = let->name;
-	b.scope = scope;
-	b.elem = elem;
-	b.loc = let->loc;
-	b.param_index = -1;
-	const NodeList *dims = shape->kind == N_LIST ? &shape->list : NULL;
-	int rank = dims ? dims->n : 1;
-	if (rank < 1 || rank > TL_MAX_RANK) {
-		error_at(s->d, shape->loc, "a tile has 1 to %d dimensions, not %d", TL_MAX_RANK, rank);
-		return NULL;
-	}
-	b.rank = rank;
-	int64_t total = 1;
-	for (int i = 0; i < rank; i++) {
-		const Node *dn = dims ? dims->items[i] : shape;
-		int64_t v;
-		if (!check_const_int(s, dn, "a tile dimension", &v))
-			return NULL;
-		if (v <= 0 || v > MAX_TILE_ELEMS) {
-			error_at(s->d, dn->loc, "tile dimension %" PRId64 " must be between 1 and %" PRId64, v, MAX_TILE_ELEMS);
-			return NULL;
-		}
-		b.tile_shape[i] = v;
-		b.shape[i] = ex_int(s->a, TY_I32, v);
-		total *= v;
-		if (total > MAX_TILE_ELEMS) {
-			error_at(s->d, shape->loc, "tile '%s' has more than %" PRId64 " elements", let->name, MAX_TILE_ELEMS);
-			return NULL;
-		}
-	}
-	if (let->type != TY_VOID || let->tname) {
-		error_at(s->d, let->loc, "a buffer binding takes no type annotation; the type is the allocation's");
-		return NULL;
-	}
-	int bi = kernel_add_buffer(s->a, s->k, b);
-	declare(s, let->name, let->loc, SYM_BUF, bi);
-	return NULL; /* buffers live for the whole kernel: no statement */
+  Scope scope = !strcmp(call->name, "alloc_shared")     ? SCOPE_SHARED
+                : !strcmp(call->name, "alloc_fragment") ? SCOPE_FRAGMENT
+                                                        : SCOPE_LOCAL;
+  if (!check_arity(s, call, 2, 2, NULL))
+    return NULL;
+  const Node *shape = positional(call, 0), *type = positional(call, 1);
+  TypeKind elem = type->kind == N_TYPE   ? type->type
+                  : type->kind == N_NAME ? type_const(s, type->name)
+                                         : TY_VOID;
+  if (elem == TY_VOID) {
+    error_at(s->d, type->loc, "the second argument of '%s' must be an element type such as f32", call->name);
+    return NULL;
+  }
+  Buffer b = {0};
+  b.name = let->name;
+  b.scope = scope;
+  b.elem = elem;
+  b.loc = let->loc;
+  b.param_index = -1;
+  const NodeList *dims = shape->kind == N_LIST ? &shape->list : NULL;
+  int rank = dims ? dims->n : 1;
+  if (rank < 1 || rank > TL_MAX_RANK) {
+    error_at(s->d, shape->loc, "a tile has 1 to %d dimensions, not %d", TL_MAX_RANK, rank);
+    return NULL;
+  }
+  b.rank = rank;
+  int64_t total = 1;
+  for (int i = 0; i < rank; i++) {
+    const Node *dn = dims ? dims->items[i] : shape;
+    int64_t v;
+    if (!check_const_int(s, dn, "a tile dimension", &v))
+      return NULL;
+    if (v <= 0 || v > MAX_TILE_ELEMS) {
+      error_at(s->d, dn->loc, "tile dimension %" PRId64 " must be between 1 and %" PRId64, v, MAX_TILE_ELEMS);
+      return NULL;
+    }
+    b.tile_shape[i] = v;
+    b.shape[i] = ex_int(s->a, TY_I32, v);
+    total *= v;
+    if (total > MAX_TILE_ELEMS) {
+      error_at(s->d, shape->loc, "tile '%s' has more than %" PRId64 " elements", let->name, MAX_TILE_ELEMS);
+      return NULL;
+    }
+  }
+  if (let->type != TY_VOID || let->tname) {
+    error_at(s->d, let->loc, "a buffer binding takes no type annotation; the type is the allocation's");
+    return NULL;
+  }
+  int bi = kernel_add_buffer(s->a, s->k, b);
+  declare(s, let->name, let->loc, SYM_BUF, bi);
+  return NULL; /* buffers live for the whole kernel: no statement */
 }
 
 /* stmt = ( "let" | "var" ) IDENT [ ":" typeref ] "=" expr ";" ;
@@ -875,244 +872,246 @@ static Stmt *check_alloc(Sema *s, const Node *let, const Node *call)
  * annotated type, if there is one, and the name is declared after its value is checked. */
 static Stmt *check_let(Sema *s, const Node *n)
 {
-	const Node *v = n->a;
-	if (v->kind == N_CALL && !strncmp(v->name, "alloc_", 6) &&
-	    (!strcmp(v->name, "alloc_shared") || !strcmp(v->name, "alloc_fragment") || !strcmp(v->name, "alloc_local"))) {
-		if (n->kind == N_VAR) {
-			error_at(s->d, n->loc, "a buffer is bound with 'let', not 'var'");
-			return NULL;
-		}
-		return check_alloc(s, n, v);
-	}
-	TypeKind want = resolve_type(s, n->type, n->tname, n->tloc);
-	if (n->tname && want == TY_VOID)
-		return NULL;
-	Expr *e = check_expr(s, v, want);
-	if (!e)
-		return NULL; /* the name stays undefined; later uses report too, which is fine */
-	if (want != TY_VOID && e->type != want) {
-		error_at(s->d, v->loc, "'%s' is declared %s but initialized with %s", n->name, type_name(want),
-			 type_name(e->type));
-		return NULL;
-	}
-	int var = new_var(s, n->name, n->kind == N_LET ? VAR_LET : VAR_MUT, e->type, n->loc);
-	if (!declare(s, n->name, n->loc, SYM_VAR, var))
-		return NULL;
-	Stmt *st = st_new(s->a, n->kind == N_LET ? ST_LET : ST_ASSIGN, n->loc);
-	st->var = var;
-	st->value = e;
-	return st;
+  const Node *v = n->a;
+  if (v->kind == N_CALL && !strncmp(v->name, "alloc_", 6) &&
+      (!strcmp(v->name, "alloc_shared") || !strcmp(v->name, "alloc_fragment") ||
+       !strcmp(v->name, "alloc_local"))) {
+    if (n->kind == N_VAR) {
+      error_at(s->d, n->loc, "a buffer is bound with 'let', not 'var'");
+      return NULL;
+    }
+    return check_alloc(s, n, v);
+  }
+  TypeKind want = resolve_type(s, n->type, n->tname, n->tloc);
+  if (n->tname && want == TY_VOID)
+    return NULL;
+  Expr *e = check_expr(s, v, want);
+  if (!e)
+    return NULL; /* the name stays undefined; later uses report too, which is fine */
+  if (want != TY_VOID && e->type != want) {
+    error_at(s->d, v->loc, "'%s' is declared %s but initialized with %s", n->name, type_name(want),
+             type_name(e->type));
+    return NULL;
+  }
+  int var = new_var(s, n->name, n->kind == N_LET ? VAR_LET : VAR_MUT, e->type, n->loc);
+  if (!declare(s, n->name, n->loc, SYM_VAR, var))
+    return NULL;
+  Stmt *st = st_new(s->a, n->kind == N_LET ? ST_LET : ST_ASSIGN, n->loc);
+  st->var = var;
+  st->value = e;
+  return st;
 }
 
 /* stmt = postfix ( "=" | "+=" | "-=" | "*=" | "/=" ) expr ";"   where postfix: a 'var' or BUF[i, ...]
  * x OP= v is checked as x = x OP v; the value has the var's type or the buffer's element type. */
 static Stmt *check_assign(Sema *s, const Node *n)
 {
-	const Node *lhs = n->a;
-	if (lhs->kind == N_NAME) {
-		const Sym *sym = sym_lookup(s, lhs->name);
-		if (!sym) {
-			error_at(s->d, lhs->loc, "undefined name '%s'", lhs->name);
-			return NULL;
-		}
-		if (sym->kind == SYM_BUF) {
-			error_at(s->d, lhs->loc, "cannot assign to buffer '%s'; assign its elements, or use fill()", lhs->name);
-			return NULL;
-		}
-		if (sym->kind == SYM_TYPE) {
-			error_at(s->d, lhs->loc, "cannot assign to type '%s'", lhs->name);
-			return NULL;
-		}
-		Var *v = &s->k->vars[sym->index];
-		if (v->kind != VAR_MUT) {
-			error_at(s->d, lhs->loc, "cannot assign to '%s': only 'var' bindings can change", lhs->name);
-			return NULL;
-		}
-		Expr *rhs;
-		if (n->op == OP_COUNT)
-			rhs = check_expr(s, n->b, v->type);
-		else {
-			Node cur = *lhs;
-			Node bin = {.kind = N_BINARY, .loc = n->loc, .op = n->op, .a = &cur, .b = n->b};
-			rhs = check_expr(s, &bin, v->type);
-		}
-		if (!require_type(s, rhs, v->type, n->b->loc, "the assigned value"))
-			return NULL;
-		Stmt *st = st_new(s->a, ST_ASSIGN, n->loc);
-		st->var = sym->index;
-		st->value = rhs;
-		return st;
-	}
-	if (lhs->kind != N_INDEX) {
-		error_at(s->d, lhs->loc, "the left side of an assignment must be a 'var' or an element such as A[i]");
-		return NULL;
-	}
-	int bi;
-	const Buffer *b = lookup_buffer(s, lhs->a, &bi);
-	if (!b)
-		return NULL;
-	Expr **idx = check_indices(s, b, &lhs->list, lhs->loc);
-	if (!idx)
-		return NULL;
-	Expr *rhs;
-	if (n->op == OP_COUNT)
-		rhs = check_expr(s, n->b, b->elem);
-	else {
-		Node bin = {.kind = N_BINARY, .loc = n->loc, .op = n->op, .a = (Node *)lhs, .b = n->b};
-		rhs = check_expr(s, &bin, b->elem);
-	}
-	if (!require_type(s, rhs, b->elem, n->b->loc, "the stored value"))
-		return NULL;
-	Stmt *st = st_new(s->a, ST_STORE, n->loc);
-	st->buf = bi;
-	st->idx = idx;
-	st->nidx = b->rank;
-	st->value = rhs;
-	return st;
+  const Node *lhs = n->a;
+  if (lhs->kind == N_NAME) {
+    const Sym *sym = sym_lookup(s, lhs->name);
+    if (!sym) {
+      error_at(s->d, lhs->loc, "undefined name '%s'", lhs->name);
+      return NULL;
+    }
+    if (sym->kind == SYM_BUF) {
+      error_at(s->d, lhs->loc, "cannot assign to buffer '%s'; assign its elements, or use fill()", lhs->name);
+      return NULL;
+    }
+    if (sym->kind == SYM_TYPE) {
+      error_at(s->d, lhs->loc, "cannot assign to type '%s'", lhs->name);
+      return NULL;
+    }
+    Var *v = &s->k->vars[sym->index];
+    if (v->kind != VAR_MUT) {
+      error_at(s->d, lhs->loc, "cannot assign to '%s': only 'var' bindings can change", lhs->name);
+      return NULL;
+    }
+    Expr *rhs;
+    if (n->op == OP_COUNT)
+      rhs = check_expr(s, n->b, v->type);
+    else {
+      Node cur = *lhs;
+      Node bin = {.kind = N_BINARY, .loc = n->loc, .op = n->op, .a = &cur, .b = n->b};
+      rhs = check_expr(s, &bin, v->type);
+    }
+    if (!require_type(s, rhs, v->type, n->b->loc, "the assigned value"))
+      return NULL;
+    Stmt *st = st_new(s->a, ST_ASSIGN, n->loc);
+    st->var = sym->index;
+    st->value = rhs;
+    return st;
+  }
+  if (lhs->kind != N_INDEX) {
+    error_at(s->d, lhs->loc, "the left side of an assignment must be a 'var' or an element such as A[i]");
+    return NULL;
+  }
+  int bi;
+  const Buffer *b = lookup_buffer(s, lhs->a, &bi);
+  if (!b)
+    return NULL;
+  Expr **idx = check_indices(s, b, &lhs->list, lhs->loc);
+  if (!idx)
+    return NULL;
+  Expr *rhs;
+  if (n->op == OP_COUNT)
+    rhs = check_expr(s, n->b, b->elem);
+  else {
+    Node bin = {.kind = N_BINARY, .loc = n->loc, .op = n->op, .a = (Node *)lhs, .b = n->b};
+    rhs = check_expr(s, &bin, b->elem);
+  }
+  if (!require_type(s, rhs, b->elem, n->b->loc, "the stored value"))
+    return NULL;
+  Stmt *st = st_new(s->a, ST_STORE, n->loc);
+  st->buf = bi;
+  st->idx = idx;
+  st->nidx = b->rank;
+  st->value = rhs;
+  return st;
 }
 
 /* One side of copy(): a whole buffer, or a global tensor at an origin. */
 static bool check_region(Sema *s, const Node *n, Region *r)
 {
-	int bi;
-	const Node *name = n->kind == N_INDEX ? n->a : n;
-	if (name->kind != N_NAME) {
-		error_at(s->d, n->loc, "copy() takes a buffer, or a tensor at an origin such as A[by * BM, k * BK]");
-		return false;
-	}
-	const Buffer *b = lookup_buffer(s, name, &bi);
-	if (!b)
-		return false;
-	r->buf = bi;
-	r->rank = b->rank;
-	if (n->kind != N_INDEX) {
-		if (b->scope == SCOPE_GLOBAL) { /* the whole tensor from its start */
-			r->origin = ARENA_ARRAY(s->a, Expr *, b->rank);
-			for (int i = 0; i < b->rank; i++)
-				r->origin[i] = ex_int(s->a, TY_I32, 0);
-		}
-		return true;
-	}
-	if (b->scope != SCOPE_GLOBAL) {
-		error_at(s->d, n->loc, "copy() moves whole tiles; copying part of '%s' is not supported yet", b->name);
-		return false;
-	}
-	r->origin = check_indices(s, b, &n->list, n->loc);
-	return r->origin != NULL;
+  int bi;
+  const Node *name = n->kind == N_INDEX ? n->a : n;
+  if (name->kind != N_NAME) {
+    error_at(s->d, n->loc, "copy() takes a buffer, or a tensor at an origin such as A[by * BM, k * BK]");
+    return false;
+  }
+  const Buffer *b = lookup_buffer(s, name, &bi);
+  if (!b)
+    return false;
+  r->buf = bi;
+  r->rank = b->rank;
+  if (n->kind != N_INDEX) {
+    if (b->scope == SCOPE_GLOBAL) { /* the whole tensor from its start */
+      r->origin = ARENA_ARRAY(s->a, Expr *, b->rank);
+      for (int i = 0; i < b->rank; i++)
+        r->origin[i] = ex_int(s->a, TY_I32, 0);
+    }
+    return true;
+  }
+  if (b->scope != SCOPE_GLOBAL) {
+    error_at(s->d, n->loc, "copy() moves whole tiles; copying part of '%s' is not supported yet", b->name);
+    return false;
+  }
+  r->origin = check_indices(s, b, &n->list, n->loc);
+  return r->origin != NULL;
 }
 
 static void shape_str(StrBuf *sb, const Buffer *b)
 {
-	sb_puts(sb, "[");
-	for (int i = 0; i < b->rank; i++)
-		sb_printf(sb, "%s%" PRId64, i ? ", " : "", b->tile_shape[i]);
-	sb_puts(sb, "]");
+  sb_puts(sb, "[");
+  for (int i = 0; i < b->rank; i++)
+    sb_printf(sb, "%s%" PRId64, i ? ", " : "", b->tile_shape[i]);
+  sb_puts(sb, "]");
 }
 
 /* copy(SRC, DST)   where SRC, DST: a tile buffer, or a tensor at an origin T[i, j] (check_region)
  * Not tensor to tensor; a tile has no more dimensions than its tensor; two tiles have one shape. */
 static Stmt *check_copy(Sema *s, const Node *call)
 {
-	if (!check_arity(s, call, 2, 2, NULL))
-		return NULL;
-	Stmt *st = st_new(s->a, ST_COPY, call->loc);
-	bool ok = check_region(s, positional(call, 0), &st->src);
-	ok = check_region(s, positional(call, 1), &st->dst) && ok;
-	if (!ok)
-		return NULL;
-	const Buffer *src = &s->k->bufs[st->src.buf], *dst = &s->k->bufs[st->dst.buf];
-	if (src->scope == SCOPE_GLOBAL && dst->scope == SCOPE_GLOBAL) {
-		error_at(s->d, call->loc, "copy() between two global tensors is not supported; stage through a tile");
-		return NULL;
-	}
-	const Buffer *glob = src->scope == SCOPE_GLOBAL ? src : dst->scope == SCOPE_GLOBAL ? dst : NULL;
-	const Buffer *tile = glob == src ? dst : src;
-	if (glob) {
-		if (tile->rank > glob->rank) {
-			error_at(s->d, call->loc, "tile '%s' has %d dimensions, more than tensor '%s' (%d)", tile->name,
-				 tile->rank, glob->name, glob->rank);
-			return NULL;
-		}
-		/* Fixed tensor dims smaller than the tile can never be covered fully: fine, masked. */
-		return st;
-	}
-	if (!buffer_same_shape(src, dst)) {
-		StrBuf a = {0}, b = {0};
-		shape_str(&a, src);
-		shape_str(&b, dst);
-		error_at(s->d, call->loc, "shape mismatch in copy: '%s' is %s but '%s' is %s", src->name, a.data,
-			 dst->name, b.data);
-		free(a.data);
-		free(b.data);
-		return NULL;
-	}
-	return st;
+  if (!check_arity(s, call, 2, 2, NULL))
+    return NULL;
+  Stmt *st = st_new(s->a, ST_COPY, call->loc);
+  bool ok = check_region(s, positional(call, 0), &st->src);
+  ok = check_region(s, positional(call, 1), &st->dst) && ok;
+  if (!ok)
+    return NULL;
+  const Buffer *src = &s->k->bufs[st->src.buf], *dst = &s->k->bufs[st->dst.buf];
+  if (src->scope == SCOPE_GLOBAL && dst->scope == SCOPE_GLOBAL) {
+    error_at(s->d, call->loc, "copy() between two global tensors is not supported; stage through a tile");
+    return NULL;
+  }
+  const Buffer *glob = src->scope == SCOPE_GLOBAL ? src : dst->scope == SCOPE_GLOBAL ? dst : NULL;
+  const Buffer *tile = glob == src ? dst : src;
+  if (glob) {
+    if (tile->rank > glob->rank) {
+      error_at(s->d, call->loc, "tile '%s' has %d dimensions, more than tensor '%s' (%d)", tile->name,
+               tile->rank, glob->name, glob->rank);
+      return NULL;
+    }
+    /* Fixed tensor dims smaller than the tile can never be covered fully: fine, masked. */
+    return st;
+  }
+  if (!buffer_same_shape(src, dst)) {
+    StrBuf a = {0}, b = {0};
+    shape_str(&a, src);
+    shape_str(&b, dst);
+    error_at(s->d, call->loc, "shape mismatch in copy: '%s' is %s but '%s' is %s", src->name, a.data,
+             dst->name, b.data);
+    free(a.data);
+    free(b.data);
+    return NULL;
+  }
+  return st;
 }
 
 static int tile_arg(Sema *s, const Node *n, const char *op, const char *role)
 {
-	int bi;
-	if (n->kind != N_NAME) {
-		error_at(s->d, n->loc, "the %s of '%s' must be a tile buffer", role, op);
-		return -1;
-	}
-	const Buffer *b = lookup_buffer(s, n, &bi);
-	if (!b)
-		return -1;
-	if (b->scope == SCOPE_GLOBAL) {
-		error_at(s->d, n->loc, "the %s of '%s' must be a tile buffer, but '%s' is a global tensor", role, op, b->name);
-		return -1;
-	}
-	return bi;
+  int bi;
+  if (n->kind != N_NAME) {
+    error_at(s->d, n->loc, "the %s of '%s' must be a tile buffer", role, op);
+    return -1;
+  }
+  const Buffer *b = lookup_buffer(s, n, &bi);
+  if (!b)
+    return -1;
+  if (b->scope == SCOPE_GLOBAL) {
+    error_at(s->d, n->loc, "the %s of '%s' must be a tile buffer, but '%s' is a global tensor", role, op,
+             b->name);
+    return -1;
+  }
+  return bi;
 }
 
 /* fill(TILE, VALUE) | clear(TILE)   (clear: fill with 0)
  * TILE a tile buffer, not a tensor; VALUE of its element type. */
 static Stmt *check_fill(Sema *s, const Node *call, bool clear)
 {
-	if (!check_arity(s, call, clear ? 1 : 2, clear ? 1 : 2, NULL))
-		return NULL;
-	int bi = tile_arg(s, positional(call, 0), call->name, "first argument");
-	if (bi < 0)
-		return NULL;
-	const Buffer *b = &s->k->bufs[bi];
-	Expr *v;
-	if (clear)
-		v = type_is_float(b->elem) ? ex_float(s->a, b->elem, 0) : ex_int(s->a, b->elem, 0);
-	else
-		v = require_type(s, check_expr(s, positional(call, 1), b->elem), b->elem, positional(call, 1)->loc,
-				 "the fill value");
-	if (!v)
-		return NULL;
-	Stmt *st = st_new(s->a, ST_FILL, call->loc);
-	st->buf = bi;
-	st->value = v;
-	return st;
+  if (!check_arity(s, call, clear ? 1 : 2, clear ? 1 : 2, NULL))
+    return NULL;
+  int bi = tile_arg(s, positional(call, 0), call->name, "first argument");
+  if (bi < 0)
+    return NULL;
+  const Buffer *b = &s->k->bufs[bi];
+  Expr *v;
+  if (clear)
+    v = type_is_float(b->elem) ? ex_float(s->a, b->elem, 0) : ex_int(s->a, b->elem, 0);
+  else
+    v = require_type(s, check_expr(s, positional(call, 1), b->elem), b->elem, positional(call, 1)->loc,
+                     "the fill value");
+  if (!v)
+    return NULL;
+  Stmt *st = st_new(s->a, ST_FILL, call->loc);
+  st->buf = bi;
+  st->value = v;
+  return st;
 }
 
 /* IDENT "=" expr, a named bool argument of a builtin (transpose_A = true, clear = false): a
  * compile-time bool; false when it is absent. */
 static bool check_bool_named(Sema *s, const Node *call, const char *name, bool *out)
 {
-	const Node *n = named_arg(call, name);
-	*out = false;
-	if (!n)
-		return true;
-	Expr *e = require_type(s, check_expr(s, n, TY_BOOL), TY_BOOL, n->loc, name);
-	int64_t v;
-	if (!e)
-		return false;
-	if (!ir_eval_int(s->a, s->k, e, &v)) {
-		error_at(s->d, n->loc, "'%s' must be a compile-time constant", name);
-		return false;
-	}
-	*out = v != 0;
-	return true;
+  const Node *n = named_arg(call, name);
+  *out = false;
+  if (!n)
+    return true;
+  Expr *e = require_type(s, check_expr(s, n, TY_BOOL), TY_BOOL, n->loc, name);
+  int64_t v;
+  if (!e)
+    return false;
+  if (!ir_eval_int(s->a, s->k, e, &v)) {
+    error_at(s->d, n->loc, "'%s' must be a compile-time constant", name);
+    return false;
+  }
+  *out = v != 0;
+  return true;
 }
 
 static void not_supported(Sema *s, const Node *n, const char *what)
 {
-	error_at(s->d, n->loc, "'%s' is not supported yet", what);
+  error_at(s->d, n->loc, "'%s' is not supported yet", what);
 }
 
 static Stmt *check_fill_op(Sema *s, const Node *call) { return check_fill(s, call, false); }
@@ -1125,70 +1124,76 @@ static Stmt *check_clear_op(Sema *s, const Node *call) { return check_fill(s, ca
  * warps_m, warps_n constants 1 to 32. */
 static Stmt *check_gemm(Sema *s, const Node *call)
 {
-	static const char *const named[] = {"transpose_A", "transpose_B", "warps_m", "warps_n", NULL};
-	if (!check_arity(s, call, 3, 3, named))
-		return NULL;
-	Stmt *st = st_new(s->a, ST_GEMM, call->loc);
-	st->a = tile_arg(s, positional(call, 0), "gemm", "A operand");
-	st->b = tile_arg(s, positional(call, 1), "gemm", "B operand");
-	st->c = tile_arg(s, positional(call, 2), "gemm", "accumulator");
-	if (st->a < 0 || st->b < 0 || st->c < 0)
-		return NULL;
-	if (!check_bool_named(s, call, "transpose_A", &st->trans_a) ||
-	    !check_bool_named(s, call, "transpose_B", &st->trans_b))
-		return NULL;
-	const Buffer *A = &s->k->bufs[st->a], *B = &s->k->bufs[st->b], *C = &s->k->bufs[st->c];
-	if (A->rank != 2 || B->rank != 2 || C->rank != 2) {
-		error_at(s->d, call->loc, "gemm operands must be 2-dimensional tiles");
-		return NULL;
-	}
-	if (C->scope != SCOPE_FRAGMENT) {
-		error_at(s->d, positional(call, 2)->loc, "the accumulator of 'gemm' must be a fragment");
-		return NULL;
-	}
-	if (B->scope != SCOPE_SHARED || A->scope == SCOPE_LOCAL) {
-		error_at(s->d, call->loc, "gemm reads B from shared memory and A from shared memory or a fragment");
-		return NULL;
-	}
-	if ((A->elem != TY_F16 && A->elem != TY_BF16) || A->elem != B->elem) {
-		error_at(s->d, call->loc, "gemm inputs must both be f16 or both bf16, got %s and %s", type_name(A->elem),
-			 type_name(B->elem));
-		return NULL;
-	}
-	if (C->elem != TY_F32) {
-		error_at(s->d, positional(call, 2)->loc, "the accumulator of 'gemm' must be f32, got %s", type_name(C->elem));
-		return NULL;
-	}
-	int64_t M = A->tile_shape[st->trans_a], K = A->tile_shape[!st->trans_a];
-	int64_t KB = B->tile_shape[st->trans_b], N = B->tile_shape[!st->trans_b];
-	if (K != KB || C->tile_shape[0] != M || C->tile_shape[1] != N) {
-		error_at(s->d, call->loc, "gemm shapes do not agree: A is %" PRId64 "x%" PRId64 ", B is %" PRId64 "x%" PRId64
-			 ", C is %" PRId64 "x%" PRId64 " (after transposes)", M, K, KB, N, C->tile_shape[0], C->tile_shape[1]);
-		return NULL;
-	}
-	if (A->scope != SCOPE_SHARED) {
-		error_at(s->d, positional(call, 0)->loc, "gemm with A in a fragment is not supported yet; stage A through "
-							 "shared memory");
-		return NULL;
-	}
-	if (M % 16 || N % 8 || K % 16) {
-		error_at(s->d, call->loc, "gemm tiles must be multiples of the m16n8k16 instruction: M %% 16, N %% 8 and "
-					  "K %% 16 must be 0 (M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64 ")", M, N, K);
-		return NULL;
-	}
-	static const char *const wn[] = {"warps_m", "warps_n"};
-	for (int i = 0; i < 2; i++) {
-		const Node *n = named_arg(call, wn[i]);
-		int64_t v = 0;
-		if (n && !check_const_int(s, n, wn[i], &v))
-			return NULL;
-		if (n && (v < 1 || v > 32)) {
-			error_at(s->d, n->loc, "%s must be between 1 and 32, got %" PRId64, wn[i], v);
-			return NULL;
-		}
-		*(i ? &st->warps_n : &st->warps_m) = (int)v;
-	}
-	return st;
+  static const char *const named[] = {"transpose_A", "transpose_B", "warps_m", "warps_n", NULL};
+  if (!check_arity(s, call, 3, 3, named))
+    return NULL;
+  Stmt *st = st_new(s->a, ST_GEMM, call->loc);
+  st->a = tile_arg(s, positional(call, 0), "gemm", "A operand");
+  st->b = tile_arg(s, positional(call, 1), "gemm", "B operand");
+  st->c = tile_arg(s, positional(call, 2), "gemm", "accumulator");
+  if (st->a < 0 || st->b < 0 || st->c < 0)
+    return NULL;
+  if (!check_bool_named(s, call, "transpose_A", &st->trans_a) ||
+      !check_bool_named(s, call, "transpose_B", &st->trans_b))
+    return NULL;
+  const Buffer *A = &s->k->bufs[st->a], *B = &s->k->bufs[st->b], *C = &s->k->bufs[st->c];
+  if (A->rank != 2 || B->rank != 2 || C->rank != 2) {
+    error_at(s->d, call->loc, "gemm operands must be 2-dimensional tiles");
+    return NULL;
+  }
+  if (C->scope != SCOPE_FRAGMENT) {
+    error_at(s->d, positional(call, 2)->loc, "the accumulator of 'gemm' must be a fragment");
+    return NULL;
+  }
+  if (B->scope != SCOPE_SHARED || A->scope == SCOPE_LOCAL) {
+    error_at(s->d, call->loc, "gemm reads B from shared memory and A from shared memory or a fragment");
+    return NULL;
+  }
+  if ((A->elem != TY_F16 && A->elem != TY_BF16) || A->elem != B->elem) {
+    error_at(s->d, call->loc, "gemm inputs must both be f16 or both bf16, got %s and %s", type_name(A->elem),
+             type_name(B->elem));
+    return NULL;
+  }
+  if (C->elem != TY_F32) {
+    error_at(s->d, positional(call, 2)->loc, "the accumulator of 'gemm' must be f32, got %s",
+             type_name(C->elem));
+    return NULL;
+  }
+  int64_t M = A->tile_shape[st->trans_a], K = A->tile_shape[!st->trans_a];
+  int64_t KB = B->tile_shape[st->trans_b], N = B->tile_shape[!st->trans_b];
+  if (K != KB || C->tile_shape[0] != M || C->tile_shape[1] != N) {
+    error_at(s->d, call->loc,
+             "gemm shapes do not agree: A is %" PRId64 "x%" PRId64 ", B is %" PRId64 "x%" PRId64
+             ", C is %" PRId64 "x%" PRId64 " (after transposes)",
+             M, K, KB, N, C->tile_shape[0], C->tile_shape[1]);
+    return NULL;
+  }
+  if (A->scope != SCOPE_SHARED) {
+    error_at(s->d, positional(call, 0)->loc,
+             "gemm with A in a fragment is not supported yet; stage A through "
+             "shared memory");
+    return NULL;
+  }
+  if (M % 16 || N % 8 || K % 16) {
+    error_at(s->d, call->loc,
+             "gemm tiles must be multiples of the m16n8k16 instruction: M %% 16, N %% 8 and "
+             "K %% 16 must be 0 (M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64 ")",
+             M, N, K);
+    return NULL;
+  }
+  static const char *const wn[] = {"warps_m", "warps_n"};
+  for (int i = 0; i < 2; i++) {
+    const Node *n = named_arg(call, wn[i]);
+    int64_t v = 0;
+    if (n && !check_const_int(s, n, wn[i], &v))
+      return NULL;
+    if (n && (v < 1 || v > 32)) {
+      error_at(s->d, n->loc, "%s must be between 1 and 32, got %" PRId64, wn[i], v);
+      return NULL;
+    }
+    *(i ? &st->warps_n : &st->warps_m) = (int)v;
+  }
+  return st;
 }
 
 /* reduce_sum(SRC, DST [, dim = INT] [, clear = BOOL]), and reduce_max, reduce_min alike
@@ -1196,135 +1201,144 @@ static Stmt *check_gemm(Sema *s, const Node *call)
  * SRC's element type or f32 from f16/bf16, and is f32, i32 or u32; clear = false accumulates. */
 static Stmt *check_reduce(Sema *s, const Node *call)
 {
-	static const char *const named[] = {"dim", "clear", NULL};
-	if (!check_arity(s, call, 2, 2, named))
-		return NULL;
-	int src = tile_arg(s, positional(call, 0), call->name, "source");
-	int dst = tile_arg(s, positional(call, 1), call->name, "destination");
-	if (src < 0 || dst < 0)
-		return NULL;
-	const Buffer *S = &s->k->bufs[src], *D = &s->k->bufs[dst];
-	int64_t dim = S->rank - 1;
-	const Node *dn = named_arg(call, "dim");
-	if (dn && !check_const_int(s, dn, "'dim'", &dim))
-		return NULL;
-	if (dim < 0 || dim >= S->rank) {
-		error_at(s->d, dn ? dn->loc : call->loc, "dim %" PRId64 " is out of range for a %d-dimensional tile", dim, S->rank);
-		return NULL;
-	}
-	bool clear = true;
-	const Node *cn = named_arg(call, "clear");
-	if (cn && !check_bool_named(s, call, "clear", &clear))
-		return NULL;
-	bool widen = (S->elem == TY_F16 || S->elem == TY_BF16) && D->elem == TY_F32; /* combined in f32 */
-	if (S->elem != D->elem && !widen) {
-		error_at(s->d, call->loc, "'%s' source is %s but destination is %s", call->name, type_name(S->elem),
-			 type_name(D->elem));
-		return NULL;
-	}
-	bool ok = D->rank == (S->rank > 1 ? S->rank - 1 : 1);
-	for (int i = 0, j = 0; ok && i < S->rank; i++) {
-		if (i == dim)
-			continue;
-		ok = D->tile_shape[j++] == S->tile_shape[i];
-	}
-	if (ok && S->rank == 1)
-		ok = D->tile_shape[0] == 1;
-	if (!ok) {
-		error_at(s->d, call->loc, "'%s' over dim %" PRId64 " of '%s' needs a destination of the remaining dimensions",
-			 call->name, dim, S->name);
-		return NULL;
-	}
-	if (S->scope != SCOPE_FRAGMENT || D->scope != SCOPE_FRAGMENT) {
-		error_at(s->d, call->loc, "'%s' reduces a fragment into a fragment", call->name);
-		return NULL;
-	}
-	if (D->elem != TY_F32 && D->elem != TY_I32 && D->elem != TY_U32) {
-		error_at(s->d, call->loc, "'%s' into %s fragments is not supported yet; reduce into an f32, i32 or u32 "
-					  "fragment (an f16 or bf16 source is widened to f32)", call->name, type_name(D->elem));
-		return NULL;
-	}
-	if (dim != S->rank - 1) {
-		error_at(s->d, dn ? dn->loc : call->loc, "'%s' over a dimension other than the last is not supported yet",
-			 call->name);
-		return NULL;
-	}
-	Stmt *st = st_new(s->a, ST_REDUCE, call->loc);
-	st->src_buf = src;
-	st->buf = dst;
-	st->dim = (int)dim;
-	st->accumulate = !clear;
-	st->reduce = !strcmp(call->name, "reduce_sum") ? RED_SUM : !strcmp(call->name, "reduce_max") ? RED_MAX : RED_MIN;
-	return st;
+  static const char *const named[] = {"dim", "clear", NULL};
+  if (!check_arity(s, call, 2, 2, named))
+    return NULL;
+  int src = tile_arg(s, positional(call, 0), call->name, "source");
+  int dst = tile_arg(s, positional(call, 1), call->name, "destination");
+  if (src < 0 || dst < 0)
+    return NULL;
+  const Buffer *S = &s->k->bufs[src], *D = &s->k->bufs[dst];
+  int64_t dim = S->rank - 1;
+  const Node *dn = named_arg(call, "dim");
+  if (dn && !check_const_int(s, dn, "'dim'", &dim))
+    return NULL;
+  if (dim < 0 || dim >= S->rank) {
+    error_at(s->d, dn ? dn->loc : call->loc, "dim %" PRId64 " is out of range for a %d-dimensional tile", dim,
+             S->rank);
+    return NULL;
+  }
+  bool clear = true;
+  const Node *cn = named_arg(call, "clear");
+  if (cn && !check_bool_named(s, call, "clear", &clear))
+    return NULL;
+  bool widen = (S->elem == TY_F16 || S->elem == TY_BF16) && D->elem == TY_F32; /* combined in f32 */
+  if (S->elem != D->elem && !widen) {
+    error_at(s->d, call->loc, "'%s' source is %s but destination is %s", call->name, type_name(S->elem),
+             type_name(D->elem));
+    return NULL;
+  }
+  bool ok = D->rank == (S->rank > 1 ? S->rank - 1 : 1);
+  for (int i = 0, j = 0; ok && i < S->rank; i++) {
+    if (i == dim)
+      continue;
+    ok = D->tile_shape[j++] == S->tile_shape[i];
+  }
+  if (ok && S->rank == 1)
+    ok = D->tile_shape[0] == 1;
+  if (!ok) {
+    error_at(s->d, call->loc,
+             "'%s' over dim %" PRId64 " of '%s' needs a destination of the remaining dimensions", call->name,
+             dim, S->name);
+    return NULL;
+  }
+  if (S->scope != SCOPE_FRAGMENT || D->scope != SCOPE_FRAGMENT) {
+    error_at(s->d, call->loc, "'%s' reduces a fragment into a fragment", call->name);
+    return NULL;
+  }
+  if (D->elem != TY_F32 && D->elem != TY_I32 && D->elem != TY_U32) {
+    error_at(s->d, call->loc,
+             "'%s' into %s fragments is not supported yet; reduce into an f32, i32 or u32 "
+             "fragment (an f16 or bf16 source is widened to f32)",
+             call->name, type_name(D->elem));
+    return NULL;
+  }
+  if (dim != S->rank - 1) {
+    error_at(s->d, dn ? dn->loc : call->loc, "'%s' over a dimension other than the last is not supported yet",
+             call->name);
+    return NULL;
+  }
+  Stmt *st = st_new(s->a, ST_REDUCE, call->loc);
+  st->src_buf = src;
+  st->buf = dst;
+  st->dim = (int)dim;
+  st->accumulate = !clear;
+  st->reduce = !strcmp(call->name, "reduce_sum")   ? RED_SUM
+               : !strcmp(call->name, "reduce_max") ? RED_MAX
+                                                   : RED_MIN;
+  return st;
 }
 
 /* atomic_add(BUF[i, ...], VALUE)   checked, then reported as not supported yet
  * BUF a global or shared buffer, the indices as for any element, VALUE of its element type. */
 static Stmt *check_atomic_add(Sema *s, const Node *call)
 {
-	if (!check_arity(s, call, 2, 2, NULL))
-		return NULL;
-	const Node *t = positional(call, 0);
-	if (t->kind != N_INDEX) {
-		error_at(s->d, t->loc, "the first argument of 'atomic_add' must be an element such as C[i, j]");
-		return NULL;
-	}
-	int bi;
-	const Buffer *b = lookup_buffer(s, t->a, &bi);
-	if (!b)
-		return NULL;
-	if (b->scope != SCOPE_GLOBAL && b->scope != SCOPE_SHARED) {
-		error_at(s->d, t->loc, "'atomic_add' needs a global or shared buffer, '%s' is a %s", b->name,
-			 scope_name(b->scope));
-		return NULL;
-	}
-	if (!check_indices(s, b, &t->list, t->loc))
-		return NULL;
-	if (!require_type(s, check_expr(s, positional(call, 1), b->elem), b->elem, positional(call, 1)->loc,
-			  "the added value"))
-		return NULL;
-	not_supported(s, call, "atomic_add");
-	return NULL;
+  if (!check_arity(s, call, 2, 2, NULL))
+    return NULL;
+  const Node *t = positional(call, 0);
+  if (t->kind != N_INDEX) {
+    error_at(s->d, t->loc, "the first argument of 'atomic_add' must be an element such as C[i, j]");
+    return NULL;
+  }
+  int bi;
+  const Buffer *b = lookup_buffer(s, t->a, &bi);
+  if (!b)
+    return NULL;
+  if (b->scope != SCOPE_GLOBAL && b->scope != SCOPE_SHARED) {
+    error_at(s->d, t->loc, "'atomic_add' needs a global or shared buffer, '%s' is a %s", b->name,
+             scope_name(b->scope));
+    return NULL;
+  }
+  if (!check_indices(s, b, &t->list, t->loc))
+    return NULL;
+  if (!require_type(s, check_expr(s, positional(call, 1), b->elem), b->elem, positional(call, 1)->loc,
+                    "the added value"))
+    return NULL;
+  not_supported(s, call, "atomic_add");
+  return NULL;
 }
 
 /* A kernel-wide setting: NAME(V) with V a constant in [lo, hi] (the message
  * names it `what`), once, in the kernel's own block.  False after an error. */
 static bool kernel_setting(Sema *s, const Node *call, const char *what, int64_t lo, int64_t hi, bool given,
-			   int64_t *v)
+                           int64_t *v)
 {
-	if (!check_arity(s, call, 1, 1, NULL) || !check_const_int(s, positional(call, 0), what, v))
-		return false;
-	if (*v < lo || *v > hi) {
-		error_at(s->d, positional(call, 0)->loc, "%s must be between %" PRId64 " and %" PRId64 ", got %" PRId64,
-			 what, lo, hi, *v);
-		return false;
-	}
-	if (s->block_depth != 1) {
-		error_at(s->d, call->loc, "%s applies to the whole kernel: call it in the kernel's own block, "
-					  "not inside a loop or an if", call->name);
-		return false;
-	}
-	if (given) {
-		error_at(s->d, call->loc, "%s is given twice", call->name);
-		return false;
-	}
-	return true;
+  if (!check_arity(s, call, 1, 1, NULL) || !check_const_int(s, positional(call, 0), what, v))
+    return false;
+  if (*v < lo || *v > hi) {
+    error_at(s->d, positional(call, 0)->loc, "%s must be between %" PRId64 " and %" PRId64 ", got %" PRId64,
+             what, lo, hi, *v);
+    return false;
+  }
+  if (s->block_depth != 1) {
+    error_at(s->d, call->loc,
+             "%s applies to the whole kernel: call it in the kernel's own block, "
+             "not inside a loop or an if",
+             call->name);
+    return false;
+  }
+  if (given) {
+    error_at(s->d, call->loc, "%s is given twice", call->name);
+    return false;
+  }
+  return true;
 }
 
 /* use_swizzle(P): visit the blocks in panels of P rows of the grid, so that
  * blocks running together share tiles of A and B in L2 (TileLang's name). */
 static Stmt *check_use_swizzle(Sema *s, const Node *call)
 {
-	int64_t p;
-	if (!kernel_setting(s, call, "the panel size", 1, 65535, s->k->swizzle_panel != 0, &p))
-		return NULL;
-	if (s->k->grid_rank < 2) {
-		error_at(s->d, call->loc, "use_swizzle reorders a 2-dimensional grid; this kernel's grid has %d dimension",
-			 s->k->grid_rank);
-		return NULL;
-	}
-	s->k->swizzle_panel = (int)p;
-	return NULL;
+  int64_t p;
+  if (!kernel_setting(s, call, "the panel size", 1, 65535, s->k->swizzle_panel != 0, &p))
+    return NULL;
+  if (s->k->grid_rank < 2) {
+    error_at(s->d, call->loc,
+             "use_swizzle reorders a 2-dimensional grid; this kernel's grid has %d dimension",
+             s->k->grid_rank);
+    return NULL;
+  }
+  s->k->swizzle_panel = (int)p;
+  return NULL;
 }
 
 /* min_blocks_per_sm(B): ask ptxas to fit B blocks on a multiprocessor (it caps
@@ -1332,35 +1346,37 @@ static Stmt *check_use_swizzle(Sema *s, const Node *call)
  * __launch_bounds__ argument.  0 leaves the choice to the compiler. */
 static Stmt *check_min_blocks(Sema *s, const Node *call)
 {
-	int64_t b;
-	if (!kernel_setting(s, call, "min_blocks_per_sm", 0, 32, s->k->min_blocks_per_sm != 0, &b))
-		return NULL;
-	s->k->min_blocks_per_sm = b ? (int)b : -1; /* -1: explicitly none */
-	return NULL;
+  int64_t b;
+  if (!kernel_setting(s, call, "min_blocks_per_sm", 0, 32, s->k->min_blocks_per_sm != 0, &b))
+    return NULL;
+  s->k->min_blocks_per_sm = b ? (int)b : -1; /* -1: explicitly none */
+  return NULL;
 }
 
 /* stmt = postfix ";" ;  a call statement: copy, fill, clear, gemm, reduce_sum/max/min, atomic_add,
  * use_swizzle, min_blocks_per_sm.  Anything else computes a value for nothing and is reported. */
 static Stmt *check_call_stmt(Sema *s, const Node *n)
 {
-	const Node *call = n->a;
-	if (call->kind != N_CALL) {
-		error_at(s->d, n->loc, "this expression has no effect; a statement is an assignment, a call such as copy(), or a block");
-		return NULL;
-	}
-	for (int i = 0; i < call->list.n; i++)
-		if (call->list.items[i]->kind == N_TYPE) {
-			error_at(s->d, call->list.items[i]->loc, "a type is not a value here");
-			return NULL;
-		}
-	const char *name = call->name;
-	int b = builtin_find(name);
-	if (b >= 0 && builtins[b].check)
-		return builtins[b].check(s, call);
-	/* Anything else is a value computed for nothing: report what it is. */
-	if (check_expr(s, call, TY_VOID))
-		error_at(s->d, n->loc, "the result of '%s' is unused", name);
-	return NULL;
+  const Node *call = n->a;
+  if (call->kind != N_CALL) {
+    error_at(
+        s->d, n->loc,
+        "this expression has no effect; a statement is an assignment, a call such as copy(), or a block");
+    return NULL;
+  }
+  for (int i = 0; i < call->list.n; i++)
+    if (call->list.items[i]->kind == N_TYPE) {
+      error_at(s->d, call->list.items[i]->loc, "a type is not a value here");
+      return NULL;
+    }
+  const char *name = call->name;
+  int b = builtin_find(name);
+  if (b >= 0 && builtins[b].check)
+    return builtins[b].check(s, call);
+  /* Anything else is a value computed for nothing: report what it is. */
+  if (check_expr(s, call, TY_VOID))
+    error_at(s->d, n->loc, "the result of '%s' is unused", name);
+  return NULL;
 }
 
 /* stmt = "for" IDENT { "," IDENT } "in" postfix block ;   where postfix is one of
@@ -1370,180 +1386,174 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
  * With LO the counter runs from 0 and the name is bound to LO + counter in the body. */
 static Stmt *check_for(Sema *s, const Node *n)
 {
-	const Node *it = n->a;
-	if (it->kind != N_CALL || !is_builtin(it->name, BUILTIN_LOOP)) {
-		error_at(s->d, it->loc, "a 'for' loop iterates over serial(...), parallel(...) or pipelined(...)");
-		return NULL;
-	}
-	Stmt *st = st_new(s->a, ST_FOR, n->loc);
-	int nv = n->list.n;
-	Expr *start = NULL;
-	if (!strcmp(it->name, "parallel")) {
-		if (!check_arity(s, it, 1, TL_MAX_RANK, NULL))
-			return NULL;
-		if (count_positional(it) != nv) {
-			error_at(s->d, n->loc, "parallel() has %d extent%s but the loop binds %d variable%s",
-				 count_positional(it), count_positional(it) == 1 ? "" : "s", nv, nv == 1 ? "" : "s");
-			return NULL;
-		}
-		st->for_kind = FOR_PARALLEL;
-		int64_t total = 1;
-		for (int i = 0; i < nv; i++) {
-			int64_t v;
-			if (!check_const_int(s, positional(it, i), "a parallel extent", &v))
-				return NULL;
-			if (v <= 0 || v > MAX_TILE_ELEMS) {
-				error_at(s->d, positional(it, i)->loc, "parallel extent %" PRId64 " must be between 1 and %" PRId64,
-					 v, MAX_TILE_ELEMS);
-				return NULL;
-			}
-			st->extents[i] = ex_int(s->a, TY_I32, v);
-			total *= v;
-			if (total > MAX_TILE_ELEMS) {
-				error_at(s->d, it->loc, "parallel() covers more than %" PRId64 " iterations", MAX_TILE_ELEMS);
-				return NULL;
-			}
-		}
-	} else {
-		static const char *const pnamed[] = {"stages", NULL};
-		bool pipe = !strcmp(it->name, "pipelined");
-		if (!check_arity(s, it, 1, pipe ? 1 : 2, pipe ? pnamed : NULL))
-			return NULL;
-		if (nv != 1) {
-			error_at(s->d, n->loc, "%s() binds one loop variable, not %d", it->name, nv);
-			return NULL;
-		}
-		const Node *lo = count_positional(it) == 2 ? positional(it, 0) : NULL;
-		const Node *hi = positional(it, lo ? 1 : 0);
-		Expr *end = require_int(s, check_expr(s, hi, TY_I32), hi->loc, "a loop bound");
-		if (lo) {
-			start = require_int(s, check_expr(s, lo, TY_I32), lo->loc, "a loop bound");
-			if (!start)
-				return NULL;
-		}
-		if (!end)
-			return NULL;
-		if (end->type != TY_I32)
-			end = ex_cast(s->a, TY_I32, end);
-		if (start && start->type != TY_I32)
-			start = ex_cast(s->a, TY_I32, start);
-		st->for_kind = pipe ? FOR_PIPELINED : FOR_SERIAL;
-		st->extents[0] = start ? ex_binary(s->a, OP_SUB, end, start) : end;
-		if (pipe) {
-			int64_t stages = 2;
-			const Node *sn = named_arg(it, "stages");
-			if (sn && !check_const_int(s, sn, "'stages'", &stages))
-				return NULL;
-			if (stages < 1 || stages > 4) {
-				error_at(s->d, sn ? sn->loc : it->loc, "stages must be between 1 and 4, got %" PRId64, stages);
-				return NULL;
-			}
-			st->stages = (int)stages;
-		}
-	}
-	int mark = s->nsyms;
-	st->nvars = nv;
-	bool ok = true;
-	StmtList body = {0};
-	for (int i = 0; i < nv; i++) {
-		const Node *vn = n->list.items[i];
-		/* With a start, the counter runs from 0 and the user's name is start + counter. */
-		int counter = new_var(s, start ? arena_printf(s->a, "%s.iter", vn->name) : vn->name, VAR_LOOP, TY_I32, vn->loc);
-		st->vars[i] = counter;
-		if (start) {
-			int user = new_var(s, vn->name, VAR_LET, TY_I32, vn->loc);
-			Stmt *let = st_new(s->a, ST_LET, vn->loc);
-			let->var = user;
-			let->value = ex_binary(s->a, OP_ADD, ex_clone(s->a, start), ex_var(s->a, s->k, counter));
-			stlist_push(s->a, &body, let);
-			ok = declare(s, vn->name, vn->loc, SYM_VAR, user) && ok;
-		} else
-			ok = declare(s, vn->name, vn->loc, SYM_VAR, counter) && ok;
-	}
-	stlist_push(s->a, &body, check_block(s, n->b));
-	s->nsyms = mark;
-	st->then_s = stlist_seq(s->a, &body, n->b->loc);
-	return ok ? st : NULL;
+  const Node *it = n->a;
+  if (it->kind != N_CALL || !is_builtin(it->name, BUILTIN_LOOP)) {
+    error_at(s->d, it->loc, "a 'for' loop iterates over serial(...), parallel(...) or pipelined(...)");
+    return NULL;
+  }
+  Stmt *st = st_new(s->a, ST_FOR, n->loc);
+  int nv = n->list.n;
+  Expr *start = NULL;
+  if (!strcmp(it->name, "parallel")) {
+    if (!check_arity(s, it, 1, TL_MAX_RANK, NULL))
+      return NULL;
+    if (count_positional(it) != nv) {
+      error_at(s->d, n->loc, "parallel() has %d extent%s but the loop binds %d variable%s",
+               count_positional(it), count_positional(it) == 1 ? "" : "s", nv, nv == 1 ? "" : "s");
+      return NULL;
+    }
+    st->for_kind = FOR_PARALLEL;
+    int64_t total = 1;
+    for (int i = 0; i < nv; i++) {
+      int64_t v;
+      if (!check_const_int(s, positional(it, i), "a parallel extent", &v))
+        return NULL;
+      if (v <= 0 || v > MAX_TILE_ELEMS) {
+        error_at(s->d, positional(it, i)->loc, "parallel extent %" PRId64 " must be between 1 and %" PRId64,
+                 v, MAX_TILE_ELEMS);
+        return NULL;
+      }
+      st->extents[i] = ex_int(s->a, TY_I32, v);
+      total *= v;
+      if (total > MAX_TILE_ELEMS) {
+        error_at(s->d, it->loc, "parallel() covers more than %" PRId64 " iterations", MAX_TILE_ELEMS);
+        return NULL;
+      }
+    }
+  } else {
+    static const char *const pnamed[] = {"stages", NULL};
+    bool pipe = !strcmp(it->name, "pipelined");
+    if (!check_arity(s, it, 1, pipe ? 1 : 2, pipe ? pnamed : NULL))
+      return NULL;
+    if (nv != 1) {
+      error_at(s->d, n->loc, "%s() binds one loop variable, not %d", it->name, nv);
+      return NULL;
+    }
+    const Node *lo = count_positional(it) == 2 ? positional(it, 0) : NULL;
+    const Node *hi = positional(it, lo ? 1 : 0);
+    Expr *end = require_int(s, check_expr(s, hi, TY_I32), hi->loc, "a loop bound");
+    if (lo) {
+      start = require_int(s, check_expr(s, lo, TY_I32), lo->loc, "a loop bound");
+      if (!start)
+        return NULL;
+    }
+    if (!end)
+      return NULL;
+    if (end->type != TY_I32)
+      end = ex_cast(s->a, TY_I32, end);
+    if (start && start->type != TY_I32)
+      start = ex_cast(s->a, TY_I32, start);
+    st->for_kind = pipe ? FOR_PIPELINED : FOR_SERIAL;
+    st->extents[0] = start ? ex_binary(s->a, OP_SUB, end, start) : end;
+    if (pipe) {
+      int64_t stages = 2;
+      const Node *sn = named_arg(it, "stages");
+      if (sn && !check_const_int(s, sn, "'stages'", &stages))
+        return NULL;
+      if (stages < 1 || stages > 4) {
+        error_at(s->d, sn ? sn->loc : it->loc, "stages must be between 1 and 4, got %" PRId64, stages);
+        return NULL;
+      }
+      st->stages = (int)stages;
+    }
+  }
+  int mark = s->nsyms;
+  st->nvars = nv;
+  bool ok = true;
+  StmtList body = {0};
+  for (int i = 0; i < nv; i++) {
+    const Node *vn = n->list.items[i];
+    /* With a start, the counter runs from 0 and the user's name is start + counter. */
+    int counter = new_var(s, start ? arena_printf(s->a, "%s.iter", vn->name) : vn->name, VAR_LOOP, TY_I32,
+                          vn->loc);
+    st->vars[i] = counter;
+    if (start) {
+      int user = new_var(s, vn->name, VAR_LET, TY_I32, vn->loc);
+      Stmt *let = st_new(s->a, ST_LET, vn->loc);
+      let->var = user;
+      let->value = ex_binary(s->a, OP_ADD, ex_clone(s->a, start), ex_var(s->a, s->k, counter));
+      stlist_push(s->a, &body, let);
+      ok = declare(s, vn->name, vn->loc, SYM_VAR, user) && ok;
+    } else
+      ok = declare(s, vn->name, vn->loc, SYM_VAR, counter) && ok;
+  }
+  stlist_push(s->a, &body, check_block(s, n->b));
+  s->nsyms = mark;
+  st->then_s = stlist_seq(s->a, &body, n->b->loc);
+  return ok ? st : NULL;
 }
 
 /* ifstmt = "if" expr block [ "else" ( block | ifstmt ) ] ;   the condition is bool (no integer
  * converts to it); both branches are checked even when the condition is wrong. */
 static Stmt *check_if(Sema *s, const Node *n)
 {
-	Expr *c = check_expr(s, n->a, TY_BOOL);
-	if (c && c->type != TY_BOOL) {
-		error_at(s->d, n->a->loc, "condition must be bool, got %s; compare it, e.g. x != 0", type_name(c->type));
-		c = NULL;
-	}
-	Stmt *then_s = check_block(s, n->b);
-	Stmt *else_s = n->c ? (n->c->kind == N_IF ? check_if(s, n->c) : check_block(s, n->c)) : NULL;
-	if (!c)
-		return NULL;
-	Stmt *st = st_new(s->a, ST_IF, n->loc);
-	st->cond = c;
-	st->then_s = then_s;
-	st->else_s = else_s;
-	return st;
+  Expr *c = check_expr(s, n->a, TY_BOOL);
+  if (c && c->type != TY_BOOL) {
+    error_at(s->d, n->a->loc, "condition must be bool, got %s; compare it, e.g. x != 0", type_name(c->type));
+    c = NULL;
+  }
+  Stmt *then_s = check_block(s, n->b);
+  Stmt *else_s = n->c ? (n->c->kind == N_IF ? check_if(s, n->c) : check_block(s, n->c)) : NULL;
+  if (!c)
+    return NULL;
+  Stmt *st = st_new(s->a, ST_IF, n->loc);
+  st->cond = c;
+  st->then_s = then_s;
+  st->else_s = else_s;
+  return st;
 }
 
 /* stmt: one statement, by the kind of its node (the alternatives of stmt in parse.y). */
 static Stmt *check_stmt(Sema *s, const Node *n)
 {
-	switch (n->kind) {
-	case N_LET:
-	case N_VAR:
-		return check_let(s, n);
-	case N_ASSIGN:
-		return check_assign(s, n);
-	case N_CALLSTMT:
-		return check_call_stmt(s, n);
-	case N_IF:
-		return check_if(s, n);
-	case N_FOR:
-		return check_for(s, n);
-	case N_BLOCK:
-		return check_block(s, n);
-	default:
-		DIE("unexpected node kind %d in statement", n->kind);
-	}
+  switch (n->kind) {
+  case N_LET:
+  case N_VAR: return check_let(s, n);
+  case N_ASSIGN: return check_assign(s, n);
+  case N_CALLSTMT: return check_call_stmt(s, n);
+  case N_IF: return check_if(s, n);
+  case N_FOR: return check_for(s, n);
+  case N_BLOCK: return check_block(s, n);
+  default: DIE("unexpected node kind %d in statement", n->kind);
+  }
 }
 
 /* ---------------------------------------------------------------- kernels */
 
 /* What a -D value is. */
 typedef enum {
-	DEFINE_BAD,
-	DEFINE_BOOL,    /* true, false */
-	DEFINE_INT,     /* decimal or 0x hex, optionally negative */
-	DEFINE_INT_BIG, /* an integer beyond 64 bits: no integer constant takes it, a float one does */
-	DEFINE_FLOAT,
+  DEFINE_BAD,
+  DEFINE_BOOL,    /* true, false */
+  DEFINE_INT,     /* decimal or 0x hex, optionally negative */
+  DEFINE_INT_BIG, /* an integer beyond 64 bits: no integer constant takes it, a float one does */
+  DEFINE_FLOAT,
 } DefineKind;
 
 /* Parses a -D value into *i (a bool or an integer) or *f (a float, or an
  * integer beyond 64 bits). */
 static DefineKind parse_define(const char *v, int64_t *i, double *f)
 {
-	if (!strcmp(v, "true") || !strcmp(v, "false")) {
-		*i = v[0] == 't';
-		return DEFINE_BOOL;
-	}
-	char *end;
-	errno = 0;
-	/* Decimal, or hex with 0x, as in the language: a leading 0 is not octal. */
-	const char *digits = v + (*v == '-' || *v == '+');
-	long long x = strtoll(v, &end, digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10);
-	if (*v && !*end) {
-		*i = x;
-		*f = strtod(v, NULL); /* hex too */
-		return errno == ERANGE ? DEFINE_INT_BIG : DEFINE_INT;
-	}
-	errno = 0;
-	double d = strtod(v, &end);
-	if (*v && !*end && errno == 0) {
-		*f = d;
-		return DEFINE_FLOAT;
-	}
-	return DEFINE_BAD;
+  if (!strcmp(v, "true") || !strcmp(v, "false")) {
+    *i = v[0] == 't';
+    return DEFINE_BOOL;
+  }
+  char *end;
+  errno = 0;
+  /* Decimal, or hex with 0x, as in the language: a leading 0 is not octal. */
+  const char *digits = v + (*v == '-' || *v == '+');
+  long long x = strtoll(v, &end, digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10);
+  if (*v && !*end) {
+    *i = x;
+    *f = strtod(v, NULL); /* hex too */
+    return errno == ERANGE ? DEFINE_INT_BIG : DEFINE_INT;
+  }
+  errno = 0;
+  double d = strtod(v, &end);
+  if (*v && !*end && errno == 0) {
+    *f = d;
+    return DEFINE_FLOAT;
+  }
+  return DEFINE_BAD;
 }
 
 static void check_const_value(Sema *s, const Node *c, Var *v);
@@ -1551,29 +1561,30 @@ static void check_const_value(Sema *s, const Node *c, Var *v);
 /* [T = f16]: a type constant; -D T=bf16 overrides it like any other. */
 static bool check_type_const(Sema *s, const Node *c)
 {
-	const ConstDef *def = NULL;
-	for (int i = 0; i < s->ndefs; i++)
-		if (!strcmp(s->defs[i].name, c->name)) {
-			def = &s->defs[i];
-			s->def_used[i] = true;
-		}
-	TypeKind dt = def ? type_from_name(def->value, strlen(def->value)) : TY_VOID;
-	bool is_type = (c->a && c->a->kind == N_TYPE) || (!c->a && dt != TY_VOID);
-	if (!is_type) {
-		if (dt != TY_VOID)
-			error_at(s->d, c->loc, "-D %s=%s: '%s' is a value constant, not a type", def->name, def->value, c->name);
-		return dt != TY_VOID;
-	}
-	if (c->type != TY_VOID || c->tname)
-		error_at(s->d, c->loc, "type constant '%s' takes no type annotation", c->name);
-	TypeKind t = c->a ? c->a->type : dt;
-	if (def && dt == TY_VOID)
-		error_at(s->d, c->loc, "-D %s=%s: '%s' is a type constant; give a type such as f16", def->name, def->value,
-			 c->name);
-	else if (def)
-		t = dt;
-	declare(s, c->name, c->loc, SYM_TYPE, (int)t);
-	return true;
+  const ConstDef *def = NULL;
+  for (int i = 0; i < s->ndefs; i++)
+    if (!strcmp(s->defs[i].name, c->name)) {
+      def = &s->defs[i];
+      s->def_used[i] = true;
+    }
+  TypeKind dt = def ? type_from_name(def->value, strlen(def->value)) : TY_VOID;
+  bool is_type = (c->a && c->a->kind == N_TYPE) || (!c->a && dt != TY_VOID);
+  if (!is_type) {
+    if (dt != TY_VOID)
+      error_at(s->d, c->loc, "-D %s=%s: '%s' is a value constant, not a type", def->name, def->value,
+               c->name);
+    return dt != TY_VOID;
+  }
+  if (c->type != TY_VOID || c->tname)
+    error_at(s->d, c->loc, "type constant '%s' takes no type annotation", c->name);
+  TypeKind t = c->a ? c->a->type : dt;
+  if (def && dt == TY_VOID)
+    error_at(s->d, c->loc, "-D %s=%s: '%s' is a type constant; give a type such as f16", def->name,
+             def->value, c->name);
+  else if (def)
+    t = dt;
+  declare(s, c->name, c->loc, SYM_TYPE, (int)t);
+  return true;
 }
 
 /* constdecl = IDENT [ ":" typeref ] [ "=" ( expr | TYPE ) ] ;   one of the kernel's "[...]"
@@ -1583,83 +1594,84 @@ static bool check_type_const(Sema *s, const Node *c)
  * name" errors. */
 static void check_const_param(Sema *s, const Node *c)
 {
-	if (check_type_const(s, c))
-		return;
-	TypeKind annotated = resolve_type(s, c->type, c->tname, c->tloc);
-	int var = new_var(s, c->name, VAR_CONST, annotated == TY_VOID ? TY_I32 : annotated, c->loc);
-	s->k->vars[var].cval_i = 1;
-	check_const_value(s, c, &s->k->vars[var]);
-	declare(s, c->name, c->loc, SYM_VAR, var);
+  if (check_type_const(s, c))
+    return;
+  TypeKind annotated = resolve_type(s, c->type, c->tname, c->tloc);
+  int var = new_var(s, c->name, VAR_CONST, annotated == TY_VOID ? TY_I32 : annotated, c->loc);
+  s->k->vars[var].cval_i = 1;
+  check_const_value(s, c, &s->k->vars[var]);
+  declare(s, c->name, c->loc, SYM_VAR, var);
 }
 
 /* The value of a constdecl: "=" expr, a compile-time constant of the annotated type if any, or
  * -D NAME=VALUE, which overrides it: a number or true/false that fits the constant's type. */
 static void check_const_value(Sema *s, const Node *c, Var *v)
 {
-	const ConstDef *def = NULL;
-	for (int i = 0; i < s->ndefs; i++)
-		if (!strcmp(s->defs[i].name, c->name)) {
-			def = &s->defs[i];
-			s->def_used[i] = true;
-		}
-	/* The annotation, else the default, decides the type, also under -D:
-	 * [S = 2.0] stays f32 with -D S=3. */
-	bool typed = c->type != TY_VOID || c->tname;
-	Expr *dflt = NULL;
-	if (c->a) {
-		dflt = check_expr(s, c->a, typed ? v->type : TY_VOID);
-		if (!dflt)
-			return;
-		if (!typed)
-			v->type = dflt->type;
-		else if (dflt->type != v->type) {
-			error_at(s->d, c->a->loc, "constant '%s' is %s but its default is %s", c->name, type_name(v->type),
-				 type_name(dflt->type));
-			return;
-		}
-	}
-	if (def) {
-		int64_t iv = 0;
-		double fv = 0;
-		DefineKind kind = parse_define(def->value, &iv, &fv);
-		if (kind == DEFINE_BAD) {
-			error_at(s->d, c->loc, "-D %s=%s: the value is not a number or true/false", def->name, def->value);
-			return;
-		}
-		if (!typed && !c->a)
-			v->type = kind == DEFINE_FLOAT ? TY_F32 : kind == DEFINE_BOOL ? TY_BOOL : TY_I32;
-		if (kind == DEFINE_FLOAT && !type_is_float(v->type)) {
-			error_at(s->d, c->loc, "-D %s=%s: '%s' is %s, not a floating-point constant", def->name, def->value,
-				 c->name, type_name(v->type));
-			return;
-		}
-		if (kind == DEFINE_BOOL && v->type != TY_BOOL) {
-			error_at(s->d, c->loc, "-D %s=%s: '%s' is %s, not a bool constant", def->name, def->value, c->name,
-				 type_name(v->type));
-			return;
-		}
-		if (type_is_float(v->type)) {
-			v->cval_is_float = true;
-			v->cval_f = kind == DEFINE_INT ? (double)iv : fv;
-		} else if (kind == DEFINE_INT_BIG || (v->type == TY_BOOL && iv != 0 && iv != 1) || !int_fits(v->type, iv)) {
-			error_at(s->d, c->loc, "-D %s=%s does not fit in %s", def->name, def->value, type_name(v->type));
-			return;
-		} else
-			v->cval_i = iv;
-	} else if (dflt) {
-		Expr *f = ir_fold(s->a, s->k, dflt);
-		if (f->kind == EX_INT)
-			v->cval_i = f->i;
-		else if (f->kind == EX_FLOAT) {
-			v->cval_is_float = true;
-			v->cval_f = f->f;
-		} else {
-			error_at(s->d, c->a->loc, "the default of '%s' must be a compile-time constant", c->name);
-			return;
-		}
-	} else {
-		error_at(s->d, c->loc, "constant '%s' has no default; give it one or pass -D %s=VALUE", c->name, c->name);
-	}
+  const ConstDef *def = NULL;
+  for (int i = 0; i < s->ndefs; i++)
+    if (!strcmp(s->defs[i].name, c->name)) {
+      def = &s->defs[i];
+      s->def_used[i] = true;
+    }
+  /* The annotation, else the default, decides the type, also under -D:
+   * [S = 2.0] stays f32 with -D S=3. */
+  bool typed = c->type != TY_VOID || c->tname;
+  Expr *dflt = NULL;
+  if (c->a) {
+    dflt = check_expr(s, c->a, typed ? v->type : TY_VOID);
+    if (!dflt)
+      return;
+    if (!typed)
+      v->type = dflt->type;
+    else if (dflt->type != v->type) {
+      error_at(s->d, c->a->loc, "constant '%s' is %s but its default is %s", c->name, type_name(v->type),
+               type_name(dflt->type));
+      return;
+    }
+  }
+  if (def) {
+    int64_t iv = 0;
+    double fv = 0;
+    DefineKind kind = parse_define(def->value, &iv, &fv);
+    if (kind == DEFINE_BAD) {
+      error_at(s->d, c->loc, "-D %s=%s: the value is not a number or true/false", def->name, def->value);
+      return;
+    }
+    if (!typed && !c->a)
+      v->type = kind == DEFINE_FLOAT ? TY_F32 : kind == DEFINE_BOOL ? TY_BOOL : TY_I32;
+    if (kind == DEFINE_FLOAT && !type_is_float(v->type)) {
+      error_at(s->d, c->loc, "-D %s=%s: '%s' is %s, not a floating-point constant", def->name, def->value,
+               c->name, type_name(v->type));
+      return;
+    }
+    if (kind == DEFINE_BOOL && v->type != TY_BOOL) {
+      error_at(s->d, c->loc, "-D %s=%s: '%s' is %s, not a bool constant", def->name, def->value, c->name,
+               type_name(v->type));
+      return;
+    }
+    if (type_is_float(v->type)) {
+      v->cval_is_float = true;
+      v->cval_f = kind == DEFINE_INT ? (double)iv : fv;
+    } else if (kind == DEFINE_INT_BIG || (v->type == TY_BOOL && iv != 0 && iv != 1) ||
+               !int_fits(v->type, iv)) {
+      error_at(s->d, c->loc, "-D %s=%s does not fit in %s", def->name, def->value, type_name(v->type));
+      return;
+    } else
+      v->cval_i = iv;
+  } else if (dflt) {
+    Expr *f = ir_fold(s->a, s->k, dflt);
+    if (f->kind == EX_INT)
+      v->cval_i = f->i;
+    else if (f->kind == EX_FLOAT) {
+      v->cval_is_float = true;
+      v->cval_f = f->f;
+    } else {
+      error_at(s->d, c->a->loc, "the default of '%s' must be a compile-time constant", c->name);
+      return;
+    }
+  } else {
+    error_at(s->d, c->loc, "constant '%s' has no default; give it one or pass -D %s=VALUE", c->name, c->name);
+  }
 }
 
 /* param = IDENT ":" typeref [ "[" dim { "," dim } "]" ] ;   dim = IDENT | INT ;
@@ -1667,88 +1679,88 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
  * size: a name's first use declares an i32 size parameter (size_vars: after all the others). */
 static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
 {
-	TypeKind type = resolve_type(s, p->type, p->tname, p->tloc);
-	if (type == TY_VOID)
-		return;
-	if (!p->is_tensor) {
-		int var = new_var(s, p->name, VAR_SCALAR, type, p->loc);
-		if (declare(s, p->name, p->loc, SYM_VAR, var))
-			kernel_add_param(s->a, s->k, false, var);
-		return;
-	}
-	if (p->list.n < 1 || p->list.n > TL_MAX_RANK) {
-		error_at(s->d, p->loc, "a tensor has 1 to %d dimensions", TL_MAX_RANK);
-		return;
-	}
-	Buffer b = {0};
-	b.name = p->name;
-	b.scope = SCOPE_GLOBAL;
-	b.elem = type;
-	b.rank = p->list.n;
-	b.loc = p->loc;
-	for (int i = 0; i < b.rank; i++) {
-		const Node *d = p->list.items[i];
-		if (d->kind == N_INT) {
-			if (d->overflow || d->ival <= 0 || d->ival > INT32_MAX) {
-				error_at(s->d, d->loc, "a fixed dimension must be between 1 and %d", INT32_MAX);
-				return;
-			}
-			b.shape[i] = ex_int(s->a, TY_I32, d->ival);
-			continue;
-		}
-		const Sym *sym = sym_lookup(s, d->name);
-		if (sym && sym->kind == SYM_VAR && s->k->vars[sym->index].kind == VAR_CONST) {
-			int64_t v = s->k->vars[sym->index].cval_i;
-			if (s->k->vars[sym->index].cval_is_float || v <= 0 || v > INT32_MAX) {
-				error_at(s->d, d->loc, "constant '%s' used as a dimension must be a positive integer", d->name);
-				return;
-			}
-			b.shape[i] = ex_int(s->a, TY_I32, v);
-			continue;
-		}
-		if (sym && !(sym->kind == SYM_VAR && s->k->vars[sym->index].kind == VAR_SIZE)) {
-			error_at(s->d, d->loc, "dimension '%s' is already defined as a %s", d->name,
-				 sym->kind == SYM_BUF ? "tensor" : "scalar parameter");
-			return;
-		}
-		int var;
-		if (sym)
-			var = sym->index;
-		else {
-			var = new_var(s, d->name, VAR_SIZE, TY_I32, d->loc);
-			if (!declare(s, d->name, d->loc, SYM_VAR, var))
-				return;
-			size_vars[(*nsizes)++] = var;
-		}
-		b.shape[i] = ex_var(s->a, s->k, var);
-		b.shape[i]->loc = d->loc;
-	}
-	int bi = kernel_add_buffer(s->a, s->k, b);
-	if (declare(s, p->name, p->loc, SYM_BUF, bi))
-		kernel_add_param(s->a, s->k, true, bi);
+  TypeKind type = resolve_type(s, p->type, p->tname, p->tloc);
+  if (type == TY_VOID)
+    return;
+  if (!p->is_tensor) {
+    int var = new_var(s, p->name, VAR_SCALAR, type, p->loc);
+    if (declare(s, p->name, p->loc, SYM_VAR, var))
+      kernel_add_param(s->a, s->k, false, var);
+    return;
+  }
+  if (p->list.n < 1 || p->list.n > TL_MAX_RANK) {
+    error_at(s->d, p->loc, "a tensor has 1 to %d dimensions", TL_MAX_RANK);
+    return;
+  }
+  Buffer b = {0};
+  b.name = p->name;
+  b.scope = SCOPE_GLOBAL;
+  b.elem = type;
+  b.rank = p->list.n;
+  b.loc = p->loc;
+  for (int i = 0; i < b.rank; i++) {
+    const Node *d = p->list.items[i];
+    if (d->kind == N_INT) {
+      if (d->overflow || d->ival <= 0 || d->ival > INT32_MAX) {
+        error_at(s->d, d->loc, "a fixed dimension must be between 1 and %d", INT32_MAX);
+        return;
+      }
+      b.shape[i] = ex_int(s->a, TY_I32, d->ival);
+      continue;
+    }
+    const Sym *sym = sym_lookup(s, d->name);
+    if (sym && sym->kind == SYM_VAR && s->k->vars[sym->index].kind == VAR_CONST) {
+      int64_t v = s->k->vars[sym->index].cval_i;
+      if (s->k->vars[sym->index].cval_is_float || v <= 0 || v > INT32_MAX) {
+        error_at(s->d, d->loc, "constant '%s' used as a dimension must be a positive integer", d->name);
+        return;
+      }
+      b.shape[i] = ex_int(s->a, TY_I32, v);
+      continue;
+    }
+    if (sym && !(sym->kind == SYM_VAR && s->k->vars[sym->index].kind == VAR_SIZE)) {
+      error_at(s->d, d->loc, "dimension '%s' is already defined as a %s", d->name,
+               sym->kind == SYM_BUF ? "tensor" : "scalar parameter");
+      return;
+    }
+    int var;
+    if (sym)
+      var = sym->index;
+    else {
+      var = new_var(s, d->name, VAR_SIZE, TY_I32, d->loc);
+      if (!declare(s, d->name, d->loc, SYM_VAR, var))
+        return;
+      size_vars[(*nsizes)++] = var;
+    }
+    b.shape[i] = ex_var(s->a, s->k, var);
+    b.shape[i]->loc = d->loc;
+  }
+  int bi = kernel_add_buffer(s->a, s->k, b);
+  if (declare(s, p->name, p->loc, SYM_BUF, bi))
+    kernel_add_param(s->a, s->k, true, bi);
 }
 
 /* Grid expressions may use sizes, constants and integer scalars, nothing else. */
 static bool grid_expr_ok(Sema *s, const Expr *e)
 {
-	if (!e)
-		return true;
-	if (e->kind == EX_LOAD || e->kind == EX_CALL || e->kind == EX_SELECT || type_is_float(e->type))
-		return false;
-	if (e->kind == EX_VAR) {
-		VarKind k = s->k->vars[e->var].kind;
-		if (k != VAR_SIZE && k != VAR_CONST && k != VAR_SCALAR && k != VAR_NUM_SMS)
-			return false;
-		if (k == VAR_SCALAR && s->k->vars[e->var].type != TY_I32)
-			return false; /* the launch metadata evaluates grids over i32 scalars */
-	}
-	if (e->kind == EX_BINARY && (op_is_comparison((OpKind)e->op) || e->op == OP_LAND || e->op == OP_LOR ||
-				     e->op == OP_SHL || e->op == OP_SHR || e->op == OP_BAND || e->op == OP_BOR ||
-				     e->op == OP_BXOR))
-		return false;
-	if (e->kind == EX_UNARY && e->op != OP_NEG)
-		return false;
-	return grid_expr_ok(s, e->a) && grid_expr_ok(s, e->b);
+  if (!e)
+    return true;
+  if (e->kind == EX_LOAD || e->kind == EX_CALL || e->kind == EX_SELECT || type_is_float(e->type))
+    return false;
+  if (e->kind == EX_VAR) {
+    VarKind k = s->k->vars[e->var].kind;
+    if (k != VAR_SIZE && k != VAR_CONST && k != VAR_SCALAR && k != VAR_NUM_SMS)
+      return false;
+    if (k == VAR_SCALAR && s->k->vars[e->var].type != TY_I32)
+      return false; /* the launch metadata evaluates grids over i32 scalars */
+  }
+  if (e->kind == EX_BINARY &&
+      (op_is_comparison((OpKind)e->op) || e->op == OP_LAND || e->op == OP_LOR || e->op == OP_SHL ||
+       e->op == OP_SHR || e->op == OP_BAND || e->op == OP_BOR || e->op == OP_BXOR))
+    return false;
+  if (e->kind == EX_UNARY && e->op != OP_NEG)
+    return false;
+  return grid_expr_ok(s, e->a) && grid_expr_ok(s, e->b);
 }
 
 /* kernel = "kernel" IDENT [ "[" constdecl { "," constdecl } "]" ] "(" [ param { "," param } ] ")"
@@ -1758,108 +1770,110 @@ static bool grid_expr_ok(Sema *s, const Expr *e)
  * threads a constant 1 to 1024; at most one block index name per grid dimension. */
 static Kernel *check_kernel(Sema *s, const Node *kn)
 {
-	Kernel *k = ARENA_NEW(s->a, Kernel);
-	k->name = kn->name;
-	k->loc = kn->loc;
-	k->fast_math = true;
-	s->k = k;
-	s->nsyms = 0;
-	s->num_sms_var = -1;
-	for (int i = 0; i < 3; i++)
-		s->grid_dim_var[i] = -1;
-	int errors = s->d->nerrors;
+  Kernel *k = ARENA_NEW(s->a, Kernel);
+  k->name = kn->name;
+  k->loc = kn->loc;
+  k->fast_math = true;
+  s->k = k;
+  s->nsyms = 0;
+  s->num_sms_var = -1;
+  for (int i = 0; i < 3; i++)
+    s->grid_dim_var[i] = -1;
+  int errors = s->d->nerrors;
 
-	for (int i = 0; i < kn->list2.n; i++)
-		check_const_param(s, kn->list2.items[i]);
-	int nsizes = 0;
-	int *size_vars = ARENA_ARRAY(s->a, int, kn->list.n * TL_MAX_RANK + 1);
-	for (int i = 0; i < kn->list.n; i++)
-		check_param(s, kn->list.items[i], &nsizes, size_vars);
-	for (int i = 0; i < nsizes; i++) {
-		kernel_add_param(s->a, k, false, size_vars[i]);
-		k->vars[size_vars[i]].param_index = k->nparams - 1;
-	}
-	for (int i = 0; i < k->nparams; i++)
-		if (k->params[i].is_buffer)
-			k->bufs[k->params[i].index].param_index = i;
-		else
-			k->vars[k->params[i].index].param_index = i;
+  for (int i = 0; i < kn->list2.n; i++)
+    check_const_param(s, kn->list2.items[i]);
+  int nsizes = 0;
+  int *size_vars = ARENA_ARRAY(s->a, int, kn->list.n *TL_MAX_RANK + 1);
+  for (int i = 0; i < kn->list.n; i++)
+    check_param(s, kn->list.items[i], &nsizes, size_vars);
+  for (int i = 0; i < nsizes; i++) {
+    kernel_add_param(s->a, k, false, size_vars[i]);
+    k->vars[size_vars[i]].param_index = k->nparams - 1;
+  }
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].is_buffer)
+      k->bufs[k->params[i].index].param_index = i;
+    else
+      k->vars[k->params[i].index].param_index = i;
 
-	if (kn->list3.n < 1 || kn->list3.n > 3)
-		error_at(s->d, kn->loc, "the grid has 1 to 3 dimensions, not %d", kn->list3.n);
-	k->grid_rank = kn->list3.n > 3 ? 3 : kn->list3.n;
-	for (int i = 0; i < k->grid_rank; i++) {
-		const Node *g = kn->list3.items[i];
-		s->in_grid = true;
-		Expr *e = require_int(s, check_expr(s, g, TY_I32), g->loc, "a grid dimension");
-		s->in_grid = false;
-		if (e && !grid_expr_ok(s, e)) {
-			error_at(s->d, g->loc, "a grid dimension may use only sizes, constants, i32 scalar parameters, "
-					       "num_sms, arithmetic, min, max and ceildiv");
-			e = NULL;
-		}
-		if (e && e->type != TY_I32)
-			e = ex_cast(s->a, TY_I32, e);
-		k->grid[i] = e;
-	}
-	int64_t threads;
-	if (check_const_int(s, kn->a, "the thread count", &threads)) {
-		if (threads < 1 || threads > 1024)
-			error_at(s->d, kn->a->loc, "the thread count must be between 1 and 1024, got %" PRId64, threads);
-		k->threads = ex_int(s->a, TY_I32, threads);
-	}
-	if (kn->names.n > k->grid_rank)
-		error_at(s->d, kn->names.items[k->grid_rank < 3 ? k->grid_rank : 0]->loc,
-			 "%d block indices named for a %d-dimensional grid", kn->names.n, k->grid_rank);
-	for (int i = 0; i < kn->names.n && i < 3; i++) {
-		const Node *bn = kn->names.items[i];
-		int var = new_var(s, bn->name, VAR_BLOCK_IDX, TY_I32, bn->loc);
-		k->vars[var].dim = i;
-		declare(s, bn->name, bn->loc, SYM_VAR, var);
-	}
-	k->body = check_block(s, kn->b);
-	return s->d->nerrors == errors ? k : NULL;
+  if (kn->list3.n < 1 || kn->list3.n > 3)
+    error_at(s->d, kn->loc, "the grid has 1 to 3 dimensions, not %d", kn->list3.n);
+  k->grid_rank = kn->list3.n > 3 ? 3 : kn->list3.n;
+  for (int i = 0; i < k->grid_rank; i++) {
+    const Node *g = kn->list3.items[i];
+    s->in_grid = true;
+    Expr *e = require_int(s, check_expr(s, g, TY_I32), g->loc, "a grid dimension");
+    s->in_grid = false;
+    if (e && !grid_expr_ok(s, e)) {
+      error_at(s->d, g->loc,
+               "a grid dimension may use only sizes, constants, i32 scalar parameters, "
+               "num_sms, arithmetic, min, max and ceildiv");
+      e = NULL;
+    }
+    if (e && e->type != TY_I32)
+      e = ex_cast(s->a, TY_I32, e);
+    k->grid[i] = e;
+  }
+  int64_t threads;
+  if (check_const_int(s, kn->a, "the thread count", &threads)) {
+    if (threads < 1 || threads > 1024)
+      error_at(s->d, kn->a->loc, "the thread count must be between 1 and 1024, got %" PRId64, threads);
+    k->threads = ex_int(s->a, TY_I32, threads);
+  }
+  if (kn->names.n > k->grid_rank)
+    error_at(s->d, kn->names.items[k->grid_rank < 3 ? k->grid_rank : 0]->loc,
+             "%d block indices named for a %d-dimensional grid", kn->names.n, k->grid_rank);
+  for (int i = 0; i < kn->names.n && i < 3; i++) {
+    const Node *bn = kn->names.items[i];
+    int var = new_var(s, bn->name, VAR_BLOCK_IDX, TY_I32, bn->loc);
+    k->vars[var].dim = i;
+    declare(s, bn->name, bn->loc, SYM_VAR, var);
+  }
+  k->body = check_block(s, kn->b);
+  return s->d->nerrors == errors ? k : NULL;
 }
 
-Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs, const char *only)
+Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,
+                   const char *only)
 {
-	Module *m = ARENA_NEW(a, Module);
-	m->arena = a;
-	m->kernels = ARENA_ARRAY(a, Kernel *, kernels->n + 1);
-	Sema s = {0};
-	s.a = a;
-	s.d = d;
-	s.defs = defs;
-	s.ndefs = ndefs;
-	s.def_used = ARENA_ARRAY(a, bool, ndefs + 1);
-	int errors = d->nerrors;
-	bool found = false;
-	for (int i = 0; i < kernels->n; i++) {
-		const Node *kn = kernels->items[i];
-		for (int j = 0; j < i; j++)
-			if (!strcmp(kernels->items[j]->name, kn->name)) {
-				error_at(d, kn->loc, "redefinition of kernel '%s'", kn->name);
-				note_at(d, kernels->items[j]->loc, "'%s' was defined here", kn->name);
-			}
-		if (only && strcmp(only, kn->name))
-			continue;
-		found = true;
-		Kernel *k = check_kernel(&s, kn);
-		if (k)
-			m->kernels[m->nkernels++] = k;
-	}
-	if (only && !found)
-		error_at(d, NO_LOC, "no kernel named '%s'", only);
-	else if (!kernels->n && d->nerrors == errors)
-		error_at(d, NO_LOC, "no kernel in the input");
-	/* A -D for a constant of a kernel that --kernel left out is not unused. */
-	for (int i = 0; i < kernels->n; i++)
-		for (int c = 0; c < kernels->items[i]->list2.n; c++)
-			for (int j = 0; j < ndefs; j++)
-				if (!strcmp(kernels->items[i]->list2.items[c]->name, defs[j].name))
-					s.def_used[j] = true;
-	for (int i = 0; i < ndefs && d->nerrors == errors; i++)
-		if (!s.def_used[i])
-			diag_at(d, DIAG_WARNING, NO_LOC, "-D %s: no kernel has a constant of that name", defs[i].name);
-	return d->nerrors == errors ? m : NULL;
+  Module *m = ARENA_NEW(a, Module);
+  m->arena = a;
+  m->kernels = ARENA_ARRAY(a, Kernel *, kernels->n + 1);
+  Sema s = {0};
+  s.a = a;
+  s.d = d;
+  s.defs = defs;
+  s.ndefs = ndefs;
+  s.def_used = ARENA_ARRAY(a, bool, ndefs + 1);
+  int errors = d->nerrors;
+  bool found = false;
+  for (int i = 0; i < kernels->n; i++) {
+    const Node *kn = kernels->items[i];
+    for (int j = 0; j < i; j++)
+      if (!strcmp(kernels->items[j]->name, kn->name)) {
+        error_at(d, kn->loc, "redefinition of kernel '%s'", kn->name);
+        note_at(d, kernels->items[j]->loc, "'%s' was defined here", kn->name);
+      }
+    if (only && strcmp(only, kn->name))
+      continue;
+    found = true;
+    Kernel *k = check_kernel(&s, kn);
+    if (k)
+      m->kernels[m->nkernels++] = k;
+  }
+  if (only && !found)
+    error_at(d, NO_LOC, "no kernel named '%s'", only);
+  else if (!kernels->n && d->nerrors == errors)
+    error_at(d, NO_LOC, "no kernel in the input");
+  /* A -D for a constant of a kernel that --kernel left out is not unused. */
+  for (int i = 0; i < kernels->n; i++)
+    for (int c = 0; c < kernels->items[i]->list2.n; c++)
+      for (int j = 0; j < ndefs; j++)
+        if (!strcmp(kernels->items[i]->list2.items[c]->name, defs[j].name))
+          s.def_used[j] = true;
+  for (int i = 0; i < ndefs && d->nerrors == errors; i++)
+    if (!s.def_used[i])
+      diag_at(d, DIAG_WARNING, NO_LOC, "-D %s: no kernel has a constant of that name", defs[i].name);
+  return d->nerrors == errors ? m : NULL;
 }

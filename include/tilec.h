@@ -13,43 +13,43 @@ extern "C" {
 #endif
 
 typedef enum {
-	TILEC_OK = 0,
-	TILEC_ERR_SOURCE = 1,           /* the source has errors: see the diagnostics */
-	TILEC_ERR_INVALID_ARGUMENT = 2, /* a NULL pointer, an unknown arch, a bad option */
-	TILEC_ERR_IO = 3,               /* tilec_compile_file could not read the file */
+  TILEC_OK = 0,
+  TILEC_ERR_SOURCE = 1,           /* the source has errors: see the diagnostics */
+  TILEC_ERR_INVALID_ARGUMENT = 2, /* a NULL pointer, an unknown arch, a bad option */
+  TILEC_ERR_IO = 3,               /* tilec_compile_file could not read the file */
 } tilec_status;
 
 typedef enum {
-	TILEC_EMIT_PTX = 0,
-	TILEC_EMIT_LLVM,   /* LLVM IR text, after optimization */
-	TILEC_EMIT_TIR,    /* the tile IR after every pass */
-	TILEC_EMIT_AST,
-	TILEC_EMIT_TOKENS,
-	TILEC_EMIT_HEADER, /* a C header: the PTX embedded, one typed launch function per kernel */
+  TILEC_EMIT_PTX = 0,
+  TILEC_EMIT_LLVM, /* LLVM IR text, after optimization */
+  TILEC_EMIT_TIR,  /* the tile IR after every pass */
+  TILEC_EMIT_AST,
+  TILEC_EMIT_TOKENS,
+  TILEC_EMIT_HEADER, /* a C header: the PTX embedded, one typed launch function per kernel */
 } tilec_emit;
 
 typedef struct {
-	const char *name;
-	const char *value;
+  const char *name;
+  const char *value;
 } tilec_define;
 
 typedef struct {
-	const char *filename;        /* for diagnostics; NULL: "<input>" */
-	const char *arch;            /* sm_80 sm_86 sm_89 sm_90 sm_90a; NULL: sm_90a */
-	int opt_level;               /* 0..3; the default 0 means 0, so set it (the CLI uses 3) */
-	const tilec_define *defines; /* -D NAME=VALUE overrides of kernel constants */
-	int ndefines;
-	const char *kernel;          /* compile only this kernel; NULL: all */
-	tilec_emit emit;
-	const char *dump_after;      /* pass name or "all": IR after it goes to the dump text */
+  const char *filename;        /* for diagnostics; NULL: "<input>" */
+  const char *arch;            /* sm_80 sm_86 sm_89 sm_90 sm_90a; NULL: sm_90a */
+  int opt_level;               /* 0..3; the default 0 means 0, so set it (the CLI uses 3) */
+  const tilec_define *defines; /* -D NAME=VALUE overrides of kernel constants */
+  int ndefines;
+  const char *kernel;          /* compile only this kernel; NULL: all */
+  tilec_emit emit;
+  const char *dump_after;      /* pass name or "all": IR after it goes to the dump text */
 } tilec_options;
 
 /* One diagnostic, as a record.  line and column are 1-based, 0 when unknown. */
 typedef struct {
-	int severity; /* 0 error, 1 warning, 2 note */
-	const char *file;
-	int line, column;
-	const char *message;
+  int severity; /* 0 error, 1 warning, 2 note */
+  const char *file;
+  int line, column;
+  const char *message;
 } tilec_diagnostic;
 
 typedef struct tilec_result tilec_result;
@@ -78,27 +78,27 @@ void tilec_result_free(tilec_result *r);
 /* ---- the kernels' signatures, from the PTX's metadata block (docs/abi.md) */
 
 typedef enum {
-	TILEC_PARAM_TENSOR = 1, /* passed as a device pointer */
-	TILEC_PARAM_SCALAR,     /* passed by value */
-	TILEC_PARAM_SIZE,       /* a symbolic size: an i32 bound from the tensors' shapes */
+  TILEC_PARAM_TENSOR = 1, /* passed as a device pointer */
+  TILEC_PARAM_SCALAR,     /* passed by value */
+  TILEC_PARAM_SIZE,       /* a symbolic size: an i32 bound from the tensors' shapes */
 } tilec_param_kind;
 
 typedef struct {
-	tilec_param_kind kind;
-	const char *name;
-	const char *dtype;       /* bool i8 .. u64 f16 bf16 f32 f64 ("i32" for a size) */
-	int rank;                /* tensors: the number of dims; 0 otherwise */
-	const char *const *dims; /* tensors: rank entries, a size's name or a decimal extent */
+  tilec_param_kind kind;
+  const char *name;
+  const char *dtype;       /* bool i8 .. u64 f16 bf16 f32 f64 ("i32" for a size) */
+  int rank;                /* tensors: the number of dims; 0 otherwise */
+  const char *const *dims; /* tensors: rank entries, a size's name or a decimal extent */
 } tilec_param;
 
 typedef struct {
-	const char *name;          /* the PTX .entry */
-	unsigned threads;          /* threads per block */
-	unsigned smem;             /* dynamic shared memory bytes per block */
-	int nparams;               /* every PTX parameter: the .tl parameters, then the sizes */
-	int nargs;                 /* the .tl parameters alone */
-	const tilec_param *params; /* nparams entries, in PTX parameter order */
-	const char *grid[3];       /* x, y, z: programs in reverse Polish notation (docs/abi.md) */
+  const char *name;          /* the PTX .entry */
+  unsigned threads;          /* threads per block */
+  unsigned smem;             /* dynamic shared memory bytes per block */
+  int nparams;               /* every PTX parameter: the .tl parameters, then the sizes */
+  int nargs;                 /* the .tl parameters alone */
+  const tilec_param *params; /* nparams entries, in PTX parameter order */
+  const char *grid[3];       /* x, y, z: programs in reverse Polish notation (docs/abi.md) */
 } tilec_kernel;
 
 /* The kernels of a successful TILEC_EMIT_PTX or TILEC_EMIT_HEADER compilation

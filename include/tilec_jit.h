@@ -113,20 +113,20 @@ void tl_jit_cache_set_memory_limit(tl_jit_cache *cache, size_t bytes);
 void tl_jit_cache_set_disk_limit(tl_jit_cache *cache, uint64_t bytes);
 
 typedef struct tl_jit_stats {
-  uint64_t compiles;        /* tilec compilations (cache misses, or the cache off) */
-  uint64_t memory_hits;     /* served from memory */
-  uint64_t disk_hits;       /* served from a valid disk entry */
-  uint64_t disk_rejected;   /* disk entries rejected (damaged, truncated, foreign): rebuilt */
-  uint64_t disk_writes;     /* entries written */
+  uint64_t compiles;                 /* tilec compilations (cache misses, or the cache off) */
+  uint64_t memory_hits;              /* served from memory */
+  uint64_t disk_hits;                /* served from a valid disk entry */
+  uint64_t disk_rejected;            /* disk entries rejected (damaged, truncated, foreign): rebuilt */
+  uint64_t disk_writes;              /* entries written */
   uint64_t disk_write_failures;
-  uint64_t links;           /* PTX -> device binary by the driver (contexts only) */
-  uint64_t binary_loads;    /* modules loaded from a cached device binary, skipping the driver's
-                               PTX compiler */
-  uint64_t memory_evictions; /* entries dropped from memory to stay within its limit */
-  uint64_t memory_bytes;     /* bytes the memory table holds now */
-  uint64_t disk_untrusted;   /* entries refused (another user's, or writable by group or others;
-                                rebuilt), plus 1 once the folder itself was refused */
-  uint64_t disk_evictions;   /* entries removed from the folder to stay within its limit */
+  uint64_t links;                    /* PTX -> device binary by the driver (contexts only) */
+  uint64_t binary_loads;             /* modules loaded from a cached device binary, skipping the driver's
+                                        PTX compiler */
+  uint64_t memory_evictions;         /* entries dropped from memory to stay within its limit */
+  uint64_t memory_bytes;             /* bytes the memory table holds now */
+  uint64_t disk_untrusted;           /* entries refused (another user's, or writable by group or others;
+                                        rebuilt), plus 1 once the folder itself was refused */
+  uint64_t disk_evictions;           /* entries removed from the folder to stay within its limit */
   uint64_t disk_temporaries_removed; /* temporary files of crashed writers removed */
 } tl_jit_stats;
 
@@ -151,8 +151,8 @@ tl_status tl_jit_key(const char *src, size_t len, const tl_jit_options *opt, cha
 /* Source to PTX through `cache` (NULL: no cache), with no driver and no context: opt->arch must be
  * given (NULL means sm_90a, as tilec_compile). *ptx is malloc'd (free it with free()). A source
  * with errors gives TL_ERR_COMPILE with the rendered diagnostics in err. */
-tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len,
-                             const tl_jit_options *opt, char **ptx, char *err, size_t err_size);
+tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
+                             char **ptx, char *err, size_t err_size);
 
 /* Source to a loaded module: look the key up in the context's cache (memory, then disk), else
  * compile with tilec and have the driver make a device binary from the PTX; store both; load. A

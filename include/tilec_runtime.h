@@ -109,15 +109,15 @@ typedef struct tl_param {
 struct tl_grid_program; /* a compiled grid RPN program (private) */
 
 typedef struct tl_kernel_info {
-  const char *name;       /* the PTX .entry name */
-  int line;               /* line of its "kernel" line in the PTX text, for messages */
-  uint32_t threads;       /* threads per block (x; the block is threads x 1 x 1) */
-  uint32_t smem;          /* dynamic shared memory bytes per block */
-  int nparams;            /* every PTX parameter: the .tl parameters, then the sizes */
-  int nargs;              /* the .tl parameters alone: what a launch passes (params[0 .. nargs-1]) */
-  const tl_param *params; /* nparams entries, in PTX parameter order */
-  const char *grid_text[3];                   /* each axis's RPN program, as written */
-  const struct tl_grid_program *grid[3];      /* the same, compiled (private) */
+  const char *name;         /* the PTX .entry name */
+  int line;                 /* line of its "kernel" line in the PTX text, for messages */
+  uint32_t threads;         /* threads per block (x; the block is threads x 1 x 1) */
+  uint32_t smem;            /* dynamic shared memory bytes per block */
+  int nparams;              /* every PTX parameter: the .tl parameters, then the sizes */
+  int nargs;                /* the .tl parameters alone: what a launch passes (params[0 .. nargs-1]) */
+  const tl_param *params;   /* nparams entries, in PTX parameter order */
+  const char *grid_text[3]; /* each axis's RPN program, as written */
+  const struct tl_grid_program *grid[3]; /* the same, compiled (private) */
   bool uses_num_sms; /* some grid program reads num_sms: plan it with tl_plan_launch_sms */
 } tl_kernel_info;
 
@@ -128,9 +128,9 @@ typedef struct tl_meta tl_meta;
  * missing or malformed block. On success *out owns everything the tl_kernel_info pointers reach;
  * free it with tl_meta_free. */
 tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, size_t err_size);
-void tl_meta_free(tl_meta *meta); /* NULL is fine */
+void tl_meta_free(tl_meta *meta);                                                 /* NULL is fine */
 int tl_meta_kernel_count(const tl_meta *meta);
-const tl_kernel_info *tl_meta_kernel(const tl_meta *meta, int index);         /* NULL if out of range */
+const tl_kernel_info *tl_meta_kernel(const tl_meta *meta, int index);             /* NULL if out of range */
 const tl_kernel_info *tl_meta_find_kernel(const tl_meta *meta, const char *name); /* NULL if absent */
 
 /* ==================================================================== launch arguments (plan.c) */
@@ -207,13 +207,13 @@ typedef struct tl_launch_plan {
  * TL_ERR_BAD_ARGUMENT and a message naming the argument ("argument 1 ('B'): expected a tensor of
  * f32, got f16"). Needs no driver. Release the plan with tl_launch_plan_release, also after a
  * failure (harmless then). */
-tl_status tl_plan_launch(const tl_kernel_info *kernel, const tl_arg *args, int nargs,
-                         tl_launch_plan *plan, char *err, size_t err_size);
+tl_status tl_plan_launch(const tl_kernel_info *kernel, const tl_arg *args, int nargs, tl_launch_plan *plan,
+                         char *err, size_t err_size);
 /* The same for the device with `num_sms` multiprocessors (tl_device_info.sm_count), which a grid
  * that uses `num_sms` needs (tl_kernel_info.uses_num_sms); tl_plan_launch refuses such a grid,
  * and so does a num_sms below 1. tl_launch passes its context's device. */
-tl_status tl_plan_launch_sms(const tl_kernel_info *kernel, const tl_arg *args, int nargs,
-                             int num_sms, tl_launch_plan *plan, char *err, size_t err_size);
+tl_status tl_plan_launch_sms(const tl_kernel_info *kernel, const tl_arg *args, int nargs, int num_sms,
+                             tl_launch_plan *plan, char *err, size_t err_size);
 void tl_launch_plan_release(tl_launch_plan *plan);
 
 /* ====================================================================== contexts (runtime.c) */
@@ -235,11 +235,11 @@ const char *tl_context_message(const tl_context *ctx);
 typedef struct tl_device_info {
   int ordinal;
   char name[256];
-  int cc_major, cc_minor;     /* compute capability: 9, 0 on an H100 / H200 */
+  int cc_major, cc_minor; /* compute capability: 9, 0 on an H100 / H200 */
   int sm_count;
-  int max_smem_per_block;     /* bytes of shared memory a block can opt in to */
-  size_t total_memory;        /* bytes */
-  int driver_version;         /* 13000 for CUDA 13.0 */
+  int max_smem_per_block; /* bytes of shared memory a block can opt in to */
+  size_t total_memory;    /* bytes */
+  int driver_version;     /* 13000 for CUDA 13.0 */
 } tl_device_info;
 
 tl_status tl_context_device(tl_context *ctx, tl_device_info *out);

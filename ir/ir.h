@@ -39,8 +39,8 @@ char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf,
 
 /* A growable string, allocated with malloc (used for PTX and printed IR). */
 typedef struct {
-	char *data;
-	size_t len, cap;
+  char *data;
+  size_t len, cap;
 } StrBuf;
 void sb_putn(StrBuf *sb, const char *s, size_t n);
 void sb_puts(StrBuf *sb, const char *s);
@@ -51,41 +51,40 @@ char *sb_take(StrBuf *sb); /* returns the malloc'd string, resets sb */
 /* ---------------------------------------------------------------- diag.c */
 
 typedef struct {
-	int line, col; /* 1-based; line 0 means "no location" */
+  int line, col; /* 1-based; line 0 means "no location" */
 } SrcLoc;
 #define NO_LOC ((SrcLoc){0})
 
 typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
 
 typedef struct Diag {
-	DiagLevel level;
-	SrcLoc loc;
-	char *message;
-	struct Diag *next;
+  DiagLevel level;
+  SrcLoc loc;
+  char *message;
+  struct Diag *next;
 } Diag;
 
 /* Diagnostics of one compilation, collected in order.  The source text is kept
  * so that the printer can show the offending line with a caret. */
 typedef struct {
-	Arena *arena;
-	const char *filename;
-	const char *src;
-	size_t src_len;
-	Diag *first, *last;
-	int nerrors;
-	int max_errors; /* stop collecting after this many; 0 means 50 */
+  Arena *arena;
+  const char *filename;
+  const char *src;
+  size_t src_len;
+  Diag *first, *last;
+  int nerrors;
+  int max_errors; /* stop collecting after this many; 0 means 50 */
 } Diags;
 
 void diag_at(Diags *d, DiagLevel level, SrcLoc loc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 #define error_at(d, loc, ...) diag_at((d), DIAG_ERROR, (loc), __VA_ARGS__)
 #define note_at(d, loc, ...) diag_at((d), DIAG_NOTE, (loc), __VA_ARGS__)
 /* Renders every diagnostic as "file:line:col: error: msg\n  source\n  ^\n". */
 void diag_render(const Diags *d, StrBuf *out);
 
 /* Internal compiler bugs.  Never for user errors. */
-_Noreturn void tl_die(const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+_Noreturn void tl_die(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define DIE(...) tl_die(__FILE__, __LINE__, __VA_ARGS__)
 #define ASSERT(c) ((c) ? (void)0 : DIE("assertion failed: %s", #c))
 
@@ -93,73 +92,73 @@ _Noreturn void tl_die(const char *file, int line, const char *fmt, ...)
 
 /* X(enum, name, bits, is_float, is_signed).  Order is the table's: code that
  * depends on it (type_is_int) points back here. */
-#define TL_TYPES(X)                        \
-	X(TY_VOID, "void", 0, 0, 0)        \
-	X(TY_BOOL, "bool", 1, 0, 0)        \
-	X(TY_I8, "i8", 8, 0, 1)            \
-	X(TY_I16, "i16", 16, 0, 1)         \
-	X(TY_I32, "i32", 32, 0, 1)         \
-	X(TY_I64, "i64", 64, 0, 1)         \
-	X(TY_U8, "u8", 8, 0, 0)            \
-	X(TY_U16, "u16", 16, 0, 0)         \
-	X(TY_U32, "u32", 32, 0, 0)         \
-	X(TY_U64, "u64", 64, 0, 0)         \
-	X(TY_F16, "f16", 16, 1, 1)         \
-	X(TY_BF16, "bf16", 16, 1, 1)       \
-	X(TY_F32, "f32", 32, 1, 1)         \
-	X(TY_F64, "f64", 64, 1, 1)
+#define TL_TYPES(X)            \
+  X(TY_VOID, "void", 0, 0, 0)  \
+  X(TY_BOOL, "bool", 1, 0, 0)  \
+  X(TY_I8, "i8", 8, 0, 1)      \
+  X(TY_I16, "i16", 16, 0, 1)   \
+  X(TY_I32, "i32", 32, 0, 1)   \
+  X(TY_I64, "i64", 64, 0, 1)   \
+  X(TY_U8, "u8", 8, 0, 0)      \
+  X(TY_U16, "u16", 16, 0, 0)   \
+  X(TY_U32, "u32", 32, 0, 0)   \
+  X(TY_U64, "u64", 64, 0, 0)   \
+  X(TY_F16, "f16", 16, 1, 1)   \
+  X(TY_BF16, "bf16", 16, 1, 1) \
+  X(TY_F32, "f32", 32, 1, 1)   \
+  X(TY_F64, "f64", 64, 1, 1)
 
 typedef enum {
 #define X(e, n, b, f, s) e,
-	TL_TYPES(X)
+  TL_TYPES(X)
 #undef X
-	TY_COUNT
+  TY_COUNT
 } TypeKind;
 
 const char *type_name(TypeKind t);
 int type_bits(TypeKind t);
-int type_bytes(TypeKind t); /* bool is stored as one byte */
+int type_bytes(TypeKind t);                       /* bool is stored as one byte */
 bool type_is_float(TypeKind t);
-bool type_is_int(TypeKind t); /* i8..u64 */
+bool type_is_int(TypeKind t);                     /* i8..u64 */
 bool type_is_signed(TypeKind t);
 TypeKind type_from_name(const char *s, size_t n); /* TY_VOID if unknown */
 
 /* ---------------------------------------------------------------- ir.c */
 
 /* Operators: X(enum, spelling, is_comparison).  Binary first, then unary. */
-#define TL_BINOPS(X)               \
-	X(OP_ADD, "+", 0)          \
-	X(OP_SUB, "-", 0)          \
-	X(OP_MUL, "*", 0)          \
-	X(OP_DIV, "/", 0)          \
-	X(OP_MOD, "%", 0)          \
-	X(OP_SHL, "<<", 0)         \
-	X(OP_SHR, ">>", 0)         \
-	X(OP_BAND, "&", 0)         \
-	X(OP_BOR, "|", 0)          \
-	X(OP_BXOR, "^", 0)         \
-	X(OP_LAND, "&&", 0)        \
-	X(OP_LOR, "||", 0)         \
-	X(OP_LT, "<", 1)           \
-	X(OP_LE, "<=", 1)          \
-	X(OP_GT, ">", 1)           \
-	X(OP_GE, ">=", 1)          \
-	X(OP_EQ, "==", 1)          \
-	X(OP_NE, "!=", 1)          \
-	X(OP_MIN, "min", 0)        \
-	X(OP_MAX, "max", 0)        \
-	X(OP_CEILDIV, "ceildiv", 0)
+#define TL_BINOPS(X)  \
+  X(OP_ADD, "+", 0)   \
+  X(OP_SUB, "-", 0)   \
+  X(OP_MUL, "*", 0)   \
+  X(OP_DIV, "/", 0)   \
+  X(OP_MOD, "%", 0)   \
+  X(OP_SHL, "<<", 0)  \
+  X(OP_SHR, ">>", 0)  \
+  X(OP_BAND, "&", 0)  \
+  X(OP_BOR, "|", 0)   \
+  X(OP_BXOR, "^", 0)  \
+  X(OP_LAND, "&&", 0) \
+  X(OP_LOR, "||", 0)  \
+  X(OP_LT, "<", 1)    \
+  X(OP_LE, "<=", 1)   \
+  X(OP_GT, ">", 1)    \
+  X(OP_GE, ">=", 1)   \
+  X(OP_EQ, "==", 1)   \
+  X(OP_NE, "!=", 1)   \
+  X(OP_MIN, "min", 0) \
+  X(OP_MAX, "max", 0) \
+  X(OP_CEILDIV, "ceildiv", 0)
 
-#define TL_UNOPS(X)        \
-	X(OP_NEG, "-", 0)  \
-	X(OP_NOT, "!", 0)  \
-	X(OP_BNOT, "~", 0)
+#define TL_UNOPS(X) \
+  X(OP_NEG, "-", 0) \
+  X(OP_NOT, "!", 0) \
+  X(OP_BNOT, "~", 0)
 
 typedef enum {
 #define X(e, s, c) e,
-	TL_BINOPS(X) TL_UNOPS(X)
+  TL_BINOPS(X) TL_UNOPS(X)
 #undef X
-	OP_COUNT
+  OP_COUNT
 } OpKind;
 
 const char *op_spelling(OpKind op);
@@ -168,30 +167,30 @@ bool op_is_comparison(OpKind op);
 /* Math intrinsics: X(enum, name, nargs, float_only).  The transcendental ones
  * use the hardware's approximate instructions (codegen/cg_math.c says which).
  * Names with a '.' cannot be written in source: the passes alone make them. */
-#define TL_INTRINSICS(X)              \
-	X(FN_EXP, "exp", 1, 1)        \
-	X(FN_EXP2, "exp2", 1, 1)      \
-	X(FN_LOG, "log", 1, 1)        \
-	X(FN_LOG2, "log2", 1, 1)      \
-	X(FN_SQRT, "sqrt", 1, 1)      \
-	X(FN_RSQRT, "rsqrt", 1, 1)    \
-	X(FN_ABS, "abs", 1, 0)        \
-	X(FN_TANH, "tanh", 1, 1)      \
-	X(FN_SIN, "sin", 1, 1)        \
-	X(FN_COS, "cos", 1, 1)        \
-	X(FN_ERF, "erf", 1, 1)        \
-	X(FN_FLOOR, "floor", 1, 1)    \
-	X(FN_CEIL, "ceil", 1, 1)      \
-	X(FN_SIGMOID, "sigmoid", 1, 1) \
-	X(FN_FMA, "fma", 3, 1)        \
-	X(FN_POW, "pow", 2, 1)        \
-	X(FN_SHFL_BFLY, "shfl.bfly", 2, 0) /* lowering only: the value of lane ^ b (warp-wide) */
+#define TL_INTRINSICS(X)         \
+  X(FN_EXP, "exp", 1, 1)         \
+  X(FN_EXP2, "exp2", 1, 1)       \
+  X(FN_LOG, "log", 1, 1)         \
+  X(FN_LOG2, "log2", 1, 1)       \
+  X(FN_SQRT, "sqrt", 1, 1)       \
+  X(FN_RSQRT, "rsqrt", 1, 1)     \
+  X(FN_ABS, "abs", 1, 0)         \
+  X(FN_TANH, "tanh", 1, 1)       \
+  X(FN_SIN, "sin", 1, 1)         \
+  X(FN_COS, "cos", 1, 1)         \
+  X(FN_ERF, "erf", 1, 1)         \
+  X(FN_FLOOR, "floor", 1, 1)     \
+  X(FN_CEIL, "ceil", 1, 1)       \
+  X(FN_SIGMOID, "sigmoid", 1, 1) \
+  X(FN_FMA, "fma", 3, 1)         \
+  X(FN_POW, "pow", 2, 1)         \
+  X(FN_SHFL_BFLY, "shfl.bfly", 2, 0) /* lowering only: the value of lane ^ b (warp-wide) */
 
 typedef enum {
 #define X(e, n, a, f) e,
-	TL_INTRINSICS(X)
+  TL_INTRINSICS(X)
 #undef X
-	FN_COUNT
+  FN_COUNT
 } IntrinsicKind;
 
 const char *intrinsic_name(IntrinsicKind fn);
@@ -200,28 +199,28 @@ bool intrinsic_float_only(IntrinsicKind fn);
 int intrinsic_lookup(const char *s, size_t n); /* -1 if unknown */
 
 typedef enum {
-	VAR_CONST,       /* compile-time constant parameter; value in .cval */
-	VAR_SIZE,        /* symbolic tensor size, a kernel parameter (i32) */
-	VAR_SCALAR,      /* scalar kernel parameter */
-	VAR_LET,         /* immutable local value */
-	VAR_MUT,         /* mutable local ("var") */
-	VAR_LOOP,        /* loop variable */
-	VAR_BLOCK_IDX,   /* blockIdx.{x,y,z}: .dim */
-	VAR_THREAD_IDX,  /* threadIdx.x, introduced by lowering */
-	VAR_GRID_DIM,    /* gridDim.{x,y,z}: .dim, from num_blocks(axis) or lowering */
-	VAR_NUM_SMS,     /* the launching device's multiprocessor count: grid expressions only */
+  VAR_CONST,      /* compile-time constant parameter; value in .cval */
+  VAR_SIZE,       /* symbolic tensor size, a kernel parameter (i32) */
+  VAR_SCALAR,     /* scalar kernel parameter */
+  VAR_LET,        /* immutable local value */
+  VAR_MUT,        /* mutable local ("var") */
+  VAR_LOOP,       /* loop variable */
+  VAR_BLOCK_IDX,  /* blockIdx.{x,y,z}: .dim */
+  VAR_THREAD_IDX, /* threadIdx.x, introduced by lowering */
+  VAR_GRID_DIM,   /* gridDim.{x,y,z}: .dim, from num_blocks(axis) or lowering */
+  VAR_NUM_SMS,    /* the launching device's multiprocessor count: grid expressions only */
 } VarKind;
 
 typedef struct {
-	const char *name;
-	VarKind kind;
-	TypeKind type;
-	int dim;         /* BLOCK_IDX / THREAD_IDX: 0, 1, 2 */
-	int param_index; /* SIZE, SCALAR: position among the PTX parameters */
-	bool cval_is_float;
-	int64_t cval_i;  /* CONST: the value after -D overrides */
-	double cval_f;
-	SrcLoc loc;
+  const char *name;
+  VarKind kind;
+  TypeKind type;
+  int dim;         /* BLOCK_IDX / THREAD_IDX: 0, 1, 2 */
+  int param_index; /* SIZE, SCALAR: position among the PTX parameters */
+  bool cval_is_float;
+  int64_t cval_i;  /* CONST: the value after -D overrides */
+  double cval_f;
+  SrcLoc loc;
 } Var;
 
 typedef enum { SCOPE_GLOBAL, SCOPE_SHARED, SCOPE_FRAGMENT, SCOPE_LOCAL } Scope;
@@ -269,14 +268,14 @@ const char *scope_name(Scope s);
 typedef enum { LAYOUT_ELEMWISE, LAYOUT_ROWS, LAYOUT_MMA, LAYOUT_MMA_ROWS } LayoutKind;
 
 typedef struct {
-	LayoutKind kind;
-	int vec;
-	int chunks;
-	int threads;
-	int regs;
-	int parent_rank;                    /* ROWS */
-	int64_t parent_shape[TL_MAX_RANK];  /* ROWS */
-	int warps_m, warps_n, frag_m, frag_n; /* MMA */
+  LayoutKind kind;
+  int vec;
+  int chunks;
+  int threads;
+  int regs;
+  int parent_rank;                      /* ROWS */
+  int64_t parent_shape[TL_MAX_RANK];    /* ROWS */
+  int warps_m, warps_n, frag_m, frag_n; /* MMA */
 } FragLayout;
 
 typedef struct Expr Expr;
@@ -302,65 +301,65 @@ typedef struct Expr Expr;
 typedef enum { SWIZZLE_NONE, SWIZZLE_LINES, SWIZZLE_128B } SwizzleKind;
 
 typedef struct {
-	const char *name;
-	Scope scope;
-	TypeKind elem;
-	int rank;
-	Expr *shape[TL_MAX_RANK];  /* GLOBAL: EX_VAR of a SIZE var or EX_INT; tiles: EX_INT */
-	int64_t tile_shape[TL_MAX_RANK]; /* tiles: the constant shape */
-	int param_index;            /* GLOBAL: position among the PTX parameters */
-	bool has_layout;
-	FragLayout layout;          /* FRAGMENT, once layout inference ran */
-	int64_t local_size;         /* LOCAL: elements per thread */
-	int64_t smem_offset;        /* SHARED: byte offset in the block's shared memory */
-	SwizzleKind swizzle;        /* SHARED: element placement (gemm operands); NONE is row-major */
-	int stages;                 /* SHARED: copies kept by a pipelined loop (the leading dimension), or 0 */
-	SrcLoc loc;
+  const char *name;
+  Scope scope;
+  TypeKind elem;
+  int rank;
+  Expr *shape[TL_MAX_RANK];        /* GLOBAL: EX_VAR of a SIZE var or EX_INT; tiles: EX_INT */
+  int64_t tile_shape[TL_MAX_RANK]; /* tiles: the constant shape */
+  int param_index;                 /* GLOBAL: position among the PTX parameters */
+  bool has_layout;
+  FragLayout layout;               /* FRAGMENT, once layout inference ran */
+  int64_t local_size;              /* LOCAL: elements per thread */
+  int64_t smem_offset;             /* SHARED: byte offset in the block's shared memory */
+  SwizzleKind swizzle;             /* SHARED: element placement (gemm operands); NONE is row-major */
+  int stages;                      /* SHARED: copies kept by a pipelined loop (the leading dimension), or 0 */
+  SrcLoc loc;
 } Buffer;
 
 typedef enum {
-	EX_INT,    /* .i, of .type */
-	EX_FLOAT,  /* .f, of .type */
-	EX_VAR,    /* .var */
-	EX_LOAD,   /* .buf[.idx...]: one element */
-	EX_UNARY,  /* .op .a */
-	EX_BINARY, /* .a .op .b */
-	EX_CALL,   /* .fn(.args...) */
-	EX_CAST,   /* (.type) .a; .opaque: a 16-bit -> f32 widening the optimizer keeps apart from
-		      every other (a reduction's: merged with the kernel's own f32(x[j]), it would keep
-		      an f32 copy of the whole 16-bit fragment alive across the reduction) */
-	EX_SELECT, /* .a ? .b : .c */
-	EX_ALIGNED, /* bool: the address of .buf[.args...] is a multiple of .i bytes */
+  EX_INT,     /* .i, of .type */
+  EX_FLOAT,   /* .f, of .type */
+  EX_VAR,     /* .var */
+  EX_LOAD,    /* .buf[.idx...]: one element */
+  EX_UNARY,   /* .op .a */
+  EX_BINARY,  /* .a .op .b */
+  EX_CALL,    /* .fn(.args...) */
+  EX_CAST,    /* (.type) .a; .opaque: a 16-bit -> f32 widening the optimizer keeps apart from
+                 every other (a reduction's: merged with the kernel's own f32(x[j]), it would keep
+                 an f32 copy of the whole 16-bit fragment alive across the reduction) */
+  EX_SELECT,  /* .a ? .b : .c */
+  EX_ALIGNED, /* bool: the address of .buf[.args...] is a multiple of .i bytes */
 } ExprKind;
 
 struct Expr {
-	ExprKind kind;
-	TypeKind type;
-	SrcLoc loc;
-	int64_t i;
-	double f;
-	int var;
-	int buf;
-	int op;  /* OpKind or IntrinsicKind */
-	bool opaque; /* EX_CAST: see there */
-	Expr *a, *b, *c;
-	Expr **args; /* EX_LOAD indices, EX_CALL arguments */
-	int nargs;
+  ExprKind kind;
+  TypeKind type;
+  SrcLoc loc;
+  int64_t i;
+  double f;
+  int var;
+  int buf;
+  int op;      /* OpKind or IntrinsicKind */
+  bool opaque; /* EX_CAST: see there */
+  Expr *a, *b, *c;
+  Expr **args; /* EX_LOAD indices, EX_CALL arguments */
+  int nargs;
 };
 
 /* A side of a copy: a whole tile buffer (origin == NULL) or a global tensor
  * named by the origin of the tile within it. */
 typedef struct {
-	int buf;
-	Expr **origin; /* .rank entries (the tensor's rank), or NULL */
-	int rank;
+  int buf;
+  Expr **origin; /* .rank entries (the tensor's rank), or NULL */
+  int rank;
 } Region;
 
 typedef enum {
-	FOR_SERIAL,    /* one thread runs every iteration, in order */
-	FOR_PARALLEL,  /* tile-level: iterations spread over the block's threads */
-	FOR_PIPELINED, /* tile-level: serial, with copies overlapped .stages deep */
-	FOR_UNROLLED,  /* thread-level: constant trip count, fully unrolled */
+  FOR_SERIAL,    /* one thread runs every iteration, in order */
+  FOR_PARALLEL,  /* tile-level: iterations spread over the block's threads */
+  FOR_PIPELINED, /* tile-level: serial, with copies overlapped .stages deep */
+  FOR_UNROLLED,  /* thread-level: constant trip count, fully unrolled */
 } ForKind;
 
 /* Statement kinds: X(enum, spelling, level).  The spelling is the printer's
@@ -404,42 +403,42 @@ typedef enum {
  *                writes become visible to the async proxy (wgmma) after the next barrier
  *   EVAL      evaluate .value for effect (never produced yet)
  */
-#define TL_STMT_KINDS(X)                                        \
-	X(ST_SEQ, "seq", STMT_ANY)                              \
-	X(ST_LET, "let", STMT_ANY)                              \
-	X(ST_ASSIGN, "assign", STMT_ANY)                        \
-	X(ST_STORE, "store", STMT_ANY)                          \
-	X(ST_IF, "if", STMT_ANY)                                \
-	X(ST_FOR, "for", STMT_ANY)                              \
-	X(ST_COPY, "copy", STMT_TILE)                           \
-	X(ST_FILL, "fill", STMT_TILE)                           \
-	X(ST_GEMM, "gemm", STMT_TILE)                           \
-	X(ST_REDUCE, "reduce", STMT_TILE)                       \
-	X(ST_ATOMIC, "atomic_add", STMT_ANY)                    \
-	X(ST_VCOPY, "vcopy", STMT_THREAD)                       \
-	X(ST_BARRIER, "barrier", STMT_ANY)                      \
-	X(ST_LDMATRIX, "ldmatrix", STMT_THREAD)                 \
-	X(ST_MMA, "mma", STMT_THREAD)                           \
-	X(ST_CP_ASYNC, "cp.async", STMT_THREAD)                 \
-	X(ST_CP_COMMIT, "cp.async.commit", STMT_ANY)            \
-	X(ST_CP_WAIT, "cp.async.wait", STMT_ANY)                \
-	X(ST_WGMMA_FENCE, "wgmma.fence", STMT_THREAD)           \
-	X(ST_WGMMA, "wgmma", STMT_THREAD)                       \
-	X(ST_WGMMA_COMMIT, "wgmma.commit", STMT_THREAD)         \
-	X(ST_WGMMA_WAIT, "wgmma.wait", STMT_THREAD)             \
-	X(ST_FENCE_PROXY_ASYNC, "fence.proxy.async", STMT_THREAD) \
-	X(ST_EVAL, "eval", STMT_ANY)
+#define TL_STMT_KINDS(X)                                    \
+  X(ST_SEQ, "seq", STMT_ANY)                                \
+  X(ST_LET, "let", STMT_ANY)                                \
+  X(ST_ASSIGN, "assign", STMT_ANY)                          \
+  X(ST_STORE, "store", STMT_ANY)                            \
+  X(ST_IF, "if", STMT_ANY)                                  \
+  X(ST_FOR, "for", STMT_ANY)                                \
+  X(ST_COPY, "copy", STMT_TILE)                             \
+  X(ST_FILL, "fill", STMT_TILE)                             \
+  X(ST_GEMM, "gemm", STMT_TILE)                             \
+  X(ST_REDUCE, "reduce", STMT_TILE)                         \
+  X(ST_ATOMIC, "atomic_add", STMT_ANY)                      \
+  X(ST_VCOPY, "vcopy", STMT_THREAD)                         \
+  X(ST_BARRIER, "barrier", STMT_ANY)                        \
+  X(ST_LDMATRIX, "ldmatrix", STMT_THREAD)                   \
+  X(ST_MMA, "mma", STMT_THREAD)                             \
+  X(ST_CP_ASYNC, "cp.async", STMT_THREAD)                   \
+  X(ST_CP_COMMIT, "cp.async.commit", STMT_ANY)              \
+  X(ST_CP_WAIT, "cp.async.wait", STMT_ANY)                  \
+  X(ST_WGMMA_FENCE, "wgmma.fence", STMT_THREAD)             \
+  X(ST_WGMMA, "wgmma", STMT_THREAD)                         \
+  X(ST_WGMMA_COMMIT, "wgmma.commit", STMT_THREAD)           \
+  X(ST_WGMMA_WAIT, "wgmma.wait", STMT_THREAD)               \
+  X(ST_FENCE_PROXY_ASYNC, "fence.proxy.async", STMT_THREAD) \
+  X(ST_EVAL, "eval", STMT_ANY)
 
 typedef enum { STMT_ANY, STMT_TILE, STMT_THREAD } StmtLevel;
 
 typedef enum {
 #define X(e, s, l) e,
-	TL_STMT_KINDS(X)
+  TL_STMT_KINDS(X)
 #undef X
 } StmtKind;
 enum {
 #define X(e, s, l) +1
-	ST_COUNT = 0 TL_STMT_KINDS(X)
+  ST_COUNT = 0 TL_STMT_KINDS(X)
 #undef X
 };
 
@@ -453,88 +452,89 @@ typedef struct Stmt Stmt;
  * which kinds set it (a field a kind does not list is zero for it).  The
  * statement kinds' own comments above say what each means. */
 struct Stmt {
-	StmtKind kind;
-	SrcLoc loc;
-	Stmt **body; /* SEQ */
-	int nbody;
-	int var;     /* LET, ASSIGN: the variable */
-	/* FOR */
-	ForKind for_kind;
-	int vars[TL_MAX_RANK];
-	Expr *extents[TL_MAX_RANK];
-	int nvars;
-	int stages;  /* FOR_PIPELINED: the copies of each staged tile */
-	bool rolled; /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
-			taken path whose unrolled copies would keep many registers alive */
-	/* IF (FOR: .then_s is the body) */
-	Expr *cond;
-	Stmt *then_s, *else_s;
-	/* The element written: STORE, ATOMIC, VCOPY, CP_ASYNC (.buf[.idx]), FILL (.buf), REDUCE
-	 * (the destination fragment .buf), LDMATRIX (the first u32 register .buf[.idx[0]]) */
-	int buf;
-	Expr **idx;
-	int nidx;
-	Expr *value; /* LET, ASSIGN, STORE, ATOMIC, FILL, EVAL: the value */
-	/* The element read: VCOPY, CP_ASYNC, LDMATRIX (.src_buf[.src_idx]), REDUCE (.src_buf) */
-	int src_buf;
-	Expr **src_idx;
-	int nsrc_idx;
-	int lanes;         /* VCOPY, CP_ASYNC: elements moved */
-	Expr *src_bytes;   /* CP_ASYNC: bytes read, 16 or 0 (zero-fill) */
-	int pending;       /* CP_WAIT, WGMMA_WAIT: committed groups that may stay in flight */
-	int matrices;      /* LDMATRIX: 8x8 matrices, 1, 2 or 4 */
-	int scratch_role;  /* BARRIER: 0, or its role around the reduction scratch .buf (lower_reduce.c) */
-	bool trans;        /* LDMATRIX: .trans */
-	Region src, dst;   /* COPY */
-	/* GEMM: .c += op(.a) @ op(.b); MMA, WGMMA: the operand buffers */
-	int a, b, c;
-	bool trans_a, trans_b; /* GEMM: A is stored [K, M], B [N, K] */
-	TypeKind elem;         /* MMA, WGMMA: the 16-bit input type */
-	int warps_m, warps_n;  /* GEMM: the warp grid (0: the default policy) */
-	Expr *stage_a, *stage_b; /* GEMM: the stage of A and B a pipelined loop reads (NULL: not staged) */
-	Expr *a_reg, *b_reg, *c_reg; /* MMA: the first register of .a (4), .b (2), .c (4) */
-	/* WGMMA_FENCE, WGMMA, WGMMA_WAIT: the accumulator registers .c[0 .. .acc_regs) (N / 2) */
-	int acc_regs;
-	/* WGMMA: the element of .a and of .b its descriptor starts at; MN-major operands */
-	Expr **a_start, **b_start;
-	int na_start, nb_start;
-	bool a_mn_major, b_mn_major;
-	/* REDUCE: .buf = reduce_.reduce(.src_buf) over dimension .dim; .accumulate: combined with .buf's old value */
-	ReduceKind reduce;
-	int dim;
-	bool accumulate;
+  StmtKind kind;
+  SrcLoc loc;
+  Stmt **body; /* SEQ */
+  int nbody;
+  int var;     /* LET, ASSIGN: the variable */
+  /* FOR */
+  ForKind for_kind;
+  int vars[TL_MAX_RANK];
+  Expr *extents[TL_MAX_RANK];
+  int nvars;
+  int stages;  /* FOR_PIPELINED: the copies of each staged tile */
+  bool rolled; /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
+                  taken path whose unrolled copies would keep many registers alive */
+  /* IF (FOR: .then_s is the body) */
+  Expr *cond;
+  Stmt *then_s, *else_s;
+  /* The element written: STORE, ATOMIC, VCOPY, CP_ASYNC (.buf[.idx]), FILL (.buf), REDUCE
+   * (the destination fragment .buf), LDMATRIX (the first u32 register .buf[.idx[0]]) */
+  int buf;
+  Expr **idx;
+  int nidx;
+  Expr *value; /* LET, ASSIGN, STORE, ATOMIC, FILL, EVAL: the value */
+  /* The element read: VCOPY, CP_ASYNC, LDMATRIX (.src_buf[.src_idx]), REDUCE (.src_buf) */
+  int src_buf;
+  Expr **src_idx;
+  int nsrc_idx;
+  int lanes;        /* VCOPY, CP_ASYNC: elements moved */
+  Expr *src_bytes;  /* CP_ASYNC: bytes read, 16 or 0 (zero-fill) */
+  int pending;      /* CP_WAIT, WGMMA_WAIT: committed groups that may stay in flight */
+  int matrices;     /* LDMATRIX: 8x8 matrices, 1, 2 or 4 */
+  int scratch_role; /* BARRIER: 0, or its role around the reduction scratch .buf (lower_reduce.c) */
+  bool trans;       /* LDMATRIX: .trans */
+  Region src, dst;  /* COPY */
+  /* GEMM: .c += op(.a) @ op(.b); MMA, WGMMA: the operand buffers */
+  int a, b, c;
+  bool trans_a, trans_b;       /* GEMM: A is stored [K, M], B [N, K] */
+  TypeKind elem;               /* MMA, WGMMA: the 16-bit input type */
+  int warps_m, warps_n;        /* GEMM: the warp grid (0: the default policy) */
+  Expr *stage_a, *stage_b;     /* GEMM: the stage of A and B a pipelined loop reads (NULL: not staged) */
+  Expr *a_reg, *b_reg, *c_reg; /* MMA: the first register of .a (4), .b (2), .c (4) */
+  /* WGMMA_FENCE, WGMMA, WGMMA_WAIT: the accumulator registers .c[0 .. .acc_regs) (N / 2) */
+  int acc_regs;
+  /* WGMMA: the element of .a and of .b its descriptor starts at; MN-major operands */
+  Expr **a_start, **b_start;
+  int na_start, nb_start;
+  bool a_mn_major, b_mn_major;
+  /* REDUCE: .buf = reduce_.reduce(.src_buf) over dimension .dim; .accumulate: combined with .buf's old value
+   */
+  ReduceKind reduce;
+  int dim;
+  bool accumulate;
 };
 
 typedef struct {
-	const char *name;
-	SrcLoc loc;
-	Var *vars;
-	int nvars, cap_vars;
-	Buffer *bufs;
-	int nbufs, cap_bufs;
-	/* PTX parameters, in order: each is a GLOBAL buffer, a SCALAR or a SIZE var. */
-	struct KParam {
-		bool is_buffer;
-		int index; /* buffer or var handle */
-	} *params;
-	int nparams, cap_params;
-	Expr *grid[3];  /* launch grid, over SIZE/CONST vars; NULL beyond .grid_rank */
-	int grid_rank;
-	Expr *threads;  /* threads per block; a constant after specialization */
-	int nthreads;   /* set by specialization */
-	int swizzle_panel; /* use_swizzle(P): blocks visit the grid in panels of P rows (0: row order) */
-	int min_blocks_per_sm; /* .minnctapersm for ptxas: min_blocks_per_sm(B), else 1 when gemm is used
-				  (registers over occupancy); 0 or -1: none */
-	int64_t smem_bytes; /* shared memory per block, set by the shared-memory planner */
-	bool fast_math;
-	int fresh_names; /* names the lowering makes are NAME.N, N counting up over the kernel */
-	Stmt *body;
+  const char *name;
+  SrcLoc loc;
+  Var *vars;
+  int nvars, cap_vars;
+  Buffer *bufs;
+  int nbufs, cap_bufs;
+  /* PTX parameters, in order: each is a GLOBAL buffer, a SCALAR or a SIZE var. */
+  struct KParam {
+    bool is_buffer;
+    int index; /* buffer or var handle */
+  } *params;
+  int nparams, cap_params;
+  Expr *grid[3];         /* launch grid, over SIZE/CONST vars; NULL beyond .grid_rank */
+  int grid_rank;
+  Expr *threads;         /* threads per block; a constant after specialization */
+  int nthreads;          /* set by specialization */
+  int swizzle_panel;     /* use_swizzle(P): blocks visit the grid in panels of P rows (0: row order) */
+  int min_blocks_per_sm; /* .minnctapersm for ptxas: min_blocks_per_sm(B), else 1 when gemm is used
+                            (registers over occupancy); 0 or -1: none */
+  int64_t smem_bytes;    /* shared memory per block, set by the shared-memory planner */
+  bool fast_math;
+  int fresh_names;       /* names the lowering makes are NAME.N, N counting up over the kernel */
+  Stmt *body;
 } Kernel;
 
 typedef struct {
-	Arena *arena;
-	Kernel **kernels;
-	int nkernels;
+  Arena *arena;
+  Kernel **kernels;
+  int nkernels;
 } Module;
 
 int kernel_add_var(Arena *a, Kernel *k, Var v);
@@ -563,8 +563,8 @@ Stmt *st_new(Arena *a, StmtKind kind, SrcLoc loc);
 Stmt *st_seq(Arena *a, Stmt **body, int n);
 /* A growing list of statements: push them, then stlist_seq makes the SEQ. */
 typedef struct {
-	Stmt **items;
-	int n, cap;
+  Stmt **items;
+  int n, cap;
 } StmtList;
 void stlist_push(Arena *a, StmtList *l, Stmt *s);
 Stmt *stlist_seq(Arena *a, StmtList *l, SrcLoc loc);
@@ -601,10 +601,10 @@ void ir_print_module(StrBuf *sb, const Module *m);
 
 /* What the IR may hold after a pipeline step (pipeline.c), in order: */
 typedef enum {
-	VERIFY_TILE,        /* after the frontend: tile ops allowed */
-	VERIFY_TILE_LINEAR, /* the same, alloc_local buffers linearized (one index) */
-	VERIFY_LOWERED,     /* per-thread statements; fragments still fragments, indexed by register */
-	VERIFY_THREAD,      /* after lowering: per-thread statements over registers and memory only */
+  VERIFY_TILE,        /* after the frontend: tile ops allowed */
+  VERIFY_TILE_LINEAR, /* the same, alloc_local buffers linearized (one index) */
+  VERIFY_LOWERED,     /* per-thread statements; fragments still fragments, indexed by register */
+  VERIFY_THREAD,      /* after lowering: per-thread statements over registers and memory only */
 } VerifyLevel;
 
 /* Returns NULL when the kernel is well formed, else a description of the first

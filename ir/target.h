@@ -21,24 +21,24 @@
  *   shared_per_block  the shared memory one block may have, with the opt-in attribute (CUDA
  *                     programming guide, compute capabilities table)
  * In order of sm; messages list the names in this order.  The default target: TARGET_DEFAULT. */
-#define TARGETS(X)                                                 \
-	X("sm_80", 80, false, "+ptx70", "7.0", 163 * 1024)         \
-	X("sm_86", 86, false, "+ptx71", "7.1", 99 * 1024)          \
-	X("sm_89", 89, false, "+ptx78", "7.8", 99 * 1024)          \
-	X("sm_90", 90, false, "+ptx80", "8.0", 227 * 1024)         \
-	X("sm_90a", 90, true, "+ptx80", "8.0", 227 * 1024)
+#define TARGETS(X)                                   \
+  X("sm_80", 80, false, "+ptx70", "7.0", 163 * 1024) \
+  X("sm_86", 86, false, "+ptx71", "7.1", 99 * 1024)  \
+  X("sm_89", 89, false, "+ptx78", "7.8", 99 * 1024)  \
+  X("sm_90", 90, false, "+ptx80", "8.0", 227 * 1024) \
+  X("sm_90a", 90, true, "+ptx80", "8.0", 227 * 1024)
 
 /* What tilec compiles for when no target is named (tilec_options.arch NULL, no --arch, a NULL
  * CodegenOptions.target, the JIT without a device). */
 #define TARGET_DEFAULT "sm_90a"
 
 typedef struct Target {
-	const char *name; /* "sm_90a": --arch, the LLVM CPU, .target */
-	int sm;
-	bool arch_specific;
-	const char *llvm_features;
-	const char *ptx_isa;
-	int64_t shared_per_block;
+  const char *name; /* "sm_90a": --arch, the LLVM CPU, .target */
+  int sm;
+  bool arch_specific;
+  const char *llvm_features;
+  const char *ptx_isa;
+  int64_t shared_per_block;
 } Target;
 
 /* The rows, in the table's order. */

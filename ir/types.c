@@ -4,12 +4,12 @@
 #include <string.h>
 
 static const struct {
-	const char *name;
-	int bits;
-	bool is_float, is_signed;
+  const char *name;
+  int bits;
+  bool is_float, is_signed;
 } types[] = {
 #define X(e, n, b, f, s) {n, b, f, s},
-	TL_TYPES(X)
+    TL_TYPES(X)
 #undef X
 };
 
@@ -22,18 +22,18 @@ bool type_is_signed(TypeKind t) { return types[t].is_signed; }
 
 TypeKind type_from_name(const char *s, size_t n)
 {
-	for (int t = TY_BOOL; t < TY_COUNT; t++)
-		if (strlen(types[t].name) == n && memcmp(types[t].name, s, n) == 0)
-			return (TypeKind)t;
-	return TY_VOID;
+  for (int t = TY_BOOL; t < TY_COUNT; t++)
+    if (strlen(types[t].name) == n && memcmp(types[t].name, s, n) == 0)
+      return (TypeKind)t;
+  return TY_VOID;
 }
 
 static const struct {
-	const char *spelling;
-	bool cmp;
+  const char *spelling;
+  bool cmp;
 } ops[] = {
 #define X(e, s, c) {s, c},
-	TL_BINOPS(X) TL_UNOPS(X)
+    TL_BINOPS(X) TL_UNOPS(X)
 #undef X
 };
 
@@ -41,12 +41,12 @@ const char *op_spelling(OpKind op) { return ops[op].spelling; }
 bool op_is_comparison(OpKind op) { return ops[op].cmp; }
 
 static const struct {
-	const char *name;
-	int nargs;
-	bool float_only;
+  const char *name;
+  int nargs;
+  bool float_only;
 } intrinsics[] = {
 #define X(e, n, a, f) {n, a, f},
-	TL_INTRINSICS(X)
+    TL_INTRINSICS(X)
 #undef X
 };
 
@@ -56,14 +56,14 @@ bool intrinsic_float_only(IntrinsicKind fn) { return intrinsics[fn].float_only; 
 
 int intrinsic_lookup(const char *s, size_t n)
 {
-	for (int i = 0; i < FN_COUNT; i++)
-		if (strlen(intrinsics[i].name) == n && memcmp(intrinsics[i].name, s, n) == 0)
-			return i;
-	return -1;
+  for (int i = 0; i < FN_COUNT; i++)
+    if (strlen(intrinsics[i].name) == n && memcmp(intrinsics[i].name, s, n) == 0)
+      return i;
+  return -1;
 }
 
 const char *scope_name(Scope s)
 {
-	static const char *names[] = {"global", "shared", "fragment", "local"};
-	return names[s];
+  static const char *names[] = {"global", "shared", "fragment", "local"};
+  return names[s];
 }

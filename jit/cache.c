@@ -46,9 +46,8 @@ static int compare_names(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-bool tl_jit_key_for(const char *src, size_t len, const char *arch, int opt_level,
-                    const tilec_define *defines, int ndefines, const char *kernel,
-                    const char *compiler_id, tl_hash128 *out)
+bool tl_jit_key_for(const char *src, size_t len, const char *arch, int opt_level, const tilec_define *defines,
+                    int ndefines, const char *kernel, const char *compiler_id, tl_hash128 *out)
 {
   if ((!src && len) || !arch || !compiler_id || !out || ndefines < 0 || (ndefines && !defines))
     return false;
@@ -155,8 +154,8 @@ static tl_hash128 checksum(const unsigned char *data, size_t len)
   return tl_hasher_final(&h);
 }
 
-bool tl_cache_encode(tl_hash128 key, const char *compiler_id, const tl_cache_entry *e,
-                     unsigned char **out, size_t *out_len)
+bool tl_cache_encode(tl_hash128 key, const char *compiler_id, const tl_cache_entry *e, unsigned char **out,
+                     size_t *out_len)
 {
   *out = NULL;
   *out_len = 0;
@@ -192,12 +191,12 @@ bool tl_cache_encode(tl_hash128 key, const char *compiler_id, const tl_cache_ent
 /* Everything the header promises, checked before the payload is looked at (on disk, before it is
  * even read): ours, this format, this compiler, this key, and lengths that add up to `size`, the
  * whole entry's bytes, none beyond what an entry may hold. */
-static bool check_header(const unsigned char *d, uint64_t size, tl_hash128 key,
-                         const char *compiler_id, char *why, size_t why_size)
+static bool check_header(const unsigned char *d, uint64_t size, tl_hash128 key, const char *compiler_id,
+                         char *why, size_t why_size)
 {
   if (size < TL_CACHE_HEADER) {
-    tl_fmt(why, why_size, "truncated: %llu bytes, less than the %u-byte header",
-           (unsigned long long)size, TL_CACHE_HEADER);
+    tl_fmt(why, why_size, "truncated: %llu bytes, less than the %u-byte header", (unsigned long long)size,
+           TL_CACHE_HEADER);
     return false;
   }
   if (memcmp(d + OFF_MAGIC, TL_CACHE_MAGIC, 8) != 0) {
@@ -230,8 +229,8 @@ static bool check_header(const unsigned char *d, uint64_t size, tl_hash128 key,
   }
   if (TL_CACHE_HEADER + ptx_len + cubin_len != size) {
     tl_fmt(why, why_size, "%s: %llu bytes, the header announces %llu",
-           TL_CACHE_HEADER + ptx_len + cubin_len > size ? "truncated" : "extended",
-           (unsigned long long)size, (unsigned long long)(TL_CACHE_HEADER + ptx_len + cubin_len));
+           TL_CACHE_HEADER + ptx_len + cubin_len > size ? "truncated" : "extended", (unsigned long long)size,
+           (unsigned long long)(TL_CACHE_HEADER + ptx_len + cubin_len));
     return false;
   }
   return true;
@@ -327,14 +326,12 @@ static bool is_entry_name(const char *name)
          strcmp(name + 32, TL_CACHE_SUFFIX) == 0;
 }
 
-static const char temp_letters[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+static const char temp_letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /* .KEYHEX.XXXXXX, as temp_name makes them (and mkstemp made them before). */
 static bool is_temp_name(const char *name)
 {
-  if (strlen(name) != TL_CACHE_NAME_MAX || name[0] != '.' || !is_hex(name + 1, 32) ||
-      name[33] != '.')
+  if (strlen(name) != TL_CACHE_NAME_MAX || name[0] != '.' || !is_hex(name + 1, 32) || name[33] != '.')
     return false;
   for (int i = 34; i < 40; i++)
     if (!strchr(temp_letters, name[i]))
@@ -351,8 +348,8 @@ static void temp_name(const char *hex, unsigned attempt, char name[TL_CACHE_NAME
   const uint64_t n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  const uint64_t fields[] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)&now, (uint64_t)now.tv_sec,
-                             (uint64_t)now.tv_nsec, n, attempt};
+  const uint64_t fields[] = {
+      (uint64_t)getpid(), (uint64_t)(uintptr_t)&now, (uint64_t)now.tv_sec, (uint64_t)now.tv_nsec, n, attempt};
   uint64_t v = tl_hash(fields, sizeof fields, TL_HASH_SEED_KEY).lo;
   char letters[7];
   for (int i = 0; i < 6; i++, v /= sizeof temp_letters - 1)
@@ -374,8 +371,8 @@ static const char *untrusted(const struct stat *st, char *buf, size_t size)
   if (st->st_mode & (S_IWGRP | S_IWOTH)) {
     tl_fmt(buf, size, "is writable by %s (mode %04o)",
            (st->st_mode & S_IWGRP) && (st->st_mode & S_IWOTH) ? "group and others"
-           : st->st_mode & S_IWGRP                          ? "its group"
-                                                            : "others",
+           : st->st_mode & S_IWGRP                            ? "its group"
+                                                              : "others",
            (unsigned)(st->st_mode & 07777));
     return buf;
   }
@@ -431,9 +428,8 @@ static size_t read_full(int fd, unsigned char *data, size_t len)
 
 /* The entry behind fd (opened non-blocking, not yet known to be a regular file): what it is, who
  * owns it, its header, and only then the rest. */
-static tl_cache_read_result read_entry(int fd, const char *path, tl_hash128 key,
-                                       const char *compiler_id, tl_cache_entry *out, char *why,
-                                       size_t why_size)
+static tl_cache_read_result read_entry(int fd, const char *path, tl_hash128 key, const char *compiler_id,
+                                       tl_cache_entry *out, char *why, size_t why_size)
 {
   struct stat st;
   char problem[128];
@@ -478,8 +474,7 @@ static tl_cache_read_result read_entry(int fd, const char *path, tl_hash128 key,
   bool ok = read_full(fd, data + sizeof header, rest) == rest;
   if (!ok)
     tl_fmt(why, why_size, "%s: short read", path);
-  else if (!(ok = tl_cache_decode(data, (size_t)size, key, compiler_id, out, reason,
-                                  sizeof reason)))
+  else if (!(ok = tl_cache_decode(data, (size_t)size, key, compiler_id, out, reason, sizeof reason)))
     tl_fmt(why, why_size, "%s: %s", path, reason);
   free(data);
   if (!ok)
@@ -510,8 +505,7 @@ tl_cache_read_result tl_cache_read(const char *dir, tl_hash128 key, const char *
   if (fd < 0) {
     if (saved == ENOENT)
       return TL_CACHE_ABSENT;
-    tl_fmt(why, why_size, "%s: %s", path,
-           saved == ELOOP ? "a symbolic link, not an entry" : strerror(saved));
+    tl_fmt(why, why_size, "%s: %s", path, saved == ELOOP ? "a symbolic link, not an entry" : strerror(saved));
     return TL_CACHE_REJECTED;
   }
   const tl_cache_read_result r = read_entry(fd, path, key, compiler_id, out, why, why_size);
@@ -656,8 +650,8 @@ bool tl_cache_trim(const char *dir, uint64_t limit, const char *keep, int64_t st
   while ((de = readdir(d))) {
     const bool temp = is_temp_name(de->d_name);
     struct stat st;
-    if ((!temp && !is_entry_name(de->d_name)) ||
-        fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+    if ((!temp && !is_entry_name(de->d_name)) || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode))
       continue; /* not the cache's, gone meanwhile, or not a file: left alone */
     if (temp) {
       if ((int64_t)st.st_mtim.tv_sec < stale_before && unlinkat(dfd, de->d_name, 0) == 0)

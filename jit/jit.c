@@ -92,7 +92,8 @@ static bool env_flag(const char *name)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void debug(tl_jit_cache *cache, const char *fmt, ...)
+static void
+debug(tl_jit_cache *cache, const char *fmt, ...)
 {
   if (!cache || (!cache->log && !cache->log_stderr))
     return;
@@ -107,15 +108,14 @@ static void debug(tl_jit_cache *cache, const char *fmt, ...)
     fprintf(stderr, "tilec-jit: debug: %s\n", msg);
 }
 
-#define COUNT(cache, field)                                                                        \
-  do {                                                                                             \
-    pthread_mutex_lock(&(cache)->lock);                                                            \
-    (cache)->stats.field++;                                                                        \
-    pthread_mutex_unlock(&(cache)->lock);                                                          \
+#define COUNT(cache, field)               \
+  do {                                    \
+    pthread_mutex_lock(&(cache)->lock);   \
+    (cache)->stats.field++;               \
+    pthread_mutex_unlock(&(cache)->lock); \
   } while (0)
 
-tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **out, char *err,
-                              size_t err_size)
+tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **out, char *err, size_t err_size)
 {
   if (out)
     *out = NULL;
@@ -166,8 +166,9 @@ tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **ou
       free(c);
       return TL_ERR_BAD_ARGUMENT;
     }
-    debug(c, "the default cache folder's name (from TILEC_CACHE_DIR, XDG_CACHE_HOME or HOME) is "
-             "too long (%zu bytes, at most %u); the disk cache is off",
+    debug(c,
+          "the default cache folder's name (from TILEC_CACHE_DIR, XDG_CACHE_HOME or HOME) is "
+          "too long (%zu bytes, at most %u); the disk cache is off",
           n, TL_CACHE_DIR_MAX);
     path[0] = 0;
   }
@@ -223,8 +224,10 @@ static void refuse_folder(tl_jit_cache *c, const char *why)
     c->stats.disk_untrusted++;
   pthread_mutex_unlock(&c->lock);
   if (first)
-    debug(c, "%s: the disk cache is not used (make the folder yours and writable only by you, or "
-             "choose another one)", why);
+    debug(c,
+          "%s: the disk cache is not used (make the folder yours and writable only by you, or "
+          "choose another one)",
+          why);
 }
 
 /* Trim the folder to the limit, never removing `keep` (the entry just written). */
@@ -250,8 +253,9 @@ static void trim(tl_jit_cache *c, uint64_t limit, const char *keep)
     debug(c, "removed %llu temporary files left in %s by writers that stopped",
           (unsigned long long)r.temporaries, c->dir);
   if (r.evicted)
-    debug(c, "removed the %llu least recently used entries of %s (%llu bytes): %llu bytes left, "
-             "the limit is %llu",
+    debug(c,
+          "removed the %llu least recently used entries of %s (%llu bytes): %llu bytes left, "
+          "the limit is %llu",
           (unsigned long long)r.evicted, c->dir, (unsigned long long)r.evicted_bytes,
           (unsigned long long)r.bytes, (unsigned long long)limit);
 }
@@ -392,7 +396,7 @@ typedef struct request {
   const char *src;
   size_t len;
   tl_jit_options opt;
-  const char *arch;   /* resolved */
+  const char *arch; /* resolved */
   bool use_memory, use_disk;
   tl_hash128 key;
   char compiler_id[TL_CACHE_ID_BYTES];
@@ -403,8 +407,7 @@ typedef struct request {
  * arch means (the device's target, or target_default() without a device); NULL: "device" is not
  * allowed. */
 static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size_t len,
-                         const tl_jit_options *opt, const char *device_arch, char *err,
-                         size_t err_size)
+                         const tl_jit_options *opt, const char *device_arch, char *err, size_t err_size)
 {
   memset(rq, 0, sizeof *rq);
   rq->src = src;
@@ -450,8 +453,8 @@ static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size
   rq->use_memory = !off && cache->memory;
   rq->use_disk = !off && cache->dir[0] && !(o->flags & TL_JIT_NO_DISK_CACHE);
   tl_jit_compiler_id(rq->compiler_id, sizeof rq->compiler_id);
-  if (!tl_jit_key_for(src, len, rq->arch, o->opt_level, o->defines, o->ndefines, o->kernel,
-                      rq->compiler_id, &rq->key)) {
+  if (!tl_jit_key_for(src, len, rq->arch, o->opt_level, o->defines, o->ndefines, o->kernel, rq->compiler_id,
+                      &rq->key)) {
     tl_fmt(err, err_size, "out of memory");
     return TL_ERR_OUT_OF_MEMORY;
   }
@@ -484,9 +487,7 @@ static tl_status compile(tl_jit_cache *cache, const request *rq, tl_cache_entry 
   if (ts != TILEC_OK || !tilec_result_output(r)) {
     const char *text = r ? tilec_result_diagnostics_text(r) : NULL;
     tl_fmt(err, err_size, "%s", text && *text ? text : "compilation failed (no diagnostics)\n");
-    st = ts == TILEC_ERR_INVALID_ARGUMENT ? TL_ERR_BAD_ARGUMENT
-         : !r                             ? TL_ERR_OUT_OF_MEMORY
-                                          : TL_ERR_COMPILE;
+    st = ts == TILEC_ERR_INVALID_ARGUMENT ? TL_ERR_BAD_ARGUMENT : !r ? TL_ERR_OUT_OF_MEMORY : TL_ERR_COMPILE;
   } else {
     memset(e, 0, sizeof *e);
     e->ptx_len = strlen(tilec_result_output(r));
@@ -503,8 +504,8 @@ static tl_status compile(tl_jit_cache *cache, const request *rq, tl_cache_entry 
 }
 
 /* The entry for the request: from memory, from disk, or compiled. */
-static tl_status obtain(tl_jit_cache *cache, const request *rq, tl_cache_entry *e,
-                        entry_source *from, char *err, size_t err_size)
+static tl_status obtain(tl_jit_cache *cache, const request *rq, tl_cache_entry *e, entry_source *from,
+                        char *err, size_t err_size)
 {
   memset(e, 0, sizeof *e);
   if (rq->use_memory && memory_lookup(cache, rq->key, e)) {
@@ -528,11 +529,8 @@ static tl_status obtain(tl_jit_cache *cache, const request *rq, tl_cache_entry *
       COUNT(cache, disk_untrusted);
       debug(cache, "cache entry refused, rebuilding it: %s", why);
       break;
-    case TL_CACHE_FOLDER_UNTRUSTED:
-      refuse_folder(cache, why);
-      break;
-    case TL_CACHE_ABSENT:
-      break;
+    case TL_CACHE_FOLDER_UNTRUSTED: refuse_folder(cache, why); break;
+    case TL_CACHE_ABSENT: break;
     }
   }
   *from = FROM_COMPILER;
@@ -550,17 +548,14 @@ static void store(tl_jit_cache *cache, const request *rq, const tl_cache_entry *
   const uint64_t limit = cache->disk_limit;
   pthread_mutex_unlock(&cache->lock);
   if (bytes > limit) {
-    debug(cache, "cache entry %s not written: %llu bytes, more than the folder's limit (%llu)",
-          rq->hex, (unsigned long long)bytes, (unsigned long long)limit);
+    debug(cache, "cache entry %s not written: %llu bytes, more than the folder's limit (%llu)", rq->hex,
+          (unsigned long long)bytes, (unsigned long long)limit);
     return;
   }
   char why[1024] = "";
   switch (tl_cache_write(cache->dir, rq->key, rq->compiler_id, e, why, sizeof why)) {
-  case TL_CACHE_WRITTEN:
-    break;
-  case TL_CACHE_WRITE_FOLDER_UNTRUSTED:
-    refuse_folder(cache, why);
-    return;
+  case TL_CACHE_WRITTEN: break;
+  case TL_CACHE_WRITE_FOLDER_UNTRUSTED: refuse_folder(cache, why); return;
   case TL_CACHE_WRITE_FAILED:
     COUNT(cache, disk_write_failures);
     debug(cache, "cache entry %s not written: %s", rq->hex, why);
@@ -602,8 +597,8 @@ tl_status tl_jit_key(const char *src, size_t len, const tl_jit_options *opt, cha
 
 /* ------------------------------------------------------------------------ public: driver-free */
 
-tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len,
-                             const tl_jit_options *opt, char **ptx, char *err, size_t err_size)
+tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
+                             char **ptx, char *err, size_t err_size)
 {
   if (ptx)
     *ptx = NULL;
@@ -695,8 +690,8 @@ tl_jit_cache *tl_context_jit_cache(tl_context *ctx)
 /* Load the entry's device binary if it was made for this device and driver; else have the driver
  * make one from the PTX and load that. *made says whether the entry gained a new binary (to be
  * stored). With no cache at all, load the PTX directly: there is nothing to keep a binary in. */
-static tl_status load_entry(tl_context *ctx, tl_jit_cache *cache, const request *rq,
-                            tl_cache_entry *e, bool *made, tl_module **out)
+static tl_status load_entry(tl_context *ctx, tl_jit_cache *cache, const request *rq, tl_cache_entry *e,
+                            bool *made, tl_module **out)
 {
   *made = false;
   if (!rq->use_memory && !rq->use_disk)
@@ -716,8 +711,9 @@ static tl_status load_entry(tl_context *ctx, tl_jit_cache *cache, const request 
     debug(cache, "cached device binary of %s refused by the driver, rebuilding it: %s", rq->hex,
           tl_context_message(ctx));
   } else if (e->cubin) {
-    debug(cache, "cached device binary of %s is for sm_%u / driver %u, this is sm_%u / driver %u: "
-                 "rebuilding it",
+    debug(cache,
+          "cached device binary of %s is for sm_%u / driver %u, this is sm_%u / driver %u: "
+          "rebuilding it",
           rq->hex, e->cubin_cc, e->cubin_driver, cc, driver);
   }
   free(e->cubin);
@@ -750,9 +746,8 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
   tl_context_device(ctx, &dev);
   const char *device_arch = tl_jit_arch_for(dev.cc_major, dev.cc_minor);
   if (!device_arch && (!opt || !opt->arch || strcmp(opt->arch, "device") == 0))
-    return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT,
-                           "device %d (%s) is sm_%d%d; tilec targets %s and newer", dev.ordinal,
-                           dev.name, dev.cc_major, dev.cc_minor, targets[0].name);
+    return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT, "device %d (%s) is sm_%d%d; tilec targets %s and newer",
+                           dev.ordinal, dev.name, dev.cc_major, dev.cc_minor, targets[0].name);
   tl_jit_cache *cache = tl_context_jit_cache(ctx);
   if (!cache)
     return TL_ERR_OUT_OF_MEMORY;
@@ -799,15 +794,12 @@ tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit
   size_t len;
   int err;
   switch (tl_read_file(path, (size_t)1 << 30, &text, &len, &err)) {
-  case TL_READ_OK:
-    break;
-  case TL_READ_CANNOT_OPEN:
-    return tl_context_fail(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(err));
+  case TL_READ_OK: break;
+  case TL_READ_CANNOT_OPEN: return tl_context_fail(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(err));
   case TL_READ_NO_MEMORY:
   case TL_READ_TOO_LARGE: /* past 1 GiB: more than any source tilec_compile takes */
     return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-  case TL_READ_FAILED:
-    return tl_context_fail(ctx, TL_ERR_IO, "cannot read %s", path);
+  case TL_READ_FAILED: return tl_context_fail(ctx, TL_ERR_IO, "cannot read %s", path);
   }
   tl_jit_options o = opt ? *opt : tl_jit_default_options();
   if (!o.filename)

@@ -24,8 +24,8 @@ typedef struct tl_hash128 {
 /* Incremental form: init, update any number of times, final (which leaves the state usable). */
 typedef struct tl_hasher {
   uint64_t h1, h2;
-  uint64_t total;         /* bytes so far */
-  unsigned char buf[16];  /* a partial block */
+  uint64_t total;        /* bytes so far */
+  unsigned char buf[16]; /* a partial block */
   size_t nbuf;
 } tl_hasher;
 
@@ -44,8 +44,8 @@ void tl_hash_hex(tl_hash128 h, char out[33]);
 /* --------------------------------------------------------------------------------------- cache.c */
 
 /* Seeds, one per use, so that a key never equals a checksum of the same bytes. */
-#define TL_HASH_SEED_KEY 0x6b65792d74696c65ull  /* "key-tile" */
-#define TL_HASH_SEED_SUM 0x73756d2d74696c65ull  /* "sum-tile" */
+#define TL_HASH_SEED_KEY 0x6b65792d74696c65ull /* "key-tile" */
+#define TL_HASH_SEED_SUM 0x73756d2d74696c65ull /* "sum-tile" */
 
 /* "tilec 0.1.0+BUILD_ID": what, besides the inputs, decides the PTX. Written into buf. */
 const char *tl_jit_compiler_id(char *buf, size_t size);
@@ -54,19 +54,18 @@ const char *tl_jit_compiler_id(char *buf, size_t size);
  * in tests). `arch` is resolved (not NULL). Defines are normalized first: for each name only the
  * last value counts, and names are sorted, so the order of distinct names does not matter. The
  * filename, the diagnostics callback and the cache flags do not enter the key. */
-bool tl_jit_key_for(const char *src, size_t len, const char *arch, int opt_level,
-                    const tilec_define *defines, int ndefines, const char *kernel,
-                    const char *compiler_id, tl_hash128 *out);
+bool tl_jit_key_for(const char *src, size_t len, const char *arch, int opt_level, const tilec_define *defines,
+                    int ndefines, const char *kernel, const char *compiler_id, tl_hash128 *out);
 
 /* A cache entry in memory: the PTX (NUL-terminated; its metadata block is the kernels' signature)
  * and, when a driver made one, the device binary with what it was made for. */
 typedef struct tl_cache_entry {
   char *ptx;
-  size_t ptx_len;           /* without the NUL */
-  void *cubin;              /* NULL: none yet */
+  size_t ptx_len;        /* without the NUL */
+  void *cubin;           /* NULL: none yet */
   size_t cubin_len;
-  uint32_t cubin_cc;        /* compute capability * 10 (90 for 9.0) of the device it was made for */
-  uint32_t cubin_driver;    /* the driver version that made it (13000) */
+  uint32_t cubin_cc;     /* compute capability * 10 (90 for 9.0) of the device it was made for */
+  uint32_t cubin_driver; /* the driver version that made it (13000) */
 } tl_cache_entry;
 
 void tl_cache_entry_free(tl_cache_entry *e); /* frees the buffers and zeroes the entry */
@@ -93,8 +92,8 @@ void tl_cache_entry_free(tl_cache_entry *e); /* frees the buffers and zeroes the
 
 /* Serialize / parse the format above. Parsing fails (false, with the reason in why) on anything
  * but a complete, undamaged entry for this key and this compiler. */
-bool tl_cache_encode(tl_hash128 key, const char *compiler_id, const tl_cache_entry *e,
-                     unsigned char **out, size_t *out_len);
+bool tl_cache_encode(tl_hash128 key, const char *compiler_id, const tl_cache_entry *e, unsigned char **out,
+                     size_t *out_len);
 bool tl_cache_decode(const unsigned char *data, size_t len, tl_hash128 key, const char *compiler_id,
                      tl_cache_entry *out, char *why, size_t why_size);
 
@@ -158,11 +157,11 @@ tl_cache_write_result tl_cache_write(const char *dir, tl_hash128 key, const char
 uint64_t tl_cache_entry_bytes(const tl_cache_entry *e);
 
 typedef struct tl_cache_trim_result {
-  uint64_t bytes;         /* the entries' bytes left in the folder */
-  uint64_t evicted;       /* entries removed to stay within the limit */
+  uint64_t bytes;        /* the entries' bytes left in the folder */
+  uint64_t evicted;      /* entries removed to stay within the limit */
   uint64_t evicted_bytes;
-  uint64_t temporaries;   /* temporaries older than stale_before removed */
-  bool folder_untrusted;  /* nothing done: the folder is not this user's alone (why says how) */
+  uint64_t temporaries;  /* temporaries older than stale_before removed */
+  bool folder_untrusted; /* nothing done: the folder is not this user's alone (why says how) */
 } tl_cache_trim_result;
 
 /* Tidy the folder: remove the cache's temporaries last modified before `stale_before` (left by

@@ -23,105 +23,112 @@
 #include <stdlib.h>
 
 typedef struct {
-	Expr *lane, *wm, *wn; /* this thread's lane and warp position */
+  Expr *lane, *wm, *wn; /* this thread's lane and warp position */
 } WarpPos;
 
 static WarpPos warp_pos(Lw *w, StmtList *out, const FragLayout *L)
 {
-	WarpPos p;
-	p.lane = lw_var(w, lw_let(w, out, "lane", lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 32))));
-	int warp = lw_let(w, out, "warp", lw_bin(w, OP_DIV, lw_var(w, w->tid), lw_i32(w, 32)));
-	p.wm = lw_var(w, lw_let(w, out, "wm", lw_bin(w, OP_DIV, lw_var(w, warp), lw_i32(w, L->warps_n))));
-	p.wn = lw_var(w, lw_let(w, out, "wn", lw_bin(w, OP_MOD, lw_var(w, warp), lw_i32(w, L->warps_n))));
-	return p;
+  WarpPos p;
+  p.lane = lw_var(w, lw_let(w, out, "lane", lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 32))));
+  int warp = lw_let(w, out, "warp", lw_bin(w, OP_DIV, lw_var(w, w->tid), lw_i32(w, 32)));
+  p.wm = lw_var(w, lw_let(w, out, "wm", lw_bin(w, OP_DIV, lw_var(w, warp), lw_i32(w, L->warps_n))));
+  p.wn = lw_var(w, lw_let(w, out, "wn", lw_bin(w, OP_MOD, lw_var(w, warp), lw_i32(w, L->warps_n))));
+  return p;
 }
 
-static Stmt *ldmatrix(Lw *w, int regs, Expr *base, int count, bool trans, int buf, Expr *stage, Expr *row, Expr *col)
+static Stmt *ldmatrix(Lw *w, int regs, Expr *base, int count, bool trans, int buf, Expr *stage, Expr *row,
+                      Expr *col)
 {
-	Stmt *s = st_new(w->a, ST_LDMATRIX, NO_LOC);
-	s->buf = regs;
-	s->idx = lw_idx1(w, base);
-	s->nidx = 1;
-	s->matrices = count;
-	s->trans = trans;
-	s->src_buf = buf;
-	s->nsrc_idx = stage ? 3 : 2;
-	s->src_idx = ARENA_ARRAY(w->a, Expr *, 3);
-	int i = 0;
-	if (stage)
-		s->src_idx[i++] = lw_clone(w, stage);
-	s->src_idx[i++] = row;
-	s->src_idx[i] = col;
-	return s;
+  Stmt *s = st_new(w->a, ST_LDMATRIX, NO_LOC);
+  s->buf = regs;
+  s->idx = lw_idx1(w, base);
+  s->nidx = 1;
+  s->matrices = count;
+  s->trans = trans;
+  s->src_buf = buf;
+  s->nsrc_idx = stage ? 3 : 2;
+  s->src_idx = ARENA_ARRAY(w->a, Expr *, 3);
+  int i = 0;
+  if (stage)
+    s->src_idx[i++] = lw_clone(w, stage);
+  s->src_idx[i++] = row;
+  s->src_idx[i] = col;
+  return s;
 }
 
 static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s);
 
 Stmt *lower_gemm(Lw *w, Stmt *s)
 {
-	if (lw_gemm_uses_wgmma(w, s))
-		return lower_gemm_wgmma(w, s);
-	const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
-	const FragLayout *L = &Cb->layout;
-	int sa = s->stage_a != NULL;
-	int64_t K = A->tile_shape[sa + !s->trans_a];
-	int FM = L->frag_m, FN = L->frag_n;
-	StmtList out = {0};
-	if (!w->k->min_blocks_per_sm) /* unless the kernel says: registers matter more than occupancy */
-		w->k->min_blocks_per_sm = 1;
-	WarpPos p = warp_pos(w, &out, L);
-	int afrag = lw_new_buffer(w, "afrag", SCOPE_LOCAL, TY_U32, (int64_t)FM * 4);
-	int bfrag = lw_new_buffer(w, "bfrag", SCOPE_LOCAL, TY_U32, (int64_t)(FN + 1) / 2 * 4);
-	int kk = lw_fresh(w, "kk", VAR_LOOP);
-	StmtList step = {0};
-	Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16);
-	Expr *m_base = lw_mul_c(w, lw_clone(w, p.wm), (int64_t)FM * 16), *n_base = lw_mul_c(w, lw_clone(w, p.wn), (int64_t)FN * 8);
+  if (lw_gemm_uses_wgmma(w, s))
+    return lower_gemm_wgmma(w, s);
+  const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
+  const FragLayout *L = &Cb->layout;
+  int sa = s->stage_a != NULL;
+  int64_t K = A->tile_shape[sa + !s->trans_a];
+  int FM = L->frag_m, FN = L->frag_n;
+  StmtList out = {0};
+  if (!w->k->min_blocks_per_sm) /* unless the kernel says: registers matter more than occupancy */
+    w->k->min_blocks_per_sm = 1;
+  WarpPos p = warp_pos(w, &out, L);
+  int afrag = lw_new_buffer(w, "afrag", SCOPE_LOCAL, TY_U32, (int64_t)FM * 4);
+  int bfrag = lw_new_buffer(w, "bfrag", SCOPE_LOCAL, TY_U32, (int64_t)(FN + 1) / 2 * 4);
+  int kk = lw_fresh(w, "kk", VAR_LOOP);
+  StmtList step = {0};
+  Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16);
+  Expr *m_base = lw_mul_c(w, lw_clone(w, p.wm), (int64_t)FM * 16),
+       *n_base = lw_mul_c(w, lw_clone(w, p.wn), (int64_t)FN * 8);
 
-	/* A pieces: one ldmatrix.x4 per 16x16. */
-	int fm = lw_fresh(w, "fm", VAR_LOOP);
-	Expr *m0 = lw_add(w, lw_clone(w, m_base), lw_mul_c(w, lw_var(w, fm), 16));
-	Expr *row, *col;
-	if (!s->trans_a) {
-		row = lw_add(w, m0, lw_mod_c(w, lw_clone(w, p.lane), 16));
-		col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
-	} else {
-		row = lw_add(w, lw_add(w, lw_clone(w, k0), lw_mod_c(w, lw_clone(w, p.lane), 8)), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
-		col = lw_add(w, m0, lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
-	}
-	stlist_push(w->a, &step, lw_unrolled(w, fm, FM, ldmatrix(w, afrag, lw_mul_c(w, lw_var(w, fm), 4), 4, s->trans_a, s->a,
-								 s->stage_a, row, col)));
+  /* A pieces: one ldmatrix.x4 per 16x16. */
+  int fm = lw_fresh(w, "fm", VAR_LOOP);
+  Expr *m0 = lw_add(w, lw_clone(w, m_base), lw_mul_c(w, lw_var(w, fm), 16));
+  Expr *row, *col;
+  if (!s->trans_a) {
+    row = lw_add(w, m0, lw_mod_c(w, lw_clone(w, p.lane), 16));
+    col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
+  } else {
+    row = lw_add(w, lw_add(w, lw_clone(w, k0), lw_mod_c(w, lw_clone(w, p.lane), 8)),
+                 lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
+    col = lw_add(w, m0, lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
+  }
+  stlist_push(w->a, &step,
+              lw_unrolled(w, fm, FM,
+                          ldmatrix(w, afrag, lw_mul_c(w, lw_var(w, fm), 4), 4, s->trans_a, s->a, s->stage_a,
+                                   row, col)));
 
-	/* B pieces: ldmatrix.x4 covers two n8 pieces; an odd last one takes x2. */
-	for (int pair = 0; pair < (FN + 1) / 2; pair++) {
-		int count = 2 * pair + 1 < FN ? 4 : 2;
-		Expr *n0 = lw_add(w, lw_clone(w, n_base), lw_i32(w, (int64_t)pair * 16));
-		if (!s->trans_b) {
-			row = lw_add(w, lw_clone(w, k0), lw_mod_c(w, lw_clone(w, p.lane), 16));
-			col = lw_add(w, n0, lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
-		} else {
-			row = lw_add(w, lw_add(w, n0, lw_mod_c(w, lw_clone(w, p.lane), 8)), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
-			col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
-		}
-		if (count == 2 && s->trans_b) /* x2: lanes 0-15 address n0 + l%8, k + ((l/8)%2)*8 */
-			row = lw_add(w, lw_clone(w, n0), lw_mod_c(w, lw_clone(w, p.lane), 8));
-		stlist_push(w->a, &step, ldmatrix(w, bfrag, lw_i32(w, (int64_t)pair * 4), count, !s->trans_b, s->b, s->stage_b,
-						  row, col));
-	}
-	/* The FM x FN mma instructions. */
-	int mi = lw_fresh(w, "mi", VAR_LOOP), ni = lw_fresh(w, "ni", VAR_LOOP);
-	Stmt *mma = st_new(w->a, ST_MMA, s->loc);
-	mma->a = afrag;
-	mma->b = bfrag;
-	mma->c = s->c;
-	mma->elem = A->elem;
-	mma->a_reg = lw_mul_c(w, lw_var(w, mi), 4);
-	mma->b_reg = lw_mul_c(w, lw_var(w, ni), 2);
-	mma->c_reg = lw_mul_c(w, lw_add(w, lw_mul_c(w, lw_var(w, mi), FN), lw_var(w, ni)), 4);
-	stlist_push(w->a, &step, lw_unrolled(w, mi, FM, lw_unrolled(w, ni, FN, mma)));
+  /* B pieces: ldmatrix.x4 covers two n8 pieces; an odd last one takes x2. */
+  for (int pair = 0; pair < (FN + 1) / 2; pair++) {
+    int count = 2 * pair + 1 < FN ? 4 : 2;
+    Expr *n0 = lw_add(w, lw_clone(w, n_base), lw_i32(w, (int64_t)pair * 16));
+    if (!s->trans_b) {
+      row = lw_add(w, lw_clone(w, k0), lw_mod_c(w, lw_clone(w, p.lane), 16));
+      col = lw_add(w, n0, lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
+    } else {
+      row = lw_add(w, lw_add(w, n0, lw_mod_c(w, lw_clone(w, p.lane), 8)),
+                   lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
+      col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
+    }
+    if (count == 2 && s->trans_b) /* x2: lanes 0-15 address n0 + l%8, k + ((l/8)%2)*8 */
+      row = lw_add(w, lw_clone(w, n0), lw_mod_c(w, lw_clone(w, p.lane), 8));
+    stlist_push(
+        w->a, &step,
+        ldmatrix(w, bfrag, lw_i32(w, (int64_t)pair * 4), count, !s->trans_b, s->b, s->stage_b, row, col));
+  }
+  /* The FM x FN mma instructions. */
+  int mi = lw_fresh(w, "mi", VAR_LOOP), ni = lw_fresh(w, "ni", VAR_LOOP);
+  Stmt *mma = st_new(w->a, ST_MMA, s->loc);
+  mma->a = afrag;
+  mma->b = bfrag;
+  mma->c = s->c;
+  mma->elem = A->elem;
+  mma->a_reg = lw_mul_c(w, lw_var(w, mi), 4);
+  mma->b_reg = lw_mul_c(w, lw_var(w, ni), 2);
+  mma->c_reg = lw_mul_c(w, lw_add(w, lw_mul_c(w, lw_var(w, mi), FN), lw_var(w, ni)), 4);
+  stlist_push(w->a, &step, lw_unrolled(w, mi, FM, lw_unrolled(w, ni, FN, mma)));
 
-	Stmt *loop = lw_unrolled(w, kk, K / 16, stlist_seq(w->a, &step, s->loc));
-	stlist_push(w->a, &out, loop);
-	return stlist_seq(w->a, &out, s->loc);
+  Stmt *loop = lw_unrolled(w, kk, K / 16, stlist_seq(w->a, &step, s->loc));
+  stlist_push(w->a, &out, loop);
+  return stlist_seq(w->a, &out, s->loc);
 }
 
 /* ---------------------------------------------------------------- wgmma (sm_90a)
@@ -165,58 +172,58 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
 
 bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s)
 {
-	const FragLayout *L = &w->k->bufs[s->c].layout;
-	return gemm_wgmma_eligible(w->pc, w->k, s) && L->kind == LAYOUT_MMA && L->warps_m == w->k->nthreads / 32 &&
-	       L->warps_n == 1 && L->frag_m == 1;
+  const FragLayout *L = &w->k->bufs[s->c].layout;
+  return gemm_wgmma_eligible(w->pc, w->k, s) && L->kind == LAYOUT_MMA && L->warps_m == w->k->nthreads / 32 &&
+         L->warps_n == 1 && L->frag_m == 1;
 }
 
 static Stmt *wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int pending)
 {
-	Stmt *s = st_new(w->a, kind, NO_LOC);
-	s->c = acc;
-	s->acc_regs = regs;
-	s->pending = pending;
-	return s;
+  Stmt *s = st_new(w->a, kind, NO_LOC);
+  s->c = acc;
+  s->acc_regs = regs;
+  s->pending = pending;
+  return s;
 }
 
 /* The element (stage, row, col) a descriptor starts at. */
 static Expr **start_elem(Lw *w, Expr *stage, Expr *row, Expr *col, int *n)
 {
-	Expr **v = ARENA_ARRAY(w->a, Expr *, 3);
-	int i = 0;
-	if (stage)
-		v[i++] = lw_clone(w, stage);
-	v[i++] = row;
-	v[i++] = col;
-	*n = i;
-	return v;
+  Expr **v = ARENA_ARRAY(w->a, Expr *, 3);
+  int i = 0;
+  if (stage)
+    v[i++] = lw_clone(w, stage);
+  v[i++] = row;
+  v[i++] = col;
+  *n = i;
+  return v;
 }
 
 static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
 {
-	const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
-	int64_t K = A->tile_shape[(s->stage_a != NULL) + !s->trans_a];
-	int regs = Cb->layout.regs; /* N / 2 */
-	StmtList out = {0};
-	if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
-		w->k->min_blocks_per_sm = 1;
-	int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
-	stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0));
-	int kk = lw_fresh(w, "kk", VAR_LOOP);
-	Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
-	Stmt *mma = wgmma_stmt(w, ST_WGMMA, s->c, regs, 0);
-	mma->loc = s->loc;
-	mma->a = s->a;
-	mma->b = s->b;
-	mma->elem = A->elem;
-	mma->a_mn_major = s->trans_a; /* A^T [K, M] */
-	mma->b_mn_major = !s->trans_b; /* B [K, N] */
-	mma->a_start = s->trans_a ? start_elem(w, s->stage_a, lw_clone(w, k0), lw_clone(w, m0), &mma->na_start)
-				  : start_elem(w, s->stage_a, lw_clone(w, m0), lw_clone(w, k0), &mma->na_start);
-	mma->b_start = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), lw_clone(w, k0), &mma->nb_start)
-				  : start_elem(w, s->stage_b, lw_clone(w, k0), lw_i32(w, 0), &mma->nb_start);
-	stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, mma));
-	stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
-	stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
-	return stlist_seq(w->a, &out, s->loc);
+  const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
+  int64_t K = A->tile_shape[(s->stage_a != NULL) + !s->trans_a];
+  int regs = Cb->layout.regs;   /* N / 2 */
+  StmtList out = {0};
+  if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
+    w->k->min_blocks_per_sm = 1;
+  int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
+  stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0));
+  int kk = lw_fresh(w, "kk", VAR_LOOP);
+  Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
+  Stmt *mma = wgmma_stmt(w, ST_WGMMA, s->c, regs, 0);
+  mma->loc = s->loc;
+  mma->a = s->a;
+  mma->b = s->b;
+  mma->elem = A->elem;
+  mma->a_mn_major = s->trans_a;  /* A^T [K, M] */
+  mma->b_mn_major = !s->trans_b; /* B [K, N] */
+  mma->a_start = s->trans_a ? start_elem(w, s->stage_a, lw_clone(w, k0), lw_clone(w, m0), &mma->na_start)
+                            : start_elem(w, s->stage_a, lw_clone(w, m0), lw_clone(w, k0), &mma->na_start);
+  mma->b_start = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), lw_clone(w, k0), &mma->nb_start)
+                            : start_elem(w, s->stage_b, lw_clone(w, k0), lw_i32(w, 0), &mma->nb_start);
+  stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, mma));
+  stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
+  stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
+  return stlist_seq(w->a, &out, s->loc);
 }

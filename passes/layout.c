@@ -22,58 +22,58 @@
 #include <inttypes.h>
 
 typedef struct {
-	int child, parent; /* buffer handles */
-	SrcLoc loc;
+  int child, parent; /* buffer handles */
+  SrcLoc loc;
 } Derived;
 
 typedef struct {
-	PassContext *pc;
-	Kernel *k;
-	int *parent; /* union-find over buffer handles */
-	Derived *derived;
-	int nderived, cap_derived;
-	const Stmt *loop; /* the enclosing parallel loop, if any */
-	const Stmt **gemms;
-	int ngemms, cap_gemms;
-	int anchor;       /* a fragment of the loop's shape in it, or -1 */
-	bool ok;
-	/* Found by find_row_parents: each class's parent class (-1: none); pairs of
-	 * parents of different shapes whose rows one class holds (alt_first[i]
-	 * the first use, alt[i] the other); row groups (union-find over classes) */
-	int *up;
-	Derived *alt, *alt_first;
-	int nalt;
-	int *rg;
-	FragLayout *mma; /* by class: the MMA layout choose_mma_layouts gave it */
+  PassContext *pc;
+  Kernel *k;
+  int *parent; /* union-find over buffer handles */
+  Derived *derived;
+  int nderived, cap_derived;
+  const Stmt *loop; /* the enclosing parallel loop, if any */
+  const Stmt **gemms;
+  int ngemms, cap_gemms;
+  int anchor; /* a fragment of the loop's shape in it, or -1 */
+  bool ok;
+  /* Found by find_row_parents: each class's parent class (-1: none); pairs of
+   * parents of different shapes whose rows one class holds (alt_first[i]
+   * the first use, alt[i] the other); row groups (union-find over classes) */
+  int *up;
+  Derived *alt, *alt_first;
+  int nalt;
+  int *rg;
+  FragLayout *mma; /* by class: the MMA layout choose_mma_layouts gave it */
 } Inference;
 
 static int find(Inference *l, int b)
 {
-	while (l->parent[b] != b)
-		b = l->parent[b] = l->parent[l->parent[b]];
-	return b;
+  while (l->parent[b] != b)
+    b = l->parent[b] = l->parent[l->parent[b]];
+  return b;
 }
 
 static void unite(Inference *l, int a, int b) { l->parent[find(l, a)] = find(l, b); }
 
 static void add_derived(Inference *l, int child, int parent, SrcLoc loc)
 {
-	if (l->nderived == l->cap_derived) {
-		int cap = l->cap_derived ? l->cap_derived * 2 : 8;
-		Derived *d = ARENA_ARRAY(l->pc->arena, Derived, cap);
-		for (int i = 0; i < l->nderived; i++)
-			d[i] = l->derived[i];
-		l->derived = d;
-		l->cap_derived = cap;
-	}
-	l->derived[l->nderived++] = (Derived){child, parent, loc};
+  if (l->nderived == l->cap_derived) {
+    int cap = l->cap_derived ? l->cap_derived * 2 : 8;
+    Derived *d = ARENA_ARRAY(l->pc->arena, Derived, cap);
+    for (int i = 0; i < l->nderived; i++)
+      d[i] = l->derived[i];
+    l->derived = d;
+    l->cap_derived = cap;
+  }
+  l->derived[l->nderived++] = (Derived){child, parent, loc};
 }
 
 static const char HINT[] =
-	"a fragment's elements are spread over the block's threads, so a parallel loop may only touch "
-	"element [i, j, ...] of a fragment of its own shape, indexed by its own variables in order, or "
-	"element [i, ...] of a fragment without the last dimension (broadcast along it); to read elements "
-	"in another pattern, stage the data through shared memory (alloc_shared)";
+    "a fragment's elements are spread over the block's threads, so a parallel loop may only touch "
+    "element [i, j, ...] of a fragment of its own shape, indexed by its own variables in order, or "
+    "element [i, ...] of a fragment without the last dimension (broadcast along it); to read elements "
+    "in another pattern, stage the data through shared memory (alloc_shared)";
 
 static bool is_frag(const Inference *l, int b) { return l->k->bufs[b].scope == SCOPE_FRAGMENT; }
 
@@ -81,196 +81,199 @@ static bool is_frag(const Inference *l, int b) { return l->k->bufs[b].scope == S
  * dimension (rows)?  A 1-D loop's rows shape is [1]. */
 static bool shape_is(const Buffer *b, const Stmt *p, bool rows)
 {
-	int n = rows ? p->nvars - 1 : p->nvars;
-	if (rows && n == 0)
-		return b->rank == 1 && b->tile_shape[0] == 1;
-	if (b->rank != n)
-		return false;
-	for (int d = 0; d < n; d++)
-		if (b->tile_shape[d] != p->extents[d]->i)
-			return false;
-	return true;
+  int n = rows ? p->nvars - 1 : p->nvars;
+  if (rows && n == 0)
+    return b->rank == 1 && b->tile_shape[0] == 1;
+  if (b->rank != n)
+    return false;
+  for (int d = 0; d < n; d++)
+    if (b->tile_shape[d] != p->extents[d]->i)
+      return false;
+  return true;
 }
 
 static bool indexed_by_loop(const Stmt *p, Expr **idx, int n, bool rows)
 {
-	if (rows && p->nvars == 1)
-		return n == 1 && idx[0]->kind == EX_INT && idx[0]->i == 0;
-	for (int d = 0; d < n; d++)
-		if (idx[d]->kind != EX_VAR || idx[d]->var != p->vars[d])
-			return false;
-	return true;
+  if (rows && p->nvars == 1)
+    return n == 1 && idx[0]->kind == EX_INT && idx[0]->i == 0;
+  for (int d = 0; d < n; d++)
+    if (idx[d]->kind != EX_VAR || idx[d]->var != p->vars[d])
+      return false;
+  return true;
 }
 
 /* Checks one access to a fragment at `idx` and records what it implies. */
 static void check_access(Inference *l, int buf, Expr **idx, int n, SrcLoc loc)
 {
-	if (!is_frag(l, buf))
-		return;
-	const Buffer *b = &l->k->bufs[buf];
-	if (!l->loop) {
-		error_at(l->pc->diags, loc, "fragment '%s' is accessed outside a parallel loop", b->name);
-		note_at(l->pc->diags, loc, "%s; for per-thread scratch use alloc_local", HINT);
-		l->ok = false;
-		return;
-	}
-	const Stmt *p = l->loop;
-	bool full = shape_is(b, p, false), rows = !full && shape_is(b, p, true);
-	if (!full && !rows) {
-		error_at(l->pc->diags, loc, "fragment '%s' does not have the shape of the parallel loop around it", b->name);
-		note_at(l->pc->diags, p->loc, "%s", HINT);
-		l->ok = false;
-		return;
-	}
-	if (!indexed_by_loop(p, idx, n, rows)) {
-		int d = 0;
-		while (d < n - 1 && idx[d]->kind == EX_VAR && idx[d]->var == p->vars[d])
-			d++;
-		error_at(l->pc->diags, idx[d]->loc.line ? idx[d]->loc : loc,
-			 "layout conflict: fragment '%s' is indexed in dimension %d by something other than the "
-			 "parallel loop's variable '%s'", b->name, d, l->k->vars[p->vars[d]].name);
-		note_at(l->pc->diags, p->loc, "%s", HINT);
-		l->ok = false;
-		return;
-	}
-	if (full) {
-		if (l->anchor < 0)
-			l->anchor = buf;
-		unite(l, buf, l->anchor);
-	} else if (l->anchor >= 0)
-		add_derived(l, buf, l->anchor, loc);
-	else {
-		error_at(l->pc->diags, loc, "fragment '%s' is used as the rows of this parallel loop, but no fragment "
-					    "of the loop's full shape is used in it to take the layout from", b->name);
-		note_at(l->pc->diags, p->loc, "loop over the shape of '%s' instead, or use a full-shape fragment here", b->name);
-		l->ok = false;
-	}
+  if (!is_frag(l, buf))
+    return;
+  const Buffer *b = &l->k->bufs[buf];
+  if (!l->loop) {
+    error_at(l->pc->diags, loc, "fragment '%s' is accessed outside a parallel loop", b->name);
+    note_at(l->pc->diags, loc, "%s; for per-thread scratch use alloc_local", HINT);
+    l->ok = false;
+    return;
+  }
+  const Stmt *p = l->loop;
+  bool full = shape_is(b, p, false), rows = !full && shape_is(b, p, true);
+  if (!full && !rows) {
+    error_at(l->pc->diags, loc, "fragment '%s' does not have the shape of the parallel loop around it",
+             b->name);
+    note_at(l->pc->diags, p->loc, "%s", HINT);
+    l->ok = false;
+    return;
+  }
+  if (!indexed_by_loop(p, idx, n, rows)) {
+    int d = 0;
+    while (d < n - 1 && idx[d]->kind == EX_VAR && idx[d]->var == p->vars[d])
+      d++;
+    error_at(l->pc->diags, idx[d]->loc.line ? idx[d]->loc : loc,
+             "layout conflict: fragment '%s' is indexed in dimension %d by something other than the "
+             "parallel loop's variable '%s'",
+             b->name, d, l->k->vars[p->vars[d]].name);
+    note_at(l->pc->diags, p->loc, "%s", HINT);
+    l->ok = false;
+    return;
+  }
+  if (full) {
+    if (l->anchor < 0)
+      l->anchor = buf;
+    unite(l, buf, l->anchor);
+  } else if (l->anchor >= 0)
+    add_derived(l, buf, l->anchor, loc);
+  else {
+    error_at(l->pc->diags, loc,
+             "fragment '%s' is used as the rows of this parallel loop, but no fragment "
+             "of the loop's full shape is used in it to take the layout from",
+             b->name);
+    note_at(l->pc->diags, p->loc, "loop over the shape of '%s' instead, or use a full-shape fragment here",
+            b->name);
+    l->ok = false;
+  }
 }
 
 static Expr *visit_expr(void *ctx, Expr *e)
 {
-	Inference *l = ctx;
-	if (e->kind == EX_LOAD)
-		check_access(l, e->buf, e->args, e->nargs, e->loc);
-	return e;
+  Inference *l = ctx;
+  if (e->kind == EX_LOAD)
+    check_access(l, e->buf, e->args, e->nargs, e->loc);
+  return e;
 }
 
 /* The first fragment of the loop's full shape used in s, or -1. */
 static int full_in_expr(const Inference *l, const Expr *e)
 {
-	if (!e)
-		return -1;
-	if (e->kind == EX_LOAD && is_frag(l, e->buf) && shape_is(&l->k->bufs[e->buf], l->loop, false))
-		return e->buf;
-	int r = full_in_expr(l, e->a);
-	if (r < 0)
-		r = full_in_expr(l, e->b);
-	if (r < 0)
-		r = full_in_expr(l, e->c);
-	for (int i = 0; r < 0 && i < e->nargs; i++)
-		r = full_in_expr(l, e->args[i]);
-	return r;
+  if (!e)
+    return -1;
+  if (e->kind == EX_LOAD && is_frag(l, e->buf) && shape_is(&l->k->bufs[e->buf], l->loop, false))
+    return e->buf;
+  int r = full_in_expr(l, e->a);
+  if (r < 0)
+    r = full_in_expr(l, e->b);
+  if (r < 0)
+    r = full_in_expr(l, e->c);
+  for (int i = 0; r < 0 && i < e->nargs; i++)
+    r = full_in_expr(l, e->args[i]);
+  return r;
 }
 
 static int full_in(const Inference *l, const Stmt *s)
 {
-	if (!s)
-		return -1;
-	if (s->kind == ST_STORE && is_frag(l, s->buf) && shape_is(&l->k->bufs[s->buf], l->loop, false))
-		return s->buf;
-	int r = full_in_expr(l, s->value);
-	if (r < 0)
-		r = full_in_expr(l, s->cond);
-	for (int i = 0; r < 0 && i < s->nidx; i++)
-		r = full_in_expr(l, s->idx[i]);
-	for (int i = 0; r < 0 && i < s->nbody; i++)
-		r = full_in(l, s->body[i]);
-	if (r < 0)
-		r = full_in(l, s->then_s);
-	if (r < 0)
-		r = full_in(l, s->else_s);
-	return r;
+  if (!s)
+    return -1;
+  if (s->kind == ST_STORE && is_frag(l, s->buf) && shape_is(&l->k->bufs[s->buf], l->loop, false))
+    return s->buf;
+  int r = full_in_expr(l, s->value);
+  if (r < 0)
+    r = full_in_expr(l, s->cond);
+  for (int i = 0; r < 0 && i < s->nidx; i++)
+    r = full_in_expr(l, s->idx[i]);
+  for (int i = 0; r < 0 && i < s->nbody; i++)
+    r = full_in(l, s->body[i]);
+  if (r < 0)
+    r = full_in(l, s->then_s);
+  if (r < 0)
+    r = full_in(l, s->else_s);
+  return r;
 }
 
 int loop_full_fragment(const Kernel *k, const Stmt *loop)
 {
-	Inference l = {0};
-	l.k = (Kernel *)k;
-	l.loop = loop;
-	return full_in(&l, loop->then_s);
+  Inference l = {0};
+  l.k = (Kernel *)k;
+  l.loop = loop;
+  return full_in(&l, loop->then_s);
 }
 
 /* The name diagnostics give a tile operation (ir.h's table), or NULL. */
 static const char *tile_op_name(StmtKind k)
 {
-	if (stmt_level(k) != STMT_TILE)
-		return NULL;
-	return k == ST_REDUCE ? "a reduction" : stmt_spelling(k);
+  if (stmt_level(k) != STMT_TILE)
+    return NULL;
+  return k == ST_REDUCE ? "a reduction" : stmt_spelling(k);
 }
 
 static void visit_stmt(Inference *l, Stmt *s)
 {
-	if (!s)
-		return;
-	const char *op = tile_op_name(s->kind);
-	if (op && l->loop) {
-		error_at(l->pc->diags, s->loc, "%s cannot be used inside a parallel loop: it is already spread over "
-					      "the block's threads", op);
-		l->ok = false;
-		return;
-	}
-	switch (s->kind) {
-	case ST_FOR:
-		if (s->for_kind == FOR_PARALLEL) {
-			if (l->loop) {
-				error_at(l->pc->diags, s->loc, "parallel loops cannot be nested; list all dimensions in one: "
-							      "for i, j in parallel(M, N)");
-				l->ok = false;
-				return;
-			}
-			l->loop = s;
-			l->anchor = full_in(l, s->then_s);
-			visit_stmt(l, s->then_s);
-			l->loop = NULL;
-			return;
-		}
-		visit_stmt(l, s->then_s);
-		return;
-	case ST_COPY:
-		if (is_frag(l, s->src.buf) && is_frag(l, s->dst.buf))
-			unite(l, s->src.buf, s->dst.buf);
-		break;
-	case ST_REDUCE:
-		add_derived(l, s->buf, s->src_buf, s->loc);
-		break;
-	case ST_GEMM:
-		if (l->ngemms == l->cap_gemms) {
-			int cap = l->cap_gemms ? l->cap_gemms * 2 : 4;
-			const Stmt **g = ARENA_ARRAY(l->pc->arena, const Stmt *, cap);
-			for (int i = 0; i < l->ngemms; i++)
-				g[i] = l->gemms[i];
-			l->gemms = g;
-			l->cap_gemms = cap;
-		}
-		l->gemms[l->ngemms++] = s;
-		break;
-	case ST_STORE:
-		check_access(l, s->buf, s->idx, s->nidx, s->loc);
-		break;
-	default:
-		break;
-	}
-	for (int i = 0; i < s->nbody; i++)
-		visit_stmt(l, s->body[i]);
-	/* Expressions of this statement only (children were visited above). */
-	if (s->value)
-		expr_rewrite(s->value, visit_expr, l);
-	if (s->cond)
-		expr_rewrite(s->cond, visit_expr, l);
-	for (int i = 0; i < s->nidx; i++)
-		expr_rewrite(s->idx[i], visit_expr, l);
-	visit_stmt(l, s->then_s);
-	visit_stmt(l, s->else_s);
+  if (!s)
+    return;
+  const char *op = tile_op_name(s->kind);
+  if (op && l->loop) {
+    error_at(l->pc->diags, s->loc,
+             "%s cannot be used inside a parallel loop: it is already spread over "
+             "the block's threads",
+             op);
+    l->ok = false;
+    return;
+  }
+  switch (s->kind) {
+  case ST_FOR:
+    if (s->for_kind == FOR_PARALLEL) {
+      if (l->loop) {
+        error_at(l->pc->diags, s->loc,
+                 "parallel loops cannot be nested; list all dimensions in one: "
+                 "for i, j in parallel(M, N)");
+        l->ok = false;
+        return;
+      }
+      l->loop = s;
+      l->anchor = full_in(l, s->then_s);
+      visit_stmt(l, s->then_s);
+      l->loop = NULL;
+      return;
+    }
+    visit_stmt(l, s->then_s);
+    return;
+  case ST_COPY:
+    if (is_frag(l, s->src.buf) && is_frag(l, s->dst.buf))
+      unite(l, s->src.buf, s->dst.buf);
+    break;
+  case ST_REDUCE: add_derived(l, s->buf, s->src_buf, s->loc); break;
+  case ST_GEMM:
+    if (l->ngemms == l->cap_gemms) {
+      int cap = l->cap_gemms ? l->cap_gemms * 2 : 4;
+      const Stmt **g = ARENA_ARRAY(l->pc->arena, const Stmt *, cap);
+      for (int i = 0; i < l->ngemms; i++)
+        g[i] = l->gemms[i];
+      l->gemms = g;
+      l->cap_gemms = cap;
+    }
+    l->gemms[l->ngemms++] = s;
+    break;
+  case ST_STORE: check_access(l, s->buf, s->idx, s->nidx, s->loc); break;
+  default: break;
+  }
+  for (int i = 0; i < s->nbody; i++)
+    visit_stmt(l, s->body[i]);
+  /* Expressions of this statement only (children were visited above). */
+  if (s->value)
+    expr_rewrite(s->value, visit_expr, l);
+  if (s->cond)
+    expr_rewrite(s->cond, visit_expr, l);
+  for (int i = 0; i < s->nidx; i++)
+    expr_rewrite(s->idx[i], visit_expr, l);
+  visit_stmt(l, s->then_s);
+  visit_stmt(l, s->else_s);
 }
 
 /* Each class's parent class (from broadcasts and reductions), or -1.  A
@@ -281,54 +284,56 @@ static void visit_stmt(Inference *l, Stmt *s)
  * checked once the layouts are known. */
 static bool find_row_parents(Inference *l)
 {
-	PassContext *pc = l->pc;
-	Kernel *k = l->k;
-	int *up = l->up = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
-	Derived *up_use = ARENA_ARRAY(pc->arena, Derived, k->nbufs + 1);
-	Derived *alt = l->alt = ARENA_ARRAY(pc->arena, Derived, l->nderived + 1);
-	Derived *alt_first = l->alt_first = ARENA_ARRAY(pc->arena, Derived, l->nderived + 1);
-	int nalt = 0;
-	int *rg = l->rg = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
-	for (int i = 0; i < k->nbufs; i++) {
-		up[i] = -1;
-		rg[i] = i;
-	}
-	for (int i = 0; i < l->nderived; i++) {
-		Derived d = l->derived[i];
-		int c = find(l, d.child), p = find(l, d.parent);
-		if (c == p) {
-			error_at(pc->diags, d.loc, "layout conflict: fragment '%s' would be both the rows of '%s' and share "
-						  "its layout", k->bufs[d.child].name, k->bufs[d.parent].name);
-			return false;
-		}
-		if (up[c] < 0) {
-			up[c] = p;
-			up_use[c] = d;
-			continue;
-		}
-		if (find(l, up[c]) == p)
-			continue;
-		if (buffer_same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
-			/* Rows of two fragments of one shape: they simply share a layout. */
-			unite(l, up[c], p);
-			continue;
-		}
-		alt_first[nalt] = up_use[c];
-		alt[nalt++] = d;
-	}
-	for (int i = 0; i < k->nbufs; i++)
-		if (up[i] >= 0)
-			up[i] = find(l, up[i]);
-	for (int i = 0; i < nalt; i++) {
-		int a = find(l, alt_first[i].parent), b = find(l, alt[i].parent);
-		while (rg[a] != a)
-			a = rg[a];
-		while (rg[b] != b)
-			b = rg[b];
-		rg[a] = b;
-	}
-	l->nalt = nalt;
-	return true;
+  PassContext *pc = l->pc;
+  Kernel *k = l->k;
+  int *up = l->up = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+  Derived *up_use = ARENA_ARRAY(pc->arena, Derived, k->nbufs + 1);
+  Derived *alt = l->alt = ARENA_ARRAY(pc->arena, Derived, l->nderived + 1);
+  Derived *alt_first = l->alt_first = ARENA_ARRAY(pc->arena, Derived, l->nderived + 1);
+  int nalt = 0;
+  int *rg = l->rg = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+  for (int i = 0; i < k->nbufs; i++) {
+    up[i] = -1;
+    rg[i] = i;
+  }
+  for (int i = 0; i < l->nderived; i++) {
+    Derived d = l->derived[i];
+    int c = find(l, d.child), p = find(l, d.parent);
+    if (c == p) {
+      error_at(pc->diags, d.loc,
+               "layout conflict: fragment '%s' would be both the rows of '%s' and share "
+               "its layout",
+               k->bufs[d.child].name, k->bufs[d.parent].name);
+      return false;
+    }
+    if (up[c] < 0) {
+      up[c] = p;
+      up_use[c] = d;
+      continue;
+    }
+    if (find(l, up[c]) == p)
+      continue;
+    if (buffer_same_shape(&k->bufs[up[c]], &k->bufs[d.parent])) {
+      /* Rows of two fragments of one shape: they simply share a layout. */
+      unite(l, up[c], p);
+      continue;
+    }
+    alt_first[nalt] = up_use[c];
+    alt[nalt++] = d;
+  }
+  for (int i = 0; i < k->nbufs; i++)
+    if (up[i] >= 0)
+      up[i] = find(l, up[i]);
+  for (int i = 0; i < nalt; i++) {
+    int a = find(l, alt_first[i].parent), b = find(l, alt[i].parent);
+    while (rg[a] != a)
+      a = rg[a];
+    while (rg[b] != b)
+      b = rg[b];
+    rg[a] = b;
+  }
+  l->nalt = nalt;
+  return true;
 }
 
 /* gemm fixes its accumulator's class to the MMA layout, one warp grid per
@@ -338,92 +343,97 @@ static bool find_row_parents(Inference *l)
  * (gemm_warp_policy). */
 static bool choose_mma_layouts(Inference *l)
 {
-	PassContext *pc = l->pc;
-	Kernel *k = l->k;
-	int *up = l->up, *rg = l->rg;
-	FragLayout *mma = l->mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
-	bool *group_done = ARENA_ARRAY(pc->arena, bool, k->nbufs + 1);
-	for (int i = 0; i < l->ngemms; i++) {
-		const Stmt *g = l->gemms[i];
-		const Buffer *C = &k->bufs[g->c];
-		if (up[find(l, g->c)] >= 0) {
-			error_at(pc->diags, g->loc, "the accumulator '%s' of gemm cannot also hold the rows of another fragment",
-				 C->name);
-			return false;
-		}
-		if (k->nthreads % 32) {
-			error_at(pc->diags, g->loc, "gemm needs whole warps: the thread count %d is not a multiple of 32",
-				 k->nthreads);
-			return false;
-		}
-	}
-	for (int i = 0; i < l->ngemms; i++) {
-		const Stmt *g = l->gemms[i];
-		int group = find(l, g->c);
-		while (rg[group] != group)
-			group = rg[group];
-		if (group_done[group])
-			continue; /* chosen with an earlier gemm of the group */
-		/* The group's accumulator classes (one shape each), requests and wgmma. */
-		int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, l->ngemms), *Ns = ARENA_ARRAY(pc->arena, int64_t, l->ngemms);
-		int *cls = ARENA_ARRAY(pc->arena, int, l->ngemms);
-		int n = 0, req_m = 0, req_n = 0;
-		bool wgmma = false;
-		for (int j = 0; j < l->ngemms; j++) {
-			const Stmt *h = l->gemms[j];
-			int r = find(l, h->c), gr = r;
-			while (rg[gr] != gr)
-				gr = rg[gr];
-			if (gr != group)
-				continue;
-			if ((h->warps_m && req_m && h->warps_m != req_m) || (h->warps_n && req_n && h->warps_n != req_n)) {
-				if (find(l, g->c) == r)
-					error_at(pc->diags, h->loc, "layout conflict: '%s' is the accumulator of gemms with different "
-								    "warp grids", k->bufs[h->c].name);
-				else
-					error_at(pc->diags, h->loc, "layout conflict: '%s' and '%s' lay out their rows alike (a fragment "
-								    "holds rows of both), so their gemms need one warp grid, but ask "
-								    "for different ones", k->bufs[g->c].name, k->bufs[h->c].name);
-				return false;
-			}
-			req_m = h->warps_m ? h->warps_m : req_m;
-			req_n = h->warps_n ? h->warps_n : req_n;
-			wgmma |= gemm_wgmma_eligible(pc, k, h);
-			bool seen = false;
-			for (int q = 0; q < n; q++)
-				seen |= cls[q] == r;
-			if (!seen) {
-				cls[n] = r;
-				Ms[n] = k->bufs[h->c].tile_shape[0];
-				Ns[n] = k->bufs[h->c].tile_shape[1];
-				n++;
-			}
-		}
-		if (wgmma && !req_m && !req_n) {
-			req_m = k->nthreads / 32;
-			req_n = 1;
-		}
-		int wm, wn;
-		const char *why = NULL;
-		if (!gemm_warp_policy(k->nthreads / 32, Ms, Ns, n, req_m, req_n, &wm, &wn, &why)) {
-			error_at(pc->diags, g->loc, "gemm: %s", why);
-			return false;
-		}
-		group_done[group] = true;
-		for (int q = 0; q < n; q++) {
-			FragLayout L = {0};
-			L.kind = LAYOUT_MMA;
-			L.threads = k->nthreads;
-			L.vec = 2;
-			L.warps_m = wm;
-			L.warps_n = wn;
-			L.frag_m = (int)(Ms[q] / (wm * 16));
-			L.frag_n = (int)(Ns[q] / (wn * 8));
-			L.regs = L.frag_m * L.frag_n * 4;
-			mma[cls[q]] = L;
-		}
-	}
-	return true;
+  PassContext *pc = l->pc;
+  Kernel *k = l->k;
+  int *up = l->up, *rg = l->rg;
+  FragLayout *mma = l->mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
+  bool *group_done = ARENA_ARRAY(pc->arena, bool, k->nbufs + 1);
+  for (int i = 0; i < l->ngemms; i++) {
+    const Stmt *g = l->gemms[i];
+    const Buffer *C = &k->bufs[g->c];
+    if (up[find(l, g->c)] >= 0) {
+      error_at(pc->diags, g->loc,
+               "the accumulator '%s' of gemm cannot also hold the rows of another fragment", C->name);
+      return false;
+    }
+    if (k->nthreads % 32) {
+      error_at(pc->diags, g->loc, "gemm needs whole warps: the thread count %d is not a multiple of 32",
+               k->nthreads);
+      return false;
+    }
+  }
+  for (int i = 0; i < l->ngemms; i++) {
+    const Stmt *g = l->gemms[i];
+    int group = find(l, g->c);
+    while (rg[group] != group)
+      group = rg[group];
+    if (group_done[group])
+      continue; /* chosen with an earlier gemm of the group */
+    /* The group's accumulator classes (one shape each), requests and wgmma. */
+    int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, l->ngemms),
+            *Ns = ARENA_ARRAY(pc->arena, int64_t, l->ngemms);
+    int *cls = ARENA_ARRAY(pc->arena, int, l->ngemms);
+    int n = 0, req_m = 0, req_n = 0;
+    bool wgmma = false;
+    for (int j = 0; j < l->ngemms; j++) {
+      const Stmt *h = l->gemms[j];
+      int r = find(l, h->c), gr = r;
+      while (rg[gr] != gr)
+        gr = rg[gr];
+      if (gr != group)
+        continue;
+      if ((h->warps_m && req_m && h->warps_m != req_m) || (h->warps_n && req_n && h->warps_n != req_n)) {
+        if (find(l, g->c) == r)
+          error_at(pc->diags, h->loc,
+                   "layout conflict: '%s' is the accumulator of gemms with different "
+                   "warp grids",
+                   k->bufs[h->c].name);
+        else
+          error_at(pc->diags, h->loc,
+                   "layout conflict: '%s' and '%s' lay out their rows alike (a fragment "
+                   "holds rows of both), so their gemms need one warp grid, but ask "
+                   "for different ones",
+                   k->bufs[g->c].name, k->bufs[h->c].name);
+        return false;
+      }
+      req_m = h->warps_m ? h->warps_m : req_m;
+      req_n = h->warps_n ? h->warps_n : req_n;
+      wgmma |= gemm_wgmma_eligible(pc, k, h);
+      bool seen = false;
+      for (int q = 0; q < n; q++)
+        seen |= cls[q] == r;
+      if (!seen) {
+        cls[n] = r;
+        Ms[n] = k->bufs[h->c].tile_shape[0];
+        Ns[n] = k->bufs[h->c].tile_shape[1];
+        n++;
+      }
+    }
+    if (wgmma && !req_m && !req_n) {
+      req_m = k->nthreads / 32;
+      req_n = 1;
+    }
+    int wm, wn;
+    const char *why = NULL;
+    if (!gemm_warp_policy(k->nthreads / 32, Ms, Ns, n, req_m, req_n, &wm, &wn, &why)) {
+      error_at(pc->diags, g->loc, "gemm: %s", why);
+      return false;
+    }
+    group_done[group] = true;
+    for (int q = 0; q < n; q++) {
+      FragLayout L = {0};
+      L.kind = LAYOUT_MMA;
+      L.threads = k->nthreads;
+      L.vec = 2;
+      L.warps_m = wm;
+      L.warps_n = wn;
+      L.frag_m = (int)(Ms[q] / (wm * 16));
+      L.frag_n = (int)(Ns[q] / (wn * 8));
+      L.regs = L.frag_m * L.frag_n * 4;
+      mma[cls[q]] = L;
+    }
+  }
+  return true;
 }
 
 /* A fragment holding rows of two parents of different shapes: fine when
@@ -432,52 +442,57 @@ static bool choose_mma_layouts(Inference *l)
  * reported at both uses. */
 static bool check_row_sharing(Inference *l)
 {
-	PassContext *pc = l->pc;
-	Kernel *k = l->k;
-	const Derived *alt = l->alt, *alt_first = l->alt_first;
-	const FragLayout *mma = l->mma;
-	int nalt = l->nalt;
-	for (int i = 0; i < nalt; i++) {
-		const FragLayout *a = &mma[find(l, alt_first[i].parent)], *b = &mma[find(l, alt[i].parent)];
-		if (a->kind == LAYOUT_MMA && b->kind == LAYOUT_MMA && a->warps_m == b->warps_m &&
-		    a->warps_n == b->warps_n && a->frag_m == b->frag_m)
-			continue;
-		const Derived *d = &alt[i], *f = &alt_first[i];
-		if (d->child == f->child)
-			error_at(pc->diags, d->loc, "layout conflict: fragment '%s' holds rows of '%s' here but rows of '%s' "
-						   "(another layout) elsewhere", k->bufs[d->child].name, k->bufs[d->parent].name,
-				 k->bufs[f->parent].name);
-		else
-			error_at(pc->diags, d->loc, "layout conflict: fragment '%s' holds rows of '%s' here, but '%s', which "
-						   "shares its layout, holds rows of '%s' (another layout)",
-				 k->bufs[d->child].name, k->bufs[d->parent].name, k->bufs[f->child].name,
-				 k->bufs[f->parent].name);
-		note_at(pc->diags, f->loc, "'%s' holds rows of '%s' here; rows of two fragments of different shapes "
-					   "can share a fragment only when both are gemm accumulators of one warp grid; %s",
-			k->bufs[f->child].name, k->bufs[f->parent].name, HINT);
-		return false;
-	}
-	return true;
+  PassContext *pc = l->pc;
+  Kernel *k = l->k;
+  const Derived *alt = l->alt, *alt_first = l->alt_first;
+  const FragLayout *mma = l->mma;
+  int nalt = l->nalt;
+  for (int i = 0; i < nalt; i++) {
+    const FragLayout *a = &mma[find(l, alt_first[i].parent)], *b = &mma[find(l, alt[i].parent)];
+    if (a->kind == LAYOUT_MMA && b->kind == LAYOUT_MMA && a->warps_m == b->warps_m &&
+        a->warps_n == b->warps_n && a->frag_m == b->frag_m)
+      continue;
+    const Derived *d = &alt[i], *f = &alt_first[i];
+    if (d->child == f->child)
+      error_at(pc->diags, d->loc,
+               "layout conflict: fragment '%s' holds rows of '%s' here but rows of '%s' "
+               "(another layout) elsewhere",
+               k->bufs[d->child].name, k->bufs[d->parent].name, k->bufs[f->parent].name);
+    else
+      error_at(pc->diags, d->loc,
+               "layout conflict: fragment '%s' holds rows of '%s' here, but '%s', which "
+               "shares its layout, holds rows of '%s' (another layout)",
+               k->bufs[d->child].name, k->bufs[d->parent].name, k->bufs[f->child].name,
+               k->bufs[f->parent].name);
+    note_at(pc->diags, f->loc,
+            "'%s' holds rows of '%s' here; rows of two fragments of different shapes "
+            "can share a fragment only when both are gemm accumulators of one warp grid; %s",
+            k->bufs[f->child].name, k->bufs[f->parent].name, HINT);
+    return false;
+  }
+  return true;
 }
 
 static bool give_mma_layouts(Inference *l)
 {
-	PassContext *pc = l->pc;
-	Kernel *k = l->k;
-	const FragLayout *mma = l->mma;
-	for (int i = 0; i < k->nbufs; i++) {
-		Buffer *b = &k->bufs[i];
-		if (!is_frag(l, i) || mma[find(l, i)].kind != LAYOUT_MMA)
-			continue;
-		if (b->elem != TY_F32 && b->elem != TY_F16 && b->elem != TY_BF16) {
-			error_at(pc->diags, b->loc, "fragment '%s' shares the layout of a gemm accumulator, which holds 32- "
-						    "or 16-bit floats, not %s", b->name, type_name(b->elem));
-			return false;
-		}
-		b->has_layout = true;
-		b->layout = mma[find(l, i)];
-	}
-	return true;
+  PassContext *pc = l->pc;
+  Kernel *k = l->k;
+  const FragLayout *mma = l->mma;
+  for (int i = 0; i < k->nbufs; i++) {
+    Buffer *b = &k->bufs[i];
+    if (!is_frag(l, i) || mma[find(l, i)].kind != LAYOUT_MMA)
+      continue;
+    if (b->elem != TY_F32 && b->elem != TY_F16 && b->elem != TY_BF16) {
+      error_at(pc->diags, b->loc,
+               "fragment '%s' shares the layout of a gemm accumulator, which holds 32- "
+               "or 16-bit floats, not %s",
+               b->name, type_name(b->elem));
+      return false;
+    }
+    b->has_layout = true;
+    b->layout = mma[find(l, i)];
+  }
+  return true;
 }
 
 /* ELEMWISE classes: 16 bytes of the narrowest member per vector (a wider
@@ -485,105 +500,109 @@ static bool give_mma_layouts(Inference *l)
  * thread), then halved until it divides every member's last dimension. */
 static bool give_elemwise_layouts(Inference *l)
 {
-	PassContext *pc = l->pc;
-	Kernel *k = l->k;
-	const int *up = l->up;
-	int *vec = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
-	for (int i = 0; i < k->nbufs; i++)
-		vec[i] = 1;
-	for (int i = 0; i < k->nbufs; i++)
-		if (is_frag(l, i)) {
-			int r = find(l, i), v = 16 / type_bytes(k->bufs[i].elem);
-			if (v > vec[r])
-				vec[r] = v;
-		}
-	for (int i = 0; i < k->nbufs; i++)
-		if (is_frag(l, i)) {
-			int r = find(l, i);
-			const Buffer *b = &k->bufs[i];
-			while (vec[r] > 1 && b->tile_shape[b->rank - 1] % vec[r])
-				vec[r] /= 2;
-		}
-	for (int i = 0; i < k->nbufs; i++) {
-		Buffer *b = &k->bufs[i];
-		if (!is_frag(l, i) || up[find(l, i)] >= 0 || b->has_layout)
-			continue;
-		int v = vec[find(l, i)];
-		int64_t vectors = (buffer_elems(b) + v - 1) / v;
-		b->has_layout = true;
-		b->layout.kind = LAYOUT_ELEMWISE;
-		b->layout.vec = v;
-		b->layout.threads = k->nthreads;
-		b->layout.chunks = (int)((vectors + k->nthreads - 1) / k->nthreads);
-		b->layout.regs = b->layout.chunks * v;
-	}
-	return true;
+  PassContext *pc = l->pc;
+  Kernel *k = l->k;
+  const int *up = l->up;
+  int *vec = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+  for (int i = 0; i < k->nbufs; i++)
+    vec[i] = 1;
+  for (int i = 0; i < k->nbufs; i++)
+    if (is_frag(l, i)) {
+      int r = find(l, i), v = 16 / type_bytes(k->bufs[i].elem);
+      if (v > vec[r])
+        vec[r] = v;
+    }
+  for (int i = 0; i < k->nbufs; i++)
+    if (is_frag(l, i)) {
+      int r = find(l, i);
+      const Buffer *b = &k->bufs[i];
+      while (vec[r] > 1 && b->tile_shape[b->rank - 1] % vec[r])
+        vec[r] /= 2;
+    }
+  for (int i = 0; i < k->nbufs; i++) {
+    Buffer *b = &k->bufs[i];
+    if (!is_frag(l, i) || up[find(l, i)] >= 0 || b->has_layout)
+      continue;
+    int v = vec[find(l, i)];
+    int64_t vectors = (buffer_elems(b) + v - 1) / v;
+    b->has_layout = true;
+    b->layout.kind = LAYOUT_ELEMWISE;
+    b->layout.vec = v;
+    b->layout.threads = k->nthreads;
+    b->layout.chunks = (int)((vectors + k->nthreads - 1) / k->nthreads);
+    b->layout.regs = b->layout.chunks * v;
+  }
+  return true;
 }
 
 /* ROWS classes take their parent's layout, one register per parent chunk;
  * rows of an MMA class, one register per row a thread's pieces cover. */
 static bool give_rows_layouts(Inference *l)
 {
-	PassContext *pc = l->pc;
-	Kernel *k = l->k;
-	const int *up = l->up;
-	for (int i = 0; i < k->nbufs; i++) {
-		Buffer *b = &k->bufs[i];
-		int p = is_frag(l, i) ? up[find(l, i)] : -1;
-		if (p < 0)
-			continue;
-		const Buffer *pb = &k->bufs[p];
-		if (pb->layout.kind != LAYOUT_ELEMWISE && pb->layout.kind != LAYOUT_MMA) {
-			error_at(pc->diags, b->loc, "fragment '%s' would hold rows of '%s', which is itself reduced; that is "
-						    "not supported yet", b->name, pb->name);
-			return false;
-		}
-		b->has_layout = true;
-		b->layout = pb->layout;
-		if (pb->layout.kind == LAYOUT_MMA) {
-			b->layout.kind = LAYOUT_MMA_ROWS;
-			b->layout.vec = 1;
-			b->layout.regs = b->layout.chunks = pb->layout.frag_m * 2;
-		} else {
-			b->layout.kind = LAYOUT_ROWS;
-			b->layout.regs = pb->layout.chunks;
-		}
-		b->layout.parent_rank = pb->rank;
-		for (int d = 0; d < pb->rank; d++)
-			b->layout.parent_shape[d] = pb->tile_shape[d];
-	}
-	return true;
+  PassContext *pc = l->pc;
+  Kernel *k = l->k;
+  const int *up = l->up;
+  for (int i = 0; i < k->nbufs; i++) {
+    Buffer *b = &k->bufs[i];
+    int p = is_frag(l, i) ? up[find(l, i)] : -1;
+    if (p < 0)
+      continue;
+    const Buffer *pb = &k->bufs[p];
+    if (pb->layout.kind != LAYOUT_ELEMWISE && pb->layout.kind != LAYOUT_MMA) {
+      error_at(pc->diags, b->loc,
+               "fragment '%s' would hold rows of '%s', which is itself reduced; that is "
+               "not supported yet",
+               b->name, pb->name);
+      return false;
+    }
+    b->has_layout = true;
+    b->layout = pb->layout;
+    if (pb->layout.kind == LAYOUT_MMA) {
+      b->layout.kind = LAYOUT_MMA_ROWS;
+      b->layout.vec = 1;
+      b->layout.regs = b->layout.chunks = pb->layout.frag_m * 2;
+    } else {
+      b->layout.kind = LAYOUT_ROWS;
+      b->layout.regs = pb->layout.chunks;
+    }
+    b->layout.parent_rank = pb->rank;
+    for (int d = 0; d < pb->rank; d++)
+      b->layout.parent_shape[d] = pb->tile_shape[d];
+  }
+  return true;
 }
 
 /* Registers are finite: a thread holding more than 256 elements of one
  * fragment would spill; say so rather than emit slow code silently. */
 static bool check_register_limit(Inference *l)
 {
-	PassContext *pc = l->pc;
-	Kernel *k = l->k;
-	for (int i = 0; i < k->nbufs; i++) {
-		Buffer *b = &k->bufs[i];
-		if (b->has_layout && b->layout.regs > 256) {
-			error_at(pc->diags, b->loc, "fragment '%s' needs %d registers per thread with %d threads; "
-				 "use more threads or a smaller tile (at most 256 elements per thread)",
-				 b->name, b->layout.regs, k->nthreads);
-			return false;
-		}
-	}
-	return true;
+  PassContext *pc = l->pc;
+  Kernel *k = l->k;
+  for (int i = 0; i < k->nbufs; i++) {
+    Buffer *b = &k->bufs[i];
+    if (b->has_layout && b->layout.regs > 256) {
+      error_at(pc->diags, b->loc,
+               "fragment '%s' needs %d registers per thread with %d threads; "
+               "use more threads or a smaller tile (at most 256 elements per thread)",
+               b->name, b->layout.regs, k->nthreads);
+      return false;
+    }
+  }
+  return true;
 }
 
 bool pass_infer_layouts(PassContext *pc, Kernel *k)
 {
-	Inference l = {0};
-	l.pc = pc;
-	l.k = k;
-	l.parent = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
-	l.anchor = -1;
-	l.ok = true;
-	for (int i = 0; i < k->nbufs; i++)
-		l.parent[i] = i;
-	visit_stmt(&l, k->body); /* classes of fragments that share a layout, rows, gemms */
-	return l.ok && find_row_parents(&l) && choose_mma_layouts(&l) && check_row_sharing(&l) &&
-	       give_mma_layouts(&l) && give_elemwise_layouts(&l) && give_rows_layouts(&l) && check_register_limit(&l);
+  Inference l = {0};
+  l.pc = pc;
+  l.k = k;
+  l.parent = ARENA_ARRAY(pc->arena, int, k->nbufs + 1);
+  l.anchor = -1;
+  l.ok = true;
+  for (int i = 0; i < k->nbufs; i++)
+    l.parent[i] = i;
+  visit_stmt(&l, k->body); /* classes of fragments that share a layout, rows, gemms */
+  return l.ok && find_row_parents(&l) && choose_mma_layouts(&l) && check_row_sharing(&l) &&
+         give_mma_layouts(&l) && give_elemwise_layouts(&l) && give_rows_layouts(&l) &&
+         check_register_limit(&l);
 }

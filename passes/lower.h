@@ -17,11 +17,11 @@
 #include "passes.h"
 
 typedef struct {
-	PassContext *pc;
-	Kernel *k;
-	Arena *a;
-	int tid;     /* the thread index variable */
-	int loops;   /* serial loops around the statement being lowered */
+  PassContext *pc;
+  Kernel *k;
+  Arena *a;
+  int tid;   /* the thread index variable */
+  int loops; /* serial loops around the statement being lowered */
 } Lw;
 
 /* ---------------------------------------------------------------- lower_build.c */
@@ -34,27 +34,27 @@ Expr *lw_unary_not(Lw *w, Expr *x);
 Expr *lw_zero(Lw *w, TypeKind t);
 Expr **lw_idx1(Lw *w, Expr *x);
 Expr *lw_clone(Lw *w, Expr *e);
-Expr *lw_add(Lw *w, Expr *x, Expr *y);         /* folding, as ex_add */
-Expr *lw_mul_c(Lw *w, Expr *x, int64_t c);     /* x * c, folding */
-Expr *lw_div_c(Lw *w, Expr *x, int64_t c);     /* x / c */
-Expr *lw_mod_c(Lw *w, Expr *x, int64_t c);     /* x % c */
-int lw_fresh(Lw *w, const char *base, VarKind kind);              /* a new i32 variable */
+Expr *lw_add(Lw *w, Expr *x, Expr *y);                           /* folding, as ex_add */
+Expr *lw_mul_c(Lw *w, Expr *x, int64_t c);                       /* x * c, folding */
+Expr *lw_div_c(Lw *w, Expr *x, int64_t c);                       /* x / c */
+Expr *lw_mod_c(Lw *w, Expr *x, int64_t c);                       /* x % c */
+int lw_fresh(Lw *w, const char *base, VarKind kind);             /* a new i32 variable */
 int lw_let(Lw *w, StmtList *out, const char *name, Expr *value); /* let NAME = value */
 int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n);
 Stmt *lw_unrolled(Lw *w, int var, int64_t n, Stmt *body);
 Stmt *lw_chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers);
-Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s); /* cond NULL: then_s */
+Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s);     /* cond NULL: then_s */
 Stmt *lw_barrier(Lw *w);
 Stmt *lw_store(Lw *w, int buf, Expr **idx, int n, Expr *value); /* converts value to the element type */
-Stmt *lw_fenced(Lw *w, Stmt *s);                                 /* barrier; s; barrier */
+Stmt *lw_fenced(Lw *w, Stmt *s);                                /* barrier; s; barrier */
 void lw_coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out);
 /* How the vectors of a tile are dealt to threads: chunk c of thread tid
  * starts at flat element (c * threads + tid) * vec. */
 typedef struct {
-	int vec;
-	int chunks;
-	int64_t total;
-	bool guard; /* the last chunk can fall off the tile */
+  int vec;
+  int chunks;
+  int64_t total;
+  bool guard; /* the last chunk can fall off the tile */
 } Deal;
 Deal lw_deal(Lw *w, int vec, int64_t total);
 /* Row and column of register (fm, fn, r) of an MMA fragment, for this thread. */
@@ -64,8 +64,8 @@ Expr *lw_mma_row(Lw *w, const FragLayout *L, Expr *reg); /* the row of register 
 bool lw_is_rows(const Buffer *b);                        /* ROWS or MMA_ROWS */
 int lw_coop_vec(const Buffer *tile, TypeKind other);
 int lw_piece_lanes(TypeKind a, TypeKind b, int n);
-void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n, int last_d,
-	      int last_s);
+void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n,
+              int last_d, int last_s);
 /* One vector of `vec` elements of a copy between global memory (region gr)
  * and tile tb, whose first element is at tile coordinates t[] (and register
  * creg of a fragment, creg != NULL).  Appends to body the fast path (one wide
@@ -75,7 +75,7 @@ void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr 
 /* ---------------------------------------------------------------- lower_copy.c */
 
 void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, Expr *creg, Expr **t, int vec,
-		    Expr *stage, bool async, SrcLoc loc);
+                    Expr *stage, bool async, SrcLoc loc);
 Stmt *lower_copy(Lw *w, Stmt *s);
 Stmt *lower_fill(Lw *w, Stmt *s);
 Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);

@@ -25,91 +25,86 @@
 
 Stmt *lw_lower_stmt(Lw *w, Stmt *s)
 {
-	if (!s)
-		return NULL;
-	switch (s->kind) {
-	case ST_SEQ: {
-		StmtList l = {0};
-		for (int i = 0; i < s->nbody; i++) {
-			Stmt *r = lw_lower_stmt(w, s->body[i]);
-			if (!r)
-				continue;
-			/* Flatten nested sequences; drop a barrier right after a barrier. */
-			Stmt **items = r->kind == ST_SEQ ? r->body : &r;
-			int n = r->kind == ST_SEQ ? r->nbody : 1;
-			for (int j = 0; j < n; j++) {
-				if (items[j]->kind == ST_BARRIER && l.n && l.items[l.n - 1]->kind == ST_BARRIER)
-					continue;
-				stlist_push(w->a, &l, items[j]);
-			}
-		}
-		return stlist_seq(w->a, &l, s->loc);
-	}
-	case ST_IF:
-		s->then_s = lw_lower_stmt(w, s->then_s);
-		s->else_s = lw_lower_stmt(w, s->else_s);
-		return s;
-	case ST_FOR:
-		if (s->for_kind == FOR_PARALLEL)
-			return lower_parallel(w, s);
-		if (s->for_kind == FOR_PIPELINED)
-			return lower_pipelined(w, s);
-		w->loops++;
-		s->then_s = lw_lower_stmt(w, s->then_s);
-		w->loops--;
-		return s;
-	case ST_COPY:
-		return lower_copy(w, s);
-	case ST_FILL:
-		return lower_fill(w, s);
-	case ST_REDUCE:
-		if (w->k->bufs[s->src_buf].layout.kind == LAYOUT_MMA)
-			return lower_reduce_mma(w, s);
-		return lower_reduce(w, s);
-	case ST_STORE:
-		/* Every thread runs a plain statement: its shared store is fenced from
-		 * earlier readers and for later ones, like a tile op's. */
-		return lw_writes_shared(w, s->buf) ? lw_fenced(w, s) : s;
-	case ST_GEMM:
-		return lower_gemm(w, s);
-	case ST_ATOMIC:
-		DIE("tile op %d reached lowering; the frontend rejects it", s->kind);
-	default:
-		return s;
-	}
+  if (!s)
+    return NULL;
+  switch (s->kind) {
+  case ST_SEQ: {
+    StmtList l = {0};
+    for (int i = 0; i < s->nbody; i++) {
+      Stmt *r = lw_lower_stmt(w, s->body[i]);
+      if (!r)
+        continue;
+      /* Flatten nested sequences; drop a barrier right after a barrier. */
+      Stmt **items = r->kind == ST_SEQ ? r->body : &r;
+      int n = r->kind == ST_SEQ ? r->nbody : 1;
+      for (int j = 0; j < n; j++) {
+        if (items[j]->kind == ST_BARRIER && l.n && l.items[l.n - 1]->kind == ST_BARRIER)
+          continue;
+        stlist_push(w->a, &l, items[j]);
+      }
+    }
+    return stlist_seq(w->a, &l, s->loc);
+  }
+  case ST_IF:
+    s->then_s = lw_lower_stmt(w, s->then_s);
+    s->else_s = lw_lower_stmt(w, s->else_s);
+    return s;
+  case ST_FOR:
+    if (s->for_kind == FOR_PARALLEL)
+      return lower_parallel(w, s);
+    if (s->for_kind == FOR_PIPELINED)
+      return lower_pipelined(w, s);
+    w->loops++;
+    s->then_s = lw_lower_stmt(w, s->then_s);
+    w->loops--;
+    return s;
+  case ST_COPY: return lower_copy(w, s);
+  case ST_FILL: return lower_fill(w, s);
+  case ST_REDUCE:
+    if (w->k->bufs[s->src_buf].layout.kind == LAYOUT_MMA)
+      return lower_reduce_mma(w, s);
+    return lower_reduce(w, s);
+  case ST_STORE:
+    /* Every thread runs a plain statement: its shared store is fenced from
+     * earlier readers and for later ones, like a tile op's. */
+    return lw_writes_shared(w, s->buf) ? lw_fenced(w, s) : s;
+  case ST_GEMM: return lower_gemm(w, s);
+  case ST_ATOMIC: DIE("tile op %d reached lowering; the frontend rejects it", s->kind);
+  default: return s;
+  }
 }
 
 /* alloc_local buffers: row-major linear index. */
 static Expr *linear_index(Lw *w, const Buffer *b, Expr **idx, int n)
 {
-	Expr *lin = idx[0];
-	for (int d = 1; d < n; d++)
-		lin = ex_add(w->a, ex_mul(w->a, lin, lw_i32(w, b->tile_shape[d])), idx[d]);
-	return lin;
+  Expr *lin = idx[0];
+  for (int d = 1; d < n; d++)
+    lin = ex_add(w->a, ex_mul(w->a, lin, lw_i32(w, b->tile_shape[d])), idx[d]);
+  return lin;
 }
 
 static Expr *linearize_expr(void *ctx, Expr *e)
 {
-	Lw *w = ctx;
-	if (e->kind == EX_LOAD && w->k->bufs[e->buf].scope == SCOPE_LOCAL && e->nargs > 1) {
-		e->args = lw_idx1(w, linear_index(w, &w->k->bufs[e->buf], e->args, e->nargs));
-		e->nargs = 1;
-	}
-	return e;
+  Lw *w = ctx;
+  if (e->kind == EX_LOAD && w->k->bufs[e->buf].scope == SCOPE_LOCAL && e->nargs > 1) {
+    e->args = lw_idx1(w, linear_index(w, &w->k->bufs[e->buf], e->args, e->nargs));
+    e->nargs = 1;
+  }
+  return e;
 }
 
 static void linearize_locals(Lw *w, Stmt *s)
 {
-	if (!s)
-		return;
-	if (s->kind == ST_STORE && w->k->bufs[s->buf].scope == SCOPE_LOCAL && s->nidx > 1) {
-		s->idx = lw_idx1(w, linear_index(w, &w->k->bufs[s->buf], s->idx, s->nidx));
-		s->nidx = 1;
-	}
-	for (int i = 0; i < s->nbody; i++)
-		linearize_locals(w, s->body[i]);
-	linearize_locals(w, s->then_s);
-	linearize_locals(w, s->else_s);
+  if (!s)
+    return;
+  if (s->kind == ST_STORE && w->k->bufs[s->buf].scope == SCOPE_LOCAL && s->nidx > 1) {
+    s->idx = lw_idx1(w, linear_index(w, &w->k->bufs[s->buf], s->idx, s->nidx));
+    s->nidx = 1;
+  }
+  for (int i = 0; i < s->nbody; i++)
+    linearize_locals(w, s->body[i]);
+  linearize_locals(w, s->then_s);
+  linearize_locals(w, s->else_s);
 }
 
 /* Shared tiles that gemm reads are swizzled (codegen's tile_offset): in the
@@ -119,27 +114,27 @@ static void linearize_locals(Lw *w, Stmt *s)
  * 16-bit elements in whole lines. */
 static void mark_swizzled(Lw *w, const Stmt *s)
 {
-	if (!s)
-		return;
-	Kernel *k = w->k;
-	if (s->kind == ST_GEMM) {
-		int ops[2] = {s->a, s->b};
-		bool wgmma = lw_gemm_uses_wgmma(w, s);
-		for (int i = 0; i < 2; i++) {
-			Buffer *b = &k->bufs[ops[i]];
-			int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
-			int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
-			if (wgmma)
-				b->swizzle = SWIZZLE_128B;
-			else if (b->swizzle == SWIZZLE_NONE && b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 &&
-				 bytes % 128 == 0 && row % 16 == 0)
-				b->swizzle = SWIZZLE_LINES;
-		}
-	}
-	for (int i = 0; i < s->nbody; i++)
-		mark_swizzled(w, s->body[i]);
-	mark_swizzled(w, s->then_s);
-	mark_swizzled(w, s->else_s);
+  if (!s)
+    return;
+  Kernel *k = w->k;
+  if (s->kind == ST_GEMM) {
+    int ops[2] = {s->a, s->b};
+    bool wgmma = lw_gemm_uses_wgmma(w, s);
+    for (int i = 0; i < 2; i++) {
+      Buffer *b = &k->bufs[ops[i]];
+      int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
+      int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
+      if (wgmma)
+        b->swizzle = SWIZZLE_128B;
+      else if (b->swizzle == SWIZZLE_NONE && b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 &&
+               bytes % 128 == 0 && row % 16 == 0)
+        b->swizzle = SWIZZLE_LINES;
+    }
+  }
+  for (int i = 0; i < s->nbody; i++)
+    mark_swizzled(w, s->body[i]);
+  mark_swizzled(w, s->then_s);
+  mark_swizzled(w, s->else_s);
 }
 
 /* use_swizzle(P): the user's block indices become a permutation of the raw
@@ -150,38 +145,41 @@ static void mark_swizzled(Lw *w, const Stmt *s)
  *   rows = min(gy - first, P);  by = first + (id % (P gx)) % rows;  bx = (id % (P gx)) / rows */
 static Stmt *swizzle_blocks(Lw *w)
 {
-	Kernel *k = w->k;
-	int user[2] = {-1, -1};
-	for (int i = 0; i < k->nvars; i++)
-		if (k->vars[i].kind == VAR_BLOCK_IDX && k->vars[i].dim < 2)
-			user[k->vars[i].dim] = i;
-	int raw[2], grid[2];
-	for (int d = 0; d < 2; d++) {
-		raw[d] = lw_fresh(w, d ? "ctaid.y" : "ctaid.x", VAR_BLOCK_IDX);
-		k->vars[raw[d]].dim = d;
-		grid[d] = lw_fresh(w, d ? "nctaid.y" : "nctaid.x", VAR_GRID_DIM);
-		k->vars[grid[d]].dim = d;
-	}
-	StmtList l = {0};
-	int64_t P = k->swizzle_panel;
-	int id = lw_let(w, &l, "id", ex_add(w->a, ex_mul(w->a, lw_var(w, raw[1]), lw_var(w, grid[0])), lw_var(w, raw[0])));
-	int pw = lw_let(w, &l, "panel", ex_mul(w->a, lw_i32(w, P), lw_var(w, grid[0])));
-	int first = lw_let(w, &l, "first", ex_mul(w->a, lw_bin(w, OP_DIV, lw_var(w, id), lw_var(w, pw)), lw_i32(w, P)));
-	int rows = lw_let(w, &l, "rows", lw_bin(w, OP_MIN, lw_bin(w, OP_SUB, lw_var(w, grid[1]), lw_var(w, first)), lw_i32(w, P)));
-	int in = lw_let(w, &l, "in_panel", lw_bin(w, OP_MOD, lw_var(w, id), lw_var(w, pw)));
-	Expr *v[2] = {lw_bin(w, OP_DIV, lw_var(w, in), lw_var(w, rows)),
-		      ex_add(w->a, lw_var(w, first), lw_bin(w, OP_MOD, lw_var(w, in), lw_var(w, rows)))};
-	for (int d = 0; d < 2; d++) {
-		if (user[d] < 0)
-			continue;
-		k->vars[user[d]].kind = VAR_LET;
-		Stmt *s = st_new(w->a, ST_LET, NO_LOC);
-		s->var = user[d];
-		s->value = v[d];
-		stlist_push(w->a, &l, s);
-	}
-	stlist_push(w->a, &l, k->body);
-	return stlist_seq(w->a, &l, k->body->loc);
+  Kernel *k = w->k;
+  int user[2] = {-1, -1};
+  for (int i = 0; i < k->nvars; i++)
+    if (k->vars[i].kind == VAR_BLOCK_IDX && k->vars[i].dim < 2)
+      user[k->vars[i].dim] = i;
+  int raw[2], grid[2];
+  for (int d = 0; d < 2; d++) {
+    raw[d] = lw_fresh(w, d ? "ctaid.y" : "ctaid.x", VAR_BLOCK_IDX);
+    k->vars[raw[d]].dim = d;
+    grid[d] = lw_fresh(w, d ? "nctaid.y" : "nctaid.x", VAR_GRID_DIM);
+    k->vars[grid[d]].dim = d;
+  }
+  StmtList l = {0};
+  int64_t P = k->swizzle_panel;
+  int id = lw_let(w, &l, "id",
+                  ex_add(w->a, ex_mul(w->a, lw_var(w, raw[1]), lw_var(w, grid[0])), lw_var(w, raw[0])));
+  int pw = lw_let(w, &l, "panel", ex_mul(w->a, lw_i32(w, P), lw_var(w, grid[0])));
+  int first = lw_let(w, &l, "first",
+                     ex_mul(w->a, lw_bin(w, OP_DIV, lw_var(w, id), lw_var(w, pw)), lw_i32(w, P)));
+  int rows = lw_let(w, &l, "rows",
+                    lw_bin(w, OP_MIN, lw_bin(w, OP_SUB, lw_var(w, grid[1]), lw_var(w, first)), lw_i32(w, P)));
+  int in = lw_let(w, &l, "in_panel", lw_bin(w, OP_MOD, lw_var(w, id), lw_var(w, pw)));
+  Expr *v[2] = {lw_bin(w, OP_DIV, lw_var(w, in), lw_var(w, rows)),
+                ex_add(w->a, lw_var(w, first), lw_bin(w, OP_MOD, lw_var(w, in), lw_var(w, rows)))};
+  for (int d = 0; d < 2; d++) {
+    if (user[d] < 0)
+      continue;
+    k->vars[user[d]].kind = VAR_LET;
+    Stmt *s = st_new(w->a, ST_LET, NO_LOC);
+    s->var = user[d];
+    s->value = v[d];
+    stlist_push(w->a, &l, s);
+  }
+  stlist_push(w->a, &l, k->body);
+  return stlist_seq(w->a, &l, k->body->loc);
 }
 
 /* ---------------------------------------------------------------- the steps */
@@ -190,75 +188,75 @@ static Stmt *swizzle_blocks(Lw *w)
  * by the first step that asks (every later step finds it). */
 Lw lw_begin(PassContext *pc, Kernel *k)
 {
-	Lw w = {pc, k, pc->arena, -1, 0};
-	for (int i = 0; i < k->nvars; i++)
-		if (k->vars[i].kind == VAR_THREAD_IDX && !strcmp(k->vars[i].name, "tid.x"))
-			w.tid = i;
-	if (w.tid < 0) {
-		Var t = {0};
-		t.name = "tid.x"; /* not a .tl name: those have no dots */
-		t.kind = VAR_THREAD_IDX;
-		t.type = TY_I32;
-		t.param_index = -1;
-		w.tid = kernel_add_var(pc->arena, k, t);
-	}
-	return w;
+  Lw w = {pc, k, pc->arena, -1, 0};
+  for (int i = 0; i < k->nvars; i++)
+    if (k->vars[i].kind == VAR_THREAD_IDX && !strcmp(k->vars[i].name, "tid.x"))
+      w.tid = i;
+  if (w.tid < 0) {
+    Var t = {0};
+    t.name = "tid.x"; /* not a .tl name: those have no dots */
+    t.kind = VAR_THREAD_IDX;
+    t.type = TY_I32;
+    t.param_index = -1;
+    w.tid = kernel_add_var(pc->arena, k, t);
+  }
+  return w;
 }
 
 bool pass_linearize_locals(PassContext *pc, Kernel *k)
 {
-	Lw w = lw_begin(pc, k);
-	for (int i = 0; i < k->nbufs; i++)
-		if (k->bufs[i].scope == SCOPE_LOCAL)
-			k->bufs[i].local_size = buffer_elems(&k->bufs[i]);
-	stmt_rewrite_exprs(k->body, linearize_expr, &w);
-	linearize_locals(&w, k->body);
-	return true;
+  Lw w = lw_begin(pc, k);
+  for (int i = 0; i < k->nbufs; i++)
+    if (k->bufs[i].scope == SCOPE_LOCAL)
+      k->bufs[i].local_size = buffer_elems(&k->bufs[i]);
+  stmt_rewrite_exprs(k->body, linearize_expr, &w);
+  linearize_locals(&w, k->body);
+  return true;
 }
 
 bool pass_choose_swizzles(PassContext *pc, Kernel *k)
 {
-	Lw w = lw_begin(pc, k);
-	mark_swizzled(&w, k->body);
-	return true;
+  Lw w = lw_begin(pc, k);
+  mark_swizzled(&w, k->body);
+  return true;
 }
 
 bool pass_renumber_blocks(PassContext *pc, Kernel *k)
 {
-	Lw w = lw_begin(pc, k);
-	if (k->swizzle_panel)
-		k->body = swizzle_blocks(&w);
-	return true;
+  Lw w = lw_begin(pc, k);
+  if (k->swizzle_panel)
+    k->body = swizzle_blocks(&w);
+  return true;
 }
 
 bool pass_lower_tile_ops(PassContext *pc, Kernel *k)
 {
-	Lw w = lw_begin(pc, k);
-	int errors = pc->diags->nerrors;
-	k->body = lw_lower_stmt(&w, k->body);
-	return pc->diags->nerrors == errors;
+  Lw w = lw_begin(pc, k);
+  int errors = pc->diags->nerrors;
+  k->body = lw_lower_stmt(&w, k->body);
+  return pc->diags->nerrors == errors;
 }
 
 bool pass_drop_scratch_barriers(PassContext *pc, Kernel *k)
 {
-	lower_drop_scratch_guards(k->body, NULL);
-	return true;
+  lower_drop_scratch_guards(k->body, NULL);
+  return true;
 }
 
 bool pass_fragments_to_locals(PassContext *pc, Kernel *k)
 {
-	for (int i = 0; i < k->nbufs; i++) {
-		Buffer *b = &k->bufs[i];
-		if (b->scope == SCOPE_FRAGMENT) {
-			b->scope = SCOPE_LOCAL;
-			b->local_size = b->layout.regs;
-		}
-	}
-	return true;
+  for (int i = 0; i < k->nbufs; i++) {
+    Buffer *b = &k->bufs[i];
+    if (b->scope == SCOPE_FRAGMENT) {
+      b->scope = SCOPE_LOCAL;
+      b->local_size = b->layout.regs;
+    }
+  }
+  return true;
 }
 
 bool pass_fold(PassContext *pc, Kernel *k)
 {
-	ir_fold_stmt(pc->arena, k, k->body);
-	return true;
+  ir_fold_stmt(pc->arena, k, k->body);
+  return true;
 }

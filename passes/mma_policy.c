@@ -5,56 +5,59 @@
 #include "passes.h"
 
 bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int req_wm, int req_wn, int *wm,
-		      int *wn, const char **why)
+                      int *wn, const char **why)
 {
-	int best_m = 0, best_n = 0;
-	int64_t best_cost = INT64_MAX;
-	for (int m = 1; m <= nwarps; m++) {
-		if (nwarps % m)
-			continue;
-		int wn_ = nwarps / m;
-		if ((req_wm && m != req_wm) || (req_wn && wn_ != req_wn))
-			continue;
-		int64_t cost = 0;
-		for (int i = 0; i < n && cost >= 0; i++) {
-			if (M[i] % (m * 16) || N[i] % (wn_ * 8)) {
-				cost = -1;
-				break;
-			}
-			/* Shared-memory traffic per warp grows with the warp tile's
-			 * perimeter; an even number of n8 pieces lets ldmatrix.x4 load B
-			 * two at a time. */
-			int64_t tm = M[i] / m, tn = N[i] / wn_;
-			cost += (tm + tn) * 4 + ((tn / 8) % 2 ? 1 : 0) + (tm < tn ? 1 : 0);
-		}
-		if (cost >= 0 && cost < best_cost) {
-			best_cost = cost;
-			best_m = m;
-			best_n = wn_;
-		}
-	}
-	if (!best_m) {
-		*why = (req_wm || req_wn) ? "the requested warp grid does not use exactly the block's warps, or does not divide the accumulator into 16x8 pieces per warp"
-			: n > 1 ? "no grid of the block's warps divides every accumulator whose rows are shared into 16x8 pieces per warp"
-				: "no grid of the block's warps divides the accumulator into 16x8 pieces per warp";
-		return false;
-	}
-	*wm = best_m;
-	*wn = best_n;
-	return true;
+  int best_m = 0, best_n = 0;
+  int64_t best_cost = INT64_MAX;
+  for (int m = 1; m <= nwarps; m++) {
+    if (nwarps % m)
+      continue;
+    int wn_ = nwarps / m;
+    if ((req_wm && m != req_wm) || (req_wn && wn_ != req_wn))
+      continue;
+    int64_t cost = 0;
+    for (int i = 0; i < n && cost >= 0; i++) {
+      if (M[i] % (m * 16) || N[i] % (wn_ * 8)) {
+        cost = -1;
+        break;
+      }
+      /* Shared-memory traffic per warp grows with the warp tile's
+       * perimeter; an even number of n8 pieces lets ldmatrix.x4 load B
+       * two at a time. */
+      int64_t tm = M[i] / m, tn = N[i] / wn_;
+      cost += (tm + tn) * 4 + ((tn / 8) % 2 ? 1 : 0) + (tm < tn ? 1 : 0);
+    }
+    if (cost >= 0 && cost < best_cost) {
+      best_cost = cost;
+      best_m = m;
+      best_n = wn_;
+    }
+  }
+  if (!best_m) {
+    *why =
+        (req_wm || req_wn)
+            ? "the requested warp grid does not use exactly the block's warps, or does not divide the accumulator into 16x8 pieces per warp"
+        : n > 1
+            ? "no grid of the block's warps divides every accumulator whose rows are shared into 16x8 pieces per warp"
+            : "no grid of the block's warps divides the accumulator into 16x8 pieces per warp";
+    return false;
+  }
+  *wm = best_m;
+  *wn = best_n;
+  return true;
 }
 
 /* An operand's 2-D tile shape, without the stage dimension a pipelined loop
  * adds (staged: the gemm reads one stage of it). */
 static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_t *cols)
 {
-	const Buffer *b = &k->bufs[buf];
-	int lead = staged ? 1 : 0;
-	if (b->rank - lead != 2)
-		return false;
-	*rows = b->tile_shape[lead];
-	*cols = b->tile_shape[lead + 1];
-	return true;
+  const Buffer *b = &k->bufs[buf];
+  int lead = staged ? 1 : 0;
+  if (b->rank - lead != 2)
+    return false;
+  *rows = b->tile_shape[lead];
+  *cols = b->tile_shape[lead + 1];
+  return true;
 }
 
 /* wgmma is used when:
@@ -70,20 +73,20 @@ static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_
  * Anything else takes mma.sync. */
 bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
 {
-	if (pc->target->sm != 90 || !pc->target->arch_specific || k->nthreads <= 0 || k->nthreads % 128)
-		return false;
-	const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
-	if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->elem != B->elem ||
-	    (A->elem != TY_F16 && A->elem != TY_BF16) || Cb->elem != TY_F32 || Cb->rank != 2)
-		return false;
-	int nwarps = k->nthreads / 32;
-	int64_t M = Cb->tile_shape[0], N = Cb->tile_shape[1];
-	if (M != 16 * (int64_t)nwarps || N % 8 || N > 256)
-		return false;
-	if ((g->warps_m && g->warps_m != nwarps) || (g->warps_n && g->warps_n != 1))
-		return false;
-	int64_t ar, ac, br, bc;
-	if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
-		return false;
-	return ar % 8 == 0 && ac % 64 == 0 && br % 8 == 0 && bc % 64 == 0;
+  if (pc->target->sm != 90 || !pc->target->arch_specific || k->nthreads <= 0 || k->nthreads % 128)
+    return false;
+  const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
+  if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->elem != B->elem ||
+      (A->elem != TY_F16 && A->elem != TY_BF16) || Cb->elem != TY_F32 || Cb->rank != 2)
+    return false;
+  int nwarps = k->nthreads / 32;
+  int64_t M = Cb->tile_shape[0], N = Cb->tile_shape[1];
+  if (M != 16 * (int64_t)nwarps || N % 8 || N > 256)
+    return false;
+  if ((g->warps_m && g->warps_m != nwarps) || (g->warps_n && g->warps_n != 1))
+    return false;
+  int64_t ar, ac, br, bc;
+  if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
+    return false;
+  return ar % 8 == 0 && ac % 64 == 0 && br % 8 == 0 && bc % 64 == 0;
 }

@@ -18,9 +18,9 @@
 #include "target.h"
 
 typedef struct {
-	Arena *arena;
-	Diags *diags;
-	const Target *target; /* the row of ir/target.h compiled for */
+  Arena *arena;
+  Diags *diags;
+  const Target *target; /* the row of ir/target.h compiled for */
 } PassContext;
 
 bool pass_specialize(PassContext *pc, Kernel *k);
@@ -44,7 +44,7 @@ int loop_full_fragment(const Kernel *k, const Stmt *loop);
  * (req_* > 0) if it fits them all, else the one with the squarest warp tiles
  * summed over them.  False (with *why) if none fits the m16n8 pieces. */
 bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int req_wm, int req_wn, int *wm,
-		      int *wn, const char **why);
+                      int *wn, const char **why);
 
 /* mma_policy.c: whether gemm g may be lowered to wgmma (sm_90a, shapes, types and
  * warp grid allow it; the conditions are listed there).  The one test that

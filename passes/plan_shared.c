@@ -6,46 +6,50 @@
 
 bool pass_plan_shared(PassContext *pc, Kernel *k)
 {
-	int64_t off = 0;
-	for (int i = 0; i < k->nbufs; i++) {
-		Buffer *b = &k->bufs[i];
-		if (b->scope != SCOPE_SHARED)
-			continue;
-		int64_t n = buffer_elems(b) * type_bytes(b->elem);
-		/* Swizzled tiles take whole 128-byte lines; wgmma's 128-byte swizzle is
-		 * applied by the hardware to address bits 4-9, so its tiles (and each
-		 * stage, a multiple of 1024 bytes) start on 1024-byte atoms. */
-		int64_t align = b->swizzle == SWIZZLE_128B ? 1024 : 128;
-		off = (off + align - 1) & ~(align - 1);
-		b->smem_offset = off;
-		off += n;
-	}
-	k->smem_bytes = off;
-	/* A thread's local memory (its alloc_local arrays and, once lowered, its
-	 * fragments' registers) is at most 512 KiB on every target (CUDA
-	 * programming guide, technical specifications); past it the launch fails
-	 * (CUDA_ERROR_INVALID_VALUE) instead of the compile. */
-	int64_t local = 0, biggest = -1;
-	for (int i = 0; i < k->nbufs; i++) {
-		const Buffer *b = &k->bufs[i];
-		if (b->scope != SCOPE_LOCAL)
-			continue;
-		local += buffer_elems(b) * type_bytes(b->elem);
-		if (biggest < 0 || buffer_elems(b) * type_bytes(b->elem) >
-				       buffer_elems(&k->bufs[biggest]) * type_bytes(k->bufs[biggest].elem))
-			biggest = i;
-	}
-	if (local > MAX_LOCAL_BYTES) {
-		error_at(pc->diags, k->bufs[biggest].loc, "kernel '%s' needs %" PRId64 " bytes of local memory per thread, "
-			 "more than the %d a thread can have; make '%s' smaller (a shared tile is shared by the "
-			 "block)", k->name, local, MAX_LOCAL_BYTES, k->bufs[biggest].name);
-		return false;
-	}
-	int64_t limit = pc->target->shared_per_block;
-	if (off > limit) {
-		error_at(pc->diags, k->loc, "kernel '%s' needs %" PRId64 " bytes of shared memory, more than the %" PRId64
-			 " bytes a block can have on sm_%d; use smaller tiles or fewer stages", k->name, off, limit, pc->target->sm);
-		return false;
-	}
-	return true;
+  int64_t off = 0;
+  for (int i = 0; i < k->nbufs; i++) {
+    Buffer *b = &k->bufs[i];
+    if (b->scope != SCOPE_SHARED)
+      continue;
+    int64_t n = buffer_elems(b) * type_bytes(b->elem);
+    /* Swizzled tiles take whole 128-byte lines; wgmma's 128-byte swizzle is
+     * applied by the hardware to address bits 4-9, so its tiles (and each
+     * stage, a multiple of 1024 bytes) start on 1024-byte atoms. */
+    int64_t align = b->swizzle == SWIZZLE_128B ? 1024 : 128;
+    off = (off + align - 1) & ~(align - 1);
+    b->smem_offset = off;
+    off += n;
+  }
+  k->smem_bytes = off;
+  /* A thread's local memory (its alloc_local arrays and, once lowered, its
+   * fragments' registers) is at most 512 KiB on every target (CUDA
+   * programming guide, technical specifications); past it the launch fails
+   * (CUDA_ERROR_INVALID_VALUE) instead of the compile. */
+  int64_t local = 0, biggest = -1;
+  for (int i = 0; i < k->nbufs; i++) {
+    const Buffer *b = &k->bufs[i];
+    if (b->scope != SCOPE_LOCAL)
+      continue;
+    local += buffer_elems(b) * type_bytes(b->elem);
+    if (biggest < 0 || buffer_elems(b) * type_bytes(b->elem) >
+                           buffer_elems(&k->bufs[biggest]) * type_bytes(k->bufs[biggest].elem))
+      biggest = i;
+  }
+  if (local > MAX_LOCAL_BYTES) {
+    error_at(pc->diags, k->bufs[biggest].loc,
+             "kernel '%s' needs %" PRId64 " bytes of local memory per thread, "
+             "more than the %d a thread can have; make '%s' smaller (a shared tile is shared by the "
+             "block)",
+             k->name, local, MAX_LOCAL_BYTES, k->bufs[biggest].name);
+    return false;
+  }
+  int64_t limit = pc->target->shared_per_block;
+  if (off > limit) {
+    error_at(pc->diags, k->loc,
+             "kernel '%s' needs %" PRId64 " bytes of shared memory, more than the %" PRId64
+             " bytes a block can have on sm_%d; use smaller tiles or fewer stages",
+             k->name, off, limit, pc->target->sm);
+    return false;
+  }
+  return true;
 }

@@ -27,34 +27,35 @@
 
 static bool is_producer(const Kernel *k, const Stmt *s)
 {
-	return s->kind == ST_COPY && k->bufs[s->src.buf].scope == SCOPE_GLOBAL && k->bufs[s->dst.buf].scope == SCOPE_SHARED;
+  return s->kind == ST_COPY && k->bufs[s->src.buf].scope == SCOPE_GLOBAL &&
+         k->bufs[s->dst.buf].scope == SCOPE_SHARED;
 }
 
 /* The body's statements, with nested sequences flattened. */
 static void flatten(Arena *a, Stmt *s, StmtList *out)
 {
-	if (s->kind == ST_SEQ) {
-		for (int i = 0; i < s->nbody; i++)
-			flatten(a, s->body[i], out);
-		return;
-	}
-	stlist_push(a, out, s);
+  if (s->kind == ST_SEQ) {
+    for (int i = 0; i < s->nbody; i++)
+      flatten(a, s->body[i], out);
+    return;
+  }
+  stlist_push(a, out, s);
 }
 
 /* ---------------------------------------------------------------- uses of a buffer */
 
 static bool expr_uses(const Expr *e, int buf)
 {
-	if (!e)
-		return false;
-	if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && e->buf == buf)
-		return true;
-	if (expr_uses(e->a, buf) || expr_uses(e->b, buf) || expr_uses(e->c, buf))
-		return true;
-	for (int i = 0; i < e->nargs; i++)
-		if (expr_uses(e->args[i], buf))
-			return true;
-	return false;
+  if (!e)
+    return false;
+  if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && e->buf == buf)
+    return true;
+  if (expr_uses(e->a, buf) || expr_uses(e->b, buf) || expr_uses(e->c, buf))
+    return true;
+  for (int i = 0; i < e->nargs; i++)
+    if (expr_uses(e->args[i], buf))
+      return true;
+  return false;
 }
 
 /* Among the leading producers of the statements s (nested sequences
@@ -62,17 +63,17 @@ static bool expr_uses(const Expr *e, int buf)
  * consumer comes first, 0 if s ends before either. */
 static int producers_fill(const Kernel *k, const Stmt *s, int buf)
 {
-	if (s->kind == ST_SEQ) {
-		for (int i = 0; i < s->nbody; i++) {
-			int r = producers_fill(k, s->body[i], buf);
-			if (r)
-				return r;
-		}
-		return 0;
-	}
-	if (!is_producer(k, s))
-		return -1;
-	return s->dst.buf == buf;
+  if (s->kind == ST_SEQ) {
+    for (int i = 0; i < s->nbody; i++) {
+      int r = producers_fill(k, s->body[i], buf);
+      if (r)
+        return r;
+    }
+    return 0;
+  }
+  if (!is_producer(k, s))
+    return -1;
+  return s->dst.buf == buf;
 }
 
 /* Is buf one of the leading producer copies of pipelined loop p? */
@@ -82,98 +83,99 @@ static bool fills(const Kernel *k, const Stmt *p, int buf) { return producers_fi
  * that fill buf themselves: they stage it the same way) use buf? */
 static bool stmt_uses(const Kernel *k, const Stmt *s, const Stmt *skip, int buf, int stages)
 {
-	if (!s || s == skip)
-		return false;
-	if (s->kind == ST_FOR && s->for_kind == FOR_PIPELINED && s->stages == stages && fills(k, s, buf))
-		return false;
-	if (((s->kind == ST_STORE || s->kind == ST_FILL || s->kind == ST_ATOMIC) && s->buf == buf) ||
-	    (s->kind == ST_COPY && (s->src.buf == buf || s->dst.buf == buf)) ||
-	    (s->kind == ST_GEMM && (s->a == buf || s->b == buf || s->c == buf)) ||
-	    (s->kind == ST_REDUCE && (s->src_buf == buf || s->buf == buf)))
-		return true;
-	if (expr_uses(s->value, buf) || expr_uses(s->cond, buf))
-		return true;
-	for (int i = 0; i < s->nidx; i++)
-		if (expr_uses(s->idx[i], buf))
-			return true;
-	for (int i = 0; i < s->nbody; i++)
-		if (stmt_uses(k, s->body[i], skip, buf, stages))
-			return true;
-	return stmt_uses(k, s->then_s, skip, buf, stages) || stmt_uses(k, s->else_s, skip, buf, stages);
+  if (!s || s == skip)
+    return false;
+  if (s->kind == ST_FOR && s->for_kind == FOR_PIPELINED && s->stages == stages && fills(k, s, buf))
+    return false;
+  if (((s->kind == ST_STORE || s->kind == ST_FILL || s->kind == ST_ATOMIC) && s->buf == buf) ||
+      (s->kind == ST_COPY && (s->src.buf == buf || s->dst.buf == buf)) ||
+      (s->kind == ST_GEMM && (s->a == buf || s->b == buf || s->c == buf)) ||
+      (s->kind == ST_REDUCE && (s->src_buf == buf || s->buf == buf)))
+    return true;
+  if (expr_uses(s->value, buf) || expr_uses(s->cond, buf))
+    return true;
+  for (int i = 0; i < s->nidx; i++)
+    if (expr_uses(s->idx[i], buf))
+      return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (stmt_uses(k, s->body[i], skip, buf, stages))
+      return true;
+  return stmt_uses(k, s->then_s, skip, buf, stages) || stmt_uses(k, s->else_s, skip, buf, stages);
 }
 
 /* ---------------------------------------------------------------- staging */
 
 typedef struct {
-	Lw *w;
-	bool *staged; /* per buffer */
-	Expr *stage;  /* the consumers' stage index */
-	int var;      /* the loop variable, for substitution */
-	Expr *iter;   /* ... by this expression */
-	bool ok;
+  Lw *w;
+  bool *staged; /* per buffer */
+  Expr *stage;  /* the consumers' stage index */
+  int var;      /* the loop variable, for substitution */
+  Expr *iter;   /* ... by this expression */
+  bool ok;
 } Stage;
 
 static Expr **prefix(Lw *w, Expr *first, Expr **idx, int n)
 {
-	Expr **v = ARENA_ARRAY(w->a, Expr *, n + 1);
-	v[0] = ex_clone(w->a, first);
-	for (int i = 0; i < n; i++)
-		v[i + 1] = idx[i];
-	return v;
+  Expr **v = ARENA_ARRAY(w->a, Expr *, n + 1);
+  v[0] = ex_clone(w->a, first);
+  for (int i = 0; i < n; i++)
+    v[i + 1] = idx[i];
+  return v;
 }
 
 static Expr *stage_expr(void *ctx, Expr *e)
 {
-	Stage *st = ctx;
-	if (e->kind == EX_LOAD && st->staged[e->buf]) {
-		e->args = prefix(st->w, st->stage, e->args, e->nargs);
-		e->nargs++;
-	}
-	return e;
+  Stage *st = ctx;
+  if (e->kind == EX_LOAD && st->staged[e->buf]) {
+    e->args = prefix(st->w, st->stage, e->args, e->nargs);
+    e->nargs++;
+  }
+  return e;
 }
 
 static void stage_stmt(Stage *st, Stmt *s)
 {
-	if (!s)
-		return;
-	const Kernel *k = st->w->k;
-	if (s->kind == ST_STORE && st->staged[s->buf]) {
-		s->idx = prefix(st->w, st->stage, s->idx, s->nidx);
-		s->nidx++;
-	}
-	if (s->kind == ST_GEMM) {
-		if (st->staged[s->a])
-			s->stage_a = ex_clone(st->w->a, st->stage);
-		if (st->staged[s->b])
-			s->stage_b = ex_clone(st->w->a, st->stage);
-	}
-	if (s->kind == ST_COPY && st->staged[s->src.buf] && !st->staged[s->dst.buf] &&
-	    k->bufs[s->dst.buf].scope == SCOPE_FRAGMENT) {
-		/* staged tile -> fragment: lower_copy_shared_frag reads stage .stage_a */
-		s->stage_a = ex_clone(st->w->a, st->stage);
-		return;
-	}
-	if ((s->kind == ST_COPY && (st->staged[s->src.buf] || st->staged[s->dst.buf])) ||
-	    (s->kind == ST_FILL && st->staged[s->buf])) {
-		int b = s->kind == ST_FILL ? s->buf : st->staged[s->src.buf] ? s->src.buf : s->dst.buf;
-		error_at(st->w->pc->diags, s->loc, "'%s' is filled by the pipelined loop's copies; using it in %s there is "
-						   "not supported yet (use gemm or a parallel loop)", k->bufs[b].name,
-			 s->kind == ST_FILL ? "fill" : "copy");
-		st->ok = false;
-		return;
-	}
-	for (int i = 0; i < s->nbody; i++)
-		stage_stmt(st, s->body[i]);
-	stage_stmt(st, s->then_s);
-	stage_stmt(st, s->else_s);
+  if (!s)
+    return;
+  const Kernel *k = st->w->k;
+  if (s->kind == ST_STORE && st->staged[s->buf]) {
+    s->idx = prefix(st->w, st->stage, s->idx, s->nidx);
+    s->nidx++;
+  }
+  if (s->kind == ST_GEMM) {
+    if (st->staged[s->a])
+      s->stage_a = ex_clone(st->w->a, st->stage);
+    if (st->staged[s->b])
+      s->stage_b = ex_clone(st->w->a, st->stage);
+  }
+  if (s->kind == ST_COPY && st->staged[s->src.buf] && !st->staged[s->dst.buf] &&
+      k->bufs[s->dst.buf].scope == SCOPE_FRAGMENT) {
+    /* staged tile -> fragment: lower_copy_shared_frag reads stage .stage_a */
+    s->stage_a = ex_clone(st->w->a, st->stage);
+    return;
+  }
+  if ((s->kind == ST_COPY && (st->staged[s->src.buf] || st->staged[s->dst.buf])) ||
+      (s->kind == ST_FILL && st->staged[s->buf])) {
+    int b = s->kind == ST_FILL ? s->buf : st->staged[s->src.buf] ? s->src.buf : s->dst.buf;
+    error_at(st->w->pc->diags, s->loc,
+             "'%s' is filled by the pipelined loop's copies; using it in %s there is "
+             "not supported yet (use gemm or a parallel loop)",
+             k->bufs[b].name, s->kind == ST_FILL ? "fill" : "copy");
+    st->ok = false;
+    return;
+  }
+  for (int i = 0; i < s->nbody; i++)
+    stage_stmt(st, s->body[i]);
+  stage_stmt(st, s->then_s);
+  stage_stmt(st, s->else_s);
 }
 
 static Expr *subst_iter(void *ctx, Expr *e)
 {
-	Stage *st = ctx;
-	if (e->kind == EX_VAR && e->var == st->var)
-		return ex_clone(st->w->a, st->iter);
-	return e;
+  Stage *st = ctx;
+  if (e->kind == EX_VAR && e->var == st->var)
+    return ex_clone(st->w->a, st->iter);
+  return e;
 }
 
 /* Is the whole tile inside the tensor, with every 16-byte vector aligned?
@@ -181,141 +183,148 @@ static Expr *subst_iter(void *ctx, Expr *e)
  * a multiple of vec elements, from an aligned origin. */
 static Expr *interior(Lw *w, const Region *gr, const Buffer *tile, int vec)
 {
-	const Buffer *G = &w->k->bufs[gr->buf];
-	int R = G->rank, lead = R - tile->rank;
-	Expr *ok = NULL;
-	for (int d = 0; d < R; d++) {
-		Expr *o = ex_clone(w->a, gr->origin[d]);
-		int64_t extent = d < lead ? 1 : tile->tile_shape[d - lead];
-		ok = lw_and(w, ok, lw_and(w, lw_bin(w, OP_GE, o, lw_i32(w, 0)),
-					  lw_bin(w, OP_LE, ex_add(w->a, ex_clone(w->a, o), lw_i32(w, extent)),
-						 ex_clone(w->a, G->shape[d]))));
-	}
-	ok = lw_and(w, ok, lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, ex_clone(w->a, G->shape[R - 1]), lw_i32(w, vec)), lw_i32(w, 0)));
-	Expr **o = ARENA_ARRAY(w->a, Expr *, R);
-	for (int d = 0; d < R; d++)
-		o[d] = ex_clone(w->a, gr->origin[d]);
-	return lw_and(w, ok, ex_aligned(w->a, gr->buf, o, R, vec * type_bytes(G->elem)));
+  const Buffer *G = &w->k->bufs[gr->buf];
+  int R = G->rank, lead = R - tile->rank;
+  Expr *ok = NULL;
+  for (int d = 0; d < R; d++) {
+    Expr *o = ex_clone(w->a, gr->origin[d]);
+    int64_t extent = d < lead ? 1 : tile->tile_shape[d - lead];
+    ok = lw_and(w, ok,
+                lw_and(w, lw_bin(w, OP_GE, o, lw_i32(w, 0)),
+                       lw_bin(w, OP_LE, ex_add(w->a, ex_clone(w->a, o), lw_i32(w, extent)),
+                              ex_clone(w->a, G->shape[d]))));
+  }
+  ok = lw_and(
+      w, ok,
+      lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, ex_clone(w->a, G->shape[R - 1]), lw_i32(w, vec)), lw_i32(w, 0)));
+  Expr **o = ARENA_ARRAY(w->a, Expr *, R);
+  for (int d = 0; d < R; d++)
+    o[d] = ex_clone(w->a, gr->origin[d]);
+  return lw_and(w, ok, ex_aligned(w->a, gr->buf, o, R, vec * type_bytes(G->elem)));
 }
 
 /* The copy of an interior tile: one unchecked cp.async per vector. */
-static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *tile, int vec, Expr *stage, SrcLoc loc)
+static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *tile, int vec, Expr *stage,
+                              SrcLoc loc)
 {
-	const Buffer *G = &w->k->bufs[gr->buf];
-	int R = G->rank, r = tile->rank, lead = R - r;
-	int64_t vectors = buffer_elems(tile) / vec;
-	int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
-	int c = lw_fresh(w, "c", VAR_LOOP);
-	StmtList body = {0};
-	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)),
-					     lw_var(w, w->tid)), lw_i32(w, vec));
-	int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
-	Expr *t[TL_MAX_RANK];
-	lw_coords(w, tile->tile_shape, r, lw_var(w, basev), t);
-	Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
-	cp->buf = tb;
-	cp->nidx = r + 1;
-	cp->idx = ARENA_ARRAY(w->a, Expr *, r + 1);
-	cp->idx[0] = ex_clone(w->a, stage);
-	for (int d = 0; d < r; d++)
-		cp->idx[d + 1] = t[d];
-	cp->src_buf = gr->buf;
-	cp->nsrc_idx = R;
-	cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
-	for (int d = 0; d < R; d++)
-		cp->src_idx[d] = d < lead ? ex_clone(w->a, gr->origin[d])
-					  : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[d - lead]));
-	cp->src_bytes = lw_i32(w, 16);
-	cp->lanes = vec;
-	stlist_push(w->a, &body, cp);
-	Stmt *inner = stlist_seq(w->a, &body, loc);
-	if ((int64_t)chunks * w->k->nthreads != vectors)
-		inner = lw_if(w, lw_bin(w, OP_LT, base, lw_i32(w, buffer_elems(tile))), inner, NULL);
-	return lw_chunk_loop(w, c, chunks, inner, false);
+  const Buffer *G = &w->k->bufs[gr->buf];
+  int R = G->rank, r = tile->rank, lead = R - r;
+  int64_t vectors = buffer_elems(tile) / vec;
+  int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
+  int c = lw_fresh(w, "c", VAR_LOOP);
+  StmtList body = {0};
+  Expr *base = lw_bin(
+      w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)),
+      lw_i32(w, vec));
+  int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
+  Expr *t[TL_MAX_RANK];
+  lw_coords(w, tile->tile_shape, r, lw_var(w, basev), t);
+  Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
+  cp->buf = tb;
+  cp->nidx = r + 1;
+  cp->idx = ARENA_ARRAY(w->a, Expr *, r + 1);
+  cp->idx[0] = ex_clone(w->a, stage);
+  for (int d = 0; d < r; d++)
+    cp->idx[d + 1] = t[d];
+  cp->src_buf = gr->buf;
+  cp->nsrc_idx = R;
+  cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+  for (int d = 0; d < R; d++)
+    cp->src_idx[d] = d < lead ? ex_clone(w->a, gr->origin[d])
+                              : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[d - lead]));
+  cp->src_bytes = lw_i32(w, 16);
+  cp->lanes = vec;
+  stlist_push(w->a, &body, cp);
+  Stmt *inner = stlist_seq(w->a, &body, loc);
+  if ((int64_t)chunks * w->k->nthreads != vectors)
+    inner = lw_if(w, lw_bin(w, OP_LT, base, lw_i32(w, buffer_elems(tile))), inner, NULL);
+  return lw_chunk_loop(w, c, chunks, inner, false);
 }
 
 /* One producer copy for iteration `iter` into stage `stage`, spread over the
  * block's threads in 16-byte vectors (cp.async where possible). */
 static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *stage)
 {
-	Stage st = {w, NULL, NULL, loop_var, iter, true};
-	Region gr = copy->src;
-	gr.origin = ARENA_ARRAY(w->a, Expr *, gr.rank);
-	for (int d = 0; d < gr.rank; d++)
-		gr.origin[d] = expr_rewrite(ex_clone(w->a, copy->src.origin[d]), subst_iter, &st);
-	const Buffer *G = &w->k->bufs[gr.buf], *T = &w->k->bufs[copy->dst.buf];
-	/* T is already staged: its tile is T's shape without the stage dimension. */
-	Buffer slice = *T;
-	slice.rank = T->rank - 1;
-	for (int d = 0; d < slice.rank; d++)
-		slice.tile_shape[d] = T->tile_shape[d + 1];
-	int vec = lw_coop_vec(&slice, G->elem);
-	bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16;
-	int64_t total = buffer_elems(&slice);
-	int64_t vectors = (total + vec - 1) / vec;
-	int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
-	bool guard = (int64_t)chunks * w->k->nthreads != vectors;
-	StmtList body = {0};
-	int c = lw_fresh(w, "c", VAR_LOOP);
-	Expr *base = lw_bin(w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)),
-					     lw_var(w, w->tid)), lw_i32(w, vec));
-	int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
-	Expr *t[TL_MAX_RANK];
-	lw_coords(w, slice.tile_shape, slice.rank, lw_var(w, basev), t);
-	for (int d = 0; d < slice.rank; d++)
-		t[d] = lw_var(w, lw_let(w, &body, "t", t[d]));
-	lw_copy_vector(w, &body, true, &gr, copy->dst.buf, NULL, t, vec, stage, async, copy->loc);
-	Stmt *inner = stlist_seq(w->a, &body, copy->loc);
-	if (guard)
-		inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, base), lw_i32(w, total)), inner, NULL);
-	Stmt *checked = lw_chunk_loop(w, c, chunks, inner, false);
-	if (!async)
-		return checked;
-	/* Edge tiles only: a run-time loop, whose per-vector addresses and tests
-	 * are not all kept alive across the K loop (about 110 registers of the
-	 * default matmul were this path's, unrolled and hoisted). */
-	checked->for_kind = FOR_SERIAL;
-	checked->rolled = true;
-	return lw_if(w, interior(w, &gr, &slice, vec), produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, copy->loc),
-		     checked);
+  Stage st = {w, NULL, NULL, loop_var, iter, true};
+  Region gr = copy->src;
+  gr.origin = ARENA_ARRAY(w->a, Expr *, gr.rank);
+  for (int d = 0; d < gr.rank; d++)
+    gr.origin[d] = expr_rewrite(ex_clone(w->a, copy->src.origin[d]), subst_iter, &st);
+  const Buffer *G = &w->k->bufs[gr.buf], *T = &w->k->bufs[copy->dst.buf];
+  /* T is already staged: its tile is T's shape without the stage dimension. */
+  Buffer slice = *T;
+  slice.rank = T->rank - 1;
+  for (int d = 0; d < slice.rank; d++)
+    slice.tile_shape[d] = T->tile_shape[d + 1];
+  int vec = lw_coop_vec(&slice, G->elem);
+  bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16;
+  int64_t total = buffer_elems(&slice);
+  int64_t vectors = (total + vec - 1) / vec;
+  int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
+  bool guard = (int64_t)chunks * w->k->nthreads != vectors;
+  StmtList body = {0};
+  int c = lw_fresh(w, "c", VAR_LOOP);
+  Expr *base = lw_bin(
+      w, OP_MUL, lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, c), lw_i32(w, w->k->nthreads)), lw_var(w, w->tid)),
+      lw_i32(w, vec));
+  int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
+  Expr *t[TL_MAX_RANK];
+  lw_coords(w, slice.tile_shape, slice.rank, lw_var(w, basev), t);
+  for (int d = 0; d < slice.rank; d++)
+    t[d] = lw_var(w, lw_let(w, &body, "t", t[d]));
+  lw_copy_vector(w, &body, true, &gr, copy->dst.buf, NULL, t, vec, stage, async, copy->loc);
+  Stmt *inner = stlist_seq(w->a, &body, copy->loc);
+  if (guard)
+    inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, base), lw_i32(w, total)), inner, NULL);
+  Stmt *checked = lw_chunk_loop(w, c, chunks, inner, false);
+  if (!async)
+    return checked;
+  /* Edge tiles only: a run-time loop, whose per-vector addresses and tests
+   * are not all kept alive across the K loop (about 110 registers of the
+   * default matmul were this path's, unrolled and hoisted). */
+  checked->for_kind = FOR_SERIAL;
+  checked->rolled = true;
+  return lw_if(w, interior(w, &gr, &slice, vec),
+               produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, copy->loc), checked);
 }
 
 static Stmt *produce_all(Lw *w, StmtList *producers, int loop_var, Expr *iter, Expr *stage)
 {
-	StmtList l = {0};
-	for (int i = 0; i < producers->n; i++)
-		stlist_push(w->a, &l, produce(w, producers->items[i], loop_var, iter, stage));
-	return stlist_seq(w->a, &l, NO_LOC);
+  StmtList l = {0};
+  for (int i = 0; i < producers->n; i++)
+    stlist_push(w->a, &l, produce(w, producers->items[i], loop_var, iter, stage));
+  return stlist_seq(w->a, &l, NO_LOC);
 }
 
 /* cp.async.commit_group, cp.async.wait_group PENDING, fence.proxy.async */
 static Stmt *async_stmt(Lw *w, StmtKind kind, int pending)
 {
-	Stmt *s = st_new(w->a, kind, NO_LOC);
-	s->pending = pending;
-	return s;
+  Stmt *s = st_new(w->a, kind, NO_LOC);
+  s->pending = pending;
+  return s;
 }
 
 /* The loop body's leading producer copies and the consumers after them;
  * false (reported) if a producer comes after a consumer. */
 static bool split_body(Lw *w, Stmt *s, StmtList *producers, StmtList *consumers)
 {
-	Kernel *k = w->k;
-	StmtList all = {0};
-	flatten(w->a, s->then_s, &all);
-	int i = 0;
-	for (; i < all.n && is_producer(k, all.items[i]); i++)
-		stlist_push(w->a, producers, all.items[i]);
-	for (; i < all.n; i++) {
-		if (is_producer(k, all.items[i])) {
-			error_at(w->pc->diags, all.items[i]->loc, "in a pipelined loop, the copies of global tiles into shared "
-								  "memory must be the loop's first statements (write their origins "
-								  "in terms of the loop variable, without a let before them)");
-			return false;
-		}
-		stlist_push(w->a, consumers, all.items[i]);
-	}
-	return true;
+  Kernel *k = w->k;
+  StmtList all = {0};
+  flatten(w->a, s->then_s, &all);
+  int i = 0;
+  for (; i < all.n && is_producer(k, all.items[i]); i++)
+    stlist_push(w->a, producers, all.items[i]);
+  for (; i < all.n; i++) {
+    if (is_producer(k, all.items[i])) {
+      error_at(w->pc->diags, all.items[i]->loc,
+               "in a pipelined loop, the copies of global tiles into shared "
+               "memory must be the loop's first statements (write their origins "
+               "in terms of the loop variable, without a let before them)");
+      return false;
+    }
+    stlist_push(w->a, consumers, all.items[i]);
+  }
+  return true;
 }
 
 /* Gives each tile a producer fills S copies (a leading stage dimension) and
@@ -323,145 +332,148 @@ static bool split_body(Lw *w, Stmt *s, StmtList *producers, StmtList *consumers)
  * False (reported) if a tile cannot be staged. */
 static bool stage_tiles(Lw *w, const Stmt *s, const StmtList *producers, int S, bool *staged, bool *reused)
 {
-	Kernel *k = w->k;
-	for (int p = 0; p < producers->n; p++) {
-		int b = producers->items[p]->dst.buf;
-		if (staged[b]) {
-			error_at(w->pc->diags, producers->items[p]->loc, "'%s' is filled twice in one pipelined iteration",
-				 k->bufs[b].name);
-			return false;
-		}
-		/* (A tile staged already was checked by the first loop that staged it.) */
-		if (!k->bufs[b].stages && stmt_uses(k, k->body, s, b, S)) {
-			error_at(w->pc->diags, producers->items[p]->loc, "'%s' is filled by this pipelined loop, which keeps %d "
-									 "copies of it, so it cannot be used outside the loop",
-				 k->bufs[b].name, S);
-			return false;
-		}
-		staged[b] = true;
-		Buffer *B = &k->bufs[b];
-		if (B->stages) { /* staged by an earlier pipelined loop of S stages */
-			*reused = true;
-			continue;
-		}
-		if (B->rank >= TL_MAX_RANK) {
-			error_at(w->pc->diags, B->loc, "'%s' has too many dimensions to be staged by a pipelined loop", B->name);
-			return false;
-		}
-		for (int d = B->rank; d > 0; d--) {
-			B->tile_shape[d] = B->tile_shape[d - 1];
-			B->shape[d] = B->shape[d - 1];
-		}
-		B->tile_shape[0] = S;
-		B->shape[0] = lw_i32(w, S);
-		B->rank++;
-		B->stages = S;
-	}
-	return true;
+  Kernel *k = w->k;
+  for (int p = 0; p < producers->n; p++) {
+    int b = producers->items[p]->dst.buf;
+    if (staged[b]) {
+      error_at(w->pc->diags, producers->items[p]->loc, "'%s' is filled twice in one pipelined iteration",
+               k->bufs[b].name);
+      return false;
+    }
+    /* (A tile staged already was checked by the first loop that staged it.) */
+    if (!k->bufs[b].stages && stmt_uses(k, k->body, s, b, S)) {
+      error_at(w->pc->diags, producers->items[p]->loc,
+               "'%s' is filled by this pipelined loop, which keeps %d "
+               "copies of it, so it cannot be used outside the loop",
+               k->bufs[b].name, S);
+      return false;
+    }
+    staged[b] = true;
+    Buffer *B = &k->bufs[b];
+    if (B->stages) { /* staged by an earlier pipelined loop of S stages */
+      *reused = true;
+      continue;
+    }
+    if (B->rank >= TL_MAX_RANK) {
+      error_at(w->pc->diags, B->loc, "'%s' has too many dimensions to be staged by a pipelined loop",
+               B->name);
+      return false;
+    }
+    for (int d = B->rank; d > 0; d--) {
+      B->tile_shape[d] = B->tile_shape[d - 1];
+      B->shape[d] = B->shape[d - 1];
+    }
+    B->tile_shape[0] = S;
+    B->shape[0] = lw_i32(w, S);
+    B->rank++;
+    B->stages = S;
+  }
+  return true;
 }
 
 /* One iteration of the steady state, after its lets (in `it`): wait for the
  * stage, publish it, fetch S - 1 ahead, consume. */
 static void steady_iteration(Lw *w, StmtList *it, int S, bool proxy, Stmt *issue, Stmt *use)
 {
-	if (S == 1) {
-		/* One buffer: fetch, wait, publish, compute, and wait for every reader
-		 * before the next fetch overwrites it. */
-		stlist_push(w->a, it, issue);
-		stlist_push(w->a, it, async_stmt(w, ST_CP_COMMIT, 0));
-		stlist_push(w->a, it, async_stmt(w, ST_CP_WAIT, 0));
-		if (proxy)
-			stlist_push(w->a, it, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
-		stlist_push(w->a, it, lw_barrier(w));
-		stlist_push(w->a, it, use);
-		stlist_push(w->a, it, lw_barrier(w));
-		return;
-	}
-	/* One barrier per iteration: it publishes stage k (after this thread's
-	 * wait) and also proves that every thread finished iteration k-1, whose
-	 * stage, (k-1) % S = (k+S-1) % S, is the one the fetch then refills. */
-	stlist_push(w->a, it, async_stmt(w, ST_CP_WAIT, S - 2));
-	if (proxy)
-		stlist_push(w->a, it, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
-	stlist_push(w->a, it, lw_barrier(w));
-	/* wgmma runs asynchronously until its wait: when the consumers end in
-	 * wgmma waits, issue the multiplies first and the fetch while they run
-	 * (the fetch refills the stage of iteration k-1, which every thread,
-	 * wait included, finished before the barrier). */
-	int nwait = 0;
-	if (use->kind == ST_SEQ)
-		while (nwait < use->nbody && use->body[use->nbody - 1 - nwait]->kind == ST_WGMMA_WAIT)
-			nwait++;
-	if (nwait) {
-		use->nbody -= nwait;
-		stlist_push(w->a, it, use);
-	}
-	stlist_push(w->a, it, issue);
-	stlist_push(w->a, it, async_stmt(w, ST_CP_COMMIT, 0));
-	if (nwait)
-		for (int i = 0; i < nwait; i++)
-			stlist_push(w->a, it, use->body[use->nbody + i]);
-	else
-		stlist_push(w->a, it, use);
+  if (S == 1) {
+    /* One buffer: fetch, wait, publish, compute, and wait for every reader
+     * before the next fetch overwrites it. */
+    stlist_push(w->a, it, issue);
+    stlist_push(w->a, it, async_stmt(w, ST_CP_COMMIT, 0));
+    stlist_push(w->a, it, async_stmt(w, ST_CP_WAIT, 0));
+    if (proxy)
+      stlist_push(w->a, it, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
+    stlist_push(w->a, it, lw_barrier(w));
+    stlist_push(w->a, it, use);
+    stlist_push(w->a, it, lw_barrier(w));
+    return;
+  }
+  /* One barrier per iteration: it publishes stage k (after this thread's
+   * wait) and also proves that every thread finished iteration k-1, whose
+   * stage, (k-1) % S = (k+S-1) % S, is the one the fetch then refills. */
+  stlist_push(w->a, it, async_stmt(w, ST_CP_WAIT, S - 2));
+  if (proxy)
+    stlist_push(w->a, it, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
+  stlist_push(w->a, it, lw_barrier(w));
+  /* wgmma runs asynchronously until its wait: when the consumers end in
+   * wgmma waits, issue the multiplies first and the fetch while they run
+   * (the fetch refills the stage of iteration k-1, which every thread,
+   * wait included, finished before the barrier). */
+  int nwait = 0;
+  if (use->kind == ST_SEQ)
+    while (nwait < use->nbody && use->body[use->nbody - 1 - nwait]->kind == ST_WGMMA_WAIT)
+      nwait++;
+  if (nwait) {
+    use->nbody -= nwait;
+    stlist_push(w->a, it, use);
+  }
+  stlist_push(w->a, it, issue);
+  stlist_push(w->a, it, async_stmt(w, ST_CP_COMMIT, 0));
+  if (nwait)
+    for (int i = 0; i < nwait; i++)
+      stlist_push(w->a, it, use->body[use->nbody + i]);
+  else
+    stlist_push(w->a, it, use);
 }
 
 Stmt *lower_pipelined(Lw *w, Stmt *s)
 {
-	Kernel *k = w->k;
-	StmtList producers = {0}, consumers = {0};
-	if (!split_body(w, s, &producers, &consumers))
-		return NULL;
-	if (!producers.n) { /* nothing to overlap: an ordinary loop */
-		s->for_kind = FOR_SERIAL;
-		s->then_s = lw_lower_stmt(w, s->then_s);
-		return s;
-	}
-	int S = s->stages;
-	bool reused = false;
-	bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
-	if (!stage_tiles(w, s, &producers, S, staged, &reused))
-		return NULL;
-	int kv = s->vars[0];
-	StmtList out = {0};
-	/* Inside another loop, or filling tiles an earlier pipelined loop read,
-	 * the prologue must wait until every thread is done reading them. */
-	if (reused || w->loops)
-		stlist_push(w->a, &out, lw_barrier(w));
-	int n = lw_let(w, &out, "n", s->extents[0]);
-	/* Prologue. */
-	for (int p = 0; p < S - 1; p++) {
-		Stmt *issue = produce_all(w, &producers, kv, lw_i32(w, p), lw_i32(w, p));
-		stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)), issue, NULL));
-		stlist_push(w->a, &out, async_stmt(w, ST_CP_COMMIT, 0));
-	}
-	/* Steady state. */
-	StmtList it = {0};
-	int stage = lw_let(w, &it, "stage", lw_bin(w, OP_MOD, lw_var(w, kv), lw_i32(w, S)));
-	int next = lw_let(w, &it, "next", ex_add(w->a, lw_var(w, kv), lw_i32(w, S - 1)));
-	Stmt *issue = produce_all(w, &producers, kv, lw_var(w, next), lw_bin(w, OP_MOD, lw_var(w, next), lw_i32(w, S)));
-	issue = lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL);
-	Stage st = {w, staged, lw_var(w, stage), -1, NULL, true};
-	Stmt *use = stlist_seq(w->a, &consumers, s->loc);
-	stage_stmt(&st, use);
-	stmt_rewrite_exprs(use, stage_expr, &st);
-	if (!st.ok)
-		return NULL;
-	use = lw_lower_stmt(w, use);
-	/* wgmma reads the stages through the async proxy: every thread fences its
-	 * completed copies (cp.async and element stores) for it before the barrier
-	 * that publishes them. */
-	bool proxy = false;
-	for (int b = 0; b < k->nbufs; b++)
-		proxy |= staged[b] && k->bufs[b].swizzle == SWIZZLE_128B;
-	steady_iteration(w, &it, S, proxy, issue, use);
-	Stmt *loop = st_new(w->a, ST_FOR, s->loc);
-	loop->for_kind = FOR_SERIAL;
-	loop->nvars = 1;
-	loop->vars[0] = kv;
-	loop->extents[0] = lw_var(w, n);
-	loop->then_s = stlist_seq(w->a, &it, s->loc);
-	stlist_push(w->a, &out, loop);
-	/* Epilogue: no copy may still be landing when the tiles are reused. */
-	stlist_push(w->a, &out, async_stmt(w, ST_CP_WAIT, 0));
-	return stlist_seq(w->a, &out, s->loc);
+  Kernel *k = w->k;
+  StmtList producers = {0}, consumers = {0};
+  if (!split_body(w, s, &producers, &consumers))
+    return NULL;
+  if (!producers.n) { /* nothing to overlap: an ordinary loop */
+    s->for_kind = FOR_SERIAL;
+    s->then_s = lw_lower_stmt(w, s->then_s);
+    return s;
+  }
+  int S = s->stages;
+  bool reused = false;
+  bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
+  if (!stage_tiles(w, s, &producers, S, staged, &reused))
+    return NULL;
+  int kv = s->vars[0];
+  StmtList out = {0};
+  /* Inside another loop, or filling tiles an earlier pipelined loop read,
+   * the prologue must wait until every thread is done reading them. */
+  if (reused || w->loops)
+    stlist_push(w->a, &out, lw_barrier(w));
+  int n = lw_let(w, &out, "n", s->extents[0]);
+  /* Prologue. */
+  for (int p = 0; p < S - 1; p++) {
+    Stmt *issue = produce_all(w, &producers, kv, lw_i32(w, p), lw_i32(w, p));
+    stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)), issue, NULL));
+    stlist_push(w->a, &out, async_stmt(w, ST_CP_COMMIT, 0));
+  }
+  /* Steady state. */
+  StmtList it = {0};
+  int stage = lw_let(w, &it, "stage", lw_bin(w, OP_MOD, lw_var(w, kv), lw_i32(w, S)));
+  int next = lw_let(w, &it, "next", ex_add(w->a, lw_var(w, kv), lw_i32(w, S - 1)));
+  Stmt *issue = produce_all(w, &producers, kv, lw_var(w, next),
+                            lw_bin(w, OP_MOD, lw_var(w, next), lw_i32(w, S)));
+  issue = lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL);
+  Stage st = {w, staged, lw_var(w, stage), -1, NULL, true};
+  Stmt *use = stlist_seq(w->a, &consumers, s->loc);
+  stage_stmt(&st, use);
+  stmt_rewrite_exprs(use, stage_expr, &st);
+  if (!st.ok)
+    return NULL;
+  use = lw_lower_stmt(w, use);
+  /* wgmma reads the stages through the async proxy: every thread fences its
+   * completed copies (cp.async and element stores) for it before the barrier
+   * that publishes them. */
+  bool proxy = false;
+  for (int b = 0; b < k->nbufs; b++)
+    proxy |= staged[b] && k->bufs[b].swizzle == SWIZZLE_128B;
+  steady_iteration(w, &it, S, proxy, issue, use);
+  Stmt *loop = st_new(w->a, ST_FOR, s->loc);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = kv;
+  loop->extents[0] = lw_var(w, n);
+  loop->then_s = stlist_seq(w->a, &it, s->loc);
+  stlist_push(w->a, &out, loop);
+  /* Epilogue: no copy may still be landing when the tiles are reused. */
+  stlist_push(w->a, &out, async_stmt(w, ST_CP_WAIT, 0));
+  return stlist_seq(w->a, &out, s->loc);
 }

@@ -52,30 +52,30 @@ enum {
 };
 
 enum { /* CUjit_option */
-  CU_JIT_INFO_LOG_BUFFER = 3,
-  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
-  CU_JIT_ERROR_LOG_BUFFER = 5,
-  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+       CU_JIT_INFO_LOG_BUFFER = 3,
+       CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+       CU_JIT_ERROR_LOG_BUFFER = 5,
+       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
 
 enum { /* CUdevice_attribute */
-  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
-  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
-  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+       CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
 
 enum { /* CUfunction_attribute */
-  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
-  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
-  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
-  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+       CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+       CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+       CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
 enum { /* CUjitInputType */
-  CU_JIT_INPUT_CUBIN = 0,
-  CU_JIT_INPUT_PTX = 1,
+       CU_JIT_INPUT_CUBIN = 0,
+       CU_JIT_INPUT_PTX = 1,
 };
 
 enum { CU_EVENT_DEFAULT = 0 };
@@ -101,10 +101,10 @@ typedef struct tl_cuda_driver {
   CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
   CUresult (*cuDeviceGetName)(char *name, int len, CUdevice device);
   CUresult (*cuDeviceGetAttribute)(int *value, CUdevice_attribute attrib, CUdevice device);
-  CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice device);                     /* _v2 */
+  CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice device); /* _v2 */
 
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice device);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device);                           /* _v2 */
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device); /* _v2 */
   CUresult (*cuCtxSetCurrent)(CUcontext ctx);
   CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
   CUresult (*cuCtxSynchronize)(void);
@@ -113,43 +113,40 @@ typedef struct tl_cuda_driver {
                                  CUjit_option *options, void **option_values);
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name);
-  CUresult (*cuModuleGetGlobal)(CUdeviceptr *ptr, size_t *bytes, CUmodule module,
-                                const char *name);                                  /* _v2 */
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr *ptr, size_t *bytes, CUmodule module, const char *name); /* _v2 */
   CUresult (*cuFuncGetAttribute)(int *value, CUfunction_attribute attrib, CUfunction fn);
   CUresult (*cuFuncSetAttribute)(CUfunction fn, CUfunction_attribute attrib, int value);
-  CUresult (*cuLaunchKernel)(CUfunction fn, unsigned int grid_x, unsigned int grid_y,
-                             unsigned int grid_z, unsigned int block_x, unsigned int block_y,
-                             unsigned int block_z, unsigned int shared_bytes, CUstream stream,
-                             void **kernel_params, void **extra);
+  CUresult (*cuLaunchKernel)(CUfunction fn, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                             unsigned int block_x, unsigned int block_y, unsigned int block_z,
+                             unsigned int shared_bytes, CUstream stream, void **kernel_params, void **extra);
 
   /* PTX -> device binary, kept by the JIT's cache (the binary belongs to the link state until
    * cuLinkDestroy). */
   CUresult (*cuLinkCreate)(unsigned int num_options, CUjit_option *options, void **option_values,
-                           CUlinkState *state);                                     /* _v2 */
+                           CUlinkState *state); /* _v2 */
   CUresult (*cuLinkAddData)(CUlinkState state, CUjitInputType type, void *data, size_t bytes,
                             const char *name, unsigned int num_options, CUjit_option *options,
-                            void **option_values);                                  /* _v2 */
+                            void **option_values); /* _v2 */
   CUresult (*cuLinkComplete)(CUlinkState state, void **image, size_t *bytes);
   CUresult (*cuLinkDestroy)(CUlinkState state);
 
-  CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);                           /* _v2 */
-  CUresult (*cuMemFree)(CUdeviceptr ptr);                                           /* _v2 */
-  CUresult (*cuMemGetInfo)(size_t *free_bytes, size_t *total_bytes);                /* _v2 */
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);         /* _v2 */
-  CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);               /* _v2 */
-  CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);         /* _v2 */
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                                CUstream stream);                                   /* _v2 */
-  CUresult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t count);       /* _v2 */
-  CUresult (*cuMemsetD32)(CUdeviceptr dst, unsigned int value, size_t count);       /* _v2 */
+  CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);                                         /* _v2 */
+  CUresult (*cuMemFree)(CUdeviceptr ptr);                                                         /* _v2 */
+  CUresult (*cuMemGetInfo)(size_t *free_bytes, size_t *total_bytes);                              /* _v2 */
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);                       /* _v2 */
+  CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);                             /* _v2 */
+  CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);                       /* _v2 */
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream); /* _v2 */
+  CUresult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t count);                     /* _v2 */
+  CUresult (*cuMemsetD32)(CUdeviceptr dst, unsigned int value, size_t count);                     /* _v2 */
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream);
 
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned int flags);
-  CUresult (*cuStreamDestroy)(CUstream stream);                                     /* _v2 */
+  CUresult (*cuStreamDestroy)(CUstream stream); /* _v2 */
   CUresult (*cuStreamSynchronize)(CUstream stream);
 
   CUresult (*cuEventCreate)(CUevent *event, unsigned int flags);
-  CUresult (*cuEventDestroy)(CUevent event);                                        /* _v2 */
+  CUresult (*cuEventDestroy)(CUevent event); /* _v2 */
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 if exported */

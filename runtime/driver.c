@@ -21,8 +21,8 @@ _Static_assert(sizeof(void *) == sizeof(CUresult(*)(void)), "function pointers m
 
 /* Look the names up in order and store the first found into *field. Several names let us prefer a
  * newer version of an entry point and fall back to an older one with the same signature. */
-static bool resolve_one(void *library, const char *path, void *field, const char *const *names,
-                        char *err, size_t err_size)
+static bool resolve_one(void *library, const char *path, void *field, const char *const *names, char *err,
+                        size_t err_size)
 {
   for (const char *const *name = names; *name; name++) {
     void *sym = dlsym(library, *name);
@@ -31,16 +31,16 @@ static bool resolve_one(void *library, const char *path, void *field, const char
       return true;
     }
   }
-  tl_fmt(err, err_size, "cannot load the CUDA driver (%s): it has no function %s (driver too old?)",
-         path, names[0]);
+  tl_fmt(err, err_size, "cannot load the CUDA driver (%s): it has no function %s (driver too old?)", path,
+         names[0]);
   return false;
 }
 
-#define RESOLVE(field, ...)                                                                        \
-  do {                                                                                             \
-    static const char *const names_[] = {__VA_ARGS__, NULL};                                       \
-    if (!resolve_one(drv->library, path, &drv->field, names_, err, err_size))                      \
-      goto fail;                                                                                   \
+#define RESOLVE(field, ...)                                                   \
+  do {                                                                        \
+    static const char *const names_[] = {__VA_ARGS__, NULL};                  \
+    if (!resolve_one(drv->library, path, &drv->field, names_, err, err_size)) \
+      goto fail;                                                              \
   } while (0)
 
 tl_status tl_cuda_driver_load(tl_cuda_driver *drv, char *err, size_t err_size)
@@ -59,8 +59,7 @@ tl_status tl_cuda_driver_load(tl_cuda_driver *drv, char *err, size_t err_size)
   drv->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!drv->library) {
     const char *why = dlerror();
-    tl_fmt(err, err_size, "cannot load the CUDA driver (%s): %s", path,
-           why ? why : "unknown dlopen error");
+    tl_fmt(err, err_size, "cannot load the CUDA driver (%s): %s", path, why ? why : "unknown dlopen error");
     return TL_ERR_NO_DRIVER;
   }
 

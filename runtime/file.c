@@ -8,8 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static tl_read_status fail(tl_read_status st, int errnum, char *buf, char **text, size_t *len,
-                           int *err)
+static tl_read_status fail(tl_read_status st, int errnum, char *buf, char **text, size_t *len, int *err)
 {
   free(buf);
   *text = NULL;

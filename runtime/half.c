@@ -28,7 +28,7 @@ static uint16_t round_to_small_float(double x, int ebits, int mbits)
 
   if (dexp == 0x7FF) /* inf, or NaN made quiet (top mantissa bit) so that it stays a NaN */
     return (uint16_t)(sign | inf | (dmant ? (1u << (mbits - 1)) : 0));
-  if (dexp == 0) /* zero, or a double subnormal (< 2^-1022): far below either format's range */
+  if (dexp == 0)     /* zero, or a double subnormal (< 2^-1022): far below either format's range */
     return sign;
 
   /* x = sig * 2^(exp - 52), with sig having its implicit leading 1 (53 bits). */
@@ -48,7 +48,7 @@ static uint16_t round_to_small_float(double x, int ebits, int mbits)
   if (rem > half || (rem == half && (q & 1)))
     q++;
 
-  if (biased < 1) /* subnormal; q == 2^mbits is the smallest normal, whose bits q already are */
+  if (biased < 1)         /* subnormal; q == 2^mbits is the smallest normal, whose bits q already are */
     return (uint16_t)(sign | q);
   if (q >> (mbits + 1)) { /* rounding carried into a new binade */
     q >>= 1;

@@ -92,13 +92,13 @@ typedef enum parse_state {
 typedef struct parser {
   tl_meta *meta;
   parse_state state;
-  int line;          /* 1-based number of the line being parsed */
+  int line; /* 1-based number of the line being parsed */
   int nfields;
   char *fields[META_MAX_FIELDS];
   /* the kernel being read: meta->kernels[meta->nkernels - 1] */
   int params_seen;
   int grids_seen;
-  int *param_lines;  /* line of each param of the current kernel, for messages about it later */
+  int *param_lines; /* line of each param of the current kernel, for messages about it later */
   bool out_of_memory;
   char *err;
   size_t err_size;
@@ -107,7 +107,8 @@ typedef struct parser {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static tl_status fail(parser *p, const char *fmt, ...)
+static tl_status
+fail(parser *p, const char *fmt, ...)
 {
   char what[1024];
   va_list ap;
@@ -168,15 +169,14 @@ static bool is_identifier(const char *s)
 }
 
 /* field is "key=value" with a decimal value in [min, max]. */
-static tl_status parse_key_uint(parser *p, const char *field, const char *key, int64_t min,
-                                int64_t max, int64_t *out)
+static tl_status parse_key_uint(parser *p, const char *field, const char *key, int64_t min, int64_t max,
+                                int64_t *out)
 {
   size_t klen = strlen(key);
   if (strncmp(field, key, klen) != 0 || field[klen] != '=')
     return fail(p, "expected '%s=...', got '%s'", key, field);
   if (!parse_uint(field + klen + 1, min, max, out))
-    return fail(p, "'%s' is not a whole number in %lld..%lld", field, (long long)min,
-                (long long)max);
+    return fail(p, "'%s' is not a whole number in %lld..%lld", field, (long long)min, (long long)max);
   return TL_OK;
 }
 
@@ -241,8 +241,7 @@ static tl_status parse_dims(parser *p, tl_param *param, const char *field, char 
   for (const char *c = s; *c; c++)
     count += *c == ',';
   if (count != param->rank)
-    return fail(p, "param '%s' has rank=%d but %d dims in '%s'", param->name, param->rank, count,
-                field);
+    return fail(p, "param '%s' has rank=%d but %d dims in '%s'", param->name, param->rank, count, field);
   tl_dim *dims = calloc((size_t)param->rank + 1, sizeof *dims);
   char **names = calloc((size_t)param->rank + 1, sizeof *names);
   param->dims = dims;
@@ -266,8 +265,8 @@ static tl_status parse_dims(parser *p, tl_param *param, const char *field, char 
       dims[d].extent = extent;
     } else {
       if (!is_identifier(item))
-        return fail(p, "param '%s': dimension %d ('%s') is not a size name or a decimal extent",
-                    param->name, d, item);
+        return fail(p, "param '%s': dimension %d ('%s') is not a size name or a decimal extent", param->name,
+                    d, item);
       names[d] = strdup(item);
       if (!names[d])
         return out_of_memory(p);
@@ -321,16 +320,18 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
     return out_of_memory(p);
   p->param_lines[p->params_seen] = p->line;
   if (!tl_dtype_from_name(elem, &param->dtype))
-    return fail(p, "param '%s': unknown element type '%s' (expected one of bool i8 i16 i32 i64 u8 "
-                   "u16 u32 u64 f16 bf16 f32 f64)",
+    return fail(p,
+                "param '%s': unknown element type '%s' (expected one of bool i8 i16 i32 i64 u8 "
+                "u16 u32 u64 f16 bf16 f32 f64)",
                 name, elem);
 
   /* The ABI orders params: every .tl parameter, then every size. */
   const bool after_sizes = p->params_seen > 0 && k->params[p->params_seen - 1].kind == TL_PARAM_SIZE;
   if (strcmp(kind, "tensor") == 0) {
     if (p->nfields != 7)
-      return fail(p, "a tensor param line is 'param INDEX tensor NAME ELEM rank=R dims=...' "
-                     "(%d fields, not 7)",
+      return fail(p,
+                  "a tensor param line is 'param INDEX tensor NAME ELEM rank=R dims=...' "
+                  "(%d fields, not 7)",
                   p->nfields);
     param->kind = TL_PARAM_TENSOR;
     int64_t rank;
@@ -342,13 +343,11 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
       return st;
   } else if (strcmp(kind, "scalar") == 0) {
     if (p->nfields != 5)
-      return fail(p, "a scalar param line is 'param INDEX scalar NAME ELEM' (%d fields, not 5)",
-                  p->nfields);
+      return fail(p, "a scalar param line is 'param INDEX scalar NAME ELEM' (%d fields, not 5)", p->nfields);
     param->kind = TL_PARAM_SCALAR;
   } else if (strcmp(kind, "size") == 0) {
     if (p->nfields != 5)
-      return fail(p, "a size param line is 'param INDEX size NAME i32' (%d fields, not 5)",
-                  p->nfields);
+      return fail(p, "a size param line is 'param INDEX size NAME i32' (%d fields, not 5)", p->nfields);
     if (param->dtype != TL_I32)
       return fail(p, "size param '%s' must be i32, not %s", name, elem);
     param->kind = TL_PARAM_SIZE;
@@ -356,8 +355,8 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
     return fail(p, "unknown param kind '%s' (expected tensor, scalar or size)", kind);
   }
   if (after_sizes && param->kind != TL_PARAM_SIZE)
-    return fail(p, "param %d ('%s') is a %s after a size param; sizes must come last", p->params_seen,
-                name, kind);
+    return fail(p, "param %d ('%s') is a %s after a size param; sizes must come last", p->params_seen, name,
+                kind);
   if (++p->params_seen == k->nparams)
     p->state = EXPECT_GRID;
   return TL_OK;
@@ -395,8 +394,9 @@ static tl_status finish_params(parser *p, pending_dims *pending)
         /* first appearance: it must be the next size param in order */
         if (s != first_size + expected_next) {
           p->line = p->param_lines[i];
-          return fail(p, "param '%s': size '%s' first appears here but is size param %d; the ABI "
-                         "orders size params by first appearance, so it should be '%s'",
+          return fail(p,
+                      "param '%s': size '%s' first appears here but is size param %d; the ABI "
+                      "orders size params by first appearance, so it should be '%s'",
                       param->name, name, s, k->params[first_size + expected_next].name);
         }
         expected_next++;
@@ -416,7 +416,7 @@ static const struct {
   const char *name;
   tl_rpn_op op;
 } rpn_operators[] = {
-    {"+", TL_RPN_ADD}, {"-", TL_RPN_SUB}, {"*", TL_RPN_MUL}, {"/", TL_RPN_DIV},
+    {"+", TL_RPN_ADD}, {"-", TL_RPN_SUB},   {"*", TL_RPN_MUL},   {"/", TL_RPN_DIV},
     {"%", TL_RPN_MOD}, {"min", TL_RPN_MIN}, {"max", TL_RPN_MAX}, {"ceildiv", TL_RPN_CEILDIV},
 };
 
@@ -434,8 +434,7 @@ static tl_status parse_grid_line(parser *p)
   if (p->nfields < 3)
     return fail(p, "a grid line is 'grid AXIS RPN...' with a non-empty program");
   if (!parse_uint(p->fields[1], 0, 2, &axis) || axis != p->grids_seen)
-    return fail(p, "expected 'grid %d' of kernel '%s', got 'grid %s'", p->grids_seen, k->name,
-                p->fields[1]);
+    return fail(p, "expected 'grid %d' of kernel '%s', got 'grid %s'", p->grids_seen, k->name, p->fields[1]);
 
   struct tl_grid_program *prog = calloc(1, sizeof *prog);
   k->grid[axis] = prog;
@@ -466,8 +465,8 @@ static tl_status parse_grid_line(parser *p)
       }
     if (is_op) {
       if (depth < 2)
-        return fail(p, "grid %d: operator '%s' needs two operands, the stack holds %d",
-                    (int)axis, tok, depth);
+        return fail(p, "grid %d: operator '%s' needs two operands, the stack holds %d", (int)axis, tok,
+                    depth);
       depth--;
       continue;
     }
@@ -486,9 +485,8 @@ static tl_status parse_grid_line(parser *p)
       const tl_param *param = &k->params[s];
       if (param->kind == TL_PARAM_TENSOR ||
           (param->kind == TL_PARAM_SCALAR && !is_integer_dtype(param->dtype)))
-        return fail(p, "grid %d: '%s' is a %s %s; only sizes and integer scalars can be used",
-                    (int)axis, tok, param->kind == TL_PARAM_TENSOR ? "tensor of" : "scalar",
-                    tl_dtype_name(param->dtype));
+        return fail(p, "grid %d: '%s' is a %s %s; only sizes and integer scalars can be used", (int)axis, tok,
+                    param->kind == TL_PARAM_TENSOR ? "tensor of" : "scalar", tl_dtype_name(param->dtype));
       t->op = TL_RPN_PARAM;
       t->param = s;
     }
@@ -496,8 +494,7 @@ static tl_status parse_grid_line(parser *p)
       prog->max_depth = depth;
   }
   if (depth != 1)
-    return fail(p, "grid %d: the program '%s' leaves %d values on the stack, not 1", (int)axis, text,
-                depth);
+    return fail(p, "grid %d: the program '%s' leaves %d values on the stack, not 1", (int)axis, text, depth);
   if (++p->grids_seen == 3)
     p->state = EXPECT_KERNEL_OR_END;
   return TL_OK;
@@ -527,10 +524,10 @@ static tl_status incomplete_kernel(parser *p)
 {
   tl_kernel_info *k = current_kernel(p);
   if (p->state == EXPECT_PARAM)
-    return fail(p, "kernel '%s' (line %d) declares params=%d but has %d param lines", k->name,
-                k->line, k->nparams, p->params_seen);
-  return fail(p, "kernel '%s' (line %d) has %d grid lines; it needs 3 (axes 0, 1, 2)", k->name,
-              k->line, p->grids_seen);
+    return fail(p, "kernel '%s' (line %d) declares params=%d but has %d param lines", k->name, k->line,
+                k->nparams, p->params_seen);
+  return fail(p, "kernel '%s' (line %d) has %d grid lines; it needs 3 (axes 0, 1, 2)", k->name, k->line,
+              p->grids_seen);
 }
 
 static tl_status parse_line(parser *p, char *line, pending_dims **pending)
@@ -584,8 +581,8 @@ static tl_status parse_line(parser *p, char *line, pending_dims **pending)
       return fail(p, "a param line outside a kernel (or beyond its params=%d)",
                   p->meta->nkernels ? current_kernel(p)->nparams : 0);
     if (p->state == EXPECT_GRID)
-      return fail(p, "kernel '%s' declares params=%d but has more param lines",
-                  current_kernel(p)->name, current_kernel(p)->nparams);
+      return fail(p, "kernel '%s' declares params=%d but has more param lines", current_kernel(p)->name,
+                  current_kernel(p)->nparams);
     if ((st = parse_param_line(p, *pending)) != TL_OK)
       return st;
     if (p->state == EXPECT_GRID)

@@ -34,8 +34,8 @@ static const char *arg_kind_text(const tl_arg *a)
 
 /* Encode a scalar argument into its slot, checking it is representable. *as_int receives the value
  * for grid programs when it is an integer that fits in int64. */
-static tl_status encode_scalar(const tl_kernel_info *k, int i, const tl_arg *a, void *slot,
-                               int64_t *as_int, bool *int_known, char *err, size_t err_size)
+static tl_status encode_scalar(const tl_kernel_info *k, int i, const tl_arg *a, void *slot, int64_t *as_int,
+                               bool *int_known, char *err, size_t err_size)
 {
   const char *name = k->params[i].name;
   int64_t lo = 0, hi = 0;
@@ -70,9 +70,7 @@ static tl_status encode_scalar(const tl_kernel_info *k, int i, const tl_arg *a, 
     memcpy(slot, &v, 4);
     return TL_OK;
   }
-  case TL_F64:
-    memcpy(slot, &a->value.f, 8);
-    return TL_OK;
+  case TL_F64: memcpy(slot, &a->value.f, 8); return TL_OK;
   }
   const size_t size = tl_dtype_size(a->dtype);
   if (hi != 0) { /* signed */
@@ -89,8 +87,8 @@ static tl_status encode_scalar(const tl_kernel_info *k, int i, const tl_arg *a, 
   } else {
     uint64_t v = a->value.u;
     if (v > uhi) {
-      tl_fmt(err, err_size, "argument %d ('%s'): %llu does not fit in %s", i, name,
-             (unsigned long long)v, tl_dtype_name(a->dtype));
+      tl_fmt(err, err_size, "argument %d ('%s'): %llu does not fit in %s", i, name, (unsigned long long)v,
+             tl_dtype_name(a->dtype));
       return TL_ERR_BAD_ARGUMENT;
     }
     memcpy(slot, &v, size);
@@ -125,8 +123,8 @@ static tl_status check_tensor(const tl_kernel_info *k, int i, const tl_arg *a, s
     return TL_ERR_BAD_ARGUMENT;
   }
   if (a->rank != p->rank) {
-    tl_fmt(err, err_size, "argument %d ('%s'): expected a tensor of rank %d, got rank %d", i,
-           p->name, p->rank, a->rank);
+    tl_fmt(err, err_size, "argument %d ('%s'): expected a tensor of rank %d, got rank %d", i, p->name,
+           p->rank, a->rank);
     return TL_ERR_BAD_ARGUMENT;
   }
   if (a->rank > 0 && !a->shape) {
@@ -145,8 +143,8 @@ static tl_status check_tensor(const tl_kernel_info *k, int i, const tl_arg *a, s
     const tl_dim *dim = &p->dims[d];
     if (dim->size_param < 0) {
       if (extent != dim->extent) {
-        tl_fmt(err, err_size, "argument %d ('%s'): dimension %d is %lld but the kernel requires %lld",
-               i, p->name, d, (long long)extent, (long long)dim->extent);
+        tl_fmt(err, err_size, "argument %d ('%s'): dimension %d is %lld but the kernel requires %lld", i,
+               p->name, d, (long long)extent, (long long)dim->extent);
         return TL_ERR_BAD_ARGUMENT;
       }
       continue;
@@ -160,21 +158,21 @@ static tl_status check_tensor(const tl_kernel_info *k, int i, const tl_arg *a, s
       char first[300], second[300];
       describe_use(k, b->arg, b->dim, first, sizeof first);
       describe_use(k, i, d, second, sizeof second);
-      tl_fmt(err, err_size, "size %s is %lld from %s but %lld from %s",
-             k->params[dim->size_param].name, (long long)b->value, first, (long long)extent, second);
+      tl_fmt(err, err_size, "size %s is %lld from %s but %lld from %s", k->params[dim->size_param].name,
+             (long long)b->value, first, (long long)extent, second);
       return TL_ERR_BAD_ARGUMENT;
     }
   }
   if (!empty && a->ptr == 0) {
-    tl_fmt(err, err_size, "argument %d ('%s'): null device pointer for a non-empty tensor", i,
-           p->name);
+    tl_fmt(err, err_size, "argument %d ('%s'): null device pointer for a non-empty tensor", i, p->name);
     return TL_ERR_BAD_ARGUMENT;
   }
   /* docs/abi.md: any alignment of the element type is correct, less is not. */
   const size_t align = tl_dtype_size(p->dtype);
   if (a->ptr % align != 0) {
-    tl_fmt(err, err_size, "argument %d ('%s'): device pointer 0x%llx is not aligned to %zu bytes "
-                          "(the size of %s)",
+    tl_fmt(err, err_size,
+           "argument %d ('%s'): device pointer 0x%llx is not aligned to %zu bytes "
+           "(the size of %s)",
            i, p->name, a->ptr, align, tl_dtype_name(p->dtype));
     return TL_ERR_BAD_ARGUMENT;
   }
@@ -185,8 +183,8 @@ static tl_status check_tensor(const tl_kernel_info *k, int i, const tl_arg *a, s
 /* cuLaunchKernel's limits on the grid, the same on every architecture since sm_30. */
 static const int64_t grid_limit[3] = {INT32_MAX, 65535, 65535};
 
-tl_status tl_plan_launch(const tl_kernel_info *k, const tl_arg *args, int nargs,
-                         tl_launch_plan *plan, char *err, size_t err_size)
+tl_status tl_plan_launch(const tl_kernel_info *k, const tl_arg *args, int nargs, tl_launch_plan *plan,
+                         char *err, size_t err_size)
 {
   return tl_plan_launch_sms(k, args, nargs, 0, plan, err, err_size);
 }
@@ -196,8 +194,10 @@ static tl_status check_call(const tl_kernel_info *k, const tl_arg *args, int nar
                             size_t err_size)
 {
   if (!k || (nargs > 0 && !args) || nargs < 0) {
-    tl_fmt(err, err_size, "tl_plan_launch: %s", !k ? "kernel is NULL"
-                                                : nargs < 0 ? "nargs is negative" : "args is NULL");
+    tl_fmt(err, err_size, "tl_plan_launch: %s",
+           !k          ? "kernel is NULL"
+           : nargs < 0 ? "nargs is negative"
+                       : "args is NULL");
     return TL_ERR_BAD_ARGUMENT;
   }
   if (num_sms < 0) {
@@ -208,8 +208,7 @@ static tl_status check_call(const tl_kernel_info *k, const tl_arg *args, int nar
     char names[512] = "";
     size_t used = 0;
     for (int i = 0; i < k->nargs && used + 1 < sizeof names; i++)
-      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                               k->params[i].name);
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", k->params[i].name);
     tl_fmt(err, err_size, "kernel '%s' takes %d argument%s (%s), got %d", k->name, k->nargs,
            k->nargs == 1 ? "" : "s", names, nargs);
     return TL_ERR_BAD_ARGUMENT;
@@ -274,26 +273,26 @@ static tl_status encode_arguments(const tl_kernel_info *k, const tl_arg *args, i
     const tl_arg *a = &args[i];
     const char *got = arg_kind_text(a);
     if (!got) {
-      tl_fmt(err, err_size, "argument %d ('%s'): unknown argument kind %d (build it with "
-                            "tl_arg_tensor or a tl_arg_<type> helper)",
+      tl_fmt(err, err_size,
+             "argument %d ('%s'): unknown argument kind %d (build it with "
+             "tl_arg_tensor or a tl_arg_<type> helper)",
              i, p->name, (int)a->kind);
       st = TL_ERR_BAD_ARGUMENT;
     } else if (tl_dtype_size(a->dtype) == 0) {
-      tl_fmt(err, err_size, "argument %d ('%s'): unknown element type %d", i, p->name,
-             (int)a->dtype);
+      tl_fmt(err, err_size, "argument %d ('%s'): unknown element type %d", i, p->name, (int)a->dtype);
       st = TL_ERR_BAD_ARGUMENT;
     } else if (p->kind == TL_PARAM_TENSOR) {
       if (a->kind != TL_ARG_TENSOR) {
-        tl_fmt(err, err_size, "argument %d ('%s'): expected a tensor of %s, got a scalar %s", i,
-               p->name, tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
+        tl_fmt(err, err_size, "argument %d ('%s'): expected a tensor of %s, got a scalar %s", i, p->name,
+               tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
         st = TL_ERR_BAD_ARGUMENT;
       } else {
         st = check_tensor(k, i, a, s->sizes, &slots[i], err, err_size);
       }
     } else { /* TL_PARAM_SCALAR: sizes come after nargs */
       if (a->kind != TL_ARG_SCALAR) {
-        tl_fmt(err, err_size, "argument %d ('%s'): expected a scalar %s, got a tensor of %s", i,
-               p->name, tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
+        tl_fmt(err, err_size, "argument %d ('%s'): expected a scalar %s, got a tensor of %s", i, p->name,
+               tl_dtype_name(p->dtype), tl_dtype_name(a->dtype));
         st = TL_ERR_BAD_ARGUMENT;
       } else if (a->dtype != p->dtype) {
         tl_fmt(err, err_size, "argument %d ('%s'): expected a scalar %s, got %s", i, p->name,
@@ -309,8 +308,8 @@ static tl_status encode_arguments(const tl_kernel_info *k, const tl_arg *args, i
 
 /* Sizes: every one is bound (the parser checked each is some tensor's dim). The kernel reads them
  * as i32, so larger values would wrap into wrong, in-bounds-looking indices. */
-static tl_status encode_sizes(const tl_kernel_info *k, int nargs, uint64_t *slots, scratch *s,
-                              char *err, size_t err_size)
+static tl_status encode_sizes(const tl_kernel_info *k, int nargs, uint64_t *slots, scratch *s, char *err,
+                              size_t err_size)
 {
   for (int i = nargs; i < k->nparams; i++) {
     const size_binding *b = &s->sizes[i];
@@ -321,8 +320,9 @@ static tl_status encode_sizes(const tl_kernel_info *k, int nargs, uint64_t *slot
     if (b->value > INT32_MAX) {
       char use[300];
       describe_use(k, b->arg, b->dim, use, sizeof use);
-      tl_fmt(err, err_size, "size %s is %lld (from %s), more than a kernel size can hold (i32, at "
-                            "most %d)",
+      tl_fmt(err, err_size,
+             "size %s is %lld (from %s), more than a kernel size can hold (i32, at "
+             "most %d)",
              k->params[i].name, (long long)b->value, use, INT32_MAX);
       return TL_ERR_BAD_ARGUMENT;
     }

@@ -67,9 +67,9 @@ static const struct {
   const char *name;
   size_t size;
 } dtype_table[] = {
-    [TL_BOOL] = {"bool", 1}, [TL_I8] = {"i8", 1},     [TL_I16] = {"i16", 2},   [TL_I32] = {"i32", 4},
-    [TL_I64] = {"i64", 8},   [TL_U8] = {"u8", 1},     [TL_U16] = {"u16", 2},   [TL_U32] = {"u32", 4},
-    [TL_U64] = {"u64", 8},   [TL_F16] = {"f16", 2},   [TL_BF16] = {"bf16", 2}, [TL_F32] = {"f32", 4},
+    [TL_BOOL] = {"bool", 1}, [TL_I8] = {"i8", 1},   [TL_I16] = {"i16", 2},   [TL_I32] = {"i32", 4},
+    [TL_I64] = {"i64", 8},   [TL_U8] = {"u8", 1},   [TL_U16] = {"u16", 2},   [TL_U32] = {"u32", 4},
+    [TL_U64] = {"u64", 8},   [TL_F16] = {"f16", 2}, [TL_BF16] = {"bf16", 2}, [TL_F32] = {"f32", 4},
     [TL_F64] = {"f64", 8},
 };
 #define DTYPE_COUNT ((int)(sizeof dtype_table / sizeof dtype_table[0]))
@@ -100,7 +100,8 @@ bool tl_dtype_from_name(const char *name, tl_dtype *out)
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static tl_status set_message(tl_context *ctx, tl_status status, const char *fmt, ...)
+static tl_status
+set_message(tl_context *ctx, tl_status status, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -145,10 +146,7 @@ static tl_status driver_failure(tl_context *ctx, CUresult r, const char *call)
   return set_message(ctx, status_of(r), "%s failed: %s", call, text);
 }
 
-const char *tl_context_message(const tl_context *ctx)
-{
-  return ctx ? ctx->message : "no context (NULL)";
-}
+const char *tl_context_message(const tl_context *ctx) { return ctx ? ctx->message : "no context (NULL)"; }
 
 const tl_cuda_driver *tl_context_driver(const tl_context *ctx) { return ctx ? &ctx->drv : NULL; }
 
@@ -207,7 +205,7 @@ tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err
   if (r != CUDA_SUCCESS) {
     /* A driver without a usable GPU (a container with the library but no device node, say)
      * answers here, so this is where "no GPU" is told apart from "broken driver". */
-    st = r == CUDA_ERROR_NO_DEVICE ? TL_ERR_NO_DEVICE
+    st = r == CUDA_ERROR_NO_DEVICE      ? TL_ERR_NO_DEVICE
          : r == CUDA_ERROR_STUB_LIBRARY ? TL_ERR_NO_DRIVER
                                         : TL_ERR_DRIVER;
     tl_fmt(err, err_size, "cuInit failed: %s", tl_cuda_error_text(d, r, text, sizeof text));
@@ -227,16 +225,14 @@ tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err
   }
   if ((r = d->cuDeviceGet(&ctx->cu_device, ordinal)) != CUDA_SUCCESS) {
     st = status_of(r);
-    tl_fmt(err, err_size, "cuDeviceGet(%d) failed: %s", ordinal,
-           tl_cuda_error_text(d, r, text, sizeof text));
+    tl_fmt(err, err_size, "cuDeviceGet(%d) failed: %s", ordinal, tl_cuda_error_text(d, r, text, sizeof text));
     goto fail;
   }
   /* The primary context is the one the CUDA runtime and libraries (cuBLAS, PyTorch) use, so
    * memory and modules are shared with them rather than split across contexts. */
   if ((r = d->cuDevicePrimaryCtxRetain(&ctx->cu_context, ctx->cu_device)) != CUDA_SUCCESS) {
     st = status_of(r);
-    tl_fmt(err, err_size, "cuDevicePrimaryCtxRetain failed: %s",
-           tl_cuda_error_text(d, r, text, sizeof text));
+    tl_fmt(err, err_size, "cuDevicePrimaryCtxRetain failed: %s", tl_cuda_error_text(d, r, text, sizeof text));
     goto fail;
   }
   if ((r = d->cuCtxSetCurrent(ctx->cu_context)) != CUDA_SUCCESS) {
@@ -251,13 +247,11 @@ tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err
   info->ordinal = ordinal;
   if (d->cuDeviceGetName(info->name, (int)sizeof info->name, ctx->cu_device) != CUDA_SUCCESS)
     snprintf(info->name, sizeof info->name, "CUDA device %d", ordinal);
-  d->cuDeviceGetAttribute(&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                          ctx->cu_device);
-  d->cuDeviceGetAttribute(&info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                          ctx->cu_device);
+  d->cuDeviceGetAttribute(&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx->cu_device);
+  d->cuDeviceGetAttribute(&info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx->cu_device);
   d->cuDeviceGetAttribute(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx->cu_device);
-  d->cuDeviceGetAttribute(&info->max_smem_per_block,
-                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx->cu_device);
+  d->cuDeviceGetAttribute(&info->max_smem_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                          ctx->cu_device);
   d->cuDeviceTotalMem(&info->total_memory, ctx->cu_device);
   d->cuDriverGetVersion(&info->driver_version);
   *out = ctx;
@@ -308,13 +302,13 @@ void *tl_context_stream(const tl_context *ctx) { return ctx ? (void *)ctx->strea
 /* ------------------------------------------------------------------------------------- memory */
 
 /* Entry-point prologue: a valid context, made current on this thread. */
-#define ENTER(ctx)                                                                                 \
-  do {                                                                                             \
-    if (!(ctx))                                                                                    \
-      return TL_ERR_BAD_ARGUMENT;                                                                  \
-    tl_status enter_st_ = tl_context_make_current(ctx);                                            \
-    if (enter_st_ != TL_OK)                                                                        \
-      return enter_st_;                                                                            \
+#define ENTER(ctx)                                      \
+  do {                                                  \
+    if (!(ctx))                                         \
+      return TL_ERR_BAD_ARGUMENT;                       \
+    tl_status enter_st_ = tl_context_make_current(ctx); \
+    if (enter_st_ != TL_OK)                             \
+      return enter_st_;                                 \
   } while (0)
 
 tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out)
@@ -420,8 +414,7 @@ static tl_status load_failure(tl_context *ctx, CUresult r, const char *ptx, cons
                        text, target, ctx->device.ordinal, ctx->device.name, ctx->device.cc_major,
                        ctx->device.cc_minor, ctx->device.driver_version, *log ? "\n" : "", log);
   default:
-    return set_message(ctx, status_of(r), "cuModuleLoadDataEx failed: %s%s%s", text,
-                       *log ? "\n" : "", log);
+    return set_message(ctx, status_of(r), "cuModuleLoadDataEx failed: %s%s%s", text, *log ? "\n" : "", log);
   }
 }
 
@@ -441,8 +434,8 @@ static tl_status bind_kernel(tl_module *m, tl_kernel *kernel)
   if (r != CUDA_SUCCESS)
     return driver_failure(ctx, r, "cuModuleGetFunction");
   int max_threads = 0;
-  if (d->cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                            kernel->function) == CUDA_SUCCESS &&
+  if (d->cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel->function) ==
+          CUDA_SUCCESS &&
       max_threads > 0 && k->threads > (uint32_t)max_threads)
     return set_message(ctx, TL_ERR_BAD_METADATA,
                        "kernel '%s' is launched with threads=%u but, with the registers it uses, "
@@ -452,19 +445,17 @@ static tl_status bind_kernel(tl_module *m, tl_kernel *kernel)
     /* Above 48 KiB a kernel must opt in, and the opt-in limit is per device (227 KiB on H100). */
     int static_smem = 0;
     d->cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel->function);
-    if (ctx->device.max_smem_per_block > 0 &&
-        (int64_t)k->smem + static_smem > ctx->device.max_smem_per_block)
+    if (ctx->device.max_smem_per_block > 0 && (int64_t)k->smem + static_smem > ctx->device.max_smem_per_block)
       return set_message(ctx, TL_ERR_BAD_METADATA,
                          "kernel '%s' needs %u bytes of dynamic shared memory (+%d static) but %s "
                          "allows at most %d per block",
-                         k->name, k->smem, static_smem, ctx->device.name,
-                         ctx->device.max_smem_per_block);
+                         k->name, k->smem, static_smem, ctx->device.name, ctx->device.max_smem_per_block);
     r = d->cuFuncSetAttribute(kernel->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               (int)k->smem);
     if (r != CUDA_SUCCESS) {
       char call[300];
-      snprintf(call, sizeof call, "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)",
-               k->name, k->smem);
+      snprintf(call, sizeof call, "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", k->name,
+               k->smem);
       return driver_failure(ctx, r, call);
     }
   }
@@ -512,7 +503,9 @@ tl_status tl_module_load_image(tl_context *ctx, const char *ptx, const void *ima
     return TL_ERR_BAD_ARGUMENT;
   if (!ptx || !image || !out)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_ptx: %s is NULL",
-                       !ptx ? "ptx" : !image ? "image" : "out");
+                       !ptx     ? "ptx"
+                       : !image ? "image"
+                                : "out");
 
   tl_module *m = calloc(1, sizeof *m);
   if (!m)
@@ -577,8 +570,7 @@ tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out)
   if (!ctx)
     return TL_ERR_BAD_ARGUMENT;
   if (!ptx || !out)
-    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_ptx: %s is NULL",
-                       ptx ? "out" : "ptx");
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_ptx: %s is NULL", ptx ? "out" : "ptx");
   return tl_module_load_image(ctx, ptx, ptx, out);
 }
 
@@ -606,8 +598,7 @@ tl_status tl_context_link_ptx(tl_context *ctx, const char *ptx, void **image, si
     return driver_failure(ctx, r, "cuLinkCreate");
   }
   /* The size counts the terminating NUL: the driver reads PTX as a C string. */
-  r = d->cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, "tilec.ptx", 0, NULL,
-                       NULL);
+  r = d->cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, "tilec.ptx", 0, NULL, NULL);
   void *cubin = NULL;
   size_t size = 0;
   if (r == CUDA_SUCCESS)
@@ -636,21 +627,16 @@ tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out
   if (!ctx)
     return TL_ERR_BAD_ARGUMENT;
   if (!path || !out)
-    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_file: %s is NULL",
-                       path ? "out" : "path");
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_file: %s is NULL", path ? "out" : "path");
   char *text;
   size_t len;
   int err;
   switch (tl_read_file(path, 0, &text, &len, &err)) {
-  case TL_READ_OK:
-    break;
-  case TL_READ_CANNOT_OPEN:
-    return set_message(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(err));
-  case TL_READ_NO_MEMORY:
-    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+  case TL_READ_OK: break;
+  case TL_READ_CANNOT_OPEN: return set_message(ctx, TL_ERR_IO, "cannot open %s: %s", path, strerror(err));
+  case TL_READ_NO_MEMORY: return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
   case TL_READ_FAILED:
-  case TL_READ_TOO_LARGE: /* no limit was asked */
-    return set_message(ctx, TL_ERR_IO, "cannot read %s", path);
+  case TL_READ_TOO_LARGE: /* no limit was asked */ return set_message(ctx, TL_ERR_IO, "cannot read %s", path);
   }
   if (strlen(text) != len) {
     free(text);
@@ -696,8 +682,7 @@ tl_status tl_module_get_kernel(tl_module *m, const char *name, tl_kernel **out)
     return TL_ERR_BAD_ARGUMENT;
   tl_context *ctx = m->ctx;
   if (!name || !out)
-    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_get_kernel: %s is NULL",
-                       name ? "out" : "name");
+    return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_get_kernel: %s is NULL", name ? "out" : "name");
   for (int i = 0; i < m->nkernels; i++)
     if (strcmp(m->kernels[i].info->name, name) == 0) {
       *out = &m->kernels[i];
@@ -712,10 +697,7 @@ tl_status tl_module_get_kernel(tl_module *m, const char *name, tl_kernel **out)
                      m->nkernels ? list : "no kernels");
 }
 
-const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel)
-{
-  return kernel ? kernel->info : NULL;
-}
+const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel) { return kernel ? kernel->info : NULL; }
 
 CUfunction tl_kernel_function(const tl_kernel *kernel) { return kernel ? kernel->function : NULL; }
 

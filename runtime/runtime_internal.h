@@ -25,7 +25,8 @@ static inline void tl_vfmt(char *buf, size_t size, const char *fmt, va_list ap)
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static inline void tl_fmt(char *buf, size_t size, const char *fmt, ...)
+static inline void
+tl_fmt(char *buf, size_t size, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -71,9 +72,8 @@ struct tl_grid_program {
  * known[i] false means the value could not be represented as int64, e.g. a u64 above INT64_MAX)
  * and num_sms the device's multiprocessor count (0: not known, refused if the program reads it).
  * Errors are TL_ERR_BAD_ARGUMENT: the program is well formed, the values are what fail. */
-tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *values,
-                       const bool *known, int64_t num_sms, int64_t *out, char *err,
-                       size_t err_size);
+tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *values, const bool *known,
+                       int64_t num_sms, int64_t *out, char *err, size_t err_size);
 
 /* -------------------------------------------------------------------- runtime.c, for tilec_jit */
 
@@ -81,7 +81,8 @@ tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *va
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-tl_status tl_context_fail(tl_context *ctx, tl_status status, const char *fmt, ...);
+tl_status
+tl_context_fail(tl_context *ctx, tl_status status, const char *fmt, ...);
 /* Clear the context's message; returns TL_OK. */
 tl_status tl_context_succeed(tl_context *ctx);
 

@@ -22,7 +22,6 @@
 enum { WARMUP = 10 };
 
 
-
 typedef struct fill_arg {
   float *f32_a, *f32_b;
   uint16_t *f16;
@@ -66,28 +65,24 @@ typedef struct row {
 static void print_table(FILE *f, const row *rows, int nrows, double peer_tbs, const char *device,
                         uint64_t seed, int reps)
 {
-  fprintf(f, "# gpu_bench: %s, N = %zu, median of %d runs after %d warm-up, seed %llu\n", device,
-          BENCH_N, reps, WARMUP, (unsigned long long)seed);
+  fprintf(f, "# gpu_bench: %s, N = %zu, median of %d runs after %d warm-up, seed %llu\n", device, BENCH_N,
+          reps, WARMUP, (unsigned long long)seed);
   fprintf(f, "# TB/s counts bytes read + written; peer = cuMemcpyDtoD of N floats, same run\n");
-  fprintf(f, "%-12s %10s %11s %10s %8s %10s %7s %7s  %s\n", "kernel", "N", "bytes", "median_ms",
-          "TB/s", "peer_TB/s", "ratio", "target", "result");
+  fprintf(f, "%-12s %10s %11s %10s %8s %10s %7s %7s  %s\n", "kernel", "N", "bytes", "median_ms", "TB/s",
+          "peer_TB/s", "ratio", "target", "result");
   for (int i = 0; i < nrows; i++) {
     const row *r = &rows[i];
     if (r->ms < 0) {
-      fprintf(f, "%-12s %10zu %11.0f %10s %8s %10.3f %7s %7s  %s\n", r->kernel, BENCH_N, r->bytes,
-              "-", "-", peer_tbs, "-", r->has_target ? "0.95" : "-",
-              r->has_target ? "FAIL" : "skipped");
+      fprintf(f, "%-12s %10zu %11.0f %10s %8s %10.3f %7s %7s  %s\n", r->kernel, BENCH_N, r->bytes, "-", "-",
+              peer_tbs, "-", r->has_target ? "0.95" : "-", r->has_target ? "FAIL" : "skipped");
       if (r->why)
         fprintf(f, "#   %s: %s\n", r->kernel, r->why);
       continue;
     }
     const double tbs = r->bytes / (r->ms * 1e-3) / 1e12, ratio = tbs / peer_tbs;
-    const char *result = !r->has_target       ? "info"
-                         : r->why             ? "FAIL"
-                         : ratio >= TARGET    ? "PASS"
-                                              : "FAIL";
-    fprintf(f, "%-12s %10zu %11.0f %10.4f %8.3f %10.3f %7.3f %7s  %s\n", r->kernel, BENCH_N, r->bytes,
-            r->ms, tbs, peer_tbs, ratio, r->has_target ? "0.95" : "-", result);
+    const char *result = !r->has_target ? "info" : r->why ? "FAIL" : ratio >= TARGET ? "PASS" : "FAIL";
+    fprintf(f, "%-12s %10zu %11.0f %10.4f %8.3f %10.3f %7.3f %7s  %s\n", r->kernel, BENCH_N, r->bytes, r->ms,
+            tbs, peer_tbs, ratio, r->has_target ? "0.95" : "-", result);
     if (r->why)
       fprintf(f, "#   %s: %s\n", r->kernel, r->why);
   }
@@ -140,13 +135,13 @@ int main(int argc, char **argv)
   }
   gpu_parallel_for(n, seed, fill, &host);
 
-#define STEP(call)                                                                                 \
-  do {                                                                                             \
-    tl_status st_ = (call);                                                                        \
-    if (st_ != TL_OK) {                                                                            \
-      printf("gpu_bench: %s: %s\n", tl_status_name(st_), tl_context_message(ctx));                 \
-      goto done;                                                                                   \
-    }                                                                                              \
+#define STEP(call)                                                                 \
+  do {                                                                             \
+    tl_status st_ = (call);                                                        \
+    if (st_ != TL_OK) {                                                            \
+      printf("gpu_bench: %s: %s\n", tl_status_name(st_), tl_context_message(ctx)); \
+      goto done;                                                                   \
+    }                                                                              \
   } while (0)
 
   STEP(tl_malloc(ctx, n * 4, &a));

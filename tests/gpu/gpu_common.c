@@ -27,9 +27,9 @@ tl_context *gpu_open(const char *program, bool *no_gpu)
   }
   tl_device_info dev;
   tl_context_device(ctx, &dev);
-  printf("%s: device 0: %s, sm_%d%d, %d SMs, %.1f GiB, driver %d.%d\n", program, dev.name,
-         dev.cc_major, dev.cc_minor, dev.sm_count, (double)dev.total_memory / (1 << 30),
-         dev.driver_version / 1000, dev.driver_version % 1000 / 10);
+  printf("%s: device 0: %s, sm_%d%d, %d SMs, %.1f GiB, driver %d.%d\n", program, dev.name, dev.cc_major,
+         dev.cc_minor, dev.sm_count, (double)dev.total_memory / (1 << 30), dev.driver_version / 1000,
+         dev.driver_version % 1000 / 10);
   return ctx;
 }
 
@@ -121,8 +121,7 @@ void gpu_report_cuda(tl_context *ctx, const char *what, CUresult r)
   printf("%s: %s\n", what, tl_cuda_error_text(tl_context_driver(ctx), r, text, sizeof text));
 }
 
-bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup, int reps,
-                        double *median_ms)
+bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup, int reps, double *median_ms)
 {
   const tl_cuda_driver *d = tl_context_driver(ctx);
   if (tl_context_make_current(ctx) != TL_OK || reps < 1)

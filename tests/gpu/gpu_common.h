@@ -55,8 +55,7 @@ size_t gpu_parallel_for(size_t n, uint64_t seed, gpu_chunk_fn body, void *arg);
 /* Median over `reps` runs of fn(arg), each bracketed by its own pair of CUDA events on the legacy
  * default stream, after `warmup` untimed runs. fn returns false to abort (having printed why). */
 typedef bool (*gpu_timed_fn)(void *arg);
-bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup, int reps,
-                        double *median_ms);
+bool gpu_time_median_ms(tl_context *ctx, gpu_timed_fn fn, void *arg, int warmup, int reps, double *median_ms);
 
 /* gpu_timed_fn bodies shared by the benchmarks: one tl_launch on the default stream, and the peer,
  * one cuMemcpyDtoDAsync.  They print what failed. */

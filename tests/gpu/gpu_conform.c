@@ -78,7 +78,8 @@ typedef struct sbuf {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void sb(sbuf *b, const char *fmt, ...)
+static void
+sb(sbuf *b, const char *fmt, ...)
 {
   va_list ap;
   for (;;) {
@@ -354,7 +355,8 @@ static const char *grid_name(const ccase *c)
   static char buf[32];
   if (!c->wm && !c->wn)
     return "";
-  snprintf(buf, sizeof buf, " warps=%dx%d", c->wm ? c->wm : c->T / 32 / c->wn, c->wn ? c->wn : c->T / 32 / c->wm);
+  snprintf(buf, sizeof buf, " warps=%dx%d", c->wm ? c->wm : c->T / 32 / c->wn,
+           c->wn ? c->wn : c->T / 32 / c->wm);
   return buf;
 }
 
@@ -379,7 +381,9 @@ static void gen_acc_out(const char *arch, const ccase *g, int sink, ty t1, ty t2
   case SINK_FS:
     at += snprintf(c->name + at, sizeof c->name - (size_t)at, "frag.%s -> shared.%s -> ", TY[t1], TY[t2]);
     break;
-  case SINK_SE: at += snprintf(c->name + at, sizeof c->name - (size_t)at, "shared.%s -> elemwise.f32 -> ", TY[t1]); break;
+  case SINK_SE:
+    at += snprintf(c->name + at, sizeof c->name - (size_t)at, "shared.%s -> elemwise.f32 -> ", TY[t1]);
+    break;
   }
   snprintf(c->name + at, sizeof c->name - (size_t)at, "%s  M=%lld N=%lld K=%lld", TY[td], (long long)c->M,
            (long long)c->N, (long long)c->K);
@@ -434,7 +438,9 @@ static void ref_acc_out(const ccase *c, double **v)
       if (c->epi)
         x = (float)((float)x + (float)loop_term(i % c->BM, j % c->BN));
       switch (c->sink) {
-      case SINK_S: case SINK_F: case SINK_SE: x = rnd(c->t1, x); break;
+      case SINK_S:
+      case SINK_F:
+      case SINK_SE: x = rnd(c->t1, x); break;
       case SINK_FS: x = rnd(c->t2, rnd(c->t1, x)); break;
       }
       Y[i * c->N + j] = rnd(c->td, x);
@@ -455,9 +461,11 @@ static void gen_acc_in(const char *arch, const ccase *g, int srck, ty t1, ty td)
   c->arch = arch;
   c->srck = srck, c->t1 = t1, c->td = td;
   c->L = 3;
-  snprintf(c->name, sizeof c->name, "acc-in %s %dx%dx%d t%d%s%s%s %s C0.%s -> %s%s%s -> acc += A@B -> %s  M=%lld N=%lld K=%lld",
-           arch, c->BM, c->BN, c->BK, c->T, grid_name(c), c->trans_a ? " A^T" : "", c->trans_b ? " B^T" : "",
-           TY[c->ab], TY[srck == SRC_PIPE ? F32 : t1], SRCK[srck], srck == SRC_G || srck == SRC_PIPE ? "" : ".",
+  snprintf(c->name, sizeof c->name,
+           "acc-in %s %dx%dx%d t%d%s%s%s %s C0.%s -> %s%s%s -> acc += A@B -> %s  M=%lld N=%lld K=%lld", arch,
+           c->BM, c->BN, c->BK, c->T, grid_name(c), c->trans_a ? " A^T" : "", c->trans_b ? " B^T" : "",
+           TY[c->ab], TY[srck == SRC_PIPE ? F32 : t1], SRCK[srck],
+           srck == SRC_G || srck == SRC_PIPE ? "" : ".",
            srck == SRC_G || srck == SRC_PIPE ? "" : TY[srck == SRC_ES ? t1 : t1], TY[td], (long long)c->M,
            (long long)c->N, (long long)c->K);
   gemm_tensors(c);
@@ -529,13 +537,16 @@ static void ref_acc_in(const ccase *c, double **v)
  * of O) staged through a shared tile of the operand type, O += P V in a second accumulator [BM, DV];
  * with rows, the max of the last tile also goes to R (rows of the accumulator -> global) and to R2
  * (-> shared -> global). */
-static void gen_attn(const char *arch, int BM, int BN, int D, int DV, int T, ty ab, bool rows, int64_t M, int64_t N)
+static void gen_attn(const char *arch, int BM, int BN, int D, int DV, int T, ty ab, bool rows, int64_t M,
+                     int64_t N)
 {
   ccase *c = new_case(ATTN, arch);
   c->BM = BM, c->BN = BN, c->D = D, c->DV = DV, c->T = T, c->ab = ab, c->rows = rows, c->M = M, c->N = N;
-  snprintf(c->name, sizeof c->name, "attention %s BM=%d BN=%d D=%d DV=%d t%d %s S -> shared.%s -> P@V%s  M=%lld N=%lld",
-           arch, BM, BN, D, DV, T, TY[ab], TY[ab], rows ? " + rows of S into O, rows -> global, rows -> shared -> global" : "",
-           (long long)M, (long long)N);
+  snprintf(c->name, sizeof c->name,
+           "attention %s BM=%d BN=%d D=%d DV=%d t%d %s S -> shared.%s -> P@V%s  M=%lld N=%lld", arch, BM, BN,
+           D, DV, T, TY[ab], TY[ab],
+           rows ? " + rows of S into O, rows -> global, rows -> shared -> global" : "", (long long)M,
+           (long long)N);
   add_tensor(c, "Q", ab, "MD", D_INT2, false);
   add_tensor(c, "K", ab, "ND", D_INT2, false);
   add_tensor(c, "V", ab, "NE", D_INT2, false);
@@ -620,9 +631,9 @@ static void gen_rows(const char *arch, int BR, int BN, int T, int red, int rsink
   c->BR = BR, c->BN = BN, c->T = T, c->red = red, c->rsink = rsink, c->rsrc = rsrc, c->t1 = tx, c->t2 = tr;
   c->M = M, c->N = N;
   snprintf(c->name, sizeof c->name,
-           "rows %s %dx%d t%d X.%s reduce_%s -> %s R.%s; R0.%s -> %s -> broadcast  M=%lld N=%lld", arch, BR, BN,
-           T, TY[tx], red ? "max" : "sum", rsink ? "shared" : "global", TY[tr], TY[tr], rsrc ? "shared" : "rows",
-           (long long)M, (long long)N);
+           "rows %s %dx%d t%d X.%s reduce_%s -> %s R.%s; R0.%s -> %s -> broadcast  M=%lld N=%lld", arch, BR,
+           BN, T, TY[tx], red ? "max" : "sum", rsink ? "shared" : "global", TY[tr], TY[tr],
+           rsrc ? "shared" : "rows", (long long)M, (long long)N);
   add_tensor(c, "X", tx, "MN", D_EIGHTHS, false);
   add_tensor(c, "R0", tr, "M", D_EIGHTHS, false);
   add_tensor(c, "Y", F32, "MN", 0, true);
@@ -636,14 +647,17 @@ static void gen_rows(const char *arch, int BR, int BN, int T, int red, int rsink
      "    let r2 = alloc_fragment([%d], f32);\n    copy(X[by * %d, 0], x);\n    reduce_%s(x, r);\n",
      BR, BN, BR, BR, BR, red ? "max" : "sum");
   if (rsink)
-    sb(b, "    let rs = alloc_shared([%d], %s);\n    copy(r, rs);\n    copy(rs, R[by * %d]);\n", BR, TY[tr], BR);
+    sb(b, "    let rs = alloc_shared([%d], %s);\n    copy(r, rs);\n    copy(rs, R[by * %d]);\n", BR, TY[tr],
+       BR);
   else
     sb(b, "    copy(r, R[by * %d]);\n", BR);
   if (rsrc)
-    sb(b, "    let r0s = alloc_shared([%d], %s);\n    copy(R0[by * %d], r0s);\n    copy(r0s, r2);\n", BR, TY[tr], BR);
+    sb(b, "    let r0s = alloc_shared([%d], %s);\n    copy(R0[by * %d], r0s);\n    copy(r0s, r2);\n", BR,
+       TY[tr], BR);
   else
     sb(b, "    copy(R0[by * %d], r2);\n", BR);
-  sb(b, "    for i, j in parallel(%d, %d) {\n        x[i, j] = x[i, j] + r2[i];\n    }\n    copy(x, Y[by * %d, 0]);\n}\n",
+  sb(b,
+     "    for i, j in parallel(%d, %d) {\n        x[i, j] = x[i, j] + r2[i];\n    }\n    copy(x, Y[by * %d, 0]);\n}\n",
      BR, BN, BR);
 }
 
@@ -678,8 +692,9 @@ static void gen_swiz(const char *arch, const ccase *g, bool in_frag, bool out_fr
   c->arch = arch;
   c->sw_in = in_frag, c->sw_out = out_frag;
   int am = c->trans_a ? c->BK : c->BM, ak = c->trans_a ? c->BM : c->BK;
-  snprintf(c->name, sizeof c->name, "swizzled %s %dx%dx%d t%d%s%s%s %s A -> %sAs(gemm operand) -> %sY  M=%lld N=%lld K=%lld",
-           arch, c->BM, c->BN, c->BK, c->T, grid_name(c), c->trans_a ? " A^T" : "", c->trans_b ? " B^T" : "",
+  snprintf(c->name, sizeof c->name,
+           "swizzled %s %dx%dx%d t%d%s%s%s %s A -> %sAs(gemm operand) -> %sY  M=%lld N=%lld K=%lld", arch,
+           c->BM, c->BN, c->BK, c->T, grid_name(c), c->trans_a ? " A^T" : "", c->trans_b ? " B^T" : "",
            TY[c->ab], in_frag ? "elemwise.f32 -> " : "", out_frag ? "elemwise.f32 -> " : "", (long long)c->M,
            (long long)c->N, (long long)c->K);
   add_tensor(c, "A", c->ab, c->trans_a ? "KM" : "MK", D_INT64, false);
@@ -750,18 +765,21 @@ static const char *const ARCHS[] = {"sm_90a", "sm_80"};
 
 static void gen_moves(const char *arch)
 {
-  static const struct { int R, C, T; } shapes[] = {{64, 128, 128}, {128, 64, 256}, {16, 256, 128}, {8, 8, 32}};
-  static const struct { int n, kind[3]; } chains[] = {
-      {1, {SH}}, {1, {FR}}, {2, {SH, FR}}, {2, {FR, SH}}, {2, {SH, SH}}, {2, {FR, FR}}, {3, {SH, FR, SH}},
-      {3, {FR, SH, FR}},
+  static const struct {
+    int R, C, T;
+  } shapes[] = {{64, 128, 128}, {128, 64, 256}, {16, 256, 128}, {8, 8, 32}};
+  static const struct {
+    int n, kind[3];
+  } chains[] = {
+      {1, {SH}},     {1, {FR}},     {2, {SH, FR}},     {2, {FR, SH}},
+      {2, {SH, SH}}, {2, {FR, FR}}, {3, {SH, FR, SH}}, {3, {FR, SH, FR}},
   };
   /* type patterns: source, the tiles (cycled), destination */
-  static const struct { ty ts, mid[3], td; } types[] = {
-      {F32, {F32, F32, F32}, F32},
-      {F16, {F16, F16, F16}, F16},
-      {BF16, {F32, F32, F32}, F16},
-      {F32, {F16, BF16, F16}, F32},
-      {F16, {BF16, F32, F16}, BF16},
+  static const struct {
+    ty ts, mid[3], td;
+  } types[] = {
+      {F32, {F32, F32, F32}, F32},  {F16, {F16, F16, F16}, F16},   {BF16, {F32, F32, F32}, F16},
+      {F32, {F16, BF16, F16}, F32}, {F16, {BF16, F32, F16}, BF16},
   };
   int s = 0;
   for (size_t ci = 0; ci < sizeof chains / sizeof *chains; ci++)
@@ -770,7 +788,8 @@ static void gen_moves(const char *arch)
       /* ragged in both dimensions; every other case with rows that keep 16-byte alignment */
       int64_t M = 2 * R + 5, N = s % 2 ? 2 * C - 3 : C + 8;
       bool loop[3] = {true, true, true};
-      gen_move(arch, R, C, T, M, N, types[ti].ts, types[ti].td, chains[ci].n, chains[ci].kind, types[ti].mid, loop);
+      gen_move(arch, R, C, T, M, N, types[ti].ts, types[ti].td, chains[ci].n, chains[ci].kind, types[ti].mid,
+               loop);
     }
 }
 
@@ -846,7 +865,10 @@ static void gen_accs(const char *arch)
 
 static void gen_attns(const char *arch)
 {
-  static const struct { int BM, BN, D, DV, T; ty ab; } A[] = {
+  static const struct {
+    int BM, BN, D, DV, T;
+    ty ab;
+  } A[] = {
       {64, 64, 64, 64, 128, F16},   {64, 64, 64, 128, 128, BF16}, {64, 128, 64, 64, 128, F16},
       {128, 64, 64, 128, 256, F16}, {64, 64, 128, 64, 128, BF16}, {64, 32, 64, 96, 128, F16},
   };
@@ -858,7 +880,9 @@ static void gen_attns(const char *arch)
 
 static void gen_rowss(const char *arch)
 {
-  static const struct { int BR, BN, T; } S[] = {{8, 128, 128}, {4, 256, 128}, {16, 64, 256}, {2, 1024, 256}, {1, 1000, 128}, {32, 32, 128}};
+  static const struct {
+    int BR, BN, T;
+  } S[] = {{8, 128, 128}, {4, 256, 128}, {16, 64, 256}, {2, 1024, 256}, {1, 1000, 128}, {32, 32, 128}};
   int s = 0;
   for (size_t i = 0; i < sizeof S / sizeof *S; i++)
     for (int v = 0; v < 2; v++, s++)
@@ -975,8 +999,8 @@ static void random_case(const char *arch)
       t[i] = rnd_ty();
       loop[i] = rnd_in(0, 1);
     }
-    gen_move(arch, R, C, T, R * rnd_in(1, 3) + rnd_in(0, R), C * rnd_in(1, 2) + rnd_in(-(C / 2), C / 2), rnd_ty(),
-             rnd_ty(), n, kind, t, loop);
+    gen_move(arch, R, C, T, R * rnd_in(1, 3) + rnd_in(0, R), C * rnd_in(1, 2) + rnd_in(-(C / 2), C / 2),
+             rnd_ty(), rnd_ty(), n, kind, t, loop);
     return;
   }
   case 1:
@@ -1003,8 +1027,8 @@ static void random_case(const char *arch)
       bool rows = rnd_in(0, 1);
       int N2[2] = {BN, DV};
       if (BM > 128 || BM * BN / T > 128 || BM * DV / T > 128 ||
-          (BM * D + BN * D + BN * DV + BM * BN) * 2 + BM * 4 > 96 * 1024 || !any_grid(nw, BM, N2, rows ? 2 : 1) ||
-          !any_grid(nw, BM, N2 + 1, 1))
+          (BM * D + BN * D + BN * DV + BM * BN) * 2 + BM * 4 > 96 * 1024 ||
+          !any_grid(nw, BM, N2, rows ? 2 : 1) || !any_grid(nw, BM, N2 + 1, 1))
         continue;
       gen_attn(arch, BM, BN, D, DV, T, rnd_in(0, 1) ? F16 : BF16, rows, BM * rnd_in(1, 2) + rnd_in(1, 40),
                BN * rnd_in(1, 3) + rnd_in(1, BN));
@@ -1012,13 +1036,14 @@ static void random_case(const char *arch)
     }
   }
   default: { /* rows of an elementwise fragment */
-    static const int Ts[] = {32, 64, 128, 256, 512}, BRs[] = {1, 2, 4, 8, 16, 32}, BNs[] = {8, 32, 100, 128, 256, 1000, 2048};
+    static const int Ts[] = {32, 64, 128, 256, 512}, BRs[] = {1, 2, 4, 8, 16, 32},
+                     BNs[] = {8, 32, 100, 128, 256, 1000, 2048};
     int T, BR, BN;
     do {
       T = rnd_of(Ts, 5), BR = rnd_of(BRs, 6), BN = rnd_of(BNs, 7);
     } while (BR * BN > T * 64);
-    gen_rows(arch, BR, BN, T, rnd_in(0, 1), rnd_in(0, 1), rnd_in(0, 1), rnd_ty(), rnd_ty(), BR * rnd_in(1, 4) + rnd_in(0, BR),
-             rnd_in(1, BN));
+    gen_rows(arch, BR, BN, T, rnd_in(0, 1), rnd_in(0, 1), rnd_in(0, 1), rnd_ty(), rnd_ty(),
+             BR * rnd_in(1, 4) + rnd_in(0, BR), rnd_in(1, BN));
     return;
   }
   }
@@ -1152,13 +1177,14 @@ static int64_t check_output(const ccase *c, const tdesc *d, const void *got, con
     if (!ok && bad++ == 0) {
       int64_t cols = d->rank > 1 ? dim_value(c, d->dim[d->rank - 1]) : 1;
       if (i >= n)
-        snprintf(why, why_size, "%s: guard element %lld after the end was written", d->name, (long long)(i - n));
+        snprintf(why, why_size, "%s: guard element %lld after the end was written", d->name,
+                 (long long)(i - n));
       else if (isnan(e))
         snprintf(why, why_size, "%s[%lld, %lld] was written (%g) but lies outside what the kernel may write",
                  d->name, (long long)(i / cols), (long long)(i % cols), g);
       else if (poisoned(d->t, got, i))
-        snprintf(why, why_size, "%s[%lld, %lld] was never written (expected %.9g)", d->name, (long long)(i / cols),
-                 (long long)(i % cols), e);
+        snprintf(why, why_size, "%s[%lld, %lld] was never written (expected %.9g)", d->name,
+                 (long long)(i / cols), (long long)(i % cols), e);
       else
         snprintf(why, why_size, "%s[%lld, %lld] = %.9g, expected %.9g", d->name, (long long)(i / cols),
                  (long long)(i % cols), g, e);
@@ -1281,8 +1307,8 @@ static bool run_case(tl_context *ctx, const ccase *c, uint64_t seed, bool verbos
   if (ok)
     gpu_report(true, "%s [%s]", c->name, c->lowering ? c->lowering : "no gemm");
   else if (bad)
-    gpu_report(false, "%s [%s]: %lld wrong elements; first: %s", c->name, c->lowering ? c->lowering : "no gemm",
-               (long long)bad, why);
+    gpu_report(false, "%s [%s]: %lld wrong elements; first: %s", c->name,
+               c->lowering ? c->lowering : "no gemm", (long long)bad, why);
   else
     gpu_report(false, "%s: %s", c->name, why);
   if (verbose || !ok)
@@ -1309,7 +1335,8 @@ static int self_test(void)
         continue;
       int64_t n = h.n[i];
       size_t es = ty_size(d->t);
-      unsigned char *good = xrealloc(NULL, (size_t)(n + GUARD) * es), *bad = xrealloc(NULL, (size_t)(n + GUARD) * es);
+      unsigned char *good = xrealloc(NULL, (size_t)(n + GUARD) * es),
+                    *bad = xrealloc(NULL, (size_t)(n + GUARD) * es);
       memset(good, 0xFF, (size_t)(n + GUARD) * es);
       int64_t first = -1, second = -1;
       for (int64_t k = 0; k < n; k++)
@@ -1335,8 +1362,8 @@ static int self_test(void)
           memcpy(bad + first * es, good + second * es, es);
           memcpy(bad + second * es, good + first * es, es);
           break;
-        case 1: memset(bad + first * es, 0xFF, es); break;  /* never written */
-        case 2: memset(bad + n * es, 0, es); break;         /* a write past the end */
+        case 1: memset(bad + first * es, 0xFF, es); break; /* never written */
+        case 2: memset(bad + n * es, 0, es); break;        /* a write past the end */
         case 3: { /* an element outside what the kernel writes, written */
           int64_t k = 0;
           while (k < n && !isnan(h.v[i][k]))
@@ -1396,8 +1423,9 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
       dump = argv[++i];
     else {
-      fprintf(stderr, "usage: gpu_conform [--seed S] [--arch sm_90a|sm_80] [--filter SUBSTR] [--threads N] "
-                      "[--sample N] [--random N] [--list] [--dump DIR] [--compile-only] [-v] | --self-test\n");
+      fprintf(stderr,
+              "usage: gpu_conform [--seed S] [--arch sm_90a|sm_80] [--filter SUBSTR] [--threads N] "
+              "[--sample N] [--random N] [--list] [--dump DIR] [--compile-only] [-v] | --self-test\n");
       return 2;
     }
   }
@@ -1449,35 +1477,36 @@ int main(int argc, char **argv)
     for (int i = 0; i < ncases; i++) {
       const ccase *c = &cases[i];
       if (!c->ptx) {
-        printf("FAIL %s: does not compile:\n%s---- source\n%s----\n", c->name, c->err ? c->err : "?", c->src.p);
+        printf("FAIL %s: does not compile:\n%s---- source\n%s----\n", c->name, c->err ? c->err : "?",
+               c->src.p);
         failed++;
       } else if (verbose)
         printf("ok %s [%s]\n", c->name, c->lowering ? c->lowering : "no gemm");
       wg += c->lowering && !strcmp(c->lowering, "wgmma");
       ms += c->lowering && !strcmp(c->lowering, "mma.sync");
     }
-    printf("gpu_conform: %d cases compiled (%d with wgmma, %d with mma.sync) in %.1f s, %d failed%s", ncases - failed,
-           wg, ms, compile_s, failed, random ? "" : "\n");
+    printf("gpu_conform: %d cases compiled (%d with wgmma, %d with mma.sync) in %.1f s, %d failed%s",
+           ncases - failed, wg, ms, compile_s, failed, random ? "" : "\n");
     if (random)
-      printf("; %d random kernels of seed %llu (replay: --random %d --seed %llu)\n", ncases, (unsigned long long)seed,
-             random, (unsigned long long)seed);
+      printf("; %d random kernels of seed %llu (replay: --random %d --seed %llu)\n", ncases,
+             (unsigned long long)seed, random, (unsigned long long)seed);
     return failed ? 1 : 0;
   }
   bool no_gpu = false;
   tl_context *ctx = gpu_open("gpu_conform", &no_gpu);
   if (!ctx)
     return no_gpu ? GPU_EXIT_NO_GPU : 1;
-  printf("gpu_conform: seed %llu, %d cases, compiled in %.1f s on %d threads\n", (unsigned long long)seed, ncases,
-         compile_s, threads);
+  printf("gpu_conform: seed %llu, %d cases, compiled in %.1f s on %d threads\n", (unsigned long long)seed,
+         ncases, compile_s, threads);
   for (int i = 0; i < ncases; i++)
     tally(&cases[i], run_case(ctx, &cases[i], seed + (uint64_t)i * 7919, verbose));
   clock_gettime(CLOCK_MONOTONIC, &t2);
   printf("\n%-10s %8s %8s %8s   (passed/failed by lowering)\n", "family", "no gemm", "mma.sync", "wgmma");
   for (int f = 0; f < NFAMILIES; f++)
-    printf("%-10s %4d/%-3d %4d/%-3d %4d/%-3d\n", FAMILY[f], family_pass[f][0], family_fail[f][0], family_pass[f][1],
-           family_fail[f][1], family_pass[f][2], family_fail[f][2]);
-  printf("time: %.1f s (compile %.1f s)\n", (double)(t2.tv_sec - t0.tv_sec) + (double)(t2.tv_nsec - t0.tv_nsec) * 1e-9,
-         compile_s);
+    printf("%-10s %4d/%-3d %4d/%-3d %4d/%-3d\n", FAMILY[f], family_pass[f][0], family_fail[f][0],
+           family_pass[f][1], family_fail[f][1], family_pass[f][2], family_fail[f][2]);
+  printf("time: %.1f s (compile %.1f s)\n",
+         (double)(t2.tv_sec - t0.tv_sec) + (double)(t2.tv_nsec - t0.tv_nsec) * 1e-9, compile_s);
   printf("%d passed, %d failed\n", gpu_passed, gpu_failed);
   for (int i = 0; i < ncases; i++) {
     free(cases[i].ptx);

@@ -108,7 +108,7 @@
 
 enum { WARMUP = 5, DEFAULT_REPS = 30, SAMPLES = 4096, MAX_VARIANTS = 64, MAX_ENTRIES = 256 };
 #define REL_TOL 1e-2
-#define ELEM_ATOL 1e-2 /* times rms(ref) */
+#define ELEM_ATOL 1e-2                    /* times rms(ref) */
 #define TARGET 0.6
 #define FULL_REF_MAX ((double)(1u << 31)) /* M*N*K up to which the reference is computed in full */
 /* Elements after the end of C, poisoned and checked: a kernel that ignores the bounds of the last
@@ -146,12 +146,9 @@ static double elem_rtol(tl_dtype t) { return t == TL_BF16 ? 0x1p-6 : 0x1p-9; }
 static double activation(int act, double x)
 {
   switch (act) {
-  case 1:
-    return x > 0 ? x : 0;
-  case 2:
-    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-  default:
-    return x;
+  case 1: return x > 0 ? x : 0;
+  case 2: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  default: return x;
   }
 }
 
@@ -166,9 +163,9 @@ static const struct op_spec {
   bool a_t, b_t, bias; /* A stored [K, M], B stored [N, K], a bias vector */
   bool softmax;        /* row softmax of scale * A @ B^T; an f32 scalar `scale` after C */
 } ops[NOPS] = {
-    {"matmul", false, false, false, false},       {"gemm_nn", false, false, false, false},
-    {"gemm_nt", false, true, false, false},       {"gemm_tn", true, false, false, false},
-    {"gemm_bias_act", false, true, true, false},  {"gemm_softmax", false, true, false, true},
+    {"matmul", false, false, false, false},      {"gemm_nn", false, false, false, false},
+    {"gemm_nt", false, true, false, false},      {"gemm_tn", true, false, false, false},
+    {"gemm_bias_act", false, true, true, false}, {"gemm_softmax", false, true, false, true},
 };
 
 typedef enum role { ROLE_MATMUL, ROLE_STAGES, ROLE_TUNE, ROLE_STDLIB, ROLE_ACT, ROLE_SOFTMAX, NROLES } role;
@@ -183,8 +180,8 @@ static const struct shape {
   bool all_roles; /* false: the matmul role only */
   bool big;       /* skipped by --quick */
 } shapes[] = {
-    {17, 33, 65, true, false},      {1000, 1000, 1000, true, false}, {4095, 4097, 123, true, false},
-    {1, 4096, 4096, true, false},   {4096, 1, 4096, true, false},    {4096, 4096, 4096, true, true},
+    {17, 33, 65, true, false},       {1000, 1000, 1000, true, false}, {4095, 4097, 123, true, false},
+    {1, 4096, 4096, true, false},    {4096, 1, 4096, true, false},    {4096, 4096, 4096, true, true},
     {8192, 8192, 8192, false, true},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
@@ -257,9 +254,10 @@ static int read_manifest(const char *dir, variant *vs, int max)
       v.act = (int)a;
     }
     if (!ok) {
-      gpu_report(false, "%s line %d: expected \"NAME matmul|stages|tune|stdlib|act|softmax f16|bf16 ACT "
-                    "SETTINGS...\" (ACT 0..2 for stdlib and act, '-' otherwise)",
-             path, lineno);
+      gpu_report(false,
+                 "%s line %d: expected \"NAME matmul|stages|tune|stdlib|act|softmax f16|bf16 ACT "
+                 "SETTINGS...\" (ACT 0..2 for stdlib and act, '-' otherwise)",
+                 path, lineno);
       continue;
     }
     if (n == max) {
@@ -348,9 +346,10 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v, entry *es
     const int want_args = ops[op].bias || ops[op].softmax ? 4 : 3;
     if (info->nargs != want_args || info->params[0].dtype != v->t || info->params[0].rank != 2) {
       v->state = V_BROKEN;
-      gpu_report(false, "%s: kernel %s takes %d arguments, A of %s; expected %d and %s (the variant list's T)",
-             v->name, ops[op].kernel, info->nargs,
-             info->nargs ? tl_dtype_name(info->params[0].dtype) : "?", want_args, tl_dtype_name(v->t));
+      gpu_report(false,
+                 "%s: kernel %s takes %d arguments, A of %s; expected %d and %s (the variant list's T)",
+                 v->name, ops[op].kernel, info->nargs,
+                 info->nargs ? tl_dtype_name(info->params[0].dtype) : "?", want_args, tl_dtype_name(v->t));
       continue;
     }
     if (ops[op].softmax && (info->params[3].kind != TL_PARAM_SCALAR || info->params[3].dtype != TL_F32)) {
@@ -359,8 +358,8 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v, entry *es
                  v->name, ops[op].kernel, info->params[3].name);
       continue;
     }
-    printf("     %s: %s threads=%u smem=%u grid = (%s) (%s) [%s]\n", v->name, ops[op].kernel,
-           info->threads, info->smem, info->grid_text[0], info->grid_text[1], v->settings);
+    printf("     %s: %s threads=%u smem=%u grid = (%s) (%s) [%s]\n", v->name, ops[op].kernel, info->threads,
+           info->smem, info->grid_text[0], info->grid_text[1], v->settings);
     if (op == OP_MATMUL)
       v->matmul = k;
     if (*nes < MAX_ENTRIES)
@@ -806,7 +805,8 @@ static void err_sums(void *arg, size_t g)
   const err_job *e = arg;
   const dataset *ds = e->ds;
   const float *lut = lut_of(ds->t);
-  const size_t r0 = g * e->rows_per_group, r1 = r0 + e->rows_per_group < ds->m ? r0 + e->rows_per_group : ds->m;
+  const size_t r0 = g * e->rows_per_group,
+               r1 = r0 + e->rows_per_group < ds->m ? r0 + e->rows_per_group : ds->m;
   double se = 0, sr = 0;
   for (size_t i = r0; i < r1; i++)
     for (size_t j = 0; j < ds->n; j++) {
@@ -828,7 +828,8 @@ static void err_elems(void *arg, size_t g)
   const err_job *e = arg;
   const dataset *ds = e->ds;
   const float *lut = lut_of(ds->t);
-  const size_t r0 = g * e->rows_per_group, r1 = r0 + e->rows_per_group < ds->m ? r0 + e->rows_per_group : ds->m;
+  const size_t r0 = g * e->rows_per_group,
+               r1 = r0 + e->rows_per_group < ds->m ? r0 + e->rows_per_group : ds->m;
   double worst = -1;
   size_t over = 0, worst_at = 0;
   for (size_t i = r0; i < r1; i++)
@@ -898,9 +899,17 @@ static void check_output(const dataset *ds, op_kind op, int act, verdict *v)
     size_t rpg = 65536 / ds->n;
     rpg = rpg ? rpg : 1;
     const size_t ngroups = (ds->m + rpg - 1) / rpg;
-    err_job e = {ds, op, act, rpg, 0, v->rtol, calloc(ngroups, sizeof(double)),
-                 calloc(ngroups, sizeof(double)), calloc(ngroups, sizeof(double)),
-                 calloc(ngroups, sizeof(size_t)), calloc(ngroups, sizeof(size_t))};
+    err_job e = {ds,
+                 op,
+                 act,
+                 rpg,
+                 0,
+                 v->rtol,
+                 calloc(ngroups, sizeof(double)),
+                 calloc(ngroups, sizeof(double)),
+                 calloc(ngroups, sizeof(double)),
+                 calloc(ngroups, sizeof(size_t)),
+                 calloc(ngroups, sizeof(size_t))};
     if (!e.sum_err2 || !e.sum_ref2 || !e.worst || !e.over || !e.worst_at) {
       v->oom = true;
     } else {
@@ -984,7 +993,8 @@ static int describe_scan(const dataset *ds, bool oom, size_t elems, size_t unwri
 /* "rel err 1.2e-04 over ..." or the reasons for a failure, into buf. */
 static void describe(const dataset *ds, const verdict *v, char *buf, size_t size)
 {
-  int len = describe_scan(ds, v->oom, v->elems, v->unwritten, v->nonfinite, v->first_bad, v->guard_bad, buf, size);
+  int len = describe_scan(ds, v->oom, v->elems, v->unwritten, v->nonfinite, v->first_bad, v->guard_bad, buf,
+                          size);
 #define ADD(...) (len = appendf(buf, size, len, __VA_ARGS__))
   if (len < 0)
     return;
@@ -1016,8 +1026,8 @@ typedef struct sm_verdict {
   size_t elems, unwritten, nonfinite, first_bad, guard_bad; /* as in verdict */
   size_t rows_checked, checked, over, worst_at; /* elements of the checked rows; worst_at a flat index */
   double worst, worst_got, worst_ref, worst_rowmax, rtol;
-  size_t sum_rows, sum_bad, worst_sum_row; /* rows (all finite) whose sum was checked, how many failed */
-  double worst_sum_dev, sum_tol;           /* max |sum(C[r, :]) - 1| over them */
+  size_t sum_rows, sum_bad, worst_sum_row;      /* rows (all finite) whose sum was checked, how many failed */
+  double worst_sum_dev, sum_tol;                /* max |sum(C[r, :]) - 1| over them */
   bool oom;
 } sm_verdict;
 
@@ -1085,7 +1095,8 @@ static void check_softmax(const dataset *ds, sm_verdict *v)
 
 static void describe_softmax(const dataset *ds, const sm_verdict *v, char *buf, size_t size)
 {
-  int len = describe_scan(ds, v->oom, v->elems, v->unwritten, v->nonfinite, v->first_bad, v->guard_bad, buf, size);
+  int len = describe_scan(ds, v->oom, v->elems, v->unwritten, v->nonfinite, v->first_bad, v->guard_bad, buf,
+                          size);
 #define ADD(...) (len = appendf(buf, size, len, __VA_ARGS__))
   if (len < 0)
     return;
@@ -1146,7 +1157,7 @@ static bool run_case(tl_context *ctx, dataset *ds, const entry *e)
   if ((st = dataset_upload(ctx, ds, e->op)) != TL_OK ||
       (st = tl_memset_d8(ctx, ds->dc, 0xFF, cbytes)) != TL_OK) {
     gpu_report(false, "%s: preparing the buffers: %s: %s", label, tl_status_name(st),
-           st == TL_ERR_OUT_OF_MEMORY ? "out of memory" : tl_context_message(ctx));
+               st == TL_ERR_OUT_OF_MEMORY ? "out of memory" : tl_context_message(ctx));
     return false;
   }
   const int nargs = make_args(ds, e->op, sh, args);
@@ -1206,8 +1217,8 @@ static void run_correctness(tl_context *ctx, entry *es, int nes, uint64_t seed, 
 
 /* gemm_softmax's shapes: N = 128 and 129 straddle the default BN, N = 1 and N = 4096 are the extremes,
  * 100 and 1000 are not multiples of any BN; M = 4095, 17 and 300 end in a partial block. */
-static const size_t sm_shapes[][3] = {{17, 33, 65},     {1000, 128, 1000}, {4095, 100, 123}, {1, 4096, 256},
-                                      {4096, 1, 64},    {1024, 1000, 512}, {300, 129, 64}};
+static const size_t sm_shapes[][3] = {{17, 33, 65},  {1000, 128, 1000}, {4095, 100, 123}, {1, 4096, 256},
+                                      {4096, 1, 64}, {1024, 1000, 512}, {300, 129, 64}};
 #define NSM_SHAPES (sizeof sm_shapes / sizeof sm_shapes[0])
 static const size_t sm_bench_shape[3] = {4096, 128, 4096};
 
@@ -1323,10 +1334,10 @@ typedef struct cublas {
   cublasStatus_t (*set_stream)(cublasHandle_t handle, CUstream stream);
   cublasStatus_t (*set_math_mode)(cublasHandle_t handle, int mode);
   cublasStatus_t (*gemm_ex)(cublasHandle_t handle, int transa, int transb, int m, int n, int k,
-                            const void *alpha, const void *a, int atype, int lda, const void *b,
-                            int btype, int ldb, const void *beta, void *c, int ctype, int ldc,
-                            int compute_type, int algo);
-  const char *(*status_string)(cublasStatus_t status); /* optional */
+                            const void *alpha, const void *a, int atype, int lda, const void *b, int btype,
+                            int ldb, const void *beta, void *c, int ctype, int ldc, int compute_type,
+                            int algo);
+  const char *(*status_string)(cublasStatus_t status);                /* optional */
   cublasStatus_t (*get_version)(cublasHandle_t handle, int *version); /* optional */
 } cublas;
 
@@ -1356,12 +1367,12 @@ static bool cublas_try(cublas *cb, const char *path, tl_context *ctx, char *why,
   }
   cublas c = {.lib = lib};
   void *gemm_sym = NULL;
-#define LOAD(field, name)                                                                          \
-  do {                                                                                             \
-    void *sym_ = dlsym(lib, name);                                                                 \
-    memcpy(&c.field, &sym_, sizeof sym_);                                                          \
-    if (strcmp(name, "cublasGemmEx") == 0)                                                         \
-      gemm_sym = sym_;                                                                             \
+#define LOAD(field, name)                  \
+  do {                                     \
+    void *sym_ = dlsym(lib, name);         \
+    memcpy(&c.field, &sym_, sizeof sym_);  \
+    if (strcmp(name, "cublasGemmEx") == 0) \
+      gemm_sym = sym_;                     \
   } while (0)
   LOAD(create, "cublasCreate_v2");
   LOAD(destroy, "cublasDestroy_v2");
@@ -1372,8 +1383,9 @@ static bool cublas_try(cublas *cb, const char *path, tl_context *ctx, char *why,
   LOAD(get_version, "cublasGetVersion_v2");
 #undef LOAD
   if (!c.create || !c.destroy || !c.set_stream || !c.set_math_mode || !c.gemm_ex) {
-    snprintf(why, why_size, "lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, "
-                            "cublasSetMathMode or cublasGemmEx");
+    snprintf(why, why_size,
+             "lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, "
+             "cublasSetMathMode or cublasGemmEx");
     dlclose(lib);
     return false;
   }
@@ -1434,11 +1446,11 @@ static bool cublas_load(cublas *cb, tl_context *ctx)
   size_t tlen = 0;
   char why[1024];
   const char *env = getenv("TILEC_CUBLAS_LIBRARY");
-#define ATTEMPT(path_)                                                                             \
-  do {                                                                                             \
-    if (cublas_try_once(cb, (path_), ctx, why, sizeof why))                                            \
-      goto found;                                                                                  \
-    if (tlen < sizeof tried)                                                                       \
+#define ATTEMPT(path_)                                                                               \
+  do {                                                                                               \
+    if (cublas_try_once(cb, (path_), ctx, why, sizeof why))                                          \
+      goto found;                                                                                    \
+    if (tlen < sizeof tried)                                                                         \
       tlen += (size_t)snprintf(tried + tlen, sizeof tried - tlen, "  tried %s: %s\n", (path_), why); \
   } while (0)
   if (env && *env)
@@ -1447,22 +1459,22 @@ static bool cublas_load(cublas *cb, tl_context *ctx)
   for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++)
     ATTEMPT(sonames[i]);
   /* glob patterns: toolkits, then the CUDA wheels of Python environments */
-  static const char *const roots[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/*/lib",
-                                      "/usr/local/cuda-*/lib64", "/usr/local/cuda-*/targets/*/lib",
-                                      "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/cuda/lib64",
-                                      "$CONDA_PREFIX/lib"};
-  static const char *const pythons[] = {"/opt/*/.venv/lib/python3*/site-packages",
-                                        "/opt/*/venv/lib/python3*/site-packages",
-                                        "/opt/*/lib/python3*/site-packages",
-                                        "/usr/local/lib/python3*/dist-packages",
-                                        "/usr/local/lib/python3*/site-packages",
-                                        "/usr/lib/python3/dist-packages",
-                                        "$VIRTUAL_ENV/lib/python3*/site-packages",
-                                        "$CONDA_PREFIX/lib/python3*/site-packages",
-                                        "$HOME/.local/lib/python3*/site-packages"};
+  static const char *const roots[] = {"/usr/local/cuda/lib64",     "/usr/local/cuda/targets/*/lib",
+                                      "/usr/local/cuda-*/lib64",   "/usr/local/cuda-*/targets/*/lib",
+                                      "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+                                      "/usr/lib/cuda/lib64",       "$CONDA_PREFIX/lib"};
+  static const char *const pythons[] = {
+      "/opt/*/.venv/lib/python3*/site-packages", "/opt/*/venv/lib/python3*/site-packages",
+      "/opt/*/lib/python3*/site-packages",       "/usr/local/lib/python3*/dist-packages",
+      "/usr/local/lib/python3*/site-packages",   "/usr/lib/python3/dist-packages",
+      "$VIRTUAL_ENV/lib/python3*/site-packages", "$CONDA_PREFIX/lib/python3*/site-packages",
+      "$HOME/.local/lib/python3*/site-packages"};
   static const char *const wheels[] = {"nvidia/cu13/lib", "nvidia/cublas/lib", "nvidia/cu12/lib"};
-  enum { NROOTS = sizeof roots / sizeof roots[0], NPY = sizeof pythons / sizeof pythons[0],
-         NWHEELS = sizeof wheels / sizeof wheels[0] };
+  enum {
+    NROOTS = sizeof roots / sizeof roots[0],
+    NPY = sizeof pythons / sizeof pythons[0],
+    NWHEELS = sizeof wheels / sizeof wheels[0]
+  };
   for (int p = 0; p < NROOTS + NPY * NWHEELS; p++) {
     const char *dir = p < NROOTS ? roots[p] : pythons[(p - NROOTS) / NWHEELS];
     const char *wheel = p < NROOTS ? "" : wheels[(p - NROOTS) % NWHEELS];
@@ -1493,7 +1505,8 @@ static bool cublas_load(cublas *cb, tl_context *ctx)
   }
 #undef ATTEMPT
   printf("gpu_gemm: cuBLAS NOT LOADED: no usable libcublas (set TILEC_CUBLAS_LIBRARY=/path/to/libcublas.so.N "
-         "to name one); the benchmark reports our TFLOP/s with the peer as n/a\n%s", tried);
+         "to name one); the benchmark reports our TFLOP/s with the peer as n/a\n%s",
+         tried);
   fflush(stdout);
   return false;
 found:
@@ -1529,11 +1542,10 @@ static bool timed_cublas(void *p)
   const dataset *ds = a->ds;
   const float alpha = 1.0f, beta = 0.0f;
   const int type = ds->t == TL_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-  cublasStatus_t s = a->cb->gemm_ex(a->cb->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)ds->n, (int)ds->m,
-                                    (int)ds->k, &alpha, (const void *)(uintptr_t)ds->db, type,
-                                    (int)ds->n, (const void *)(uintptr_t)ds->da, type, (int)ds->k, &beta,
-                                    (void *)(uintptr_t)ds->dc, type, (int)ds->n, CUBLAS_COMPUTE_32F,
-                                    CUBLAS_GEMM_DEFAULT);
+  cublasStatus_t s = a->cb->gemm_ex(
+      a->cb->handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)ds->n, (int)ds->m, (int)ds->k, &alpha,
+      (const void *)(uintptr_t)ds->db, type, (int)ds->n, (const void *)(uintptr_t)ds->da, type, (int)ds->k,
+      &beta, (void *)(uintptr_t)ds->dc, type, (int)ds->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (s != CUBLAS_STATUS_SUCCESS) {
     char text[128];
     printf("cublasGemmEx: %s\n", cublas_status(a->cb, s, text, sizeof text));
@@ -1568,8 +1580,10 @@ static void print_bench(FILE *f, const bench_row *rows, int nrows, const char *d
   fprintf(f, "# gpu_gemm benchmark: %s, median of %d runs after %d warm-up, seed %llu\n", device, reps,
           WARMUP, (unsigned long long)seed);
   if (have_cublas)
-    fprintf(f, "# peer: cuBLAS %d (%s), cublasGemmEx, T in and out, CUBLAS_COMPUTE_32F, "
-               "CUBLAS_GEMM_DEFAULT, same data, same run\n", cb->version, cb->path);
+    fprintf(f,
+            "# peer: cuBLAS %d (%s), cublasGemmEx, T in and out, CUBLAS_COMPUTE_32F, "
+            "CUBLAS_GEMM_DEFAULT, same data, same run\n",
+            cb->version, cb->path);
   else
     fprintf(f, "# peer: cuBLAS NOT LOADED: peer n/a\n");
   fprintf(f, "# TFLOP/s = 2*M*N*K / median; a row counts only if its output checked correct\n");
@@ -1597,10 +1611,10 @@ static void print_bench(FILE *f, const bench_row *rows, int nrows, const char *d
         snprintf(ratio_s, sizeof ratio_s, "%.3f", tflops(r) / tflops(peer));
       result = !r->correct ? "FAIL" : !peer ? "n/a" : tflops(r) / tflops(peer) >= TARGET ? "PASS" : "FAIL";
     }
-    fprintf(f, "%-22s %-5s %-15s %10.4f %9.1f %14s %7s %7s  %-7s %s%s%s\n", r->v ? r->v->name : "cublasGemmEx",
-            tl_dtype_name(r->t), shape, r->ms, tflops(r), peer_s, r->v ? ratio_s : "1.000",
-            r->v ? target_s : "-", result, r->v ? r->v->settings : "", r->correct ? "" : " WRONG RESULTS: ",
-            r->correct ? "" : r->check);
+    fprintf(f, "%-22s %-5s %-15s %10.4f %9.1f %14s %7s %7s  %-7s %s%s%s\n",
+            r->v ? r->v->name : "cublasGemmEx", tl_dtype_name(r->t), shape, r->ms, tflops(r), peer_s,
+            r->v ? ratio_s : "1.000", r->v ? target_s : "-", result, r->v ? r->v->settings : "",
+            r->correct ? "" : " WRONG RESULTS: ", r->correct ? "" : r->check);
   }
   for (size_t ti = 0; ti < NTYPES; ti++)
     for (size_t s = 0; s < NBENCH; s++) {
@@ -1625,14 +1639,16 @@ static void print_bench(FILE *f, const bench_row *rows, int nrows, const char *d
       char shape[48];
       snprintf(shape, sizeof shape, "%zux%zux%zu", m, n, k);
       if (!best)
-        fprintf(f, "# verdict %-4s %-15s: FAIL: no variant measured with correct results\n", tl_dtype_name(t), shape);
+        fprintf(f, "# verdict %-4s %-15s: FAIL: no variant measured with correct results\n", tl_dtype_name(t),
+                shape);
       else if (!peer)
         fprintf(f, "# verdict %-4s %-15s: n/a: no cuBLAS to compare with; best %s at %.1f TFLOP/s\n",
                 tl_dtype_name(t), shape, best->v->name, tflops(best));
       else
-        fprintf(f, "# verdict %-4s %-15s: %s: best %s at %.3f of cuBLAS (%.1f vs %.1f TFLOP/s; target %.2f)\n",
-                tl_dtype_name(t), shape, tflops(best) / tflops(peer) >= TARGET ? "PASS" : "FAIL", best->v->name,
-                tflops(best) / tflops(peer), tflops(best), tflops(peer), TARGET);
+        fprintf(f,
+                "# verdict %-4s %-15s: %s: best %s at %.3f of cuBLAS (%.1f vs %.1f TFLOP/s; target %.2f)\n",
+                tl_dtype_name(t), shape, tflops(best) / tflops(peer) >= TARGET ? "PASS" : "FAIL",
+                best->v->name, tflops(best) / tflops(peer), tflops(best), tflops(peer), TARGET);
     }
 }
 
@@ -1663,17 +1679,17 @@ static void bench_one(tl_context *ctx, dataset *ds, bench_row *r, gpu_timed_fn f
   r->correct = verdict_ok(&v);
   char text[768];
   describe(ds, &v, text, sizeof text);
-  snprintf(r->check, sizeof r->check, "rel err %.3g, %zu unwritten, %zu NaN/inf, %zu over tolerance%s",
-           v.rel, v.unwritten, v.nonfinite, v.over, v.guard_bad ? ", wrote past C" : "");
+  snprintf(r->check, sizeof r->check, "rel err %.3g, %zu unwritten, %zu NaN/inf, %zu over tolerance%s", v.rel,
+           v.unwritten, v.nonfinite, v.over, v.guard_bad ? ", wrote past C" : "");
   const char *name = r->v ? r->v->name : "cublasGemmEx";
   if (r->v)
-    gpu_report(r->correct, "bench result %s %s %zux%zux%zu [%s]: %s", ops[OP_MATMUL].kernel, tl_dtype_name(ds->t),
-           ds->m, ds->n, ds->k, name, text);
+    gpu_report(r->correct, "bench result %s %s %zux%zux%zu [%s]: %s", ops[OP_MATMUL].kernel,
+               tl_dtype_name(ds->t), ds->m, ds->n, ds->k, name, text);
   else if (!r->correct)
     printf("WARNING cuBLAS's result at %s %zux%zux%zu looks wrong (a bug in this program's call?): %s\n",
            tl_dtype_name(ds->t), ds->m, ds->n, ds->k, text);
-  printf("     %-22s %s %zux%zux%zu: %.4f ms, %.1f TFLOP/s\n", name, tl_dtype_name(ds->t), ds->m, ds->n, ds->k,
-         r->ms, tflops(r));
+  printf("     %-22s %s %zux%zux%zu: %.4f ms, %.1f TFLOP/s\n", name, tl_dtype_name(ds->t), ds->m, ds->n,
+         ds->k, r->ms, tflops(r));
   fflush(stdout);
 }
 
@@ -1700,8 +1716,8 @@ static void run_bench(tl_context *ctx, variant *vs, int nv, uint64_t seed, int r
         continue;
       tl_status st = dataset_upload(ctx, &ds, OP_MATMUL);
       if (st != TL_OK) {
-        printf("gpu_gemm: bench upload %s %zux%zux%zu: %s: %s\n", tl_dtype_name(t), m, n, k, tl_status_name(st),
-               tl_context_message(ctx));
+        printf("gpu_gemm: bench upload %s %zux%zux%zu: %s: %s\n", tl_dtype_name(t), m, n, k,
+               tl_status_name(st), tl_context_message(ctx));
         dataset_free(ctx, &ds);
         continue;
       }
@@ -1763,7 +1779,8 @@ static bool emulate(dataset *ds, op_kind op, int act)
     for (size_t j = 0; j < n; j++) {
       float acc = 0;
       for (size_t kk = 0; kk < k; kk++)
-        acc += lut[ops[op].a_t ? a[kk * m + i] : a[i * k + kk]] * lut[ops[op].b_t ? b[j * k + kk] : b[kk * n + j]];
+        acc += lut[ops[op].a_t ? a[kk * m + i] : a[i * k + kk]] *
+               lut[ops[op].b_t ? b[j * k + kk] : b[kk * n + j]];
       double out = acc;
       if (ops[op].bias)
         out = (float)activation(act, acc + lut[ds->bias[j]]);
@@ -1798,11 +1815,17 @@ typedef enum sm_fault {
 } sm_fault;
 // clang-format on
 static const char *const sm_fault_names[NSM_FAULTS] = {
-    "as computed", "no division by the row sum", "scale ignored", "row max never subtracted",
-    "max and sum over the first 64 columns", "max and sum over the padding columns too",
+    "as computed",
+    "no division by the row sum",
+    "scale ignored",
+    "row max never subtracted",
+    "max and sum over the first 64 columns",
+    "max and sum over the padding columns too",
     "max and sum per 32-column group (not combined across warps)",
-    "max per 32-column group (not combined across warps)", "running sum not rescaled (64-column tiles)",
-    "columns shifted by one", "last row holds row 0"};
+    "max per 32-column group (not combined across warps)",
+    "running sum not rescaled (64-column tiles)",
+    "columns shifted by one",
+    "last row holds row 0"};
 
 /* The logits in log2 units, x[i, j] = (f32) acc[i, j] * a, a = scale * log2(e) in f32 (1 * log2(e)
  * when !use_scale), acc summed in f32 from A and B as the kernel reads them. NULL when out of memory. */
@@ -1953,7 +1976,7 @@ static bool sm_material(const dataset *ds, const uint16_t *good, const uint16_t 
 /* The softmax checker against the models above; adds to *total and *bad. */
 static void softmax_self_test(uint64_t seed, int *total, int *bad)
 {
-  static const size_t st_shapes[][3] = {{17, 33, 65}, {64, 200, 24}, {1, 129, 70}, {130, 1, 9},
+  static const size_t st_shapes[][3] = {{17, 33, 65},   {64, 200, 24}, {1, 129, 70}, {130, 1, 9},
                                         {600, 300, 16}, {5, 4096, 32}, {33, 17, 1}};
   int exercised[NTYPES][NSM_FAULTS] = {{0}};
   for (size_t ti = 0; ti < NTYPES; ti++)
@@ -2001,8 +2024,8 @@ static void softmax_self_test(uint64_t seed, int *total, int *bad)
           (*total)++;
           if (ok != (trial == 0)) {
             (*bad)++;
-            printf("SELF-TEST WRONG %s, %s: checker said %s: %s\n", label, generic[trial], ok ? "PASS" : "FAIL",
-                   text);
+            printf("SELF-TEST WRONG %s, %s: checker said %s: %s\n", label, generic[trial],
+                   ok ? "PASS" : "FAIL", text);
           } else if (trial == 0 && (m == 17 || m == 1 || m == 600 || m == 5)) {
             printf("self-test %s: %s\n", label, text);
           }
@@ -2020,8 +2043,8 @@ static void softmax_self_test(uint64_t seed, int *total, int *bad)
           (*total)++;
           if (ok) {
             (*bad)++;
-            printf("SELF-TEST WRONG %s, broken kernel '%s': checker said PASS: %s\n", label, sm_fault_names[f],
-                   text);
+            printf("SELF-TEST WRONG %s, broken kernel '%s': checker said PASS: %s\n", label,
+                   sm_fault_names[f], text);
           }
         }
         free(x), free(x1), free(good);
@@ -2050,7 +2073,8 @@ static int self_test(uint64_t seed)
   static const struct {
     op_kind op;
     int act;
-  } cases[] = {{OP_MATMUL, -1}, {OP_NT, -1}, {OP_TN, -1}, {OP_BIAS_ACT, 0}, {OP_BIAS_ACT, 1}, {OP_BIAS_ACT, 2}};
+  } cases[] = {{OP_MATMUL, -1},  {OP_NT, -1},      {OP_TN, -1},
+               {OP_BIAS_ACT, 0}, {OP_BIAS_ACT, 1}, {OP_BIAS_ACT, 2}};
   int bad = 0, total = 0;
   for (size_t ti = 0; ti < NTYPES; ti++)
     for (size_t s = 0; s < sizeof st_shapes / sizeof st_shapes[0]; s++)
@@ -2061,19 +2085,22 @@ static int self_test(uint64_t seed)
           const op_kind op = cases[c].op;
           const int act = cases[c].act;
           dataset ds;
-          if (!dataset_init(&ds, t, m, n, k, case_seed(seed, 3, t, m, n, k), sampled) || !emulate(&ds, op, act))
+          if (!dataset_init(&ds, t, m, n, k, case_seed(seed, 3, t, m, n, k), sampled) ||
+              !emulate(&ds, op, act))
             return 1;
           char label[160], text[768];
-          snprintf(label, sizeof label, "%s %s %zux%zux%zu ACT=%d %s", ops[op].kernel, tl_dtype_name(t), m, n, k,
-                   act, sampled ? "sampled" : "full");
+          snprintf(label, sizeof label, "%s %s %zux%zux%zu ACT=%d %s", ops[op].kernel, tl_dtype_name(t), m, n,
+                   k, act, sampled ? "sampled" : "full");
           verdict v;
           const size_t last = m * n - 1;
           const uint16_t keep = ds.c[last];
           struct {
             const char *what;
             bool expect_ok;
-          } trials[4] = {{"as computed", true}, {"last element poisoned", false},
-                         {"last element off", false}, {"guard overwritten", false}};
+          } trials[4] = {{"as computed", true},
+                         {"last element poisoned", false},
+                         {"last element off", false},
+                         {"guard overwritten", false}};
           for (int trial = 0; trial < 4; trial++) {
             ds.c[last] = keep;
             ds.c[m * n + 7] = 0xFFFFu;
@@ -2139,8 +2166,10 @@ int main(int argc, char **argv)
       usage = true;
   }
   if (usage || reps < 1 || (!ptxdir && !probe && !selftest)) {
-    fprintf(stderr, "usage: gpu_gemm PTXDIR [--seed S] [--quick] [--max-work W] [--bench-out FILE] [--reps R] [--no-bench]\n"
-                    "       gpu_gemm --probe-cublas | --self-test [--seed S]\n");
+    fprintf(
+        stderr,
+        "usage: gpu_gemm PTXDIR [--seed S] [--quick] [--max-work W] [--bench-out FILE] [--reps R] [--no-bench]\n"
+        "       gpu_gemm --probe-cublas | --self-test [--seed S]\n");
     return 1;
   }
   init_luts();

@@ -116,8 +116,8 @@ typedef enum kernel_kind { SOFTMAX, RMSNORM, LAYERNORM, NKINDS } kernel_kind;
 
 static const struct kind_spec {
   const char *name;
-  int vectors;        /* weight / bias vectors of N elements: 0, 1 (W), 2 (W, B) */
-  float x_hi;         /* mild inputs: X uniform in [-x_hi, x_hi) */
+  int vectors; /* weight / bias vectors of N elements: 0, 1 (W), 2 (W, B) */
+  float x_hi;  /* mild inputs: X uniform in [-x_hi, x_hi) */
   size_t bench_m, bench_n;
 } kinds[NKINDS] = {
     {"softmax", 0, 8.0f, 8192, 32768},
@@ -143,17 +143,20 @@ static const struct mode_spec {
   bool softmax, norms;
   float eps;
 } modes[NMODES] = {
-    {"mild", true, true, EPS},         {"offset", true, false, EPS},     {"late-max", true, false, EPS},
-    {"wide", true, false, EPS},        {"large-mean", false, true, EPS}, {"constant", false, true, EPS},
-    {"drift", false, true, EPS},       {"eps", false, true, 0.25f},
+    {"mild", true, true, EPS},   {"offset", true, false, EPS},     {"late-max", true, false, EPS},
+    {"wide", true, false, EPS},  {"large-mean", false, true, EPS}, {"constant", false, true, EPS},
+    {"drift", false, true, EPS}, {"eps", false, true, 0.25f},
 };
 
-static bool mode_applies(input_mode md, kernel_kind k) { return k == SOFTMAX ? modes[md].softmax : modes[md].norms; }
+static bool mode_applies(input_mode md, kernel_kind k)
+{
+  return k == SOFTMAX ? modes[md].softmax : modes[md].norms;
+}
 
 static const struct shape {
   size_t m, n;
-} shapes[] = {{1, 1},       {7, 1000},     {8192, 32768}, {32768, 8192},
-              {3, 100003},  {100000, 64},  {32, 65536},   {64, 65537}};
+} shapes[] = {{1, 1},      {7, 1000},    {8192, 32768}, {32768, 8192},
+              {3, 100003}, {100000, 64}, {32, 65536},   {64, 65537}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define QUICK_MAX_ELEMS ((size_t)1 << 24)
 #define HOSTILE_MAX_ELEMS ((size_t)1 << 24) /* the modes other than mild run up to this size */
@@ -175,12 +178,8 @@ static void default_config(kernel_kind k, tl_dtype t, int *bn, int *threads)
 static void tolerance(kernel_kind k, tl_dtype t, double *atol, double *rtol)
 {
   switch (t) {
-  case TL_F16:
-    *atol = 1e-3, *rtol = 4e-3;
-    break;
-  case TL_BF16:
-    *atol = 4e-3, *rtol = 1.6e-2;
-    break;
+  case TL_F16: *atol = 1e-3, *rtol = 4e-3; break;
+  case TL_BF16: *atol = 4e-3, *rtol = 1.6e-2; break;
   default: /* f32: ex2.approx / rsqrt.approx and f32 sums; the norms' bound is the looser one asked */
     *atol = k == SOFTMAX ? 2e-6 : 1e-4;
     *rtol = 1e-4;
@@ -193,27 +192,18 @@ static void tolerance(kernel_kind k, tl_dtype t, double *atol, double *rtol)
 static inline double load_elem(tl_dtype t, const void *p, size_t i)
 {
   switch (t) {
-  case TL_F16:
-    return tl_f16_to_float(((const uint16_t *)p)[i]);
-  case TL_BF16:
-    return tl_bf16_to_float(((const uint16_t *)p)[i]);
-  default:
-    return ((const float *)p)[i];
+  case TL_F16: return tl_f16_to_float(((const uint16_t *)p)[i]);
+  case TL_BF16: return tl_bf16_to_float(((const uint16_t *)p)[i]);
+  default: return ((const float *)p)[i];
   }
 }
 
 static inline void store_elem(tl_dtype t, void *p, size_t i, float v)
 {
   switch (t) {
-  case TL_F16:
-    ((uint16_t *)p)[i] = tl_f16_from_float(v);
-    break;
-  case TL_BF16:
-    ((uint16_t *)p)[i] = tl_bf16_from_float(v);
-    break;
-  default:
-    ((float *)p)[i] = v;
-    break;
+  case TL_F16: ((uint16_t *)p)[i] = tl_f16_from_float(v); break;
+  case TL_BF16: ((uint16_t *)p)[i] = tl_bf16_from_float(v); break;
+  default: ((float *)p)[i] = v; break;
   }
 }
 
@@ -279,30 +269,16 @@ static size_t x_body(void *arg, size_t begin, size_t end, uint64_t seed)
     const float pos = (float)(((double)j + 0.5) / (double)f->n); /* in (0, 1) along the row */
     float v;
     switch (f->mode) {
-    case MODE_OFFSET:
-      v = 8.0f * u + (r % 2 ? -100.0f : 100.0f);
-      break;
+    case MODE_OFFSET: v = 8.0f * u + (r % 2 ? -100.0f : 100.0f); break;
     case MODE_LATE_MAX:
       v = r % 2 == 0 ? -8.0f + 16.0f * pos + 0.5f * u : j == spike_col(r, f->n) ? 16.0f : 8.0f * u;
       break;
-    case MODE_WIDE:
-      v = u * (float)(1u << (r % 8));
-      break;
-    case MODE_LARGE_MEAN:
-      v = 1000.0f + (f->t == TL_BF16 ? 16.0f : 1.0f) * u;
-      break;
-    case MODE_CONST:
-      v = r % 4 == 0 ? 0.0f : (float)(8.0 * row_uniform(f->row_seed, r) - 4.0);
-      break;
-    case MODE_DRIFT:
-      v = (r % 2 ? 4.0f - 8.0f * pos : -4.0f + 8.0f * pos) + 0.25f * u;
-      break;
-    case MODE_EPS:
-      v = 0.01f * u;
-      break;
-    default:
-      v = kinds[f->kind].x_hi * u;
-      break;
+    case MODE_WIDE: v = u * (float)(1u << (r % 8)); break;
+    case MODE_LARGE_MEAN: v = 1000.0f + (f->t == TL_BF16 ? 16.0f : 1.0f) * u; break;
+    case MODE_CONST: v = r % 4 == 0 ? 0.0f : (float)(8.0 * row_uniform(f->row_seed, r) - 4.0); break;
+    case MODE_DRIFT: v = (r % 2 ? 4.0f - 8.0f * pos : -4.0f + 8.0f * pos) + 0.25f * u; break;
+    case MODE_EPS: v = 0.01f * u; break;
+    default: v = kinds[f->kind].x_hi * u; break;
     }
     store_elem(f->t, f->p, i, v);
   }
@@ -369,7 +345,7 @@ static int read_manifest(const char *dir, variant *vs, int max)
     if (got != 5 || !kind_from_name(kernel, &v.kind) || !tl_dtype_from_name(type, &v.t) ||
         (v.t != TL_F16 && v.t != TL_BF16 && v.t != TL_F32) || bn < 1 || bn > (1 << 22) || threads < 1) {
       gpu_report(false, "%s line %d: expected \"NAME softmax|rmsnorm|layernorm f16|bf16|f32 BN THREADS\"",
-             path, lineno);
+                 path, lineno);
       continue;
     }
     if (n == max) {
@@ -427,15 +403,16 @@ static void load_variant(tl_context *ctx, const char *dir, variant *v)
   const tl_kernel_info *info = tl_kernel_get_info(v->kernel);
   if (info->threads != (uint32_t)v->threads || info->nargs < 1 || info->params[0].dtype != v->t) {
     v->state = V_BROKEN;
-    gpu_report(false, "%s: the PTX's %s has threads=%u and X of %s, but the variant list says THREADS=%d "
-                  "and T=%s",
-           v->name, kname, info->threads, info->nargs ? tl_dtype_name(info->params[0].dtype) : "?",
-           v->threads, tl_dtype_name(v->t));
+    gpu_report(false,
+               "%s: the PTX's %s has threads=%u and X of %s, but the variant list says THREADS=%d "
+               "and T=%s",
+               v->name, kname, info->threads, info->nargs ? tl_dtype_name(info->params[0].dtype) : "?",
+               v->threads, tl_dtype_name(v->t));
     return;
   }
   v->state = V_OK;
-  printf("     %s: %s threads=%u smem=%u BN=%d grid x = %s\n", v->name, kname, info->threads,
-         info->smem, v->bn, info->grid_text[0]);
+  printf("     %s: %s threads=%u smem=%u BN=%d grid x = %s\n", v->name, kname, info->threads, info->smem,
+         v->bn, info->grid_text[0]);
 }
 
 
@@ -555,11 +532,11 @@ typedef struct check_job {
   size_t m, n, rows_per_group;
   const void *x, *w, *b, *y;
   double eps, atol, rtol;
-  double *worst;        /* largest finite |error| / tolerance */
-  size_t *first_bad;    /* flat index, SIZE_MAX if none */
-  double *first_ref;    /* reference at first_bad */
-  size_t *unwritten;    /* elements still poisoned */
-  size_t *nonfinite;    /* NaN / infinity that were written */
+  double *worst;     /* largest finite |error| / tolerance */
+  size_t *first_bad; /* flat index, SIZE_MAX if none */
+  double *first_ref; /* reference at first_bad */
+  size_t *unwritten; /* elements still poisoned */
+  size_t *nonfinite; /* NaN / infinity that were written */
   bool *oom;
 } check_job;
 
@@ -618,7 +595,8 @@ static void reference_row(const check_job *c, size_t r, double *ref, double *tol
    * 2^-126 (bf16 and f32) */
   const double abs_tol = c->atol * fmin(1.0, big) + ldexp(1.0, c->t == TL_F16 ? -24 : -126);
   for (size_t j = 0; j < n; j++)
-    tol[j] = abs_tol + c->rtol * fabs(ref[j]) + (mean_err > 0 ? mean_err * fabs(load_elem(c->t, c->w, j)) : 0);
+    tol[j] = abs_tol + c->rtol * fabs(ref[j]) +
+             (mean_err > 0 ? mean_err * fabs(load_elem(c->t, c->w, j)) : 0);
 }
 
 static size_t check_rows(void *arg, size_t begin, size_t end, uint64_t seed)
@@ -676,8 +654,16 @@ static bool check_case(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, s
   size_t rpg = 65536 / n;
   rpg = rpg ? rpg : 1;
   const size_t ngroups = (m + rpg - 1) / rpg;
-  check_job c = {.kind = k, .t = t, .m = m, .n = n, .rows_per_group = rpg, .x = bu->x, .w = bu->w,
-                 .b = bu->b, .y = bu->y, .eps = (double)eps};
+  check_job c = {.kind = k,
+                 .t = t,
+                 .m = m,
+                 .n = n,
+                 .rows_per_group = rpg,
+                 .x = bu->x,
+                 .w = bu->w,
+                 .b = bu->b,
+                 .y = bu->y,
+                 .eps = (double)eps};
   tolerance(k, t, &c.atol, &c.rtol);
   c.worst = calloc(ngroups, sizeof *c.worst);
   c.first_bad = calloc(ngroups, sizeof *c.first_bad);
@@ -727,8 +713,9 @@ static bool check_case(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, s
              guard_bad, guard_first);
   } else {
     ok = true;
-    snprintf(text, size, "worst error %.3f of tolerance (atol %g x min(1, the row's largest |ref|), rtol %g%s)",
-             worst, c.atol, c.rtol, k == LAYERNORM ? ", + the f32 mean's error" : "");
+    snprintf(text, size,
+             "worst error %.3f of tolerance (atol %g x min(1, the row's largest |ref|), rtol %g%s)", worst,
+             c.atol, c.rtol, k == LAYERNORM ? ", + the f32 mean's error" : "");
   }
 done:
   free(c.worst);
@@ -762,12 +749,12 @@ static bool run_case(tl_context *ctx, const buffers *bu, variant *v, size_t m, s
 
   make_inputs(bu, k, t, m, n, mode, seed);
   tl_status st;
-#define STEP(call)                                                                                 \
-  do {                                                                                             \
-    if ((st = (call)) != TL_OK) {                                                                  \
-      gpu_report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx));         \
-      goto done;                                                                                   \
-    }                                                                                              \
+#define STEP(call)                                                                         \
+  do {                                                                                     \
+    if ((st = (call)) != TL_OK) {                                                          \
+      gpu_report(false, "%s: %s: %s", label, tl_status_name(st), tl_context_message(ctx)); \
+      goto done;                                                                           \
+    }                                                                                      \
   } while (0)
   STEP(upload_inputs(ctx, bu, k, t, m, n));
   STEP(tl_memset_d8(ctx, bu->dy, 0xFF, (elems + GUARD) * es));
@@ -817,8 +804,8 @@ static void print_bench(FILE *f, const bench_row *rows, int nrows, const char *d
           WARMUP, (unsigned long long)seed);
   fprintf(f, "# TB/s counts bytes read + written (X, Y, and W / B once); peer = cuMemcpyDtoD of X's "
              "M*N elements (2*M*N*2 bytes moved), timed just before each kernel\n");
-  fprintf(f, "%-22s %-11s %-11s %-12s %10s %8s %10s %7s %7s  %s\n", "variant", "shape", "BN/threads",
-          "path", "median_ms", "TB/s", "peer_TB/s", "ratio", "target", "result");
+  fprintf(f, "%-22s %-11s %-11s %-12s %10s %8s %10s %7s %7s  %s\n", "variant", "shape", "BN/threads", "path",
+          "median_ms", "TB/s", "peer_TB/s", "ratio", "target", "result");
   for (int i = 0; i < nrows; i++) {
     const bench_row *r = &rows[i];
     char shape[32], cfg[32];
@@ -829,11 +816,11 @@ static void print_bench(FILE *f, const bench_row *rows, int nrows, const char *d
               path_name(r->v, r->n), "-", "-", "-", "-", TARGET, r->why ? r->why : "not measured");
       continue;
     }
-    const char *note = !r->v->checked_at_bench ? " (results not checked at this shape)"
+    const char *note = !r->v->checked_at_bench   ? " (results not checked at this shape)"
                        : !r->v->correct_at_bench ? " (WRONG RESULTS in the correctness run)"
                                                  : "";
-    fprintf(f, "%-22s %-11s %-11s %-12s %10.4f %8.3f %10.3f %7.3f %7.2f  %s%s\n", r->v->name, shape,
-            cfg, path_name(r->v, r->n), r->ms, row_tbs(r), row_peer_tbs(r), row_ratio(r), TARGET,
+    fprintf(f, "%-22s %-11s %-11s %-12s %10.4f %8.3f %10.3f %7.3f %7.2f  %s%s\n", r->v->name, shape, cfg,
+            path_name(r->v, r->n), r->ms, row_tbs(r), row_peer_tbs(r), row_ratio(r), TARGET,
             row_counts(r) && row_ratio(r) >= TARGET ? "PASS" : "FAIL", note);
   }
   for (int k = 0; k < NKINDS; k++) {
@@ -852,8 +839,8 @@ static void print_bench(FILE *f, const bench_row *rows, int nrows, const char *d
       fprintf(f, "# verdict %-9s: FAIL: no variant measured with correct results\n", kinds[k].name);
     else
       fprintf(f, "# verdict %-9s: %s: best %s at %.3f of the peer (%.3f TB/s; target %.2f)%s\n",
-              kinds[k].name, row_ratio(best) >= TARGET ? "PASS" : "FAIL", best->v->name,
-              row_ratio(best), row_tbs(best), TARGET,
+              kinds[k].name, row_ratio(best) >= TARGET ? "PASS" : "FAIL", best->v->name, row_ratio(best),
+              row_tbs(best), TARGET,
               best->v->checked_at_bench ? "" : " (its results were not checked at this shape)");
   }
 }
@@ -905,8 +892,8 @@ static void run_bench(tl_context *ctx, const buffers *bu, variant *vs, int nv, c
         tl_synchronize(ctx); /* clear what can be cleared before the next row */
         continue;
       }
-      printf("     %-22s %zux%zu: %.4f ms, %.3f TB/s; peer %.4f ms, %.3f TB/s; ratio %.3f\n", v->name,
-             m, n, r->ms, row_tbs(r), r->peer_ms, row_peer_tbs(r), row_ratio(r));
+      printf("     %-22s %zux%zu: %.4f ms, %.3f TB/s; peer %.4f ms, %.3f TB/s; ratio %.3f\n", v->name, m, n,
+             r->ms, row_tbs(r), r->peer_ms, row_peer_tbs(r), row_ratio(r));
       fflush(stdout);
     }
   }
@@ -966,7 +953,8 @@ static const struct fault_spec {
                        MBIT(MODE_OFFSET), false},
     [F_SM_NO_MAX] = {"max never subtracted", KBIT(SOFTMAX), MBIT(MODE_OFFSET), false},
     [F_SM_NO_LOG2E] = {"exp2(x - max) without log2(e)", KBIT(SOFTMAX), MBIT(MODE_MILD), false},
-    [F_LN_NO_DELTA] = {"streaming merge without delta^2 n n_t / n'", KBIT(LAYERNORM), MBIT(MODE_DRIFT), false},
+    [F_LN_NO_DELTA] = {"streaming merge without delta^2 n n_t / n'", KBIT(LAYERNORM), MBIT(MODE_DRIFT),
+                       false},
     [F_LN_MEAN_UNWEIGHTED] = {"streaming mean = unweighted mean of the tiles' means", KBIT(LAYERNORM),
                               MBIT(MODE_DRIFT), false},
     [F_LN_NAIVE_VAR] = {"variance as E[x^2] - E[x]^2 in f32", KBIT(LAYERNORM), MBIT(MODE_LARGE_MEAN), true},
@@ -986,12 +974,9 @@ static const struct fault_spec {
 static inline float to_t(tl_dtype t, float v)
 {
   switch (t) {
-  case TL_F16:
-    return tl_f16_to_float(tl_f16_from_float(v));
-  case TL_BF16:
-    return tl_bf16_to_float(tl_bf16_from_float(v));
-  default:
-    return v;
+  case TL_F16: return tl_f16_to_float(tl_f16_from_float(v));
+  case TL_BF16: return tl_bf16_to_float(tl_bf16_from_float(v));
+  default: return v;
   }
 }
 
@@ -1045,8 +1030,8 @@ static void model_softmax_row(tl_dtype t, const float *x, size_t n, size_t bn, f
 
 static float model_eps(float eps, fault f) { return f == F_NO_EPS ? 0.0f : f == F_FIXED_EPS ? EPS : eps; }
 
-static void model_rmsnorm_row(tl_dtype t, const float *x, const float *w, size_t n, size_t bn, float eps, fault f,
-                              float *y, float *tmp)
+static void model_rmsnorm_row(tl_dtype t, const float *x, const float *w, size_t n, size_t bn, float eps,
+                              fault f, float *y, float *tmp)
 {
   for (size_t j = 0; j < n; j++)
     tmp[j] = x[j] * x[j];
@@ -1057,8 +1042,8 @@ static void model_rmsnorm_row(tl_dtype t, const float *x, const float *w, size_t
     y[j] = to_t(t, x[j] * rstd * w[j]);
 }
 
-static void model_layernorm_row(tl_dtype t, const float *x, const float *w, const float *b, size_t n, size_t bn,
-                                float eps, fault f, float *y, float *tmp)
+static void model_layernorm_row(tl_dtype t, const float *x, const float *w, const float *b, size_t n,
+                                size_t bn, float eps, fault f, float *y, float *tmp)
 {
   float mean, var;
   if (f == F_LN_NAIVE_VAR) {
@@ -1094,8 +1079,8 @@ static void model_layernorm_row(tl_dtype t, const float *x, const float *w, cons
 }
 
 /* Y and its guard as the model of kernel k with fault f computes them from the host's X, W and B. */
-static bool model_output(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, size_t n, size_t bn, float eps,
-                         fault f)
+static bool model_output(const buffers *bu, kernel_kind k, tl_dtype t, size_t m, size_t n, size_t bn,
+                         float eps, fault f)
 {
   const size_t es = tl_dtype_size(t);
   float *x = malloc(n * sizeof *x), *w = malloc(n * sizeof *w), *b = malloc(n * sizeof *b);
@@ -1168,7 +1153,8 @@ static bool material(tl_dtype t, size_t m, size_t n, const void *good, const voi
 static int self_test(uint64_t seed)
 {
   enum { ST_BN = 1024 };
-  static const struct shape st_shapes[] = {{1, 1}, {8, 7}, {8, 1000}, {8, 1024}, {8, 2048}, {8, 3073}, {3, 2500}};
+  static const struct shape st_shapes[] = {{1, 1},    {8, 7},    {8, 1000}, {8, 1024},
+                                           {8, 2048}, {8, 3073}, {3, 2500}};
   enum { NST = sizeof st_shapes / sizeof st_shapes[0] };
   size_t cap = 0, cap_n = 0;
   for (size_t s = 0; s < NST; s++) {
@@ -1248,19 +1234,22 @@ static int self_test(uint64_t seed)
               (faults[f].bf16_exempt && types[ti] == TL_BF16) || exposed[k][ti][f][md])
             continue;
           wrong++;
-          printf("SELF-TEST WRONG %s %s: broken model '%s' never changed an output materially and failed on %s "
-                 "inputs, which are made to expose it\n",
-                 kinds[k].name, tl_dtype_name(types[ti]), faults[f].what, modes[md].name);
+          printf(
+              "SELF-TEST WRONG %s %s: broken model '%s' never changed an output materially and failed on %s "
+              "inputs, which are made to expose it\n",
+              kinds[k].name, tl_dtype_name(types[ti]), faults[f].what, modes[md].name);
         }
     }
 
   int models = 0;
   for (int k = 0; k < NKINDS; k++) {
-    printf("self-test %s, correct model: worst error as a fraction of the tolerance, by mode (f16 / bf16 / f32):",
-           kinds[k].name);
+    printf(
+        "self-test %s, correct model: worst error as a fraction of the tolerance, by mode (f16 / bf16 / f32):",
+        kinds[k].name);
     for (int md = 0; md < NMODES; md++)
       if (mode_applies((input_mode)md, (kernel_kind)k))
-        printf(" %s %.2f / %.2f / %.2f;", modes[md].name, worst_ok[k][0][md], worst_ok[k][1][md], worst_ok[k][2][md]);
+        printf(" %s %.2f / %.2f / %.2f;", modes[md].name, worst_ok[k][0][md], worst_ok[k][1][md],
+               worst_ok[k][2][md]);
     printf("\n");
     for (int f = 1; f < NFAULTS; f++) {
       if (!(faults[f].kinds & KBIT(k)))
@@ -1269,19 +1258,21 @@ static int self_test(uint64_t seed)
       int cases = 0, rejected = 0;
       for (int md = 0; md < NMODES; md++)
         cases += n_cases[k][f][md], rejected += n_rejected[k][f][md];
-      printf("self-test %s, broken '%s': failed %d of %d cases (by mode, failed / material / cases:", kinds[k].name,
-             faults[f].what, rejected, cases);
+      printf("self-test %s, broken '%s': failed %d of %d cases (by mode, failed / material / cases:",
+             kinds[k].name, faults[f].what, rejected, cases);
       for (int md = 0; md < NMODES; md++)
         if (mode_applies((input_mode)md, (kernel_kind)k))
-          printf(" %s %d/%d/%d%s", modes[md].name, n_rejected[k][f][md], n_material[k][f][md], n_cases[k][f][md],
-                 faults[f].must & MBIT(md) ? "*" : "");
+          printf(" %s %d/%d/%d%s", modes[md].name, n_rejected[k][f][md], n_material[k][f][md],
+                 n_cases[k][f][md], faults[f].must & MBIT(md) ? "*" : "");
       printf(")\n");
     }
   }
   printf("self-test: * marks the modes each broken model must fail on; a case where a broken model changed "
          "nothing materially may pass\n");
-  printf("gpu_rows self-test: %d checks, %d wrong; %d broken models (kernel x fault)%s\n", checks, wrong, models,
-         wrong ? "" : ", each failed wherever it changed an output materially and on the inputs made to expose it");
+  printf(
+      "gpu_rows self-test: %d checks, %d wrong; %d broken models (kernel x fault)%s\n", checks, wrong, models,
+      wrong ? ""
+            : ", each failed wherever it changed an output materially and on the inputs made to expose it");
   free(good);
   host_free(&bu);
   return wrong ? 1 : 0;
@@ -1296,10 +1287,7 @@ static bool is_dir(const char *path)
 }
 
 /* Variant v's streaming shape, 16 x (2 BN + 1): three tiles, the last of one element. */
-static struct shape stream_shape(const variant *v)
-{
-  return (struct shape){STREAM_M, 2 * (size_t)v->bn + 1};
-}
+static struct shape stream_shape(const variant *v) { return (struct shape){STREAM_M, 2 * (size_t)v->bn + 1}; }
 
 static bool is_static_shape(struct shape sh)
 {
@@ -1348,8 +1336,10 @@ int main(int argc, char **argv)
       usage = true;
   }
   if (usage || (!outdir && !selftest) || reps < 1) {
-    fprintf(stderr, "usage: gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick] [--max-elems N]\n"
-                    "       gpu_rows --self-test [--seed S]\n");
+    fprintf(
+        stderr,
+        "usage: gpu_rows OUTDIR [--ptx PTXDIR] [--seed S] [--reps R] [--no-bench] [--quick] [--max-elems N]\n"
+        "       gpu_rows --self-test [--seed S]\n");
     return 1;
   }
   if (quick && max_elems > QUICK_MAX_ELEMS)
@@ -1369,8 +1359,8 @@ int main(int argc, char **argv)
   tl_context *ctx = gpu_open("gpu_rows", &no_gpu);
   if (!ctx)
     return no_gpu ? GPU_EXIT_NO_GPU : 1;
-  printf("gpu_rows: PTX from %s, seed %llu (replay with --seed %llu)\n", ptxdir,
-         (unsigned long long)seed, (unsigned long long)seed);
+  printf("gpu_rows: PTX from %s, seed %llu (replay with --seed %llu)\n", ptxdir, (unsigned long long)seed,
+         (unsigned long long)seed);
 
   static variant vs[MAX_VARIANTS];
   int nv = read_manifest(ptxdir, vs, MAX_VARIANTS);

@@ -79,12 +79,12 @@ static const struct kernel_spec {
   tl_dtype elem;
 } kernels[NKERNELS] = {
     {"vector_add.ptx", "vector_add", VECTOR_ADD, TL_F32},      /* (A: f32[N], B: f32[N], C: f32[N]) */
-    {"saxpy.ptx", "saxpy", SAXPY, TL_F32},                    /* (X, Y, Z: f32[N], a: f32) */
-    {"gelu.ptx", "gelu_f16", GELU_F16, TL_F16},               /* (X: f16[N], Y: f16[N]) */
-    {"gelu.ptx", "gelu_bf16", GELU_BF16, TL_BF16},            /* (X: bf16[N], Y: bf16[N]) */
-    {"activations.ptx", "silu_f16", SILU_F16, TL_F16},        /* (X: f16[N], Y: f16[N]) */
-    {"activations.ptx", "silu_bf16", SILU_BF16, TL_BF16},     /* (X: bf16[N], Y: bf16[N]) */
-    {"activations.ptx", "relu_f32", RELU_F32, TL_F32},        /* (X: f32[N], Y: f32[N]) */
+    {"saxpy.ptx", "saxpy", SAXPY, TL_F32},                     /* (X, Y, Z: f32[N], a: f32) */
+    {"gelu.ptx", "gelu_f16", GELU_F16, TL_F16},                /* (X: f16[N], Y: f16[N]) */
+    {"gelu.ptx", "gelu_bf16", GELU_BF16, TL_BF16},             /* (X: bf16[N], Y: bf16[N]) */
+    {"activations.ptx", "silu_f16", SILU_F16, TL_F16},         /* (X: f16[N], Y: f16[N]) */
+    {"activations.ptx", "silu_bf16", SILU_BF16, TL_BF16},      /* (X: bf16[N], Y: bf16[N]) */
+    {"activations.ptx", "relu_f32", RELU_F32, TL_F32},         /* (X: f32[N], Y: f32[N]) */
     {"activations.ptx", "gelu_erf_f32", GELU_ERF_F32, TL_F32}, /* (X: f32[N], Y: f32[N]) */
 };
 
@@ -98,12 +98,12 @@ enum { GUARD = 4096 };
  * those not finite in the kernel's type are left out. */
 #define SPECIALS_FROM 64
 static const float specials[] = {
-    0.0f,        -0.0f,        1.0f,         -1.0f,          0.70710677f,  -0.70710677f, 0.70710683f,
-    -0.70710683f, 5.656854f,   -5.656854f,   -8.0f,          -10.0f,       -13.0f,       -20.0f,
-    88.0f,       -88.0f,       90.0f,        -90.0f,         100.0f,       -100.0f,      1000.0f,
-    -1000.0f,    60000.0f,     -60000.0f,    65504.0f,       -65504.0f,    1e30f,        -1e30f,
-    3.3895314e38f, -3.3895314e38f, FLT_MAX,  -FLT_MAX,       6.1035156e-05f, 5.9604645e-08f, FLT_MIN,
-    -FLT_MIN};
+    0.0f,        -0.0f,        1.0f,           -1.0f,          0.70710677f,   -0.70710677f,
+    0.70710683f, -0.70710683f, 5.656854f,      -5.656854f,     -8.0f,         -10.0f,
+    -13.0f,      -20.0f,       88.0f,          -88.0f,         90.0f,         -90.0f,
+    100.0f,      -100.0f,      1000.0f,        -1000.0f,       60000.0f,      -60000.0f,
+    65504.0f,    -65504.0f,    1e30f,          -1e30f,         3.3895314e38f, -3.3895314e38f,
+    FLT_MAX,     -FLT_MAX,     6.1035156e-05f, 5.9604645e-08f, FLT_MIN,       -FLT_MIN};
 #define NSPECIALS (sizeof specials / sizeof specials[0])
 
 typedef struct case_data {
@@ -113,7 +113,7 @@ typedef struct case_data {
   void *out;   /* output, n + GUARD elements */
   float a;     /* saxpy's scalar */
   /* per chunk results of the check, so the parallel check needs no lock */
-  double *worst;    /* largest |error| / tolerance */
+  double *worst; /* largest |error| / tolerance */
   size_t *first_bad;
 } case_data;
 
@@ -122,27 +122,18 @@ static size_t elem_size(kernel_id id) { return tl_dtype_size(kernels[id].elem); 
 static inline double load_elem(tl_dtype t, const void *p, size_t i)
 {
   switch (t) {
-  case TL_F16:
-    return tl_f16_to_float(((const uint16_t *)p)[i]);
-  case TL_BF16:
-    return tl_bf16_to_float(((const uint16_t *)p)[i]);
-  default:
-    return ((const float *)p)[i];
+  case TL_F16: return tl_f16_to_float(((const uint16_t *)p)[i]);
+  case TL_BF16: return tl_bf16_to_float(((const uint16_t *)p)[i]);
+  default: return ((const float *)p)[i];
   }
 }
 
 static inline void store_elem(tl_dtype t, void *p, size_t i, float v)
 {
   switch (t) {
-  case TL_F16:
-    ((uint16_t *)p)[i] = tl_f16_from_float(v);
-    break;
-  case TL_BF16:
-    ((uint16_t *)p)[i] = tl_bf16_from_float(v);
-    break;
-  default:
-    ((float *)p)[i] = v;
-    break;
+  case TL_F16: ((uint16_t *)p)[i] = tl_f16_from_float(v); break;
+  case TL_BF16: ((uint16_t *)p)[i] = tl_bf16_from_float(v); break;
+  default: ((float *)p)[i] = v; break;
   }
 }
 
@@ -266,7 +257,8 @@ static void reference(const case_data *c, size_t i, double *ref, double *tol)
   default: {
     const double x = load_elem(t, c->x, i);
     *ref = gelu_erf_reference(x);
-    *tol = ldexp(fabs(*ref), -20) + 0.5 * fabs(x) * fmin(1e-6, 4.0 * erfc(fabs(x) * SQRT1_2)) + ldexp(1.0, -126);
+    *tol = ldexp(fabs(*ref), -20) + 0.5 * fabs(x) * fmin(1e-6, 4.0 * erfc(fabs(x) * SQRT1_2)) +
+           ldexp(1.0, -126);
     return;
   }
   }
@@ -303,9 +295,8 @@ static void describe_element(const case_data *c, size_t i, char *buf, size_t siz
   const tl_dtype t = kernels[c->id].elem;
   switch (c->id) {
   case VECTOR_ADD:
-    snprintf(buf, size, "C[%zu] = %.9g, expected %.9g (A = %.9g, B = %.9g)", i,
-             ((float *)c->out)[i], (double)((float *)c->x)[i] + ((float *)c->y)[i],
-             ((float *)c->x)[i], ((float *)c->y)[i]);
+    snprintf(buf, size, "C[%zu] = %.9g, expected %.9g (A = %.9g, B = %.9g)", i, ((float *)c->out)[i],
+             (double)((float *)c->x)[i] + ((float *)c->y)[i], ((float *)c->x)[i], ((float *)c->y)[i]);
     break;
   case SAXPY:
     snprintf(buf, size, "Z[%zu] = %.9g, expected %.9g (a = %.9g, X = %.9g, Y = %.9g)", i,
@@ -378,8 +369,8 @@ static bool check_case(case_data *c, char *text, size_t size)
     return false;
   }
   if (guard_bad) {
-    snprintf(text, size, "wrote past the end: %zu bytes of the guard changed, first at element N+%zu", guard_bad,
-             guard_first);
+    snprintf(text, size, "wrote past the end: %zu bytes of the guard changed, first at element N+%zu",
+             guard_bad, guard_first);
     return false;
   }
   if (c->id == VECTOR_ADD || c->id == RELU_F32)
@@ -404,12 +395,12 @@ static void run_case(tl_context *ctx, tl_kernel *kernel, const struct kernel_spe
   }
 
   tl_status st;
-#define STEP(call)                                                                                 \
-  do {                                                                                             \
-    if ((st = (call)) != TL_OK) {                                                                  \
+#define STEP(call)                                                                                       \
+  do {                                                                                                   \
+    if ((st = (call)) != TL_OK) {                                                                        \
       gpu_report(false, "%s N=%zu: %s: %s", spec->name, n, tl_status_name(st), tl_context_message(ctx)); \
-      goto done;                                                                                   \
-    }                                                                                              \
+      goto done;                                                                                         \
+    }                                                                                                    \
   } while (0)
 
   STEP(tl_malloc(ctx, in_bytes, &dx));
@@ -469,21 +460,30 @@ static void run_misuse(tl_context *ctx, tl_kernel *kernel)
   } cases[] = {
       {"wrong dtype",
        {tl_arg_tensor(a, TL_F32, 1, n), tl_arg_tensor(b, TL_F16, 1, n), tl_arg_tensor(c, TL_F32, 1, n)},
-       3, TL_ERR_BAD_ARGUMENT, "argument 1 ('B'): expected a tensor of f32, got f16"},
+       3,
+       TL_ERR_BAD_ARGUMENT,
+       "argument 1 ('B'): expected a tensor of f32, got f16"},
       {"mismatched sizes",
-       {tl_arg_tensor(a, TL_F32, 1, n), tl_arg_tensor(b, TL_F32, 1, n),
-        tl_arg_tensor(c, TL_F32, 1, n_short)},
-       3, TL_ERR_BAD_ARGUMENT, "size N is 1000 from argument 0 ('A') but 999 from argument 2 ('C')"},
+       {tl_arg_tensor(a, TL_F32, 1, n), tl_arg_tensor(b, TL_F32, 1, n), tl_arg_tensor(c, TL_F32, 1, n_short)},
+       3,
+       TL_ERR_BAD_ARGUMENT,
+       "size N is 1000 from argument 0 ('A') but 999 from argument 2 ('C')"},
       {"too few arguments",
        {tl_arg_tensor(a, TL_F32, 1, n), tl_arg_tensor(b, TL_F32, 1, n)},
-       2, TL_ERR_BAD_ARGUMENT, "takes 3 arguments"},
+       2,
+       TL_ERR_BAD_ARGUMENT,
+       "takes 3 arguments"},
       {"scalar for a tensor",
        {tl_arg_tensor(a, TL_F32, 1, n), tl_arg_f32(1.0f), tl_arg_tensor(c, TL_F32, 1, n)},
-       3, TL_ERR_BAD_ARGUMENT, "argument 1 ('B'): expected a tensor of f32, got a scalar f32"},
+       3,
+       TL_ERR_BAD_ARGUMENT,
+       "argument 1 ('B'): expected a tensor of f32, got a scalar f32"},
       {"N = 0 launches nothing",
        {tl_arg_tensor(a, TL_F32, 1, zero), tl_arg_tensor(b, TL_F32, 1, zero),
         tl_arg_tensor(c, TL_F32, 1, zero)},
-       3, TL_OK, ""},
+       3,
+       TL_OK,
+       ""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tl_status st = tl_launch(kernel, cases[i].args, cases[i].nargs, NULL);
@@ -494,8 +494,8 @@ static void run_misuse(tl_context *ctx, tl_kernel *kernel)
     for (int j = 0; untouched && j < N; j++)
       untouched = host[j] != host[j]; /* still NaN */
     bool ok = st == cases[i].expected && strstr(message, cases[i].needle) && sync == TL_OK && untouched;
-    gpu_report(ok, "misuse: %s -> %s%s%s%s", cases[i].what, tl_status_name(st), *message ? ": " : "",
-           message, untouched ? "" : " (BUT the output changed)");
+    gpu_report(ok, "misuse: %s -> %s%s%s%s", cases[i].what, tl_status_name(st), *message ? ": " : "", message,
+               untouched ? "" : " (BUT the output changed)");
   }
 done:
   tl_free(ctx, a);
@@ -548,17 +548,22 @@ static void test_scalar_layout(tl_context *ctx)
       (st = tl_module_get_kernel(m, "scalars", &k)) != TL_OK ||
       (st = tl_malloc(ctx, sizeof host, &out)) != TL_OK ||
       (st = tl_memset_d8(ctx, out, 0xFF, sizeof host)) != TL_OK) {
-    gpu_report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st), tl_context_message(ctx));
+    gpu_report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st),
+               tl_context_message(ctx));
     goto done;
   }
   const int64_t shape[1] = {7};
-  const tl_arg args[7] = {tl_arg_tensor(out, TL_U64, 1, shape), tl_arg_bool(true),
-                          tl_arg_float(TL_F16, 1.5),   tl_arg_f32(2.5f),
-                          tl_arg_f64(-3.25),           tl_arg_int(TL_I8, -7),
+  const tl_arg args[7] = {tl_arg_tensor(out, TL_U64, 1, shape),
+                          tl_arg_bool(true),
+                          tl_arg_float(TL_F16, 1.5),
+                          tl_arg_f32(2.5f),
+                          tl_arg_f64(-3.25),
+                          tl_arg_int(TL_I8, -7),
                           tl_arg_uint(TL_U32, 4000000000u)};
   if ((st = tl_launch(k, args, 7, NULL)) != TL_OK || (st = tl_synchronize(ctx)) != TL_OK ||
       (st = tl_memcpy_dtoh(ctx, host, out, sizeof host)) != TL_OK) {
-    gpu_report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st), tl_context_message(ctx));
+    gpu_report(false, "runtime: scalar parameter layout: %s: %s", tl_status_name(st),
+               tl_context_message(ctx));
     goto done;
   }
   float x = 2.5f;
@@ -575,7 +580,8 @@ static void test_scalar_layout(tl_context *ctx)
     used += (size_t)snprintf(got + used, sizeof got - used, "%s0x%llx", i ? " " : "",
                              (unsigned long long)host[i]);
   gpu_report(ok, "runtime: scalar parameter layout (bool, f16, f32, f64, i8, u32, size) -> %s%s", got,
-         ok ? "" : " (expected 0x1 0x3e00 0x40200000 0xc00a000000000000 0xfffffffffffffff9 0xee6b2800 0x7)");
+             ok ? ""
+                : " (expected 0x1 0x3e00 0x40200000 0xc00a000000000000 0xfffffffffffffff9 0xee6b2800 0x7)");
 done:
   tl_free(ctx, out);
   tl_module_unload(m);
@@ -601,20 +607,19 @@ static void test_load_failures(tl_context *ctx)
   } cases[] = {
       {"PTX the driver rejects", "broken", "broken", 32, 0, true, TL_ERR_PTX_REJECTED,
        "the CUDA driver rejected the PTX"},
-      {"metadata names a kernel the PTX lacks", "missing", "present", 32, 0, false,
-       TL_ERR_BAD_METADATA, "the PTX has no .entry of that name"},
+      {"metadata names a kernel the PTX lacks", "missing", "present", 32, 0, false, TL_ERR_BAD_METADATA,
+       "the PTX has no .entry of that name"},
       {"threads above the kernel's .maxntid", "wide", "wide", 1024, 0, false, TL_ERR_BAD_METADATA,
        "at most 64 fit in a block"},
       {"dynamic shared memory above the device's limit", "huge", "huge", 64, 300000, false,
        TL_ERR_BAD_METADATA, "bytes of dynamic shared memory"},
-      {"100000 bytes of dynamic shared memory (opt-in above 48 KiB)", "big", "big", 64, 100000,
-       false, TL_OK, ""},
+      {"100000 bytes of dynamic shared memory (opt-in above 48 KiB)", "big", "big", 64, 100000, false, TL_OK,
+       ""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char body[1024], ptx[4096];
     if (cases[i].garbage)
-      snprintf(body, sizeof body, ".visible .entry %s()\n{\n  this is not ptx;\n  ret;\n}\n",
-               cases[i].entry);
+      snprintf(body, sizeof body, ".visible .entry %s()\n{\n  this is not ptx;\n  ret;\n}\n", cases[i].entry);
     else
       snprintf(body, sizeof body, smem_body, cases[i].entry);
     snprintf(ptx, sizeof ptx, meta_one, cases[i].kernel, cases[i].threads, cases[i].smem, body);
@@ -646,7 +651,7 @@ static void test_load_failures(tl_context *ctx)
   if (st == TL_OK)
     st = tl_module_get_kernel(m, "absent", &k);
   gpu_report(st == TL_ERR_NOT_FOUND && k == NULL && strstr(tl_context_message(ctx), "(it has: present)"),
-         "runtime: lookup of an absent kernel -> %s: %s", tl_status_name(st), tl_context_message(ctx));
+             "runtime: lookup of an absent kernel -> %s: %s", tl_status_name(st), tl_context_message(ctx));
   tl_module_unload(m);
 }
 
@@ -768,20 +773,13 @@ static void model_output(case_data *c, sfault f)
   memset((unsigned char *)c->out + n * es, 0xFF, GUARD * es);
   const double v = load_elem(t, c->out, last);
   switch (f) {
-  case SF_POISON:
-    memset((unsigned char *)c->out + last * es, 0xFF, es);
-    break;
-  case SF_GUARD:
-    store_elem(t, c->out, n, (float)v);
-    break;
+  case SF_POISON: memset((unsigned char *)c->out + last * es, 0xFF, es); break;
+  case SF_GUARD: store_elem(t, c->out, n, (float)v); break;
   case SF_LAST_OFF:
     store_elem(t, c->out, last, (float)(v + (v < 0 ? -1 : 1) * (0.25 * fabs(v) + 0.02)));
     break;
-  case SF_ULP:
-    store_elem(t, c->out, last, nextafterf((float)v, INFINITY));
-    break;
-  default:
-    break;
+  case SF_ULP: store_elem(t, c->out, last, nextafterf((float)v, INFINITY)); break;
+  default: break;
   }
 }
 
@@ -838,12 +836,13 @@ static int self_test(uint64_t seed)
             worst_ok[id] = fmax(worst_ok[id], c.worst[k]);
           if (!ok) {
             wrong++;
-            printf("SELF-TEST WRONG %s N=%zu, correct model: checker said FAIL: %s\n", kernels[id].name, n, text);
+            printf("SELF-TEST WRONG %s N=%zu, correct model: checker said FAIL: %s\n", kernels[id].name, n,
+                   text);
           }
         } else if (ok && (mat || n >= sfaults[f].must_from)) {
           wrong++;
-          printf("SELF-TEST WRONG %s N=%zu, broken model '%s'%s: checker said PASS: %s\n", kernels[id].name, n,
-                 sfaults[f].what, mat ? " (the output changed materially)" : "", text);
+          printf("SELF-TEST WRONG %s N=%zu, broken model '%s'%s: checker said PASS: %s\n", kernels[id].name,
+                 n, sfaults[f].what, mat ? " (the output changed materially)" : "", text);
         }
       }
       case_free(&c);
@@ -853,7 +852,8 @@ static int self_test(uint64_t seed)
     printf("self-test %s: correct model passes at N =", kernels[id].name);
     for (size_t s = 0; s < NST; s++)
       printf(" %zu", st_sizes[s]);
-    printf(" (worst error %.3f of tolerance); broken models failed (failed / material / cases):", worst_ok[id]);
+    printf(" (worst error %.3f of tolerance); broken models failed (failed / material / cases):",
+           worst_ok[id]);
     for (int f = 1; f < NSFAULTS; f++)
       if (sfaults[f].kernels & IDBIT(id)) {
         models++;
@@ -861,8 +861,8 @@ static int self_test(uint64_t seed)
       }
     printf("\n");
   }
-  printf("gpu_suite self-test: %d checks, %d wrong; %d broken models (kernel x fault)%s\n", checks, wrong, models,
-         wrong ? "" : ", each failed wherever required");
+  printf("gpu_suite self-test: %d checks, %d wrong; %d broken models (kernel x fault)%s\n", checks, wrong,
+         models, wrong ? "" : ", each failed wherever required");
   return wrong ? 1 : 0;
 }
 
@@ -902,8 +902,8 @@ int main(int argc, char **argv)
   tl_context *ctx = gpu_open("gpu_suite", &no_gpu);
   if (!ctx)
     return no_gpu ? GPU_EXIT_NO_GPU : 1;
-  printf("gpu_suite: PTX from %s, seed %llu (replay with --seed %llu)\n", dir,
-         (unsigned long long)seed, (unsigned long long)seed);
+  printf("gpu_suite: PTX from %s, seed %llu (replay with --seed %llu)\n", dir, (unsigned long long)seed,
+         (unsigned long long)seed);
 
   tl_kernel *vector_add = NULL;
   tl_module *modules[NKERNELS] = {0};
@@ -922,12 +922,13 @@ int main(int argc, char **argv)
         printf("SKIP %s: %s/%s not found\n", spec->name, dir, spec->file);
         gpu_skipped++;
       } else if (missing) {
-        gpu_report(false, "%s: %s/%s not found (tests/gpu/run.sh compiles it; --skip-missing skips a kernel "
-                          "whose PTX is missing)",
+        gpu_report(false,
+                   "%s: %s/%s not found (tests/gpu/run.sh compiles it; --skip-missing skips a kernel "
+                   "whose PTX is missing)",
                    spec->name, dir, spec->file);
       } else {
         gpu_report(false, "%s: loading %s: %s: %s", spec->name, spec->file, tl_status_name(st),
-               tl_context_message(ctx));
+                   tl_context_message(ctx));
       }
       continue;
     }

@@ -49,7 +49,8 @@ static FILE *results;
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-static void report(const char *fmt, ...)
+static void
+report(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -85,10 +86,8 @@ static bool buffers_init(tl_context *ctx, buffers *bf, size_t n)
     bf->hb[i] = gpu_random_float(&s, -1.0f, 1.0f);
   }
   return tl_malloc(ctx, bytes, &bf->a) == TL_OK && tl_malloc(ctx, bytes, &bf->b) == TL_OK &&
-         tl_malloc(ctx, bytes, &bf->c) == TL_OK &&
-         tl_memcpy_htod(ctx, bf->a, bf->ha, bytes) == TL_OK &&
-         tl_memcpy_htod(ctx, bf->b, bf->hb, bytes) == TL_OK &&
-         tl_memset_d8(ctx, bf->c, 0xFF, bytes) == TL_OK;
+         tl_malloc(ctx, bytes, &bf->c) == TL_OK && tl_memcpy_htod(ctx, bf->a, bf->ha, bytes) == TL_OK &&
+         tl_memcpy_htod(ctx, bf->b, bf->hb, bytes) == TL_OK && tl_memset_d8(ctx, bf->c, 0xFF, bytes) == TL_OK;
 }
 
 static size_t buffers_wrong(tl_context *ctx, buffers *bf)
@@ -121,8 +120,7 @@ static tl_status launch_vector_add(tl_kernel *k, const buffers *bf)
 
 /* ------------------------------------------------------------------------------- cold, warm */
 
-static int run_load(bool cold, tl_context *ctx, double t_process, double t_ctx, const char *src,
-                    size_t len)
+static int run_load(bool cold, tl_context *ctx, double t_process, double t_ctx, const char *src, size_t len)
 {
   buffers bf;
   if (!buffers_init(ctx, &bf, ((size_t)1 << 20) + 3)) {

@@ -10,22 +10,22 @@
 
 static int checks, failures;
 
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);                                              \
-    if (!(cond)) {                                                                                 \
-      __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);                                          \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                       \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
+#define CHECK(cond, ...)                                     \
+  do {                                                       \
+    __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);        \
+    if (!(cond)) {                                           \
+      __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);    \
+      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      printf(__VA_ARGS__);                                   \
+      printf("\n");                                          \
+    }                                                        \
   } while (0)
 
-#define CHECK_STATUS(st, expected, msg)                                                            \
-  CHECK((st) == (expected), "got %s, expected %s; message: %s", tl_status_name(st),                \
+#define CHECK_STATUS(st, expected, msg)                                             \
+  CHECK((st) == (expected), "got %s, expected %s; message: %s", tl_status_name(st), \
         tl_status_name(expected), (msg))
 
-#define CHECK_CONTAINS(msg, needle)                                                                \
+#define CHECK_CONTAINS(msg, needle) \
   CHECK(strstr((msg), (needle)) != NULL, "message \"%s\" lacks \"%s\"", (msg), (needle))
 
 #endif

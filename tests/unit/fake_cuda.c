@@ -119,11 +119,11 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, int device)
 {
   (void)device;
   switch (attribute) {
-  case 1: *value = 1024; return OK;             /* max threads per block */
-  case 16: *value = 132; return OK;             /* SMs */
-  case 75: *value = device_cc / 10; return OK;  /* cc major */
-  case 76: *value = device_cc % 10; return OK;  /* cc minor */
-  case 97: *value = 232448; return OK;          /* opt-in shared memory per block */
+  case 1: *value = 1024; return OK;            /* max threads per block */
+  case 16: *value = 132; return OK;            /* SMs */
+  case 75: *value = device_cc / 10; return OK; /* cc major */
+  case 76: *value = device_cc % 10; return OK; /* cc minor */
+  case 97: *value = 232448; return OK;         /* opt-in shared memory per block */
   }
   *value = 0;
   return OK;
@@ -304,8 +304,7 @@ static CUresult load(void **out, const void *image, unsigned n, const int *optio
   return OK;
 }
 
-EXPORT CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *options,
-                                   void **values)
+EXPORT CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *options, void **values)
 {
   return load(out, image, n, options, values);
 }
@@ -363,9 +362,8 @@ EXPORT CUresult cuFuncSetAttribute(void *p, int attribute, int value)
   return OK;
 }
 
-EXPORT CUresult cuLaunchKernel(void *p, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                               unsigned by, unsigned bz, unsigned smem, void *stream,
-                               void **params, void **extra)
+EXPORT CUresult cuLaunchKernel(void *p, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned smem, void *stream, void **params, void **extra)
 {
   function *f = p;
   if (!current)
@@ -415,8 +413,8 @@ EXPORT CUresult cuLinkCreate_v2(unsigned n, int *options, void **values, void **
   return OK;
 }
 
-EXPORT CUresult cuLinkAddData_v2(void *p, int type, void *data, size_t size, const char *name,
-                                 unsigned n, int *options, void **values)
+EXPORT CUresult cuLinkAddData_v2(void *p, int type, void *data, size_t size, const char *name, unsigned n,
+                                 int *options, void **values)
 {
   (void)name, (void)n, (void)options, (void)values;
   link_state *l = p;
@@ -510,8 +508,7 @@ EXPORT CUresult cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, 
   return OK;
 }
 
-EXPORT CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n,
-                                     void *stream)
+EXPORT CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *stream)
 {
   (void)stream;
   return cuMemcpyDtoD_v2(dst, src, n);

@@ -58,11 +58,10 @@ static void test_vector_add_grid(void)
     tl_status st = tl_plan_launch(k, args, 3, &plan, err, sizeof err);
     unsigned grid[3] = {0, 0, 0};
     CUresult r = vector_add_grid(sizes[i], grid);
-    CHECK((st == TL_OK) == (r == TILEC_AOT_SUCCESS), "N=%d: plan %s, header %d", sizes[i],
-          tl_status_name(st), r);
+    CHECK((st == TL_OK) == (r == TILEC_AOT_SUCCESS), "N=%d: plan %s, header %d", sizes[i], tl_status_name(st),
+          r);
     if (st == TL_OK && r == TILEC_AOT_SUCCESS)
-      CHECK(!memcmp(grid, plan.grid, sizeof grid), "N=%d: grid %u vs %u", sizes[i], grid[0],
-            plan.grid[0]);
+      CHECK(!memcmp(grid, plan.grid, sizeof grid), "N=%d: grid %u vs %u", sizes[i], grid[0], plan.grid[0]);
     tl_launch_plan_release(&plan);
   }
   tl_meta_free(meta);
@@ -80,8 +79,11 @@ static void test_scale2d_grid(void)
     for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
       for (size_t c = 0; c < sizeof reps / sizeof *reps; c++) {
         const int64_t shape[2] = {ms[a], ns[b]};
-        tl_arg args[6] = {tl_arg_tensor(256, TL_F32, 2, shape), tl_arg_tensor(256, TL_F32, 2, shape),
-                          tl_arg_float(TL_F16, 1.0), tl_arg_bool(true), tl_arg_i32(reps[c]),
+        tl_arg args[6] = {tl_arg_tensor(256, TL_F32, 2, shape),
+                          tl_arg_tensor(256, TL_F32, 2, shape),
+                          tl_arg_float(TL_F16, 1.0),
+                          tl_arg_bool(true),
+                          tl_arg_i32(reps[c]),
                           tl_arg_f64(0.5)};
         tl_launch_plan plan;
         char err[512];
@@ -91,9 +93,9 @@ static void test_scale2d_grid(void)
         compared++;
         if ((st == TL_OK) != (r == TILEC_AOT_SUCCESS) ||
             (st == TL_OK && memcmp(grid, plan.grid, sizeof grid)))
-          printf("FAIL M=%d N=%d reps=%d: plan %s (%u %u %u: %s), header %d (%u %u %u)\n", ms[a],
-                 ns[b], reps[c], tl_status_name(st), plan.grid[0], plan.grid[1], plan.grid[2], err,
-                 r, grid[0], grid[1], grid[2]);
+          printf("FAIL M=%d N=%d reps=%d: plan %s (%u %u %u: %s), header %d (%u %u %u)\n", ms[a], ns[b],
+                 reps[c], tl_status_name(st), plan.grid[0], plan.grid[1], plan.grid[2], err, r, grid[0],
+                 grid[1], grid[2]);
         else
           agreed++;
         tl_launch_plan_release(&plan);
@@ -122,8 +124,8 @@ static void test_persist_grid(void)
       CUresult r = persist_grid(sms[b], ms[a], grid);
       compared++;
       if ((st == TL_OK) != (r == TILEC_AOT_SUCCESS) || (st == TL_OK && memcmp(grid, plan.grid, sizeof grid)))
-        printf("FAIL M=%d num_sms=%d: plan %s (%u: %s), header %d (%u)\n", ms[a], sms[b],
-               tl_status_name(st), plan.grid[0], err, r, grid[0]);
+        printf("FAIL M=%d num_sms=%d: plan %s (%u: %s), header %d (%u)\n", ms[a], sms[b], tl_status_name(st),
+               plan.grid[0], err, r, grid[0]);
       else
         agreed++;
       tl_launch_plan_release(&plan);
@@ -143,8 +145,7 @@ static void expect_param(int i, const void *value, unsigned size)
 
 static void test_launches(void)
 {
-  float *A = (float *)(uintptr_t)0x1000, *B = (float *)(uintptr_t)0x2000,
-        *C = (float *)(uintptr_t)0x3000;
+  float *A = (float *)(uintptr_t)0x1000, *B = (float *)(uintptr_t)0x2000, *C = (float *)(uintptr_t)0x3000;
   int launches = fake->launches;
   CUresult r = vector_add_launch((CUstream)(uintptr_t)0x77, A, B, C, 10000);
   CHECK(r == TILEC_AOT_SUCCESS, "vector_add_launch: %d", r);
@@ -161,8 +162,8 @@ static void test_launches(void)
   /* every scalar size, f16 rounded from float */
   r = scale2d_launch(NULL, A, B, 1.5f, true, 4, 2.5, 100, 300);
   CHECK(r == TILEC_AOT_SUCCESS, "scale2d_launch: %d", r);
-  CHECK(l->grid[0] == 5 && l->grid[1] == 7 && l->grid[2] == 2 && l->block[0] == 128,
-        "scale2d grid %u %u %u", l->grid[0], l->grid[1], l->grid[2]);
+  CHECK(l->grid[0] == 5 && l->grid[1] == 7 && l->grid[2] == 2 && l->block[0] == 128, "scale2d grid %u %u %u",
+        l->grid[0], l->grid[1], l->grid[2]);
   const uint16_t h = 0x3e00; /* 1.5 in f16 */
   const uint8_t yes = 1;
   const int32_t four = 4, m = 100, cols = 300;
@@ -191,8 +192,7 @@ static void test_launches(void)
   /* refused before the driver: negative sizes, a grid out of range; empty: nothing launched */
   launches = fake->launches;
   CHECK(vector_add_launch(NULL, A, B, C, -1) == TILEC_AOT_INVALID_VALUE, "negative N");
-  CHECK(scale2d_launch(NULL, A, B, 1.0f, false, -2, 0.0, 10, 10) == TILEC_AOT_INVALID_VALUE,
-        "grid z of -1");
+  CHECK(scale2d_launch(NULL, A, B, 1.0f, false, -2, 0.0, 10, 10) == TILEC_AOT_INVALID_VALUE, "grid z of -1");
   CHECK(scale2d_launch(NULL, A, B, 1.0f, false, 0, 0.0, 65535 * 16 + 1, 10) == TILEC_AOT_SUCCESS,
         "grid y clamped by min() to 65535");
   CHECK(fake->launches == launches + 1, "one of three launched");
@@ -270,8 +270,7 @@ static void test_half(void)
       nan = (want & 0x7f80) == 0x7f80 && (want & 0x7f);
       badbf += nan ? !((got & 0x7f80) == 0x7f80 && (got & 0x7f)) : got != want;
     }
-  CHECK(bad16 == 0 && badbf == 0, "%d f16 and %d bf16 conversions differ from the runtime's", bad16,
-        badbf);
+  CHECK(bad16 == 0 && badbf == 0, "%d f16 and %d bf16 conversions differ from the runtime's", bad16, badbf);
 }
 
 int main(void)

@@ -8,173 +8,176 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(c) ((c) ? (void)0 : (fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c), failures++))
+#define CHECK(c) \
+  ((c) ? (void)0 : (fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c), failures++))
 
-static const char VADD[] =
-	"kernel vadd[BLOCK = 1024](A: f32[N], B: f32[N], C: f32[N])\n"
-	"    grid(ceildiv(N, BLOCK)) as (bx) threads(128)\n"
-	"{\n"
-	"    let a = alloc_fragment([BLOCK], f32);\n"
-	"    let b = alloc_fragment([BLOCK], f32);\n"
-	"    copy(A[bx * BLOCK], a);\n"
-	"    copy(B[bx * BLOCK], b);\n"
-	"    for i in parallel(BLOCK) { a[i] = a[i] + b[i]; }\n"
-	"    copy(a, C[bx * BLOCK]);\n"
-	"}\n";
+static const char VADD[] = "kernel vadd[BLOCK = 1024](A: f32[N], B: f32[N], C: f32[N])\n"
+                           "    grid(ceildiv(N, BLOCK)) as (bx) threads(128)\n"
+                           "{\n"
+                           "    let a = alloc_fragment([BLOCK], f32);\n"
+                           "    let b = alloc_fragment([BLOCK], f32);\n"
+                           "    copy(A[bx * BLOCK], a);\n"
+                           "    copy(B[bx * BLOCK], b);\n"
+                           "    for i in parallel(BLOCK) { a[i] = a[i] + b[i]; }\n"
+                           "    copy(a, C[bx * BLOCK]);\n"
+                           "}\n";
 
 static tilec_status compile(const char *src, tilec_emit emit, const char *arch, tilec_result **r)
 {
-	tilec_options o = {0};
-	o.filename = "t.tl";
-	o.arch = arch;
-	o.opt_level = 3;
-	o.emit = emit;
-	return tilec_compile(src, strlen(src), &o, r);
+  tilec_options o = {0};
+  o.filename = "t.tl";
+  o.arch = arch;
+  o.opt_level = 3;
+  o.emit = emit;
+  return tilec_compile(src, strlen(src), &o, r);
 }
 
 static void test_emits(void)
 {
-	static const tilec_emit emits[] = {TILEC_EMIT_TOKENS, TILEC_EMIT_AST, TILEC_EMIT_TIR, TILEC_EMIT_LLVM, TILEC_EMIT_PTX};
-	static const char *expect[] = {"KERNEL", "Kernel vadd", "layout(vec=4, chunks=2, threads=128)", "define",
-				       ".entry vadd"};
-	for (int i = 0; i < 5; i++) {
-		tilec_result *r = NULL;
-		CHECK(compile(VADD, emits[i], "sm_80", &r) == TILEC_OK);
-		const char *out = tilec_result_output(r);
-		CHECK(out != NULL);
-		if (out && i)
-			CHECK(strstr(out, expect[i]) != NULL);
-		CHECK(tilec_result_num_diagnostics(r) == 0);
-		tilec_result_free(r);
-	}
+  static const tilec_emit emits[] = {TILEC_EMIT_TOKENS, TILEC_EMIT_AST, TILEC_EMIT_TIR, TILEC_EMIT_LLVM,
+                                     TILEC_EMIT_PTX};
+  static const char *expect[] = {"KERNEL", "Kernel vadd", "layout(vec=4, chunks=2, threads=128)", "define",
+                                 ".entry vadd"};
+  for (int i = 0; i < 5; i++) {
+    tilec_result *r = NULL;
+    CHECK(compile(VADD, emits[i], "sm_80", &r) == TILEC_OK);
+    const char *out = tilec_result_output(r);
+    CHECK(out != NULL);
+    if (out && i)
+      CHECK(strstr(out, expect[i]) != NULL);
+    CHECK(tilec_result_num_diagnostics(r) == 0);
+    tilec_result_free(r);
+  }
 }
 
 static void test_metadata(void)
 {
-	tilec_result *r = NULL;
-	CHECK(compile(VADD, TILEC_EMIT_PTX, "sm_90a", &r) == TILEC_OK);
-	const char *ptx = tilec_result_output(r);
-	CHECK(ptx && strncmp(ptx, "// tilec-meta v1\n", 17) == 0);
-	CHECK(ptx && strstr(ptx, "// tilec-meta kernel vadd threads=128 smem=0 params=4\n"));
-	CHECK(ptx && strstr(ptx, "// tilec-meta param 3 size N i32\n"));
-	CHECK(ptx && strstr(ptx, "// tilec-meta grid 0 N 1024 ceildiv\n"));
-	CHECK(ptx && strstr(ptx, ".target sm_90a"));
-	tilec_result_free(r);
+  tilec_result *r = NULL;
+  CHECK(compile(VADD, TILEC_EMIT_PTX, "sm_90a", &r) == TILEC_OK);
+  const char *ptx = tilec_result_output(r);
+  CHECK(ptx && strncmp(ptx, "// tilec-meta v1\n", 17) == 0);
+  CHECK(ptx && strstr(ptx, "// tilec-meta kernel vadd threads=128 smem=0 params=4\n"));
+  CHECK(ptx && strstr(ptx, "// tilec-meta param 3 size N i32\n"));
+  CHECK(ptx && strstr(ptx, "// tilec-meta grid 0 N 1024 ceildiv\n"));
+  CHECK(ptx && strstr(ptx, ".target sm_90a"));
+  tilec_result_free(r);
 }
 
 static void test_diagnostic_records(void)
 {
-	tilec_result *r = NULL;
-	const char *src = "kernel k(A: f32[N]) grid(1) threads(32) {\n  let x = y;\n  let z = 1 + true;\n}\n";
-	CHECK(compile(src, TILEC_EMIT_PTX, NULL, &r) == TILEC_ERR_SOURCE);
-	CHECK(tilec_result_output(r) == NULL);
-	CHECK(tilec_result_num_diagnostics(r) == 2);
-	tilec_diagnostic d = tilec_result_diagnostic(r, 0);
-	CHECK(d.severity == 0 && d.line == 2 && d.column == 11 && strstr(d.message, "undefined name 'y'"));
-	d = tilec_result_diagnostic(r, 1);
-	CHECK(d.line == 3 && strstr(d.message, "mismatched types"));
-	CHECK(strstr(tilec_result_diagnostics_text(r), "t.tl:2:11: error: undefined name 'y'\n    let x = y;\n            ^\n"));
-	d = tilec_result_diagnostic(r, 7); /* out of range: an empty record */
-	CHECK(d.message == NULL);
-	tilec_result_free(r);
+  tilec_result *r = NULL;
+  const char *src = "kernel k(A: f32[N]) grid(1) threads(32) {\n  let x = y;\n  let z = 1 + true;\n}\n";
+  CHECK(compile(src, TILEC_EMIT_PTX, NULL, &r) == TILEC_ERR_SOURCE);
+  CHECK(tilec_result_output(r) == NULL);
+  CHECK(tilec_result_num_diagnostics(r) == 2);
+  tilec_diagnostic d = tilec_result_diagnostic(r, 0);
+  CHECK(d.severity == 0 && d.line == 2 && d.column == 11 && strstr(d.message, "undefined name 'y'"));
+  d = tilec_result_diagnostic(r, 1);
+  CHECK(d.line == 3 && strstr(d.message, "mismatched types"));
+  CHECK(strstr(tilec_result_diagnostics_text(r),
+               "t.tl:2:11: error: undefined name 'y'\n    let x = y;\n            ^\n"));
+  d = tilec_result_diagnostic(r, 7); /* out of range: an empty record */
+  CHECK(d.message == NULL);
+  tilec_result_free(r);
 }
 
 static void test_bad_arguments(void)
 {
-	tilec_result *r = NULL;
-	CHECK(tilec_compile(VADD, strlen(VADD), NULL, NULL) == TILEC_ERR_INVALID_ARGUMENT);
-	CHECK(compile(VADD, TILEC_EMIT_PTX, "sm_75", &r) == TILEC_ERR_INVALID_ARGUMENT);
-	CHECK(strstr(tilec_result_diagnostics_text(r), "unknown target 'sm_75'"));
-	tilec_result_free(r);
-	tilec_options o = {0};
-	o.opt_level = 9;
-	CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_INVALID_ARGUMENT);
-	tilec_result_free(r);
-	o.opt_level = 3;
-	o.dump_after = "no-such-pass";
-	CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_INVALID_ARGUMENT);
-	tilec_result_free(r);
-	o.dump_after = NULL;
-	o.ndefines = 1; /* but no array */
-	CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_INVALID_ARGUMENT);
-	tilec_result_free(r);
-	CHECK(tilec_compile(NULL, 5, NULL, &r) == TILEC_ERR_INVALID_ARGUMENT);
-	tilec_result_free(r);
-	CHECK(tilec_compile(NULL, 0, NULL, &r) == TILEC_ERR_SOURCE); /* empty: no kernel */
-	tilec_result_free(r);
-	/* More than 16 MiB of source is refused before anything reads it. */
-	size_t big = ((size_t)16 << 20) + 1;
-	char *huge = malloc(big);
-	if (huge) {
-		memset(huge, ' ', big);
-		CHECK(tilec_compile(huge, big, NULL, &r) == TILEC_ERR_SOURCE);
-		CHECK(strstr(tilec_result_diagnostics_text(r), "source is larger than 16777216 bytes"));
-		tilec_result_free(r);
-		free(huge);
-	}
-	tilec_result_free(NULL);
-	CHECK(tilec_result_output(NULL) == NULL);
-	CHECK(tilec_arch_supported("sm_90a") && !tilec_arch_supported("sm_100") && !tilec_arch_supported(NULL));
+  tilec_result *r = NULL;
+  CHECK(tilec_compile(VADD, strlen(VADD), NULL, NULL) == TILEC_ERR_INVALID_ARGUMENT);
+  CHECK(compile(VADD, TILEC_EMIT_PTX, "sm_75", &r) == TILEC_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(tilec_result_diagnostics_text(r), "unknown target 'sm_75'"));
+  tilec_result_free(r);
+  tilec_options o = {0};
+  o.opt_level = 9;
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_INVALID_ARGUMENT);
+  tilec_result_free(r);
+  o.opt_level = 3;
+  o.dump_after = "no-such-pass";
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_INVALID_ARGUMENT);
+  tilec_result_free(r);
+  o.dump_after = NULL;
+  o.ndefines = 1; /* but no array */
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_INVALID_ARGUMENT);
+  tilec_result_free(r);
+  CHECK(tilec_compile(NULL, 5, NULL, &r) == TILEC_ERR_INVALID_ARGUMENT);
+  tilec_result_free(r);
+  CHECK(tilec_compile(NULL, 0, NULL, &r) == TILEC_ERR_SOURCE); /* empty: no kernel */
+  tilec_result_free(r);
+  /* More than 16 MiB of source is refused before anything reads it. */
+  size_t big = ((size_t)16 << 20) + 1;
+  char *huge = malloc(big);
+  if (huge) {
+    memset(huge, ' ', big);
+    CHECK(tilec_compile(huge, big, NULL, &r) == TILEC_ERR_SOURCE);
+    CHECK(strstr(tilec_result_diagnostics_text(r), "source is larger than 16777216 bytes"));
+    tilec_result_free(r);
+    free(huge);
+  }
+  tilec_result_free(NULL);
+  CHECK(tilec_result_output(NULL) == NULL);
+  CHECK(tilec_arch_supported("sm_90a") && !tilec_arch_supported("sm_100") && !tilec_arch_supported(NULL));
 }
 
 static void test_defines(void)
 {
-	tilec_define defs[] = {{"BLOCK", "512"}};
-	tilec_options o = {0};
-	o.opt_level = 3;
-	o.defines = defs;
-	o.ndefines = 1;
-	o.emit = TILEC_EMIT_PTX;
-	tilec_result *r = NULL;
-	CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_OK);
-	CHECK(strstr(tilec_result_output(r), "// tilec-meta grid 0 N 512 ceildiv\n"));
-	tilec_result_free(r);
-	defs[0].value = "banana";
-	CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_SOURCE);
-	CHECK(strstr(tilec_result_diagnostics_text(r), "not a number"));
-	tilec_result_free(r);
+  tilec_define defs[] = {{"BLOCK", "512"}};
+  tilec_options o = {0};
+  o.opt_level = 3;
+  o.defines = defs;
+  o.ndefines = 1;
+  o.emit = TILEC_EMIT_PTX;
+  tilec_result *r = NULL;
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_OK);
+  CHECK(strstr(tilec_result_output(r), "// tilec-meta grid 0 N 512 ceildiv\n"));
+  tilec_result_free(r);
+  defs[0].value = "banana";
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_SOURCE);
+  CHECK(strstr(tilec_result_diagnostics_text(r), "not a number"));
+  tilec_result_free(r);
 }
 
 /* Compiles from several threads at once: results must match a serial compile. */
 static char *reference_ptx;
 static void *worker(void *arg)
 {
-	(void)arg;
-	for (int i = 0; i < 3; i++) {
-		tilec_result *r = NULL;
-		if (compile(VADD, TILEC_EMIT_PTX, "sm_90a", &r) != TILEC_OK || strcmp(tilec_result_output(r), reference_ptx))
-			__atomic_fetch_add(&failures, 1, __ATOMIC_SEQ_CST);
-		tilec_result_free(r);
-	}
-	return NULL;
+  (void)arg;
+  for (int i = 0; i < 3; i++) {
+    tilec_result *r = NULL;
+    if (compile(VADD, TILEC_EMIT_PTX, "sm_90a", &r) != TILEC_OK ||
+        strcmp(tilec_result_output(r), reference_ptx))
+      __atomic_fetch_add(&failures, 1, __ATOMIC_SEQ_CST);
+    tilec_result_free(r);
+  }
+  return NULL;
 }
 
 static void test_threads(void)
 {
-	tilec_result *r = NULL;
-	CHECK(compile(VADD, TILEC_EMIT_PTX, "sm_90a", &r) == TILEC_OK);
-	reference_ptx = strdup(tilec_result_output(r));
-	tilec_result_free(r);
-	pthread_t t[4];
-	for (int i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, worker, NULL);
-	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
-	free(reference_ptx);
+  tilec_result *r = NULL;
+  CHECK(compile(VADD, TILEC_EMIT_PTX, "sm_90a", &r) == TILEC_OK);
+  reference_ptx = strdup(tilec_result_output(r));
+  tilec_result_free(r);
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++)
+    pthread_create(&t[i], NULL, worker, NULL);
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  free(reference_ptx);
 }
 
 int main(void)
 {
-	test_emits();
-	test_metadata();
-	test_diagnostic_records();
-	test_bad_arguments();
-	test_defines();
-	test_threads();
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("frontend: all checks passed\n");
-	return 0;
+  test_emits();
+  test_metadata();
+  test_diagnostic_records();
+  test_bad_arguments();
+  test_defines();
+  test_threads();
+  if (failures) {
+    fprintf(stderr, "%d checks failed\n", failures);
+    return 1;
+  }
+  printf("frontend: all checks passed\n");
+  return 0;
 }

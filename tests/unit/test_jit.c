@@ -260,9 +260,8 @@ static void test_arch_for(void)
   static const struct {
     int major, minor;
     const char *arch;
-  } cases[] = {{9, 0, "sm_90a"}, {8, 0, "sm_80"}, {8, 6, "sm_86"}, {8, 7, "sm_86"},
-               {8, 9, "sm_89"},  {10, 0, "sm_90"}, {12, 0, "sm_90"}, {7, 5, NULL},
-               {-1, 0, NULL},    {8, 10, NULL}};
+  } cases[] = {{9, 0, "sm_90a"}, {8, 0, "sm_80"},  {8, 6, "sm_86"}, {8, 7, "sm_86"}, {8, 9, "sm_89"},
+               {10, 0, "sm_90"}, {12, 0, "sm_90"}, {7, 5, NULL},    {-1, 0, NULL},   {8, 10, NULL}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     const char *got = tl_jit_arch_for(cases[i].major, cases[i].minor);
     CHECK(got == cases[i].arch || (got && cases[i].arch && !strcmp(got, cases[i].arch)),
@@ -333,8 +332,7 @@ static void test_key(void)
   CHECK(strlen(tilec_build_id()) == 16, "build id %s", tilec_build_id());
   tl_hash128 h1, h2;
   CHECK(tl_jit_key_for(src, strlen(src), "sm_90a", 3, &block, 1, NULL, id, &h1), "key_for");
-  CHECK(tl_jit_key_for(src, strlen(src), "sm_90a", 3, &block, 1, NULL, "tilec 0.1.0+0000000000000000",
-                       &h2),
+  CHECK(tl_jit_key_for(src, strlen(src), "sm_90a", 3, &block, 1, NULL, "tilec 0.1.0+0000000000000000", &h2),
         "key_for");
   CHECK(!tl_hash_equal(h1, h2), "compiler build");
   char hex1[33];
@@ -533,8 +531,8 @@ static void test_disk_cache(void)
   CHECK(!strcmp(tl_jit_cache_dir(c), dir), "dir %s", tl_jit_cache_dir(c));
   for (int i = 0; i < 3; i++) {
     char *ptx = NULL;
-    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &o, &ptx, err, sizeof err),
-                 TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &o, &ptx, err, sizeof err), TL_OK,
+                 err);
     CHECK(ptx && !strcmp(ptx, ref), "memory PTX");
     free(ptx);
   }
@@ -549,15 +547,19 @@ static void test_disk_cache(void)
     CHECK_STATUS(tl_jit_cache_create(NULL, TL_JIT_CACHE_NO_DISK, &m, err, sizeof err), TL_OK, err);
     tl_jit_options o80 = options_for("sm_80", NULL, 0);
     char *p1 = NULL, *p2 = NULL, *p3 = NULL;
-    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK,
+                 err);
     tl_jit_stats s1 = stats_of(m);
     CHECK(s1.memory_bytes == strlen(ref), "memory holds %llu bytes, PTX has %zu",
           (unsigned long long)s1.memory_bytes, strlen(ref));
     tl_jit_cache_set_memory_limit(m, (size_t)s1.memory_bytes + 16); /* one entry of this size */
-    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o80, &p2, err, sizeof err), TL_OK, err);
-    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o80, &p3, err, sizeof err), TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o80, &p2, err, sizeof err), TL_OK,
+                 err);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o80, &p3, err, sizeof err), TL_OK,
+                 err);
     s = stats_of(m);
-    CHECK(s.compiles == 2 && s.memory_hits == 1 && s.memory_evictions == 1 && s.memory_bytes <= s1.memory_bytes + 16,
+    CHECK(s.compiles == 2 && s.memory_hits == 1 && s.memory_evictions == 1 &&
+              s.memory_bytes <= s1.memory_bytes + 16,
           "limit: %llu compiles, %llu hits, %llu evictions, %llu bytes", (unsigned long long)s.compiles,
           (unsigned long long)s.memory_hits, (unsigned long long)s.memory_evictions,
           (unsigned long long)s.memory_bytes);
@@ -566,10 +568,12 @@ static void test_disk_cache(void)
     free(p3);
     /* sm_90a was evicted: compiled again; a limit of 0 keeps nothing */
     tl_jit_cache_set_memory_limit(m, 0);
-    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK,
+                 err);
     CHECK(p1 && !strcmp(p1, ref), "PTX after eviction");
     free(p1);
-    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(m, vector_add.text, vector_add.len, &o, &p1, err, sizeof err), TL_OK,
+                 err);
     free(p1);
     s = stats_of(m);
     CHECK(s.compiles == 4 && s.memory_hits == 1 && s.memory_bytes == 0 && s.memory_evictions == 2,
@@ -586,9 +590,8 @@ static void test_disk_cache(void)
   if (!good)
     return;
   enum { FLIP, HALF, SHORT, EMPTY, FORMAT, FOREIGN, GARBAGE, HEADER_ONLY, NCASES };
-  static const char *const names[] = {"a flipped PTX byte", "truncated to half", "10 bytes",
-                                      "empty",              "format version 7", "another compiler",
-                                      "garbage",            "header only"};
+  static const char *const names[] = {"a flipped PTX byte", "truncated to half", "10 bytes", "empty",
+                                      "format version 7",   "another compiler",  "garbage",  "header only"};
   for (int kase = 0; kase < NCASES; kase++) {
     unsigned char *bad = malloc(len + 64);
     memcpy(bad, good, len);
@@ -628,9 +631,8 @@ static void test_disk_cache(void)
     log_capture log = {0};
     s = compile_once(dir, ref, &log);
     CHECK(s.disk_rejected == 1 && s.compiles == 1 && s.disk_writes == 1,
-          "%s: %llu rejected, %llu compiles, %llu writes", names[kase],
-          (unsigned long long)s.disk_rejected, (unsigned long long)s.compiles,
-          (unsigned long long)s.disk_writes);
+          "%s: %llu rejected, %llu compiles, %llu writes", names[kase], (unsigned long long)s.disk_rejected,
+          (unsigned long long)s.compiles, (unsigned long long)s.disk_writes);
     CHECK(log.count >= 1 && strstr(log.last, "rejected"), "%s: log '%s'", names[kase], log.last);
     s = compile_once(dir, ref, NULL);
     CHECK(s.disk_hits == 1 && s.compiles == 0, "%s: not repaired", names[kase]);
@@ -666,8 +668,8 @@ static void test_disk_cache(void)
   CHECK_STATUS(tl_jit_key(vector_add.text, vector_add.len, &off, key_off, err, sizeof err), TL_OK, err);
   for (int i = 0; i < 2; i++) {
     char *ptx = NULL;
-    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &off, &ptx, err, sizeof err),
-                 TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &off, &ptx, err, sizeof err), TL_OK,
+                 err);
     free(ptx);
   }
   snprintf(path, sizeof path, "%s/%s" TL_CACHE_SUFFIX, dir, key_off);
@@ -677,8 +679,8 @@ static void test_disk_cache(void)
   off.flags = TL_JIT_NO_DISK_CACHE;
   for (int i = 0; i < 2; i++) {
     char *ptx = NULL;
-    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &off, &ptx, err, sizeof err),
-                 TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &off, &ptx, err, sizeof err), TL_OK,
+                 err);
     free(ptx);
   }
   s = stats_of(c);
@@ -691,8 +693,8 @@ static void test_disk_cache(void)
   CHECK(!strcmp(tl_jit_cache_dir(c), ""), "disabled cache has dir '%s'", tl_jit_cache_dir(c));
   for (int i = 0; i < 2; i++) {
     char *ptx = NULL;
-    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &o, &ptx, err, sizeof err),
-                 TL_OK, err);
+    CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &o, &ptx, err, sizeof err), TL_OK,
+                 err);
     free(ptx);
   }
   s = stats_of(c);
@@ -795,8 +797,7 @@ static bool compile_block(tl_jit_cache *c, const char *block)
 static bool private_file(const char *path)
 {
   struct stat st;
-  return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-         !(st.st_mode & 077);
+  return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077);
 }
 
 /* Entries that are not what they seem: a FIFO, a huge file, a symbolic link, another user's file,
@@ -861,8 +862,8 @@ static void test_hostile_entries(void)
     unlink(path); /* the FIFO, if it is still there */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     bool made = fd >= 0 && ftruncate(fd, (off_t)1 << 30) == 0 &&
-                pwrite(fd, kase ? (const void *)good : "JUNKJUNKJUNK", kase ? TL_CACHE_HEADER : 12,
-                       0) == (kase ? TL_CACHE_HEADER : 12);
+                pwrite(fd, kase ? (const void *)good : "JUNKJUNKJUNK", kase ? TL_CACHE_HEADER : 12, 0) ==
+                    (kase ? TL_CACHE_HEADER : 12);
     if (fd >= 0)
       close(fd);
     CHECK(made, "cannot make a 1 GiB file at %s", path);
@@ -872,8 +873,8 @@ static void test_hostile_entries(void)
     const long long read = bytes_read_so_far() - before;
     CHECK(r == TL_CACHE_REJECTED, "1 GiB %s accepted", kase ? "entry" : "junk");
     CHECK_CONTAINS(why, kase ? "extended" : "bad magic");
-    CHECK(before < 0 || read < (1 << 20), "1 GiB %s: %lld bytes read to reject it",
-          kase ? "entry" : "junk", read);
+    CHECK(before < 0 || read < (1 << 20), "1 GiB %s: %lld bytes read to reject it", kase ? "entry" : "junk",
+          read);
     if (r == TL_CACHE_HIT)
       tl_cache_entry_free(&e);
   }
@@ -903,8 +904,7 @@ static void test_hostile_entries(void)
   CHECK_CONTAINS(log.last, "symbolic link");
   size_t target_len = 0;
   char *target_data = test_read_file(target, &target_len);
-  CHECK(private_file(path) && target_data && target_len == good_len &&
-            !memcmp(target_data, good, good_len),
+  CHECK(private_file(path) && target_data && target_len == good_len && !memcmp(target_data, good, good_len),
         "symlink replaced, target untouched");
   free(target_data);
 
@@ -923,9 +923,9 @@ static void test_hostile_entries(void)
     log = (log_capture){0};
     s = compile_once(dir, ref, &log);
     CHECK(s.disk_hits == 0 && s.disk_untrusted == 1 && s.compiles == 1 && s.disk_writes == 1,
-          "%s entry: %llu hits, %llu untrusted, %llu compiles",
-          kase ? "another uid's" : "a mode 0666", (unsigned long long)s.disk_hits,
-          (unsigned long long)s.disk_untrusted, (unsigned long long)s.compiles);
+          "%s entry: %llu hits, %llu untrusted, %llu compiles", kase ? "another uid's" : "a mode 0666",
+          (unsigned long long)s.disk_hits, (unsigned long long)s.disk_untrusted,
+          (unsigned long long)s.compiles);
     CHECK_CONTAINS(log.last, kase ? "owned by uid 4242" : "writable by group and others");
     CHECK(private_file(path), "the refused entry was not replaced by a private one");
     s = compile_once(dir, ref, NULL);
@@ -972,8 +972,7 @@ static void test_hostile_entries(void)
           "folder %d: %llu hits, %llu compiles, %llu writes, %llu untrusted, %d messages, %d "
           "entries",
           kase, (unsigned long long)s.disk_hits, (unsigned long long)s.compiles,
-          (unsigned long long)s.disk_writes, (unsigned long long)s.disk_untrusted, log.count,
-          entries);
+          (unsigned long long)s.disk_writes, (unsigned long long)s.disk_untrusted, log.count, entries);
     CHECK_CONTAINS(log.last, kase == 1 ? "owned by uid 4242" : "writable by group and others");
   }
   /* a symbolic link to a private folder is fine */
@@ -1040,8 +1039,8 @@ static void test_disk_housekeeping(void)
   tl_jit_stats s = stats_of(c);
   tl_jit_cache_destroy(c);
   CHECK(!file_exists(stale) && file_exists(young) && file_exists(other) && file_exists(notes),
-        "temporaries: stale %d, young %d, other %d, notes %d", file_exists(stale),
-        file_exists(young), file_exists(other), file_exists(notes));
+        "temporaries: stale %d, young %d, other %d, notes %d", file_exists(stale), file_exists(young),
+        file_exists(other), file_exists(notes));
   CHECK(s.disk_temporaries_removed == 1 && s.disk_writes == 1, "%llu temporaries removed",
         (unsigned long long)s.disk_temporaries_removed);
   unlink(young);
@@ -1076,10 +1075,9 @@ static void test_disk_housekeeping(void)
   tl_jit_cache_set_disk_limit(c, (uint64_t)(sa + sc + sd));
   compile_block(c, "4096");
   s = stats_of(c);
-  CHECK(file_exists(a) && !file_exists(b) && file_exists(cc) && file_exists(d) &&
-            s.disk_evictions == 1,
-        "LRU: A %d B %d C %d D %d, %llu evictions", file_exists(a), file_exists(b),
-        file_exists(cc), file_exists(d), (unsigned long long)s.disk_evictions);
+  CHECK(file_exists(a) && !file_exists(b) && file_exists(cc) && file_exists(d) && s.disk_evictions == 1,
+        "LRU: A %d B %d C %d D %d, %llu evictions", file_exists(a), file_exists(b), file_exists(cc),
+        file_exists(d), (unsigned long long)s.disk_evictions);
   /* 0: everything goes at once, and nothing more is written */
   tl_jit_cache_set_disk_limit(c, 0);
   compile_block(c, "1024");
@@ -1087,8 +1085,8 @@ static void test_disk_housekeeping(void)
   int temporaries, entries;
   count_dir(dir, &temporaries, &entries);
   CHECK(entries == 0 && temporaries == 0 && s.disk_evictions == 4 && s.disk_writes == 1,
-        "limit 0: %d entries, %llu evictions, %llu writes", entries,
-        (unsigned long long)s.disk_evictions, (unsigned long long)s.disk_writes);
+        "limit 0: %d entries, %llu evictions, %llu writes", entries, (unsigned long long)s.disk_evictions,
+        (unsigned long long)s.disk_writes);
   tl_jit_cache_set_disk_limit(c, TL_JIT_DISK_LIMIT);
   tl_jit_cache_destroy(c);
   tl_jit_cache_set_disk_limit(NULL, 0);
@@ -1218,8 +1216,8 @@ static void test_compile_errors(void)
                TL_ERR_COMPILE, err);
   CHECK_CONTAINS(err, "no_such_kernel");
   /* NULL options: sm_90a, -O3; NULL cache: no caching at all */
-  CHECK_STATUS(tl_jit_compile_ptx(NULL, vector_add.text, vector_add.len, NULL, &ptx, err, sizeof err),
-               TL_OK, err);
+  CHECK_STATUS(tl_jit_compile_ptx(NULL, vector_add.text, vector_add.len, NULL, &ptx, err, sizeof err), TL_OK,
+               err);
   CHECK(ptx && strstr(ptx, ".target sm_90a"), "defaults");
   free(ptx);
   tl_jit_cache_destroy(c);
@@ -1237,8 +1235,7 @@ static void test_compiler_api(void)
   CHECK(tilec_result_num_kernels(r) == 1, "%d kernels", tilec_result_num_kernels(r));
   const tilec_kernel *k = tilec_result_kernel(r, 0);
   if (k) {
-    CHECK(!strcmp(k->name, "saxpy") && k->threads == 256 && k->smem == 0 && k->nargs == 4 &&
-              k->nparams == 5,
+    CHECK(!strcmp(k->name, "saxpy") && k->threads == 256 && k->smem == 0 && k->nargs == 4 && k->nparams == 5,
           "saxpy: %s threads=%u nargs=%d nparams=%d", k->name, k->threads, k->nargs, k->nparams);
     CHECK(k->params[0].kind == TILEC_PARAM_TENSOR && !strcmp(k->params[0].name, "X") &&
               !strcmp(k->params[0].dtype, "f32") && k->params[0].rank == 1 &&
@@ -1269,7 +1266,8 @@ static void test_compiler_api(void)
   CHECK(st == TILEC_OK && tilec_result_num_kernels(r) == 2, "header");
   if (st == TILEC_OK) {
     const char *h = tilec_result_output(r);
-    CHECK_CONTAINS(h, "static inline CUresult gelu_f16_launch(CUstream stream, uint16_t *X, uint16_t *Y, int32_t N)");
+    CHECK_CONTAINS(
+        h, "static inline CUresult gelu_f16_launch(CUstream stream, uint16_t *X, uint16_t *Y, int32_t N)");
     CHECK_CONTAINS(h, "#pragma GCC diagnostic ignored \"-Woverlength-strings\"");
     CHECK_CONTAINS(h, "static const char kernels_ptx[]"); /* no filename: the stem is "kernels" */
   }
@@ -1364,8 +1362,8 @@ static void free_references(void)
 
 typedef struct worker_arg {
   int index, rounds;
-  tl_jit_cache *cache;  /* shared, or NULL for one per worker */
-  const char *dir;      /* for a worker's own cache */
+  tl_jit_cache *cache; /* shared, or NULL for one per worker */
+  const char *dir;     /* for a worker's own cache */
   bool no_cache;
   int wrong, errors;
 } worker_arg;
@@ -1398,8 +1396,7 @@ static void *compile_worker(void *p)
   return NULL;
 }
 
-static void run_workers(tl_jit_cache *shared, const char *dir, bool no_cache, int rounds,
-                        const char *what)
+static void run_workers(tl_jit_cache *shared, const char *dir, bool no_cache, int rounds, const char *what)
 {
   pthread_t threads[NTHREADS];
   worker_arg args[NTHREADS];
@@ -1420,8 +1417,8 @@ static void check_dir_entries(const char *dir, int expected, const char *what)
 {
   int temporaries, entries;
   count_dir(dir, &temporaries, &entries);
-  CHECK(temporaries == 0 && entries == expected, "%s: %d temporaries, %d entries (expected %d)",
-        what, temporaries, entries, expected);
+  CHECK(temporaries == 0 && entries == expected, "%s: %d temporaries, %d entries (expected %d)", what,
+        temporaries, entries, expected);
   /* every entry is complete and valid */
   DIR *d = opendir(dir);
   struct dirent *e;
@@ -1472,8 +1469,7 @@ static void test_threads(void)
   tl_jit_stats s = stats_of(shared);
   /* every key compiled at least once; a thread that misses memory may find another thread's
    * entry on disk already */
-  CHECK(s.compiles >= NJOBS &&
-            s.compiles + s.memory_hits + s.disk_hits == (uint64_t)NTHREADS * 2 * NJOBS,
+  CHECK(s.compiles >= NJOBS && s.compiles + s.memory_hits + s.disk_hits == (uint64_t)NTHREADS * 2 * NJOBS,
         "%llu compiles + %llu memory hits + %llu disk hits", (unsigned long long)s.compiles,
         (unsigned long long)s.memory_hits, (unsigned long long)s.disk_hits);
   tl_jit_cache_destroy(shared);
@@ -1620,7 +1616,8 @@ static void test_launches(tl_context *ctx, tl_kernel *k)
   memcpy(bad, args, sizeof bad);
   bad[2] = tl_arg_tensor(c, TL_F32, 1, other);
   CHECK_STATUS(tl_launch(k, bad, 3, NULL), TL_ERR_BAD_ARGUMENT, tl_context_message(ctx));
-  CHECK_CONTAINS(tl_context_message(ctx), "size N is 10000 from argument 0 ('A') but 9999 from argument 2 ('C')");
+  CHECK_CONTAINS(tl_context_message(ctx),
+                 "size N is 10000 from argument 0 ('A') but 9999 from argument 2 ('C')");
   CHECK_STATUS(tl_launch(k, args, 2, NULL), TL_ERR_BAD_ARGUMENT, tl_context_message(ctx));
   CHECK_CONTAINS(tl_context_message(ctx), "takes 3 arguments (A, B, C), got 2");
   CHECK_STATUS(tl_launch(k, NULL, 3, NULL), TL_ERR_BAD_ARGUMENT, tl_context_message(ctx));
@@ -1730,7 +1727,9 @@ static void test_planted_binary(void)
     CHECK(s.disk_hits == 0 && s.disk_untrusted == 1 && s.compiles == 1 && s.links == 1 &&
               fake->links == links + 1 && fake->binary_loads == loads + 1,
           "planted %s: %llu disk hits, %llu untrusted, %llu compiles, %llu links",
-          kase == 0 ? "mode 0666" : kase == 1 ? "uid 4242" : "in a mode 0777 folder",
+          kase == 0   ? "mode 0666"
+          : kase == 1 ? "uid 4242"
+                      : "in a mode 0777 folder",
           (unsigned long long)s.disk_hits, (unsigned long long)s.disk_untrusted,
           (unsigned long long)s.compiles, (unsigned long long)s.links);
     tl_context_destroy(ctx);

@@ -112,8 +112,8 @@ static void expect_bad(const char *text, const char *needle, int line)
   checks++;
   if (st != TL_ERR_BAD_METADATA || meta != NULL || !strstr(err, needle)) {
     failures++;
-    printf("FAIL %s:%d: expected TL_ERR_BAD_METADATA with \"%s\", got %s: \"%s\"\n", __FILE__, line,
-           needle, tl_status_name(st), err);
+    printf("FAIL %s:%d: expected TL_ERR_BAD_METADATA with \"%s\", got %s: \"%s\"\n", __FILE__, line, needle,
+           tl_status_name(st), err);
     if (st == TL_OK)
       tl_meta_free(meta);
   }
@@ -224,15 +224,16 @@ static void test_malformed_blocks(void)
              "line 5: size param 'Q' is not a dimension of any tensor param");
 
   /* grid lines */
-  EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N +"),
-             "line 7: grid 0: operator '+' needs two operands");
-  EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N 4096"), "line 7: grid 0: the program 'N 4096' leaves 2 values");
+  EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N +"), "line 7: grid 0: operator '+' needs two operands");
+  EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N 4096"),
+             "line 7: grid 0: the program 'N 4096' leaves 2 values");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N Q ceildiv"),
              "line 7: grid 0: 'Q' is not an operator, a number, num_sms or a param");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 A 1 +"), "line 7: grid 0: 'A' is a tensor of f32");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 12x"), "line 7: grid 0: '12x' is not a decimal integer");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0"), "line 7: a grid line is");
-  EXPECT_BAD(example_with(7, "// tilec-meta grid 1 1"), "line 7: expected 'grid 0' of kernel 'vector_add', got 'grid 1'");
+  EXPECT_BAD(example_with(7, "// tilec-meta grid 1 1"),
+             "line 7: expected 'grid 0' of kernel 'vector_add', got 'grid 1'");
   EXPECT_BAD(example_with(9, NULL), "line 9: kernel 'vector_add' (line 2) has 2 grid lines; it needs 3");
   EXPECT_BAD(example_with(9, "// tilec-meta grid 3 1"), "line 9: expected 'grid 2'");
   EXPECT_BAD(example_with(6, "// tilec-meta grid 0 1"),
@@ -355,12 +356,12 @@ static void test_plan_vector_add(void)
   tl_launch_plan_release(&plan);
   n[0] = 1000;
 
-#define EXPECT_ARG_ERROR(argv, count, needle)                                                      \
-  do {                                                                                             \
-    st = tl_plan_launch(k, (argv), (count), &plan, err, sizeof err);                               \
-    CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);                                                    \
-    CHECK_CONTAINS(err, needle);                                                                   \
-    tl_launch_plan_release(&plan);                                                                 \
+#define EXPECT_ARG_ERROR(argv, count, needle)                        \
+  do {                                                               \
+    st = tl_plan_launch(k, (argv), (count), &plan, err, sizeof err); \
+    CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);                      \
+    CHECK_CONTAINS(err, needle);                                     \
+    tl_launch_plan_release(&plan);                                   \
   } while (0)
 
   EXPECT_ARG_ERROR(args, 2, "kernel 'vector_add' takes 3 arguments (A, B, C), got 2");
@@ -461,11 +462,16 @@ static void test_plan_scalars_and_dims(void)
   }
   int64_t xs[2] = {5, 7}, ws[3] = {7, 8, 130};
   tl_arg args[11] = {
-      tl_arg_tensor(0x1000, TL_F16, 2, xs), tl_arg_tensor(0x2000, TL_BF16, 3, ws),
-      tl_arg_bool(true),                    tl_arg_float(TL_F16, 1.0),
-      tl_arg_float(TL_BF16, -2.0),          tl_arg_f32(0.5f),
-      tl_arg_f64(0.25),                     tl_arg_int(TL_I8, -3),
-      tl_arg_uint(TL_U32, 3000000000u),     tl_arg_uint(TL_U64, UINT64_MAX),
+      tl_arg_tensor(0x1000, TL_F16, 2, xs),
+      tl_arg_tensor(0x2000, TL_BF16, 3, ws),
+      tl_arg_bool(true),
+      tl_arg_float(TL_F16, 1.0),
+      tl_arg_float(TL_BF16, -2.0),
+      tl_arg_f32(0.5f),
+      tl_arg_f64(0.25),
+      tl_arg_int(TL_I8, -3),
+      tl_arg_uint(TL_U32, 3000000000u),
+      tl_arg_uint(TL_U64, UINT64_MAX),
       tl_arg_int(TL_I16, -2),
   };
   char err[1024];
@@ -496,12 +502,12 @@ static void test_plan_scalars_and_dims(void)
   tl_launch_plan_release(&plan);
 
   tl_arg bad[11];
-#define EXPECT_ARG_ERROR_K(needle)                                                                 \
-  do {                                                                                             \
-    st = tl_plan_launch(k, bad, 11, &plan, err, sizeof err);                                       \
-    CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);                                                    \
-    CHECK_CONTAINS(err, needle);                                                                   \
-    tl_launch_plan_release(&plan);                                                                 \
+#define EXPECT_ARG_ERROR_K(needle)                           \
+  do {                                                       \
+    st = tl_plan_launch(k, bad, 11, &plan, err, sizeof err); \
+    CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);              \
+    CHECK_CONTAINS(err, needle);                             \
+    tl_launch_plan_release(&plan);                           \
   } while (0)
 
   memcpy(bad, args, sizeof bad);
@@ -519,7 +525,8 @@ static void test_plan_scalars_and_dims(void)
   int64_t ws_bad[3] = {6, 8, 130};
   memcpy(bad, args, sizeof bad);
   bad[1].shape = ws_bad;
-  EXPECT_ARG_ERROR_K("size K is 7 from argument 0 ('X', dimension 1) but 6 from argument 1 ('W', dimension 0)");
+  EXPECT_ARG_ERROR_K(
+      "size K is 7 from argument 0 ('X', dimension 1) but 6 from argument 1 ('W', dimension 0)");
   int64_t ws_fixed[3] = {7, 9, 130};
   memcpy(bad, args, sizeof bad);
   bad[1].shape = ws_fixed;
@@ -537,8 +544,8 @@ static void test_plan_scalars_and_dims(void)
 }
 
 /* One kernel whose grid axis 0 is `program`, over scalars a, b (i64) and size N. */
-static tl_status eval_grid(const char *program, int64_t a, int64_t b, int64_t n, uint32_t *out,
-                           char *err, size_t err_size)
+static tl_status eval_grid(const char *program, int64_t a, int64_t b, int64_t n, uint32_t *out, char *err,
+                           size_t err_size)
 {
   char text[1024];
   snprintf(text, sizeof text,
@@ -572,11 +579,21 @@ static void test_grid_programs(void)
     int64_t a, b, n;
     uint32_t expected;
   } cases[] = {
-      {"a b ceildiv", 10, 3, 1, 4},  {"a b ceildiv", 9, 3, 1, 3},    {"a b ceildiv", 1, 4096, 1, 1},
-      {"a b /", 10, 3, 1, 3},        {"a b %", 10, 3, 1, 1},         {"a b % 5 +", -7, 3, 1, 4},
-      {"a b / 5 +", -7, 2, 1, 2},    {"a b min", 3, 9, 1, 3},        {"a b max", 3, 9, 1, 9},
-      {"a b -", 9, 3, 1, 6},         {"a b *", 6, 7, 1, 42},         {"-3 a +", 5, 0, 1, 2},
-      {"N 2 * 1 - b max", 0, 0, 50, 99}, {"7", 0, 0, 1, 7},          {"N a b + min", 2, 3, 100, 5},
+      {"a b ceildiv", 10, 3, 1, 4},
+      {"a b ceildiv", 9, 3, 1, 3},
+      {"a b ceildiv", 1, 4096, 1, 1},
+      {"a b /", 10, 3, 1, 3},
+      {"a b %", 10, 3, 1, 1},
+      {"a b % 5 +", -7, 3, 1, 4},
+      {"a b / 5 +", -7, 2, 1, 2},
+      {"a b min", 3, 9, 1, 3},
+      {"a b max", 3, 9, 1, 9},
+      {"a b -", 9, 3, 1, 6},
+      {"a b *", 6, 7, 1, 42},
+      {"-3 a +", 5, 0, 1, 2},
+      {"N 2 * 1 - b max", 0, 0, 50, 99},
+      {"7", 0, 0, 1, 7},
+      {"N a b + min", 2, 3, 100, 5},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char err[512] = "";
@@ -643,7 +660,8 @@ static void test_many_params(void)
   /* more parameters than a plan holds inline: the plan allocates, and must still be right */
   enum { TENSORS = 40 };
   static char text[16384];
-  int len = snprintf(text, sizeof text, "// tilec-meta v1\n// tilec-meta kernel wide threads=32 smem=0 params=%d\n",
+  int len = snprintf(text, sizeof text,
+                     "// tilec-meta v1\n// tilec-meta kernel wide threads=32 smem=0 params=%d\n",
                      TENSORS + 1);
   for (int i = 0; i < TENSORS; i++)
     len += snprintf(text + len, sizeof text - (size_t)len,
@@ -788,7 +806,7 @@ static void test_names(void)
   CHECK(strcmp(tl_status_name(TL_OK), "TL_OK") == 0, "TL_OK");
   CHECK(strcmp(tl_status_name(TL_ERR_PTX_REJECTED), "TL_ERR_PTX_REJECTED") == 0, "PTX_REJECTED");
   CHECK(strcmp(tl_status_name((tl_status)1234), "TL_ERR_?") == 0, "unknown status");
-  static const char *names[] = {"bool", "i8",  "i16", "i32", "i64", "u8",  "u16",
+  static const char *names[] = {"bool", "i8",  "i16", "i32",  "i64", "u8", "u16",
                                 "u32",  "u64", "f16", "bf16", "f32", "f64"};
   static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
   for (int i = 0; i < 13; i++) {
@@ -836,7 +854,8 @@ static void test_context_and_nulls(void)
   tl_meta_free(NULL);
   CHECK(tl_context_message(NULL) != NULL, "message of NULL");
   tl_module *module = (tl_module *)1;
-  CHECK(tl_module_load_ptx(NULL, abi_example, &module) == TL_ERR_BAD_ARGUMENT && module == NULL, "load NULL ctx");
+  CHECK(tl_module_load_ptx(NULL, abi_example, &module) == TL_ERR_BAD_ARGUMENT && module == NULL,
+        "load NULL ctx");
   CHECK(tl_module_load_file(NULL, "x.ptx", NULL) == TL_ERR_BAD_ARGUMENT, "load_file NULL");
   tl_kernel *kernel = (tl_kernel *)1;
   CHECK(tl_module_get_kernel(NULL, "k", &kernel) == TL_ERR_BAD_ARGUMENT && kernel == NULL, "get_kernel NULL");
@@ -851,7 +870,8 @@ static void test_context_and_nulls(void)
   CHECK(tl_context_device(NULL, NULL) == TL_ERR_BAD_ARGUMENT, "device NULL");
   CHECK(tl_module_meta(NULL) == NULL && tl_kernel_get_info(NULL) == NULL, "accessors NULL");
   tl_meta *meta = (tl_meta *)1;
-  CHECK(tl_meta_parse(NULL, 5, &meta, err, sizeof err) == TL_ERR_BAD_ARGUMENT && meta == NULL, "parse NULL text");
+  CHECK(tl_meta_parse(NULL, 5, &meta, err, sizeof err) == TL_ERR_BAD_ARGUMENT && meta == NULL,
+        "parse NULL text");
   CHECK(tl_meta_parse(abi_example, 5, NULL, NULL, 0) == TL_ERR_BAD_ARGUMENT, "parse NULL out");
   CHECK(tl_meta_kernel_count(NULL) == 0 && tl_meta_find_kernel(NULL, "x") == NULL, "meta NULL");
 }
@@ -899,8 +919,8 @@ static void test_grid_num_sms(void)
         "without num_sms: %s %s", tl_status_name(st), err);
   tl_launch_plan_release(&plan);
   st = tl_plan_launch_sms(k, &arg, 1, -1, &plan, err, sizeof err);
-  CHECK(st == TL_ERR_BAD_ARGUMENT && strstr(err, "num_sms is -1"), "num_sms -1: %s %s",
-        tl_status_name(st), err);
+  CHECK(st == TL_ERR_BAD_ARGUMENT && strstr(err, "num_sms is -1"), "num_sms -1: %s %s", tl_status_name(st),
+        err);
   tl_launch_plan_release(&plan);
   tl_meta_free(meta);
 
