@@ -39,8 +39,8 @@ typedef struct tilec_aot_module {
   void *library;
   CUcontext context;
   CUmodule module;
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
-                             unsigned int, unsigned int, CUstream, void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                             unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuCtxGetCurrent)(CUcontext *);
@@ -125,7 +125,8 @@ static inline CUresult tilec_aot_load(tilec_aot_module *m, const char *ptx, int 
       goto fail;
     /* Above 48 KiB of dynamic shared memory a kernel must opt in (attribute 8:
      * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). */
-    if (smem[i] > 48u * 1024u && (r = set_attribute(functions[i], 8, (int)smem[i])) != TILEC_AOT_SUCCESS)
+    if (smem[i] > 48u * 1024u &&
+        (r = set_attribute(functions[i], 8, (int)smem[i])) != TILEC_AOT_SUCCESS)
       goto fail;
   }
   m->library = library;
@@ -237,7 +238,8 @@ static inline uint16_t tilec_aot_f16(float f)
     if (e < -10)
       return (uint16_t)sign;
     m |= 0x800000u;
-    const uint32_t shift = (uint32_t)(14 - e), rem = m & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
+    const uint32_t shift = (uint32_t)(14 - e), rem = m & ((1u << shift) - 1u),
+                   mid = 1u << (shift - 1u);
     half = m >> shift;
     if (rem > mid || (rem == mid && (half & 1u)))
       half++;
