@@ -157,8 +157,10 @@ def compile_dict(root, out):
     for m in re.finditer(r"static const char \*(?:const )?\w+\[(?:\d*)\] = \{([^}]*)\}", sema):
         words += [s for s in quoted(m.group(1)) if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9.]*", s)]
     words += [s for s in quoted(sema) if re.fullmatch(r"(alloc|reduce|num|min|use)_[a-z_]+", s)]
+    words += re.findall(r'\{"([a-z_]+)", BUILTIN_', sema)  # the builtins table
     pipeline = read(os.path.join(root, "passes", "pipeline.c"))
-    passes = quoted(pipeline[pipeline.index("pass_names"):].split(";")[0]) + ["all"]
+    table = pipeline[pipeline.index("pipeline[] = {"):]
+    passes = list(dict.fromkeys(quoted(table[:table.index("};")]))) + ["all", "groups"]
     words += ["\n//-dump %s\n" % p for p in passes]
     words += ["\n//-D ", "\n//-k ", "=", "//", "/*", "*/", "\n", "0x", "e+", "_", "1_000",
               "kernel k() grid(1) threads(32) {", "kernel k[B = 256](A: f32[N]) grid(ceildiv(N, B)) as (bx) threads(B) {",
