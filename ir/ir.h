@@ -498,8 +498,8 @@ struct Stmt {
   Expr **a_start, **b_start;
   int na_start, nb_start;
   bool a_mn_major, b_mn_major;
-  /* REDUCE: .buf = reduce_.reduce(.src_buf) over dimension .dim; .accumulate: combined with .buf's old value
-   */
+  /* REDUCE: .buf = reduce_.reduce(.src_buf) over dimension .dim; .accumulate: combined with
+   * .buf's old value */
   ReduceKind reduce;
   int dim;
   bool accumulate;
