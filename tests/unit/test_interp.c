@@ -257,6 +257,117 @@ static void test_rmsnorm(int64_t M, int64_t N, const char *bn)
   free(Y);
 }
 
+/* stdlib/norms.tl's layernorm in f16, through the same two paths as rmsnorm. */
+static void test_layernorm(int64_t M, int64_t N, const char *bn)
+{
+  ConstDef defs[] = {{"BN", bn}, {"THREADS", "128"}, {"RPB", "3"}};
+  uint16_t *X = h_array(false, M * N, false, -3, 5), *W = h_array(false, N, false, 0.5, 1.5);
+  uint16_t *B = h_array(false, N, false, -1, 1), *Y = h_array(false, M * N, true, 0, 0);
+  float eps = 1e-5f;
+  InterpArg args[] = {{.name = "X", .data = X}, {.name = "W", .data = W}, {.name = "B", .data = B},
+                      {.name = "Y", .data = Y}, {.name = "M", .i = M},    {.name = "N", .i = N},
+                      {.name = "eps", .f = eps}};
+  char what[64];
+  snprintf(what, sizeof what, "layernorm f16 %lldx%lld BN=%s", (long long)M, (long long)N, bn);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/norms.tl", defs, 3, "layernorm", args, 7)) {
+    misses = 0;
+    for (int64_t r = 0; r < M; r++) {
+      double mu = 0, var = 0;
+      for (int64_t j = 0; j < N; j++)
+        mu += from16(false, X[r * N + j]) / (double)N;
+      for (int64_t j = 0; j < N; j++)
+        var += (from16(false, X[r * N + j]) - mu) * (from16(false, X[r * N + j]) - mu) / (double)N;
+      for (int64_t j = 0; j < N; j++) {
+        double want = (from16(false, X[r * N + j]) - mu) / sqrt(var + eps) * from16(false, W[j]) +
+                      from16(false, B[j]);
+        close_to(what, r * N + j, from16(false, Y[r * N + j]), want, 2e-3, 2e-3);
+      }
+    }
+    check_guards_16(what, Y, M * N);
+  }
+  free(X);
+  free(W);
+  free(B);
+  free(Y);
+}
+
+/* sum over k of A[m, k] * op(B)[k, n] for 16-bit A [M, K] (or [K, M] if ta) and B [K, N] (or [N, K]
+ * if tb), in double; |products| summed into *mag. */
+static double dot16(bool bf, const uint16_t *A, const uint16_t *B, int64_t m, int64_t n, int64_t M, int64_t N,
+                    int64_t K, bool ta, bool tb, double *mag)
+{
+  double sum = 0;
+  *mag = 0;
+  for (int64_t k = 0; k < K; k++) {
+    double p = from16(bf, A[ta ? k * M + m : m * K + k]) * from16(bf, B[tb ? n * K + k : k * N + n]);
+    sum += p;
+    *mag += fabs(p);
+  }
+  return sum;
+}
+
+/* stdlib/gemm.tl's gemm_bias_act with ACT = 2 (tanh GELU): C = gelu(A @ B^T + bias). */
+static void test_gemm_bias_gelu(int64_t M, int64_t N, int64_t K)
+{
+  ConstDef defs[] = {{"ACT", "2"}, {"BM", "32"},    {"BN", "64"},
+                     {"BK", "32"}, {"STAGES", "2"}, {"THREADS", "128"}};
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *B = h_array(false, N * K, false, -1, 1);
+  uint16_t *bias = h_array(false, N, false, -1, 1), *C = h_array(false, M * N, true, 0, 0);
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "bias", .data = bias},
+                      {.name = "C", .data = C}, {.name = "M", .i = M},    {.name = "N", .i = N},
+                      {.name = "K", .i = K}};
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", defs, 6, "gemm_bias_act", args, 7)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        double mag, v = dot16(false, A, B, m, n, M, N, K, false, true, &mag) + from16(false, bias[n]);
+        close_to("gemm_bias_act", m * N + n, from16(false, C[m * N + n]), gelu_tanh(v), 1e-3,
+                 1e-6 * mag + 1e-4);
+      }
+    check_guards_16("gemm_bias_act", C, M * N);
+  }
+  free(A);
+  free(B);
+  free(bias);
+  free(C);
+}
+
+/* stdlib/gemm.tl's gemm_softmax: C = softmax over rows of scale * A @ B^T; N up to 64 is one tile of
+ * columns, wider rows take its second pass. */
+static void test_gemm_softmax(int64_t M, int64_t N, int64_t K)
+{
+  ConstDef defs[] = {{"BM", "32"},    {"BN", "64"},       {"BK", "32"},
+                     {"STAGES", "2"}, {"THREADS", "128"}, {"WM", "2"}};
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *B = h_array(false, N * K, false, -1, 1);
+  uint16_t *C = h_array(false, M * N, true, 0, 0);
+  float scale = 0.25f;
+  InterpArg args[] = {{.name = "A", .data = A},     {.name = "B", .data = B}, {.name = "C", .data = C},
+                      {.name = "M", .i = M},        {.name = "N", .i = N},    {.name = "K", .i = K},
+                      {.name = "scale", .f = scale}};
+  char what[64];
+  snprintf(what, sizeof what, "gemm_softmax %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+  double *row = malloc(sizeof *row * (size_t)N);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", defs, 6, "gemm_softmax", args, 7)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++) {
+      double mx = -INFINITY, sum = 0, mag;
+      for (int64_t n = 0; n < N; n++) {
+        row[n] = scale * dot16(false, A, B, m, n, M, N, K, false, true, &mag);
+        mx = fmax(mx, row[n]);
+      }
+      for (int64_t n = 0; n < N; n++)
+        sum += exp(row[n] - mx);
+      for (int64_t n = 0; n < N; n++)
+        close_to(what, m * N + n, from16(false, C[m * N + n]), exp(row[n] - mx) / sum, 2e-3, 1e-7);
+    }
+    check_guards_16(what, C, M * N);
+  }
+  free(row);
+  free(A);
+  free(B);
+  free(C);
+}
+
 /* C = op(A) @ op(B) by a gemm kernel of path with small tiles at ragged M, N, K; ta: A is stored [K, M],
  * tb: B is stored [N, K] (stdlib/gemm.tl's gemm_tn and gemm_nt). */
 static void test_gemm(const char *path, const char *kernel, const char *T, int64_t M, int64_t N, int64_t K,
@@ -274,12 +385,7 @@ static void test_gemm(const char *path, const char *kernel, const char *T, int64
     misses = 0;
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {
-        double want = 0, mag = 0;
-        for (int64_t k = 0; k < K; k++) {
-          double p = from16(bf, A[ta ? k * M + m : m * K + k]) * from16(bf, B[tb ? n * K + k : k * N + n]);
-          want += p;
-          mag += fabs(p);
-        }
+        double mag, want = dot16(bf, A, B, m, n, M, N, K, ta, tb, &mag);
         /* one rounding to T of the output, plus f32 sums over K */
         double rel = bf ? 8e-3 : 1e-3;
         close_to(what, m * N + n, from16(bf, C[m * N + n]), want, rel, 1e-6 * mag + 1e-6);
@@ -437,12 +543,18 @@ int main(void)
   test_softmax("f32", 9, 1000, "256");
   test_rmsnorm(7, 1000, "1024");
   test_rmsnorm(7, 1000, "256");
+  test_layernorm(8, 1000, "1024");
+  test_layernorm(8, 1000, "256");
   const char *matmul = TILEC_SOURCE_DIR "/examples/matmul.tl", *gemm = TILEC_SOURCE_DIR "/stdlib/gemm.tl";
   test_gemm(matmul, "matmul", "f16", 37, 100, 70, false, false);
   test_gemm(matmul, "matmul", "bf16", 37, 100, 70, false, false);
   test_gemm(matmul, "matmul", "f16", 64, 64, 32, false, false); /* whole tiles */
   test_gemm(gemm, "gemm_nt", "f16", 37, 100, 70, false, true);
   test_gemm(gemm, "gemm_tn", "bf16", 45, 72, 50, true, false);
+  test_gemm(gemm, "gemm_nn", "f16", 33, 64, 16, false, false);
+  test_gemm_bias_gelu(37, 100, 70);
+  test_gemm_softmax(37, 50, 70);  /* one tile of columns */
+  test_gemm_softmax(37, 150, 40); /* three, the last ragged: the second pass */
   test_checks();
   test_semantics();
   printf("test_interp: %d checks, %d failures\n", checks, failures);
