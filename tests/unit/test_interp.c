@@ -527,6 +527,44 @@ static void test_semantics(void)
   }
 }
 
+/* copy between tiles converts to the destination's type (f32 -> f16 rounds to nearest even); a tile
+ * placed before a tensor's start (negative origin) reads zeros there and writes nothing there. */
+static void test_copy_edges(void)
+{
+  const char *src = "kernel edges(X: f32[N], H: f16[N], Z: f32[N], o: i32) grid(1) threads(32) {\n"
+                    "    let x = alloc_fragment([8], f32);\n"
+                    "    let s = alloc_shared([8], f16);\n"
+                    "    copy(X[o], x);\n"
+                    "    copy(x, s);\n"
+                    "    copy(s, H[o]);\n"
+                    "    copy(x, Z[0]);\n"
+                    "}\n";
+  float X[6 + GUARD] = {1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-20f, 2, 3, 4, 5};
+  uint16_t H[6 + GUARD];
+  float Z[6 + GUARD];
+  for (int i = 0; i < 6 + GUARD; i++) {
+    H[i] = GUARD_BITS;
+    Z[i] = -1234.5f;
+  }
+  InterpArg args[] = {{.name = "X", .data = X},
+                      {.name = "H", .data = H},
+                      {.name = "Z", .data = Z},
+                      {.name = "N", .i = 6},
+                      {.name = "o", .i = -3}};
+  char msg[4096] = "";
+  bool ok = run_source("edges.tl", src, strlen(src), NULL, 0, "edges", args, 5, msg, sizeof msg);
+  CHECK(ok, "%s", msg);
+  /* x = [0, 0, 0, X[0], X[1], X[2], X[3], X[4]]; H[0..5) = s[3..8) */
+  CHECK(H[0] == 0x3c00, "1 + 2^-11 is a tie: rounds to even, 1.0: 0x%04x", H[0]);
+  CHECK(H[1] == 0x3c01, "1 + 2^-11 + 2^-20 rounds up: 0x%04x", H[1]);
+  CHECK(H[2] == 0x4000 && H[4] == 0x4400, "2 and 4 exactly: 0x%04x 0x%04x", H[2], H[4]);
+  CHECK(H[5] == GUARD_BITS, "H[5] is past the tile's end (x[8]): not written: 0x%04x", H[5]);
+  CHECK(Z[0] == 0 && Z[2] == 0 && Z[3] == X[0] && Z[5] == X[2], "zeros before X's start: %g %g %g %g", Z[0],
+        Z[2], Z[3], Z[5]);
+  check_guards_16("edges H", H, 6);
+  check_guards_f32("edges Z", Z, 6);
+}
+
 int main(void)
 {
   test_vector_add(1000);
@@ -557,6 +595,7 @@ int main(void)
   test_gemm_softmax(37, 150, 40); /* three, the last ragged: the second pass */
   test_checks();
   test_semantics();
+  test_copy_edges();
   printf("test_interp: %d checks, %d failures\n", checks, failures);
   return failures != 0;
 }
