@@ -63,6 +63,9 @@ bool pass_name_valid(const char *name);
  * "all", "groups"), the IR after it is appended to dump.  Returns false after
  * a user error. */
 bool run_pipeline(PassContext *pc, Module *m, const char *dump_after, StrBuf *dump);
+/* The same, stopping after the step named last (a step's name, not a group's):
+ * the tile-level interpreter runs the IR after "specialize". */
+bool run_pipeline_through(PassContext *pc, Module *m, const char *last);
 
 /* plan_shared.c: local memory a thread may have, on every target. */
 enum { MAX_LOCAL_BYTES = 512 * 1024 };

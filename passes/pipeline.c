@@ -63,13 +63,14 @@ static const char *dump_heading(int p, const char *dump_after)
   return NULL;
 }
 
-bool run_pipeline(PassContext *pc, Module *m, const char *dump_after, StrBuf *dump)
+/* The first nsteps steps of the table, over every kernel. */
+static bool run_steps(PassContext *pc, Module *m, int nsteps, const char *dump_after, StrBuf *dump)
 {
   const char *err = NULL;
   for (int ki = 0; ki < m->nkernels; ki++)
     if ((err = ir_verify(pc->arena, m->kernels[ki], VERIFY_TILE)))
       DIE("IR from the frontend is malformed in kernel '%s': %s", m->kernels[ki]->name, err);
-  for (int p = 0; p < NPASSES; p++) {
+  for (int p = 0; p < nsteps; p++) {
     bool ok = true;
     for (int ki = 0; ki < m->nkernels; ki++) {
       Kernel *k = m->kernels[ki];
@@ -89,4 +90,17 @@ bool run_pipeline(PassContext *pc, Module *m, const char *dump_after, StrBuf *du
     }
   }
   return true;
+}
+
+bool run_pipeline(PassContext *pc, Module *m, const char *dump_after, StrBuf *dump)
+{
+  return run_steps(pc, m, NPASSES, dump_after, dump);
+}
+
+bool run_pipeline_through(PassContext *pc, Module *m, const char *last)
+{
+  for (int p = 0; p < NPASSES; p++)
+    if (!strcmp(pipeline[p].name, last))
+      return run_steps(pc, m, p + 1, NULL, NULL);
+  DIE("no pipeline step named '%s'", last);
 }

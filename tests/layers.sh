@@ -7,9 +7,10 @@
 #
 #   0  ir runtime                   the tile IR, target table, arena, diagnostics | the runtime
 #   1  frontend passes codegen      .tl -> tile IR | tile IR -> tile IR | tile IR -> LLVM -> PTX
-#   2  compiler                     the compiler library's front door (include/tilec.h)
-#   3  jit                          .tl -> loaded modules through a cache (include/tilec_jit.h)
-#   4  tools                        the tilec command line
+#   2  interp                       .tl kernels run on the CPU (interp/interp.h)
+#   3  compiler                     the compiler library's front door (include/tilec.h)
+#   4  jit                          .tl -> loaded modules through a cache (include/tilec_jit.h)
+#   5  tools                        the tilec command line
 #
 # Every #include "..." of every .c, .h, .y and .re file in those folders is resolved to the folder
 # that holds the header (a header found in none of them, such as a generated parse.h or
@@ -19,8 +20,8 @@ set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
 
-declare -A rank=([ir]=0 [runtime]=0 [frontend]=1 [passes]=1 [codegen]=1 [compiler]=2 [jit]=3 [tools]=4)
-folders="ir runtime frontend passes codegen compiler jit tools"
+declare -A rank=([ir]=0 [runtime]=0 [frontend]=1 [passes]=1 [codegen]=1 [interp]=2 [compiler]=3 [jit]=4 [tools]=5)
+folders="ir runtime frontend passes codegen interp compiler jit tools"
 
 # header name -> the folder that holds it (include/ for the public ones)
 declare -A home=()

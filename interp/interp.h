@@ -1,0 +1,62 @@
+/* interp.h: running .tl kernels on the CPU (issue 13).
+ *
+ * One header, in sections by source file:
+ *   compile.c  .tl source -> tile IR as the user wrote it: the frontend, then the
+ *              pipeline's first step only (specialize: constants folded, the thread
+ *              count fixed), so the interpreter sees the language's own operations
+ *   tile.c     the tile-level interpreter: the reference semantics of the language
+ *              (docs/language.md), every block of the grid in turn, on host arrays
+ *
+ * Later pieces (the thread level, `tilec run`, the CPU device) build on these; see
+ * interp/STATUS.md for what exists.
+ *
+ * Errors are user diagnostics in the caller's Diags (with the .tl line), never an
+ * exit or an abort: a kernel that reads a tile element it never wrote, indexes
+ * past a tile's end or divides an integer by zero makes interp_tile_run return
+ * false with one error naming the block.
+ */
+#ifndef TILEC_INTERP_H
+#define TILEC_INTERP_H
+
+#include "fe.h" /* ConstDef */
+#include "ir.h"
+
+/* ---------------------------------------------------------------- compile.c */
+
+/* Parses and checks src (len bytes, any terminator) and specializes every kernel
+ * (or only the one named `kernel`, if not NULL) with the -D values defs[0..ndefs).
+ * The IR lives in arena a; d->src is pointed at a terminated copy of src, so
+ * diag_render shows the lines.  NULL after a user error, reported in d. */
+Module *interp_compile(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs, int ndefs,
+                       const char *kernel);
+
+/* The kernel named name in m, or NULL. */
+Kernel *interp_find_kernel(const Module *m, const char *name);
+
+/* ---------------------------------------------------------------- tile.c */
+
+/* One argument of a launch, matched to the kernel's parameters by name:
+ *   a tensor   .data: its elements, row-major, in the storage type (f32 as float,
+ *              f16 and bf16 as uint16_t bits, bool as one byte, integers as their
+ *              C type), owned by the caller; the extent comes from the sizes;
+ *   a size     .i: the value of a symbolic dimension such as N;
+ *   a scalar   .i for integers and bool, .f for floats. */
+typedef struct {
+  const char *name;
+  void *data;
+  int64_t i;
+  double f;
+} InterpArg;
+
+typedef struct {
+  int num_sms; /* the value num_sms has in grid expressions (0: 4) */
+} InterpOptions;
+
+/* Runs every block of k's grid, in order, at tile level: k must come from
+ * interp_compile (tile-level IR after specialize).  Every parameter must have an
+ * argument.  Returns false with an error in d at the first problem: a missing or
+ * bad argument, an index out of a tile's or tensor's bounds, a read of a tile
+ * element no statement of the block wrote, an integer division by zero. */
+bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt, Diags *d);
+
+#endif

@@ -1,0 +1,601 @@
+/* test_interp: the tile-level interpreter (interp/tile.c) against plain C references.
+ *
+ * Each kernel is compiled from its .tl file (front end + specialize, interp_compile), run on random
+ * inputs at small ragged shapes with its outputs poisoned (NaN) and followed by guard elements, and
+ * compared with a reference computed here in double, within the storage type's tolerance. Then the
+ * checks: a planted out-of-bounds tile index, a read of a tile element never written, an integer
+ * division by zero and a missing argument are each reported with the right line and block.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp.h"
+#include "tilec_runtime.h"
+#include "../support/check.h"
+#include "../support/read_file.h"
+
+enum { GUARD = 16 };
+static const uint16_t GUARD_BITS = 0x7bad; /* a finite f16/bf16 pattern no kernel writes by chance */
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static double uniform(double lo, double hi) /* xorshift64*: the same inputs on every run */
+{
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return lo + (hi - lo) * (double)((rng * 0x2545f4914f6cdd1du) >> 11) / 9007199254740992.0;
+}
+
+/* Compiles source (file name for messages) with defines and runs kernel on args. True when it ran;
+ * the rendered diagnostics in msg either way. */
+static bool run_source(const char *name, const char *src, size_t len, const ConstDef *defs, int ndefs,
+                       const char *kernel, const InterpArg *args, int nargs, char *msg, size_t cap)
+{
+  Arena *a = arena_new();
+  Diags d = {.arena = a, .filename = name};
+  bool ok = false;
+  Module *m = interp_compile(a, &d, src, len, defs, ndefs, kernel);
+  Kernel *k = m ? interp_find_kernel(m, kernel) : NULL;
+  if (k)
+    ok = interp_tile_run(k, args, nargs, &(InterpOptions){.num_sms = 4}, &d);
+  else if (m)
+    snprintf(msg, cap, "no kernel %s", kernel);
+  StrBuf sb = {0};
+  diag_render(&d, &sb);
+  if (m || sb.data)
+    snprintf(msg, cap, "%s", sb.data ? sb.data : "");
+  free(sb.data);
+  arena_free(a);
+  return ok;
+}
+
+static bool run_file(const char *path, const ConstDef *defs, int ndefs, const char *kernel,
+                     const InterpArg *args, int nargs)
+{
+  size_t len = 0;
+  char *src = test_read_file(path, &len);
+  char msg[4096] = "";
+  CHECK(src != NULL, "cannot read %s", path);
+  if (!src)
+    return false;
+  bool ok = run_source(path, src, len, defs, ndefs, kernel, args, nargs, msg, sizeof msg);
+  CHECK(ok, "%s: %s", path, msg);
+  free(src);
+  return ok;
+}
+
+/* f32 arrays of n elements plus guards. */
+static float *f32_array(int64_t n, bool poison)
+{
+  float *p = malloc(sizeof *p * (size_t)(n + GUARD));
+  for (int64_t i = 0; i < n + GUARD; i++)
+    p[i] = i >= n ? -1234.5f : poison ? NAN : (float)uniform(-2, 2);
+  return p;
+}
+
+static uint16_t to16(bool bf, double x) { return bf ? tl_bf16_from_double(x) : tl_f16_from_double(x); }
+static double from16(bool bf, uint16_t h) { return bf ? tl_bf16_to_float(h) : tl_f16_to_float(h); }
+
+/* 16-bit arrays; poisoned outputs are NaN. */
+static uint16_t *h_array(bool bf, int64_t n, bool poison, double lo, double hi)
+{
+  uint16_t *p = malloc(sizeof *p * (size_t)(n + GUARD));
+  for (int64_t i = 0; i < n + GUARD; i++)
+    p[i] = i >= n ? GUARD_BITS : poison ? (bf ? 0x7fc0 : 0x7e00) : to16(bf, uniform(lo, hi));
+  return p;
+}
+
+static void check_guards_f32(const char *what, const float *p, int64_t n)
+{
+  for (int i = 0; i < GUARD; i++)
+    CHECK(p[n + i] == -1234.5f, "%s: guard element %d past the end was written", what, i);
+}
+
+static void check_guards_16(const char *what, const uint16_t *p, int64_t n)
+{
+  for (int i = 0; i < GUARD; i++)
+    CHECK(p[n + i] == GUARD_BITS, "%s: guard element %d past the end was written", what, i);
+}
+
+/* |got - want| <= rel * |want| + abs, counting and reporting the first few misses. */
+static int misses;
+static void close_to(const char *what, int64_t i, double got, double want, double rel, double abs_tol)
+{
+  bool ok = fabs(got - want) <= rel * fabs(want) + abs_tol; /* false for NaN */
+  if (ok || misses++ < 5) {
+    CHECK(ok, "%s: element %lld is %.9g, expected %.9g", what, (long long)i, got, want);
+  } else { /* counted, not printed */
+    checks++;
+    failures++;
+  }
+}
+
+/* ---------------------------------------------------------------- examples */
+
+static void test_vector_add(int64_t n)
+{
+  float *A = f32_array(n, false), *B = f32_array(n, false), *C = f32_array(n, true);
+  InterpArg args[] = {
+      {.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "C", .data = C}, {.name = "N", .i = n}};
+  if (run_file(TILEC_SOURCE_DIR "/examples/vector_add.tl", NULL, 0, "vector_add", args, 4)) {
+    misses = 0;
+    for (int64_t i = 0; i < n; i++)
+      close_to("vector_add", i, C[i], (float)(A[i] + B[i]), 0, 0);
+    check_guards_f32("vector_add C", C, n);
+  }
+  free(A);
+  free(B);
+  free(C);
+}
+
+static void test_saxpy(int64_t n)
+{
+  float *X = f32_array(n, false), *Y = f32_array(n, false), *Z = f32_array(n, true);
+  float a = 1.75f;
+  ConstDef defs[] = {{"BLOCK", "512"}, {"THREADS", "128"}};
+  InterpArg args[] = {{.name = "X", .data = X},
+                      {.name = "Y", .data = Y},
+                      {.name = "Z", .data = Z},
+                      {.name = "N", .i = n},
+                      {.name = "a", .f = a}};
+  if (run_file(TILEC_SOURCE_DIR "/examples/saxpy.tl", defs, 2, "saxpy", args, 5)) {
+    misses = 0;
+    for (int64_t i = 0; i < n; i++)
+      close_to("saxpy", i, Z[i], (double)a * X[i] + Y[i], 1e-6, 1e-6);
+    check_guards_f32("saxpy Z", Z, n);
+  }
+  free(X);
+  free(Y);
+  free(Z);
+}
+
+/* Y = act(X) by an elementwise kernel of path, on n elements of T (f16, bf16 or f32), against act in
+ * double within rel. */
+static void test_activation(const char *path, const char *kernel, const char *T, int64_t n,
+                            double (*act)(double), double rel)
+{
+  bool is32 = !strcmp(T, "f32"), bf = !strcmp(T, "bf16");
+  void *X = is32 ? (void *)f32_array(n, false) : h_array(bf, n, false, -4, 4);
+  void *Y = is32 ? (void *)f32_array(n, true) : h_array(bf, n, true, 0, 0);
+  ConstDef defs[] = {{"BLOCK", "1024"}};
+  InterpArg args[] = {{.name = "X", .data = X}, {.name = "Y", .data = Y}, {.name = "N", .i = n}};
+  if (run_file(path, defs, 1, kernel, args, 3)) {
+    misses = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double x = is32 ? ((float *)X)[i] : from16(bf, ((uint16_t *)X)[i]);
+      double y = is32 ? ((float *)Y)[i] : from16(bf, ((uint16_t *)Y)[i]);
+      close_to(kernel, i, y, act(x), rel, 1e-6);
+    }
+    if (is32)
+      check_guards_f32(kernel, Y, n);
+    else
+      check_guards_16(kernel, Y, n);
+  }
+  free(X);
+  free(Y);
+}
+
+static double gelu_tanh(double v) { return 0.5 * v * (1 + tanh(0.7978845608 * (v + 0.044715 * v * v * v))); }
+static double gelu_erf(double v) { return 0.5 * v * (1 + erf(v * 0.70710678118654752)); }
+static double silu(double v) { return v / (1 + exp(-v)); }
+static double relu(double v) { return v > 0 ? v : 0; }
+
+/* stdlib/softmax.tl in f16, bf16 or f32 storage; bn decides the path (rows of at most bn elements in
+ * one piece through the pipelined loop, longer ones streamed through tiles of bn). */
+static void test_softmax(const char *T, int64_t M, int64_t N, const char *bn)
+{
+  bool is32 = !strcmp(T, "f32"), bf = !strcmp(T, "bf16");
+  ConstDef defs[] = {{"T", T}, {"BN", bn}, {"THREADS", "128"}};
+  void *X, *Y;
+  if (is32) {
+    X = f32_array(M * N, false);
+    Y = f32_array(M * N, true);
+  } else {
+    X = h_array(bf, M * N, false, -4, 4);
+    Y = h_array(bf, M * N, true, 0, 0);
+  }
+  InterpArg args[] = {
+      {.name = "X", .data = X}, {.name = "Y", .data = Y}, {.name = "M", .i = M}, {.name = "N", .i = N}};
+  char what[64];
+  snprintf(what, sizeof what, "softmax %s %lldx%lld BN=%s", T, (long long)M, (long long)N, bn);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/softmax.tl", defs, 3, "softmax", args, 4)) {
+    /* f32 math, exp(x - max) stored in T before the sum: two roundings of T */
+    double rel = is32 ? 1e-5 : bf ? 2e-2 : 3e-3;
+    misses = 0;
+    for (int64_t r = 0; r < M; r++) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < N; j++) {
+        double x = is32 ? ((float *)X)[r * N + j] : from16(bf, ((uint16_t *)X)[r * N + j]);
+        mx = fmax(mx, x);
+      }
+      for (int64_t j = 0; j < N; j++)
+        sum += exp((is32 ? ((float *)X)[r * N + j] : from16(bf, ((uint16_t *)X)[r * N + j])) - mx);
+      for (int64_t j = 0; j < N; j++) {
+        double x = is32 ? ((float *)X)[r * N + j] : from16(bf, ((uint16_t *)X)[r * N + j]);
+        double y = is32 ? ((float *)Y)[r * N + j] : from16(bf, ((uint16_t *)Y)[r * N + j]);
+        close_to(what, r * N + j, y, exp(x - mx) / sum, rel, 1e-7);
+      }
+    }
+    if (is32)
+      check_guards_f32(what, Y, M * N);
+    else
+      check_guards_16(what, Y, M * N);
+  }
+  free(X);
+  free(Y);
+}
+
+/* stdlib/norms.tl's rmsnorm in f16: rows in one piece (bn >= N) or streamed through tiles of bn. */
+static void test_rmsnorm(int64_t M, int64_t N, const char *bn)
+{
+  ConstDef defs[] = {{"BN", bn}, {"THREADS", "128"}};
+  uint16_t *X = h_array(false, M * N, false, -3, 3), *W = h_array(false, N, false, 0.5, 1.5);
+  uint16_t *Y = h_array(false, M * N, true, 0, 0);
+  float eps = 1e-5f;
+  InterpArg args[] = {{.name = "X", .data = X}, {.name = "W", .data = W}, {.name = "Y", .data = Y},
+                      {.name = "M", .i = M},    {.name = "N", .i = N},    {.name = "eps", .f = eps}};
+  char what[64];
+  snprintf(what, sizeof what, "rmsnorm f16 %lldx%lld BN=%s", (long long)M, (long long)N, bn);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/norms.tl", defs, 2, "rmsnorm", args, 6)) {
+    misses = 0;
+    for (int64_t r = 0; r < M; r++) {
+      double ss = 0;
+      for (int64_t j = 0; j < N; j++)
+        ss += from16(false, X[r * N + j]) * from16(false, X[r * N + j]);
+      double scale = 1 / sqrt(ss / (double)N + eps);
+      for (int64_t j = 0; j < N; j++)
+        close_to(what, r * N + j, from16(false, Y[r * N + j]),
+                 from16(false, X[r * N + j]) * scale * from16(false, W[j]), 2e-3, 1e-6);
+    }
+    check_guards_16(what, Y, M * N);
+  }
+  free(X);
+  free(W);
+  free(Y);
+}
+
+/* stdlib/norms.tl's layernorm in f16, through the same two paths as rmsnorm. */
+static void test_layernorm(int64_t M, int64_t N, const char *bn)
+{
+  ConstDef defs[] = {{"BN", bn}, {"THREADS", "128"}, {"RPB", "3"}};
+  uint16_t *X = h_array(false, M * N, false, -3, 5), *W = h_array(false, N, false, 0.5, 1.5);
+  uint16_t *B = h_array(false, N, false, -1, 1), *Y = h_array(false, M * N, true, 0, 0);
+  float eps = 1e-5f;
+  InterpArg args[] = {{.name = "X", .data = X}, {.name = "W", .data = W}, {.name = "B", .data = B},
+                      {.name = "Y", .data = Y}, {.name = "M", .i = M},    {.name = "N", .i = N},
+                      {.name = "eps", .f = eps}};
+  char what[64];
+  snprintf(what, sizeof what, "layernorm f16 %lldx%lld BN=%s", (long long)M, (long long)N, bn);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/norms.tl", defs, 3, "layernorm", args, 7)) {
+    misses = 0;
+    for (int64_t r = 0; r < M; r++) {
+      double mu = 0, var = 0;
+      for (int64_t j = 0; j < N; j++)
+        mu += from16(false, X[r * N + j]) / (double)N;
+      for (int64_t j = 0; j < N; j++)
+        var += (from16(false, X[r * N + j]) - mu) * (from16(false, X[r * N + j]) - mu) / (double)N;
+      for (int64_t j = 0; j < N; j++) {
+        double want = (from16(false, X[r * N + j]) - mu) / sqrt(var + eps) * from16(false, W[j]) +
+                      from16(false, B[j]);
+        close_to(what, r * N + j, from16(false, Y[r * N + j]), want, 2e-3, 2e-3);
+      }
+    }
+    check_guards_16(what, Y, M * N);
+  }
+  free(X);
+  free(W);
+  free(B);
+  free(Y);
+}
+
+/* sum over k of A[m, k] * op(B)[k, n] for 16-bit A [M, K] (or [K, M] if ta) and B [K, N] (or [N, K]
+ * if tb), in double; |products| summed into *mag. */
+static double dot16(bool bf, const uint16_t *A, const uint16_t *B, int64_t m, int64_t n, int64_t M, int64_t N,
+                    int64_t K, bool ta, bool tb, double *mag)
+{
+  double sum = 0;
+  *mag = 0;
+  for (int64_t k = 0; k < K; k++) {
+    double p = from16(bf, A[ta ? k * M + m : m * K + k]) * from16(bf, B[tb ? n * K + k : k * N + n]);
+    sum += p;
+    *mag += fabs(p);
+  }
+  return sum;
+}
+
+/* stdlib/gemm.tl's gemm_bias_act with ACT = 2 (tanh GELU): C = gelu(A @ B^T + bias). */
+static void test_gemm_bias_gelu(int64_t M, int64_t N, int64_t K)
+{
+  ConstDef defs[] = {{"ACT", "2"}, {"BM", "32"},    {"BN", "64"},
+                     {"BK", "32"}, {"STAGES", "2"}, {"THREADS", "128"}};
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *B = h_array(false, N * K, false, -1, 1);
+  uint16_t *bias = h_array(false, N, false, -1, 1), *C = h_array(false, M * N, true, 0, 0);
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "bias", .data = bias},
+                      {.name = "C", .data = C}, {.name = "M", .i = M},    {.name = "N", .i = N},
+                      {.name = "K", .i = K}};
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", defs, 6, "gemm_bias_act", args, 7)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        double mag, v = dot16(false, A, B, m, n, M, N, K, false, true, &mag) + from16(false, bias[n]);
+        close_to("gemm_bias_act", m * N + n, from16(false, C[m * N + n]), gelu_tanh(v), 1e-3,
+                 1e-6 * mag + 1e-4);
+      }
+    check_guards_16("gemm_bias_act", C, M * N);
+  }
+  free(A);
+  free(B);
+  free(bias);
+  free(C);
+}
+
+/* stdlib/gemm.tl's gemm_softmax: C = softmax over rows of scale * A @ B^T; N up to 64 is one tile of
+ * columns, wider rows take its second pass. */
+static void test_gemm_softmax(int64_t M, int64_t N, int64_t K)
+{
+  ConstDef defs[] = {{"BM", "32"},    {"BN", "64"},       {"BK", "32"},
+                     {"STAGES", "2"}, {"THREADS", "128"}, {"WM", "2"}};
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *B = h_array(false, N * K, false, -1, 1);
+  uint16_t *C = h_array(false, M * N, true, 0, 0);
+  float scale = 0.25f;
+  InterpArg args[] = {{.name = "A", .data = A},     {.name = "B", .data = B}, {.name = "C", .data = C},
+                      {.name = "M", .i = M},        {.name = "N", .i = N},    {.name = "K", .i = K},
+                      {.name = "scale", .f = scale}};
+  char what[64];
+  snprintf(what, sizeof what, "gemm_softmax %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+  double *row = malloc(sizeof *row * (size_t)N);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", defs, 6, "gemm_softmax", args, 7)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++) {
+      double mx = -INFINITY, sum = 0, mag;
+      for (int64_t n = 0; n < N; n++) {
+        row[n] = scale * dot16(false, A, B, m, n, M, N, K, false, true, &mag);
+        mx = fmax(mx, row[n]);
+      }
+      for (int64_t n = 0; n < N; n++)
+        sum += exp(row[n] - mx);
+      for (int64_t n = 0; n < N; n++)
+        close_to(what, m * N + n, from16(false, C[m * N + n]), exp(row[n] - mx) / sum, 2e-3, 1e-7);
+    }
+    check_guards_16(what, C, M * N);
+  }
+  free(row);
+  free(A);
+  free(B);
+  free(C);
+}
+
+/* C = op(A) @ op(B) by a gemm kernel of path with small tiles at ragged M, N, K; ta: A is stored [K, M],
+ * tb: B is stored [N, K] (stdlib/gemm.tl's gemm_tn and gemm_nt). */
+static void test_gemm(const char *path, const char *kernel, const char *T, int64_t M, int64_t N, int64_t K,
+                      bool ta, bool tb)
+{
+  bool bf = !strcmp(T, "bf16");
+  ConstDef defs[] = {{"T", T}, {"BM", "32"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "2"}, {"THREADS", "128"}};
+  uint16_t *A = h_array(bf, M * K, false, -1, 1), *B = h_array(bf, K * N, false, -1, 1);
+  uint16_t *C = h_array(bf, M * N, true, 0, 0);
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "C", .data = C},
+                      {.name = "M", .i = M},    {.name = "N", .i = N},    {.name = "K", .i = K}};
+  char what[96];
+  snprintf(what, sizeof what, "%s %s %lldx%lldx%lld", kernel, T, (long long)M, (long long)N, (long long)K);
+  if (run_file(path, defs, 6, kernel, args, 6)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        double mag, want = dot16(bf, A, B, m, n, M, N, K, ta, tb, &mag);
+        /* one rounding to T of the output, plus f32 sums over K */
+        double rel = bf ? 8e-3 : 1e-3;
+        close_to(what, m * N + n, from16(bf, C[m * N + n]), want, rel, 1e-6 * mag + 1e-6);
+      }
+    check_guards_16(what, C, M * N);
+  }
+  free(A);
+  free(B);
+  free(C);
+}
+
+/* ---------------------------------------------------------------- checks while running */
+
+/* Runs src, which must fail with a message containing each of want[0..nwant). */
+static void expect_error(const char *name, const char *src, const char *kernel, const InterpArg *args,
+                         int nargs, const char *const *want, int nwant)
+{
+  char msg[4096] = "";
+  bool ok = run_source(name, src, strlen(src), NULL, 0, kernel, args, nargs, msg, sizeof msg);
+  CHECK(!ok, "%s ran without an error", name);
+  for (int i = 0; i < nwant; i++)
+    CHECK_CONTAINS(msg, want[i]);
+}
+
+static void test_checks(void)
+{
+  float A[64 + GUARD];
+  for (int i = 0; i < 64 + GUARD; i++)
+    A[i] = 0;
+
+  const char *oob = "kernel oob(A: f32[N]) grid(1) threads(32) {\n"
+                    "    let t = alloc_shared([8], f32);\n"
+                    "    fill(t, 1.0);\n"
+                    "    for i in serial(N) {\n"
+                    "        A[i] = t[i];\n"
+                    "    }\n"
+                    "}\n";
+  InterpArg oob_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 10}};
+  const char *oob_want[] = {"oob.tl:5:", "index [8] is out of bounds of shared 't': dimension 0 has size 8",
+                            "(block 0, 0, 0)"};
+  expect_error("oob.tl", oob, "oob", oob_args, 2, oob_want, 3);
+
+  const char *uninit = "kernel uninit(A: f32[N]) grid(ceildiv(N, 32)) as (bx) threads(32) {\n"
+                       "    let x = alloc_fragment([32], f32);\n"
+                       "    for i in parallel(32) {\n"
+                       "        if i < 16 {\n"
+                       "            x[i] = 1.0;\n"
+                       "        }\n"
+                       "    }\n"
+                       "    for i in parallel(32) {\n"
+                       "        x[i] = x[i] * 2.0;\n"
+                       "    }\n"
+                       "    copy(x, A[bx * 32]);\n"
+                       "}\n";
+  InterpArg uninit_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 64}};
+  const char *uninit_want[] = {"uninit.tl:9:", "fragment 'x'[16] is read before anything wrote it",
+                               "(block 0, 0, 0)"};
+  expect_error("uninit.tl", uninit, "uninit", uninit_args, 2, uninit_want, 3);
+
+  /* the element written in block 0 is not written in block 1: every block starts afresh */
+  const char *fresh = "kernel fresh(A: f32[N]) grid(2) as (bx) threads(32) {\n"
+                      "    let s = alloc_shared([4], f32);\n"
+                      "    if bx == 0 {\n"
+                      "        s[1] = 2.0;\n"
+                      "    }\n"
+                      "    A[bx] = s[1];\n"
+                      "}\n";
+  InterpArg fresh_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 2}};
+  const char *fresh_want[] = {"fresh.tl:6:", "shared 's'[1] is read before anything wrote it",
+                              "(block 1, 0, 0)"};
+  expect_error("fresh.tl", fresh, "fresh", fresh_args, 2, fresh_want, 3);
+
+  int32_t I[4 + GUARD] = {7};
+  const char *divz = "kernel divz(A: i32[N], d: i32) grid(1) threads(32) {\n"
+                     "    A[0] = A[0] / d;\n"
+                     "}\n";
+  InterpArg divz_args[] = {{.name = "A", .data = I}, {.name = "N", .i = 4}, {.name = "d", .i = 0}};
+  const char *divz_want[] = {"divz.tl:2:", "integer division by zero in '/'"};
+  expect_error("divz.tl", divz, "divz", divz_args, 3, divz_want, 2);
+
+  InterpArg missing_args[] = {{.name = "A", .data = I}, {.name = "N", .i = 4}};
+  const char *missing_want[] = {"no argument given for parameter 'd' of kernel 'divz'"};
+  expect_error("divz.tl", divz, "divz", missing_args, 2, missing_want, 1);
+
+  const char *gmem = "kernel gmem(A: f32[N]) grid(1) threads(32) {\n"
+                     "    A[N] = 1.0;\n"
+                     "}\n";
+  InterpArg gmem_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 4}};
+  const char *gmem_want[] = {"gmem.tl:2:", "index [4] is out of bounds of global 'A'"};
+  expect_error("gmem.tl", gmem, "gmem", gmem_args, 2, gmem_want, 2);
+}
+
+/* Integer wrapping, f16 rounding on every store and cast, and a reduction with accumulate. */
+static void test_semantics(void)
+{
+  const char *src = "kernel sem(I: i32[N], U: u8[N], H: f16[N], S: f32[N], x: i32) grid(1) threads(32) {\n"
+                    "    I[0] = x + 1;\n"
+                    "    I[1] = -7 / 2;\n"
+                    "    I[2] = -7 % 2;\n"
+                    "    I[3] = ceildiv(x, 1000);\n"
+                    "    U[0] = u8(x);\n"
+                    "    U[1] = u8(250) + u8(10);\n"
+                    "    H[0] = f16(1.0) + f16(0.0004);\n"
+                    "    H[1] = f16(f32(x));\n"
+                    "    let v = alloc_fragment([4, 8], f32);\n"
+                    "    let r = alloc_fragment([4], f32);\n"
+                    "    for i, j in parallel(4, 8) {\n"
+                    "        v[i, j] = f32(i * 8 + j);\n"
+                    "    }\n"
+                    "    fill(r, 100.0);\n"
+                    "    reduce_sum(v, r, clear = false);\n"
+                    "    copy(r, S[0]);\n"
+                    "    reduce_max(v, r);\n"
+                    "    copy(r, S[4]);\n"
+                    "}\n";
+  int32_t I[8 + GUARD] = {0};
+  uint8_t U[8 + GUARD] = {0};
+  uint16_t H[8 + GUARD] = {0};
+  float S[8 + GUARD] = {0};
+  InterpArg args[] = {{.name = "I", .data = I}, {.name = "U", .data = U}, {.name = "H", .data = H},
+                      {.name = "S", .data = S}, {.name = "N", .i = 8},    {.name = "x", .i = 2147483647}};
+  char msg[4096] = "";
+  bool ok = run_source("sem.tl", src, strlen(src), NULL, 0, "sem", args, 6, msg, sizeof msg);
+  CHECK(ok, "%s", msg);
+  CHECK(I[0] == INT32_MIN, "x + 1 wraps: %d", I[0]);
+  CHECK(I[1] == -3 && I[2] == -1, "division truncates: %d %d", I[1], I[2]);
+  CHECK(I[3] == -2147482, "ceildiv(x, 1000) is (x + 999) / 1000, wrapped: %d", I[3]);
+  CHECK(U[0] == 255 && U[1] == 4, "u8 truncates and wraps: %d %d", U[0], U[1]);
+  CHECK(H[0] == 0x3c00, "1 + 0.0004 rounds to 1 in f16: 0x%04x", H[0]);
+  CHECK(H[1] == 0x7c00, "2^31 is +inf in f16: 0x%04x", H[1]);
+  for (int i = 0; i < 4; i++) {
+    float sum = 100, mx = 0;
+    for (int j = 0; j < 8; j++) {
+      sum += (float)(i * 8 + j);
+      mx = fmaxf(mx, (float)(i * 8 + j));
+    }
+    CHECK(S[i] == sum, "reduce_sum with clear = false, row %d: %g, expected %g", i, S[i], sum);
+    CHECK(S[4 + i] == mx, "reduce_max row %d: %g, expected %g", i, S[4 + i], mx);
+  }
+}
+
+/* copy between tiles converts to the destination's type (f32 -> f16 rounds to nearest even); a tile
+ * placed before a tensor's start (negative origin) reads zeros there and writes nothing there. */
+static void test_copy_edges(void)
+{
+  const char *src = "kernel edges(X: f32[N], H: f16[N], Z: f32[N], o: i32) grid(1) threads(32) {\n"
+                    "    let x = alloc_fragment([8], f32);\n"
+                    "    let s = alloc_shared([8], f16);\n"
+                    "    copy(X[o], x);\n"
+                    "    copy(x, s);\n"
+                    "    copy(s, H[o]);\n"
+                    "    copy(x, Z[0]);\n"
+                    "}\n";
+  float X[6 + GUARD] = {1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-20f, 2, 3, 4, 5};
+  uint16_t H[6 + GUARD];
+  float Z[6 + GUARD];
+  for (int i = 0; i < 6 + GUARD; i++) {
+    H[i] = GUARD_BITS;
+    Z[i] = -1234.5f;
+  }
+  InterpArg args[] = {{.name = "X", .data = X},
+                      {.name = "H", .data = H},
+                      {.name = "Z", .data = Z},
+                      {.name = "N", .i = 6},
+                      {.name = "o", .i = -3}};
+  char msg[4096] = "";
+  bool ok = run_source("edges.tl", src, strlen(src), NULL, 0, "edges", args, 5, msg, sizeof msg);
+  CHECK(ok, "%s", msg);
+  /* x = [0, 0, 0, X[0], X[1], X[2], X[3], X[4]]; H[0..5) = s[3..8) */
+  CHECK(H[0] == 0x3c00, "1 + 2^-11 is a tie: rounds to even, 1.0: 0x%04x", H[0]);
+  CHECK(H[1] == 0x3c01, "1 + 2^-11 + 2^-20 rounds up: 0x%04x", H[1]);
+  CHECK(H[2] == 0x4000 && H[4] == 0x4400, "2 and 4 exactly: 0x%04x 0x%04x", H[2], H[4]);
+  CHECK(H[5] == GUARD_BITS, "H[5] is past the tile's end (x[8]): not written: 0x%04x", H[5]);
+  CHECK(Z[0] == 0 && Z[2] == 0 && Z[3] == X[0] && Z[5] == X[2], "zeros before X's start: %g %g %g %g", Z[0],
+        Z[2], Z[3], Z[5]);
+  check_guards_16("edges H", H, 6);
+  check_guards_f32("edges Z", Z, 6);
+}
+
+int main(void)
+{
+  test_vector_add(1000);
+  test_vector_add(5000); /* two blocks of 4096, the second ragged */
+  test_saxpy(1000);
+  const char *acts = TILEC_SOURCE_DIR "/stdlib/activations.tl";
+  test_activation(TILEC_SOURCE_DIR "/examples/gelu.tl", "gelu_f16", "f16", 3000, gelu_tanh, 1e-3);
+  test_activation(acts, "silu_bf16", "bf16", 1500, silu, 8e-3);
+  test_activation(acts, "gelu_erf_f32", "f32", 2500, gelu_erf, 1e-6);
+  test_activation(acts, "relu_f32", "f32", 1000, relu, 0);
+  test_softmax("f16", 37, 1000, "1024"); /* rows in one piece: the pipelined path */
+  test_softmax("f16", 37, 1000, "256");  /* rows streamed through tiles: the serial path */
+  test_softmax("bf16", 5, 300, "512");
+  test_softmax("f32", 9, 1000, "256");
+  test_rmsnorm(7, 1000, "1024");
+  test_rmsnorm(7, 1000, "256");
+  test_layernorm(8, 1000, "1024");
+  test_layernorm(8, 1000, "256");
+  const char *matmul = TILEC_SOURCE_DIR "/examples/matmul.tl", *gemm = TILEC_SOURCE_DIR "/stdlib/gemm.tl";
+  test_gemm(matmul, "matmul", "f16", 37, 100, 70, false, false);
+  test_gemm(matmul, "matmul", "bf16", 37, 100, 70, false, false);
+  test_gemm(matmul, "matmul", "f16", 64, 64, 32, false, false); /* whole tiles */
+  test_gemm(gemm, "gemm_nt", "f16", 37, 100, 70, false, true);
+  test_gemm(gemm, "gemm_tn", "bf16", 45, 72, 50, true, false);
+  test_gemm(gemm, "gemm_nn", "f16", 33, 64, 16, false, false);
+  test_gemm_bias_gelu(37, 100, 70);
+  test_gemm_softmax(37, 50, 70);  /* one tile of columns */
+  test_gemm_softmax(37, 150, 40); /* three, the last ragged: the second pass */
+  test_checks();
+  test_semantics();
+  test_copy_edges();
+  printf("test_interp: %d checks, %d failures\n", checks, failures);
+  return failures != 0;
+}
