@@ -91,20 +91,6 @@ static const char *index_text(char *buf, size_t cap, const int64_t *idx, int n)
 
 static const Val zero;
 
-/* x wrapped to integer type t (bool: x != 0). */
-static int64_t wrap(TypeKind t, int64_t x)
-{
-  int bits = type_bits(t);
-  if (t == TY_BOOL)
-    return x != 0;
-  if (bits >= 64)
-    return x;
-  uint64_t mask = ((uint64_t)1 << bits) - 1, u = (uint64_t)x & mask;
-  if (type_is_signed(t) && (u >> (bits - 1)))
-    u |= ~mask;
-  return (int64_t)u;
-}
-
 /* x rounded to float type t, to nearest even; f16 and bf16 through f32, as the
  * GPU narrows an f32 result. */
 static double round_to(TypeKind t, double x)
@@ -153,9 +139,9 @@ static Val convert(TypeKind from, TypeKind to, Val v)
       r.i = bits == 64 ? (type_is_signed(to) ? INT64_MAX : (int64_t)UINT64_MAX) : (int64_t)hi;
     else
       r.i = type_is_signed(to) || x < 0x1p63 ? (int64_t)x : (int64_t)(uint64_t)x;
-    r.i = wrap(to, r.i);
+    r.i = type_wrap_int(to, r.i);
   } else {
-    r.i = wrap(to, v.i);
+    r.i = type_wrap_int(to, v.i);
   }
   return r;
 }
@@ -284,7 +270,7 @@ static Val int_binary(Interp *in, const Expr *e, TypeKind t, Val a, Val b)
   case OP_SUB: r.i = (int64_t)(a.u - b.u); break;
   case OP_MUL: r.i = (int64_t)(a.u * b.u); break;
   case OP_CEILDIV: /* (a + b - 1) / b */
-    a.i = wrap(t, (int64_t)(a.u + b.u - 1));
+    a.i = type_wrap_int(t, (int64_t)(a.u + b.u - 1));
     /* fall through */
   case OP_DIV:
   case OP_MOD:
@@ -321,7 +307,7 @@ static Val int_binary(Interp *in, const Expr *e, TypeKind t, Val a, Val b)
   case OP_NE: return (Val){.i = a.i != b.i};
   default: DIE("operator '%s' on %s", op_spelling((OpKind)e->op), type_name(t));
   }
-  r.i = wrap(t, r.i);
+  r.i = type_wrap_int(t, r.i);
   return r;
 }
 
@@ -378,9 +364,9 @@ static Val unary(Interp *in, const Expr *e)
   Val a = eval(in, e->a);
   switch ((OpKind)e->op) {
   case OP_NEG:
-    return type_is_float(e->type) ? (Val){.f = -a.f} : (Val){.i = wrap(e->type, (int64_t)(0 - a.u))};
+    return type_is_float(e->type) ? (Val){.f = -a.f} : (Val){.i = type_wrap_int(e->type, (int64_t)(0 - a.u))};
   case OP_NOT: return (Val){.i = !a.i};
-  case OP_BNOT: return (Val){.i = wrap(e->type, ~a.i)};
+  case OP_BNOT: return (Val){.i = type_wrap_int(e->type, ~a.i)};
   default: DIE("unary operator %d", e->op);
   }
 }
@@ -414,7 +400,7 @@ static Val call(Interp *in, const Expr *e)
   case FN_FMA: r = t == TY_F64 ? fma(a, x[1].f, x[2].f) : fmaf((float)a, (float)x[1].f, (float)x[2].f); break;
   case FN_ABS:
     if (!type_is_float(t))
-      return (Val){.i = wrap(t, x[0].i < 0 ? (int64_t)(0 - x[0].u) : x[0].i)};
+      return (Val){.i = type_wrap_int(t, x[0].i < 0 ? (int64_t)(0 - x[0].u) : x[0].i)};
     r = fabs(a);
     break;
   default:
@@ -439,7 +425,7 @@ static Val eval(Interp *in, const Expr *e)
   if (in->failed)
     return zero;
   switch (e->kind) {
-  case EX_INT: return (Val){.i = wrap(e->type, e->i)};
+  case EX_INT: return (Val){.i = type_wrap_int(e->type, e->i)};
   case EX_FLOAT: return (Val){.f = round_to(e->type, e->f)};
   case EX_VAR: return in->vars[e->var];
   case EX_LOAD: return load(in, e);
@@ -585,7 +571,7 @@ static Val combine(ReduceKind op, TypeKind t, Val acc, Val x)
     return (Val){.f = round_to(t, r)};
   }
   switch (op) {
-  case RED_SUM: return (Val){.i = wrap(t, (int64_t)(acc.u + x.u))};
+  case RED_SUM: return (Val){.i = type_wrap_int(t, (int64_t)(acc.u + x.u))};
   case RED_MAX: return (s ? x.i > acc.i : x.u > acc.u) ? x : acc;
   case RED_MIN: return (s ? x.i < acc.i : x.u < acc.u) ? x : acc;
   }
@@ -746,7 +732,7 @@ static bool bind_args(Interp *in, const InterpArg *args, int nargs)
       continue;
     }
     TypeKind t = k->vars[h].type;
-    in->vars[h] = type_is_float(t) ? (Val){.f = round_to(t, a->f)} : (Val){.i = wrap(t, a->i)};
+    in->vars[h] = type_is_float(t) ? (Val){.f = round_to(t, a->f)} : (Val){.i = type_wrap_int(t, a->i)};
     if (k->vars[h].kind == VAR_SIZE && in->vars[h].i < 0) {
       fail(in, k->loc, "size '%s' is negative (%lld)", name, (long long)in->vars[h].i);
       return false;

@@ -4,21 +4,6 @@
 
 #include <math.h>
 
-/* Wraps v to the width and signedness of integer type t, as the GPU would. */
-static int64_t wrap_int(TypeKind t, int64_t v)
-{
-  switch (t) {
-  case TY_BOOL: return v != 0;
-  case TY_I8: return (int8_t)v;
-  case TY_I16: return (int16_t)v;
-  case TY_I32: return (int32_t)v;
-  case TY_U8: return (uint8_t)v;
-  case TY_U16: return (uint16_t)v;
-  case TY_U32: return (uint32_t)v;
-  default: return v;
-  }
-}
-
 static Expr *fold_cast(Arena *a, Expr *e)
 {
   Expr *x = e->a;
@@ -39,9 +24,9 @@ static Expr *fold_cast(Arena *a, Expr *e)
       return ex_int(a, TY_BOOL, x->f != 0);
     if (!(x->f > -9.2e18 && x->f < 9.2e18))
       return e; /* out of range: undefined, leave it to run time */
-    return ex_int(a, e->type, wrap_int(e->type, (int64_t)x->f));
+    return ex_int(a, e->type, type_wrap_int(e->type, (int64_t)x->f));
   }
-  return ex_int(a, e->type, wrap_int(e->type, x->i));
+  return ex_int(a, e->type, type_wrap_int(e->type, x->i));
 }
 
 typedef struct {
@@ -129,7 +114,7 @@ static Expr *fold_int_binary(FoldCtx *c, Expr *e, int64_t x, int64_t y)
   case OP_MAX: r = (s ? x > y : ux > uy) ? x : y; break;
   default: return e;
   }
-  return ex_int(a, e->type, op_is_comparison((OpKind)e->op) ? r : wrap_int(e->type, r));
+  return ex_int(a, e->type, op_is_comparison((OpKind)e->op) ? r : type_wrap_int(e->type, r));
 }
 
 static Expr *fold_float_binary(Arena *a, Expr *e, double x, double y)
@@ -174,7 +159,7 @@ static Expr *fold_one(void *ctx, Expr *e)
       if (e->op == OP_NEG && type_is_signed(e->type) && !fits_signed(e->type, -(__int128)x))
         return overflow(c, e, "negation");
       int64_t r = e->op == OP_NEG ? (int64_t)(0 - (uint64_t)x) : e->op == OP_NOT ? !x : ~x;
-      return ex_int(a, e->type, e->type == TY_BOOL ? (r & 1) : wrap_int(e->type, r));
+      return ex_int(a, e->type, e->type == TY_BOOL ? (r & 1) : type_wrap_int(e->type, r));
     }
     if (e->a->kind == EX_FLOAT && e->op == OP_NEG)
       return ex_float(a, e->type, -e->a->f);

@@ -117,10 +117,13 @@ typedef enum {
 
 const char *type_name(TypeKind t);
 int type_bits(TypeKind t);
-int type_bytes(TypeKind t);                       /* bool is stored as one byte */
+int type_bytes(TypeKind t);   /* bool is stored as one byte */
 bool type_is_float(TypeKind t);
-bool type_is_int(TypeKind t);                     /* i8..u64 */
+bool type_is_int(TypeKind t); /* i8..u64 */
 bool type_is_signed(TypeKind t);
+/* v wrapped to the width and signedness of integer type t, as the GPU would
+ * (bool: v != 0); other types: v.  The folder's and the interpreter's. */
+int64_t type_wrap_int(TypeKind t, int64_t v);
 TypeKind type_from_name(const char *s, size_t n); /* TY_VOID if unknown */
 
 /* ---------------------------------------------------------------- ir.c */

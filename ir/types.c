@@ -28,6 +28,20 @@ TypeKind type_from_name(const char *s, size_t n)
   return TY_VOID;
 }
 
+int64_t type_wrap_int(TypeKind t, int64_t v)
+{
+  switch (t) {
+  case TY_BOOL: return v != 0;
+  case TY_I8: return (int8_t)v;
+  case TY_I16: return (int16_t)v;
+  case TY_I32: return (int32_t)v;
+  case TY_U8: return (uint8_t)v;
+  case TY_U16: return (uint16_t)v;
+  case TY_U32: return (uint32_t)v;
+  default: return v;
+  }
+}
+
 static const struct {
   const char *spelling;
   bool cmp;
