@@ -43,7 +43,7 @@ const char *pass_name(int i, const char **group)
 
 bool pass_name_valid(const char *name)
 {
-  if (!strcmp(name, "all"))
+  if (!strcmp(name, "all") || !strcmp(name, "groups"))
     return true;
   for (int i = 0; i < NPASSES; i++)
     if (!strcmp(pipeline[i].name, name) || !strcmp(pipeline[i].group, name))

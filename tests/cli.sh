@@ -43,6 +43,14 @@ ok "$TILEC" "$ex/saxpy.tl" -o "$tmp/o3.ptx"
 cmp -s "$tmp/o0.ptx" "$tmp/o3.ptx" && { echo "FAIL: -O0 gives the PTX of -O3"; fail=1; }
 ok "$TILEC" --dump-after=layout "$ex/saxpy.tl" -o "$tmp/s.ptx"; quiet
 has '// ---- after layout' "$tmp/e"; lacks 'after lower-tiles' "$tmp/e"; has '.visible .entry saxpy(' "$tmp/s.ptx"
+# a step of the lower-tiles group, the group (its last step), and every group (what --emit=tir prints)
+ok "$TILEC" --dump-after=choose-swizzles "$ex/matmul.tl" -o "$tmp/m.ptx"; has '// ---- after choose-swizzles' "$tmp/e"
+has 'swizzled(128B)' "$tmp/e"; lacks 'after lower-tile-ops' "$tmp/e"
+ok "$TILEC" --dump-after=lower-tiles "$ex/saxpy.tl" -o "$tmp/s.ptx"; has '// ---- after lower-tiles' "$tmp/e"
+lacks 'after fold' "$tmp/e"; lacks 'after layout' "$tmp/e"
+ok "$TILEC" --dump-after=groups "$ex/saxpy.tl" -o "$tmp/s.ptx"; has '// ---- after plan-shared' "$tmp/e"
+lacks 'after fragments-to-locals' "$tmp/e"
+ok "$TILEC" --dump-after=all "$ex/saxpy.tl" -o "$tmp/s.ptx"; has '// ---- after drop-scratch-barriers' "$tmp/e"
 cp "$ex/saxpy.tl" "$tmp/copy.tl"; ok "$TILEC" "$tmp/copy.tl"; quiet
 has '.visible .entry saxpy(' "$tmp/copy.ptx"  # the default output name: FILE.ptx beside the input
 ok sh -c "cat '$ex/saxpy.tl' | '$TILEC' - -o -"; has '.visible .entry saxpy('
