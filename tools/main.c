@@ -40,7 +40,6 @@ static const char USAGE[] =
  * step, ..." wrapped; a group of one step of its name alone). */
 static const char *pass_list(char *buf, size_t size)
 {
-  size_t n = 0, line = 0;
   buf[0] = 0;
   for (int i = 0; i < pass_count(); i++) {
     const char *group, *prev = "", *next = "";
@@ -50,20 +49,20 @@ static const char *pass_list(char *buf, size_t size)
     if (i + 1 < pass_count())
       pass_name(i + 1, &next);
     bool first = strcmp(prev, group) != 0, last = strcmp(next, group) != 0;
-    char item[128];
+    size_t n = strlen(buf);
+    const char *line = strrchr(buf, '\n');
+    size_t column = n - (line ? (size_t)(line + 1 - buf) : 0);
     if (first && last && !strcmp(name, group))
-      snprintf(item, sizeof item, "%s", name);
+      snprintf(buf + n, size - n, "%24s%s", "", name);
+    else if (first)
+      snprintf(buf + n, size - n, "%24s%s: %s", "", group, name);
+    else if (column + 2 + strlen(name) > 88)
+      snprintf(buf + n, size - n, ",\n%26s%s", "", name);
     else
-      snprintf(item, sizeof item, first ? "%s: %s" : "%.0s%s", group, name);
-    if (first)
-      line = (size_t)snprintf(buf + n, size - n, "                        %s", item);
-    else if (line + strlen(item) + 2 > 88)
-      line = (size_t)snprintf(buf + n, size - n, ",\n                          %s", item) - 2;
-    else
-      line += (size_t)snprintf(buf + n, size - n, ", %s", item);
+      snprintf(buf + n, size - n, ", %s", name);
     n = strlen(buf);
     if (last && n + 1 < size)
-      buf[n++] = '\n', buf[n] = 0;
+      buf[n] = '\n', buf[n + 1] = 0;
   }
   return buf;
 }
