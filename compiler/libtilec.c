@@ -127,9 +127,6 @@ static tilec_result *result_new(const char *filename, Diags *d)
   return r;
 }
 
-/* The largest source tilec_compile and tilec_compile_file take, in bytes
- * (docs/language.md section 17); the CLI, tools/main.c, has the same limit. */
-#define MAX_SOURCE_BYTES ((size_t)16 << 20)
 
 /* What tilec_compile was asked, checked, with the defaults filled in. */
 typedef struct {
@@ -161,10 +158,10 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
   }
   if (!src)
     src = "";
-  if (len > MAX_SOURCE_BYTES) {
+  if (len > TILEC_MAX_SOURCE_BYTES) {
     d->src = NULL;
     d->src_len = 0;
-    error_at(d, NO_LOC, "source is larger than %zu bytes", MAX_SOURCE_BYTES);
+    error_at(d, NO_LOC, "source is larger than %zu bytes", TILEC_MAX_SOURCE_BYTES);
     return TILEC_ERR_SOURCE;
   }
   /* The lexer's end-of-input check (re2c:eof) fires on a NUL byte, and only
@@ -356,7 +353,8 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tile
   char *src = NULL;
   size_t len = 0;
   int err = EINVAL;
-  tl_read_status rs = path ? tl_read_file(path, MAX_SOURCE_BYTES, &src, &len, &err) : TL_READ_CANNOT_OPEN;
+  tl_read_status rs = path ? tl_read_file(path, TILEC_MAX_SOURCE_BYTES, &src, &len, &err)
+                           : TL_READ_CANNOT_OPEN;
   if (rs != TL_READ_OK) {
     /* a result with the one diagnostic, as for any other failure */
     Diags d;
@@ -364,7 +362,7 @@ tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tile
     if (!r)
       return TILEC_ERR_INVALID_ARGUMENT;
     if (rs == TL_READ_TOO_LARGE)
-      error_at(&d, NO_LOC, "cannot read '%s': source is larger than %zu bytes", path, MAX_SOURCE_BYTES);
+      error_at(&d, NO_LOC, "cannot read '%s': source is larger than %zu bytes", path, TILEC_MAX_SOURCE_BYTES);
     else
       error_at(&d, NO_LOC, "cannot read '%s': %s", path ? path : "(null)", strerror(err));
     collect(r, &d);

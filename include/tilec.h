@@ -54,6 +54,10 @@ typedef struct {
 
 typedef struct tilec_result tilec_result;
 
+/* The largest source tilec_compile and tilec_compile_file take, in bytes (16 MiB);
+ * the CLI reads at most this much too. */
+#define TILEC_MAX_SOURCE_BYTES ((size_t)16 << 20)
+
 /* Compiles `len` bytes of source.  On return *out holds a result (also on
  * error, for its diagnostics) unless the status is TILEC_ERR_INVALID_ARGUMENT
  * with out == NULL.  Free it with tilec_result_free. */

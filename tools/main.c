@@ -78,11 +78,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
   return 1;
 }
 
-/* The largest source read, in bytes (docs/cli.md); tilec_compile_file in
- * compiler/libtilec.c has the same limit.  At most one byte more is read, so
- * that /dev/zero fails at once instead of filling memory. */
-#define MAX_SOURCE_BYTES ((size_t)16 << 20)
-
 /* Output errors: "cannot write 'x.ptx': ..." when the file cannot be opened or
  * put in place, "writing 'x.ptx': ..." when a write fails; -1. */
 static int output_error(const char *what, const char *path, int err)
@@ -330,11 +325,13 @@ static char *read_input(const char *input, size_t *len)
 {
   char *src;
   int err;
-  tl_read_status st = strcmp(input, "-") ? tl_read_file(input, MAX_SOURCE_BYTES, &src, len, &err)
-                                         : tl_read_fd(STDIN_FILENO, MAX_SOURCE_BYTES, &src, len, &err);
+  /* At most the library's limit (docs/cli.md), and one byte more, so that
+   * /dev/zero fails at once instead of filling memory. */
+  tl_read_status st = strcmp(input, "-") ? tl_read_file(input, TILEC_MAX_SOURCE_BYTES, &src, len, &err)
+                                         : tl_read_fd(STDIN_FILENO, TILEC_MAX_SOURCE_BYTES, &src, len, &err);
   if (st == TL_READ_TOO_LARGE)
     fprintf(stderr, "tilec: error: cannot read '%s': source is larger than %zu bytes\n", input,
-            MAX_SOURCE_BYTES);
+            TILEC_MAX_SOURCE_BYTES);
   else if (st != TL_READ_OK)
     fprintf(stderr, "tilec: error: cannot read '%s': %s\n", input, strerror(err));
   return src;
