@@ -92,17 +92,6 @@ static LLVMValueRef tile_offset_128b(Cg *cg, const Buffer *buf, Expr *const *idx
   return off;
 }
 
-/* K-major (rows are M or N, 128-byte rows along K): 8-row groups 1024 bytes
- * apart (SBO); LBO is not used by swizzled K-major layouts ("assumed 1").
- * MN-major (rows are K): 8-row groups 1024 bytes apart along K (SBO), panels of
- * 64 M or N elements R * 128 bytes apart (LBO). */
-void codegen_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo)
-{
-  int first = buf->stages > 0 ? 1 : 0;
-  *sbo = 8 * WGMMA_ROW_BYTES;
-  *lbo = mn_major ? (uint32_t)(buf->tile_shape[first] * WGMMA_ROW_BYTES) : 16;
-}
-
 LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
 {
   if (buf->swizzle == SWIZZLE_128B)

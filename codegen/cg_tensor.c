@@ -123,23 +123,16 @@ void emit_cp_wait(Cg *cg, int n)
 
 /* ---------------------------------------------------------------- wgmma (sm_90a) */
 
-uint64_t codegen_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo)
-{
-  const uint64_t swizzle_128b = 1;
-  return (uint64_t)((start & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
-         (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | swizzle_128b << 62;
-}
-
 /* The descriptor of the operand tile that starts at buf[idx]: its 32-bit shared
  * address, at run time, in the low bits of the layout's constant ones. */
 static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool mn_major)
 {
   uint32_t lbo, sbo;
-  codegen_wgmma_strides(&cg->k->bufs[buf], mn_major, &lbo, &sbo);
+  smem_wgmma_strides(&cg->k->bufs[buf], mn_major, &lbo, &sbo);
   LLVMValueRef addr = shared_addr(cg, buf, idx, nidx);
   addr = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, addr, LLVMConstInt(cg->t.i32, 0x3FFFF, 0), ""),
                        LLVMConstInt(cg->t.i32, 4, 0), "");
-  LLVMValueRef bits = LLVMConstInt(cg->t.i64, codegen_wgmma_desc(0, lbo, sbo), 0);
+  LLVMValueRef bits = LLVMConstInt(cg->t.i64, smem_wgmma_desc(0, lbo, sbo), 0);
   return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, addr, cg->t.i64, ""), bits, "");
 }
 

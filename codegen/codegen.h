@@ -26,17 +26,6 @@ typedef struct {
 /* "LLVM 19.1.7": the LLVM that codegen was built against. */
 const char *codegen_llvm_version(void);
 
-/* A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format" of
- * wgmma.mma_async): bits 0-13 the shared start address >> 4 (the address is
- * taken modulo 2^18), 16-29 the leading-dimension byte offset >> 4, 32-45 the
- * stride-dimension byte offset >> 4, 49-51 the base offset (0: every atom is
- * 1024-aligned), 62-63 the swizzle mode (1: 128-byte swizzle). */
-uint64_t codegen_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo);
-/* The leading- and stride-dimension byte offsets codegen puts in the
- * descriptors of a SWIZZLE_128B tile (ir.h) that wgmma reads as a K-major
- * (mn_major false) or MN-major operand (cg_expr.c, next to the layout). */
-void codegen_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo);
-
 /* Translates every kernel of m to LLVM IR text (after optimization) and/or PTX.
  * Either out pointer may be NULL.  Strings are malloc'd; the caller frees them.
  * Returns false, with an error in d at the offending kernel's location, on

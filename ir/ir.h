@@ -600,6 +600,24 @@ void ir_print_expr(StrBuf *sb, const Kernel *k, const Expr *e);
 void ir_print_kernel(StrBuf *sb, const Kernel *k);
 void ir_print_module(StrBuf *sb, const Module *m);
 
+/* ---------------------------------------------------------------- smem.c */
+
+/* The element offset of buf[idx[0..nidx)] in shared tile buf, within the tile
+ * (add .smem_offset for the block's byte): the stage and swizzle applied as
+ * SwizzleKind above says.  The indices are not checked.  codegen's tile_offset
+ * builds the same arithmetic in LLVM IR (test_codegen checks they agree). */
+int64_t smem_elem_offset(const Buffer *buf, const int64_t *idx, int nidx);
+/* A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format" of
+ * wgmma.mma_async): bits 0-13 the shared start address >> 4 (the address is
+ * taken modulo 2^18), 16-29 the leading-dimension byte offset >> 4, 32-45 the
+ * stride-dimension byte offset >> 4, 49-51 the base offset (0: every atom is
+ * 1024-aligned), 62-63 the swizzle mode (1: 128-byte swizzle). */
+uint64_t smem_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo);
+/* The leading- and stride-dimension byte offsets of the descriptors of a
+ * SWIZZLE_128B tile that wgmma reads as a K-major (mn_major false) or MN-major
+ * operand. */
+void smem_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo);
+
 /* ---------------------------------------------------------------- verify.c */
 
 /* What the IR may hold after a pipeline step (pipeline.c), in order: */

@@ -157,7 +157,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
  *
  * Each start is in a row r with r % 8 == 0, where the swizzle moves nothing, so
  * its address is the element's ordinary address (codegen's tile_offset), and
- * codegen adds the layout's strides (codegen_wgmma_desc).  One K tile:
+ * codegen adds the layout's strides (smem_wgmma_desc, ir/smem.c).  One K tile:
  *
  *   wgmma.fence                          acc was written by ordinary code (clear, epilogue)
  *   for kk in unrolled(K / 16):  wgmma   one instruction per 16 of K, same accumulator

@@ -714,7 +714,7 @@ static int canonical_mismatches(int64_t rows, int64_t cols, bool mn_major, int64
   Buffer buf = {
       .scope = SCOPE_SHARED, .elem = TY_F16, .rank = 2, .swizzle = SWIZZLE_128B, .tile_shape = {rows, cols}};
   uint32_t lbo, sbo;
-  codegen_wgmma_strides(&buf, mn_major, &lbo, &sbo);
+  smem_wgmma_strides(&buf, mn_major, &lbo, &sbo);
   const int64_t base = 7 * 1024;
   int bad = 0;
   int64_t start = base + (mn_major ? sw128_byte(rows, k0, mn0) : sw128_byte(rows, mn0, k0));
@@ -750,9 +750,8 @@ static void test_wgmma(void)
 {
   test_wgmma_canonical();
   /* Descriptor fields (PTX ISA, wgmma "Matrix Descriptor Format"). */
-  CHECK(codegen_wgmma_desc(0x2420, 16, 1024) == (0x242ull | 1ull << 16 | 64ull << 32 | 1ull << 62), "desc");
-  CHECK(codegen_wgmma_desc(0x40000 + 0x400, 8192, 1024) ==
-            (0x40ull | 512ull << 16 | 64ull << 32 | 1ull << 62),
+  CHECK(smem_wgmma_desc(0x2420, 16, 1024) == (0x242ull | 1ull << 16 | 64ull << 32 | 1ull << 62), "desc");
+  CHECK(smem_wgmma_desc(0x40000 + 0x400, 8192, 1024) == (0x40ull | 512ull << 16 | 64ull << 32 | 1ull << 62),
         "desc: the start address is taken modulo 2^18");
   Arena *a = arena_new();
   Module *m = module_of(a, 1, build_wgmma(a));
@@ -768,7 +767,7 @@ static void test_wgmma(void)
           "commit, wait");
     CHECK(contains(ptx, "fence.proxy.async.shared::cta;"), "proxy fence");
     char bits[32];
-    snprintf(bits, sizeof bits, "%llu;", (unsigned long long)codegen_wgmma_desc(0, 8192, 1024));
+    snprintf(bits, sizeof bits, "%llu;", (unsigned long long)smem_wgmma_desc(0, 8192, 1024));
     CHECK(contains(ptx, bits), "B's descriptor bits %s (LBO 8192, SBO 1024, 128-byte swizzle)", bits);
     /* Every chunk's store lands where the layout says:
      *   mov.u16 %rsN, VALUE;  st.shared.u16 [wg$smem+OFF], %rsN; */
@@ -932,6 +931,40 @@ static void test_swizzle_lines(void)
   free(off);
 }
 
+/* ir/smem.c's smem_elem_offset, the integer offsets the interpreter uses, equals
+ * what codegen's tile_offset builds, element by element, for every layout. */
+static void test_smem_twin(void)
+{
+  static const struct {
+    TypeKind t;
+    SwizzleKind sw;
+    int stages;
+    int64_t rows, cols;
+  } tiles[] = {
+      {TY_F16, SWIZZLE_NONE, 0, 8, 24},    {TY_F32, SWIZZLE_NONE, 3, 4, 10},
+      {TY_F16, SWIZZLE_LINES, 0, 128, 32}, {TY_F16, SWIZZLE_LINES, 3, 64, 32},
+      {TY_F32, SWIZZLE_LINES, 2, 16, 8},   {TY_BF16, SWIZZLE_LINES, 2, 32, 128},
+      {TY_F16, SWIZZLE_128B, 0, 64, 64},   {TY_F16, SWIZZLE_128B, 0, 16, 128},
+      {TY_BF16, SWIZZLE_128B, 2, 64, 192}, {TY_F16, SWIZZLE_128B, 4, 128, 64},
+  };
+  for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+    Buffer buf = lines_tile(tiles[i].t, tiles[i].sw, tiles[i].stages, tiles[i].rows, tiles[i].cols);
+    int64_t *off = tile_offsets(&buf), n = buffer_elems(&buf), bad = 0;
+    CHECK(off != NULL, "tile %zu: not constant", i);
+    for (int64_t e = 0; off && e < n; e++) {
+      int64_t idx[TL_MAX_RANK], rest = e;
+      for (int d = buf.rank - 1; d >= 0; d--) {
+        idx[d] = rest % buf.tile_shape[d];
+        rest /= buf.tile_shape[d];
+      }
+      bad += smem_elem_offset(&buf, idx, buf.rank) != off[e];
+    }
+    CHECK(!bad, "tile %zu (%s, swizzle %d, %d stages): %ld offsets differ from codegen's", i,
+          type_name(tiles[i].t), (int)tiles[i].sw, tiles[i].stages, (long)bad);
+    free(off);
+  }
+}
+
 /* A grid the host cannot compute from the metadata: an error, not a crash. */
 static void test_errors(void)
 {
@@ -1080,6 +1113,7 @@ int main(void)
   test_threads();
   test_wgmma();
   test_swizzle_lines();
+  test_smem_twin();
   test_fatal_contained();
   if (failures) {
     fprintf(stderr, "test_codegen: %d failures\n", failures);
