@@ -21,6 +21,34 @@
 #include "fe.h" /* ConstDef */
 #include "ir.h"
 
+/* ---------------------------------------------------------------- value.c */
+
+/* One value of a .tl type: integers and bool in .i (wrapped to the type, then
+ * sign- or zero-extended), floats in .f (a double holding a value of the type
+ * exactly).  Both levels compute with these functions only. */
+typedef union {
+  int64_t i;
+  uint64_t u;
+  double f;
+} Val;
+
+typedef enum { VAL_OK, VAL_DIV_ZERO, VAL_BAD_SHIFT } ValStatus;
+
+double val_round(TypeKind t, double x);             /* to float type t, to nearest even (f16/bf16 via f32) */
+Val val_convert(TypeKind from, TypeKind to, Val v); /* a cast (docs/language.md, "Casts") */
+Val val_from_bits(TypeKind t, uint64_t bits);       /* the storage bits of a t (little-endian) */
+uint64_t val_bits(TypeKind t, Val v);               /* v holds a t already: exact */
+Val val_load(TypeKind t, const void *data, int64_t off); /* element off of an array of t */
+void val_store(TypeKind t, void *data, int64_t off, Val v);
+/* Integer binary operators and comparisons of type t (shift amounts already of type t). */
+ValStatus val_int_binary(OpKind op, TypeKind t, Val a, Val b, Val *out);
+Val val_float_binary(OpKind op, TypeKind t, double a, double b);
+Val val_unary(OpKind op, TypeKind t, Val a);
+/* The math intrinsics; false for the lowering's own (shfl.bfly). */
+bool val_intrinsic(IntrinsicKind fn, TypeKind t, const Val *x, Val *out);
+/* One step of a reduction in type t. */
+Val val_combine(ReduceKind op, TypeKind t, Val acc, Val x);
+
 /* ---------------------------------------------------------------- compile.c */
 
 /* Parses and checks src (len bytes, any terminator) and specializes every kernel

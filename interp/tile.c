@@ -6,12 +6,9 @@
  * lvm.c: one switch over statement kinds (exec) and one over expression kinds
  * (eval), each case a few lines, the tile operations in functions of their own.
  *
- * Values.  Every value is a Val: integers and bool in .i, wrapped to their type's
- * width and sign- or zero-extended to 64 bits (so u32 0xffffffff is 4294967295),
- * floats in .f as a double that holds a value of their type exactly (an f16 value
- * is rounded to f16 whenever it is made: by an operation, done in f32 and rounded
- * once, by a cast, by a store).  + - * / and sqrt done in double and rounded to
- * f32 give the correctly rounded f32 result, as the GPU's .rn instructions do.
+ * Values.  Every value is a Val, and every operation on one is value.c's, which
+ * the thread level (thread.c) shares: integers wrapped to their width, floats
+ * rounded to their type whenever they are made.
  *
  * Memory.  A global tensor is the caller's array in its storage type.  A shared,
  * fragment or local tile is an array of Val of the tile's shape, one per block
@@ -25,18 +22,10 @@
  * in->failed; eval returns a zero Val from then on and exec returns false. */
 #include "interp.h"
 
-#include "tilec_runtime.h" /* f16 and bf16 conversions */
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef union {
-  int64_t i;
-  uint64_t u;
-  double f;
-} Val;
 
 /* A buffer's storage for the run: a tile's elements and written bits (this
  * block's), or a tensor's data and extents. */
@@ -87,109 +76,9 @@ static const char *index_text(char *buf, size_t cap, const int64_t *idx, int n)
   return buf;
 }
 
-/* ---------------------------------------------------------------- values */
-
 static const Val zero;
 
-/* x rounded to float type t, to nearest even; f16 and bf16 through f32, as the
- * GPU narrows an f32 result. */
-static double round_to(TypeKind t, double x)
-{
-  switch (t) {
-  case TY_F16: return tl_f16_to_float(tl_f16_from_float((float)x));
-  case TY_BF16: return tl_bf16_to_float(tl_bf16_from_float((float)x));
-  case TY_F32: return (float)x;
-  default: return x;
-  }
-}
-
-/* A cast (docs/language.md, "Casts"). */
-static Val convert(TypeKind from, TypeKind to, Val v)
-{
-  Val r;
-  if (from == to)
-    return v;
-  if (to == TY_BOOL) {
-    r.i = type_is_float(from) ? v.f != 0 : v.i != 0;
-  } else if (type_is_float(to) && type_is_float(from)) {
-    r.f = from == TY_F64 && to == TY_F16    ? tl_f16_to_float(tl_f16_from_double(v.f))
-          : from == TY_F64 && to == TY_BF16 ? tl_bf16_to_float(tl_bf16_from_double(v.f))
-                                            : round_to(to, v.f);
-  } else if (type_is_float(to)) {
-    bool s = from != TY_BOOL && type_is_signed(from);
-    if (to == TY_F64)
-      r.f = s ? (double)v.i : (double)v.u;
-    else
-      r.f = round_to(to, s ? (float)v.i : (float)v.u);
-  } else if (type_is_float(from)) {
-    /* toward zero; the language leaves out-of-range values undefined: saturate, as cvt.rzi does */
-    double x = trunc(v.f), lo = 0, hi;
-    int bits = type_bits(to);
-    if (type_is_signed(to)) {
-      lo = -ldexp(1, bits - 1);
-      hi = ldexp(1, bits - 1) - 1;
-    } else {
-      hi = ldexp(1, bits) - 1;
-    }
-    if (x != x)
-      r.i = 0;
-    else if (x <= lo)
-      r.i = type_is_signed(to) ? (bits == 64 ? INT64_MIN : (int64_t)lo) : 0;
-    else if (x >= hi)
-      r.i = bits == 64 ? (type_is_signed(to) ? INT64_MAX : (int64_t)UINT64_MAX) : (int64_t)hi;
-    else
-      r.i = type_is_signed(to) || x < 0x1p63 ? (int64_t)x : (int64_t)(uint64_t)x;
-    r.i = type_wrap_int(to, r.i);
-  } else {
-    r.i = type_wrap_int(to, v.i);
-  }
-  return r;
-}
-
 /* ---------------------------------------------------------------- memory */
-
-static Val tensor_get(TypeKind t, const void *data, int64_t off)
-{
-  Val v = zero;
-  switch (t) {
-  case TY_BOOL: v.i = ((const uint8_t *)data)[off] != 0; break;
-  case TY_I8: v.i = ((const int8_t *)data)[off]; break;
-  case TY_I16: v.i = ((const int16_t *)data)[off]; break;
-  case TY_I32: v.i = ((const int32_t *)data)[off]; break;
-  case TY_I64: v.i = ((const int64_t *)data)[off]; break;
-  case TY_U8: v.i = ((const uint8_t *)data)[off]; break;
-  case TY_U16: v.i = ((const uint16_t *)data)[off]; break;
-  case TY_U32: v.i = ((const uint32_t *)data)[off]; break;
-  case TY_U64: v.u = ((const uint64_t *)data)[off]; break;
-  case TY_F16: v.f = tl_f16_to_float(((const uint16_t *)data)[off]); break;
-  case TY_BF16: v.f = tl_bf16_to_float(((const uint16_t *)data)[off]); break;
-  case TY_F32: v.f = ((const float *)data)[off]; break;
-  case TY_F64: v.f = ((const double *)data)[off]; break;
-  default: DIE("tensor of type %s", type_name(t));
-  }
-  return v;
-}
-
-/* v holds a value of type t already (rounded, wrapped): the conversions here are exact. */
-static void tensor_put(TypeKind t, void *data, int64_t off, Val v)
-{
-  switch (t) {
-  case TY_BOOL: ((uint8_t *)data)[off] = v.i != 0; break;
-  case TY_I8: ((int8_t *)data)[off] = (int8_t)v.i; break;
-  case TY_I16: ((int16_t *)data)[off] = (int16_t)v.i; break;
-  case TY_I32: ((int32_t *)data)[off] = (int32_t)v.i; break;
-  case TY_I64: ((int64_t *)data)[off] = v.i; break;
-  case TY_U8: ((uint8_t *)data)[off] = (uint8_t)v.i; break;
-  case TY_U16: ((uint16_t *)data)[off] = (uint16_t)v.i; break;
-  case TY_U32: ((uint32_t *)data)[off] = (uint32_t)v.i; break;
-  case TY_U64: ((uint64_t *)data)[off] = v.u; break;
-  case TY_F16: ((uint16_t *)data)[off] = tl_f16_from_double(v.f); break;
-  case TY_BF16: ((uint16_t *)data)[off] = tl_bf16_from_double(v.f); break;
-  case TY_F32: ((float *)data)[off] = (float)v.f; break;
-  case TY_F64: ((double *)data)[off] = v.f; break;
-  default: DIE("tensor of type %s", type_name(t));
-  }
-}
 
 /* The row-major offset of idx[0..rank) in buffer b, or -1 (and an error) if an
  * index is outside it. */
@@ -225,7 +114,7 @@ static Val read_at(Interp *in, SrcLoc loc, int b, int64_t off, const int64_t *id
   const Buffer *B = &in->k->bufs[b];
   Store *S = &in->bufs[b];
   if (B->scope == SCOPE_GLOBAL)
-    return tensor_get(B->elem, S->data, off);
+    return val_load(B->elem, S->data, off);
   if (!S->written[off]) {
     char t[96];
     fail(in, loc, "%s '%s'%s is read before anything wrote it", scope_name(B->scope), B->name,
@@ -240,7 +129,7 @@ static void write_at(Interp *in, int b, int64_t off, Val v)
   const Buffer *B = &in->k->bufs[b];
   Store *S = &in->bufs[b];
   if (B->scope == SCOPE_GLOBAL) {
-    tensor_put(B->elem, S->data, off, v);
+    val_store(B->elem, S->data, off, v);
     return;
   }
   S->v[off] = v;
@@ -259,84 +148,6 @@ static bool eval_indices(Interp *in, Expr *const *args, int n, int64_t *idx)
   return !in->failed;
 }
 
-static Val int_binary(Interp *in, const Expr *e, TypeKind t, Val a, Val b)
-{
-  bool s = t != TY_BOOL && type_is_signed(t);
-  int bits = type_bits(t);
-  int64_t min = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
-  Val r = zero;
-  switch ((OpKind)e->op) {
-  case OP_ADD: r.i = (int64_t)(a.u + b.u); break;
-  case OP_SUB: r.i = (int64_t)(a.u - b.u); break;
-  case OP_MUL: r.i = (int64_t)(a.u * b.u); break;
-  case OP_CEILDIV: /* (a + b - 1) / b */
-    a.i = type_wrap_int(t, (int64_t)(a.u + b.u - 1));
-    /* fall through */
-  case OP_DIV:
-  case OP_MOD:
-    if (b.i == 0) {
-      fail(in, e->loc, "integer division by zero in '%s'", op_spelling((OpKind)e->op));
-      return zero;
-    }
-    if (s && a.i == min && b.i == -1)
-      r.i = e->op == OP_MOD ? 0 : a.i; /* wraps */
-    else if (s)
-      r.i = e->op == OP_MOD ? a.i % b.i : a.i / b.i;
-    else
-      r.u = e->op == OP_MOD ? a.u % b.u : a.u / b.u;
-    break;
-  case OP_SHL:
-  case OP_SHR:
-    if (b.i < 0 || b.i >= bits) {
-      fail(in, e->loc, "shift by %lld is out of range for %s (0 to %d)", (long long)b.i, type_name(t),
-           bits - 1);
-      return zero;
-    }
-    r.i = e->op == OP_SHL ? (int64_t)(a.u << b.i) : s ? a.i >> b.i : (int64_t)(a.u >> b.i);
-    break;
-  case OP_BAND: r.i = a.i & b.i; break;
-  case OP_BOR: r.i = a.i | b.i; break;
-  case OP_BXOR: r.i = a.i ^ b.i; break;
-  case OP_MIN: r = (s ? a.i < b.i : a.u < b.u) ? a : b; break;
-  case OP_MAX: r = (s ? a.i > b.i : a.u > b.u) ? a : b; break;
-  case OP_LT: return (Val){.i = s ? a.i < b.i : a.u < b.u};
-  case OP_LE: return (Val){.i = s ? a.i <= b.i : a.u <= b.u};
-  case OP_GT: return (Val){.i = s ? a.i > b.i : a.u > b.u};
-  case OP_GE: return (Val){.i = s ? a.i >= b.i : a.u >= b.u};
-  case OP_EQ: return (Val){.i = a.i == b.i};
-  case OP_NE: return (Val){.i = a.i != b.i};
-  default: DIE("operator '%s' on %s", op_spelling((OpKind)e->op), type_name(t));
-  }
-  r.i = type_wrap_int(t, r.i);
-  return r;
-}
-
-/* f16 and bf16 operate in f32 and round once (round_to); f32 and f64 as IEEE. */
-static Val float_binary(const Expr *e, TypeKind t, double a, double b)
-{
-  TypeKind work = t == TY_F64 ? TY_F64 : TY_F32;
-  double r;
-  switch ((OpKind)e->op) {
-  case OP_ADD: r = a + b; break;
-  case OP_SUB: r = a - b; break;
-  case OP_MUL: r = a * b; break;
-  case OP_DIV: r = a / b; break;
-  case OP_MOD: r = fmod(a, b); break;
-  case OP_MIN: r = fmin(a, b); break;
-  case OP_MAX: r = fmax(a, b); break;
-  case OP_CEILDIV: r = ceil(round_to(work, a / b)); break;
-  /* ordered comparisons, except != (NaN != x is true, as in C) */
-  case OP_LT: return (Val){.i = a < b};
-  case OP_LE: return (Val){.i = a <= b};
-  case OP_GT: return (Val){.i = a > b};
-  case OP_GE: return (Val){.i = a >= b};
-  case OP_EQ: return (Val){.i = a == b};
-  case OP_NE: return (Val){.i = a != b};
-  default: DIE("operator '%s' on a float", op_spelling((OpKind)e->op));
-  }
-  return (Val){.f = round_to(t, round_to(work, r))};
-}
-
 static Val binary(Interp *in, const Expr *e)
 {
   TypeKind t = e->a->type;
@@ -353,61 +164,34 @@ static Val binary(Interp *in, const Expr *e)
   if (e->op == OP_LAND || e->op == OP_LOR)
     return (Val){.i = b.i != 0};
   if (e->op == OP_SHL || e->op == OP_SHR)
-    b = convert(e->b->type, t, b);
+    b = val_convert(e->b->type, t, b);
   if (type_is_float(t))
-    return float_binary(e, t, a.f, b.f);
-  return int_binary(in, e, t, a, b);
-}
-
-static Val unary(Interp *in, const Expr *e)
-{
-  Val a = eval(in, e->a);
-  switch ((OpKind)e->op) {
-  case OP_NEG:
-    return type_is_float(e->type) ? (Val){.f = -a.f} : (Val){.i = type_wrap_int(e->type, (int64_t)(0 - a.u))};
-  case OP_NOT: return (Val){.i = !a.i};
-  case OP_BNOT: return (Val){.i = type_wrap_int(e->type, ~a.i)};
-  default: DIE("unary operator %d", e->op);
+    return val_float_binary((OpKind)e->op, t, a.f, b.f);
+  Val r = zero;
+  switch (val_int_binary((OpKind)e->op, t, a, b, &r)) {
+  case VAL_OK: break;
+  case VAL_DIV_ZERO: fail(in, e->loc, "integer division by zero in '%s'", op_spelling((OpKind)e->op)); break;
+  case VAL_BAD_SHIFT:
+    fail(in, e->loc, "shift by %lld is out of range for %s (0 to %d)", (long long)b.i, type_name(t),
+         type_bits(t) - 1);
+    break;
   }
+  return r;
 }
 
-/* The intrinsics, computed in double and rounded once to the result's type:
- * the exact values the GPU's approximations approach (codegen/cg_math.c). */
+static Val unary(Interp *in, const Expr *e) { return val_unary((OpKind)e->op, e->type, eval(in, e->a)); }
+
+/* The intrinsics (value.c). */
 static Val call(Interp *in, const Expr *e)
 {
-  Val x[3] = {zero, zero, zero};
+  Val x[3] = {zero, zero, zero}, r = zero;
   for (int i = 0; i < e->nargs && i < 3; i++)
     x[i] = eval(in, e->args[i]);
   if (in->failed)
     return zero;
-  TypeKind t = e->type;
-  double a = x[0].f, r;
-  switch ((IntrinsicKind)e->op) {
-  case FN_EXP: r = exp(a); break;
-  case FN_EXP2: r = exp2(a); break;
-  case FN_LOG: r = log(a); break;
-  case FN_LOG2: r = log2(a); break;
-  case FN_SQRT: r = sqrt(a); break;
-  case FN_RSQRT: r = 1 / sqrt(a); break;
-  case FN_TANH: r = tanh(a); break;
-  case FN_SIN: r = sin(a); break;
-  case FN_COS: r = cos(a); break;
-  case FN_ERF: r = erf(a); break;
-  case FN_FLOOR: r = floor(a); break;
-  case FN_CEIL: r = ceil(a); break;
-  case FN_SIGMOID: r = 1 / (1 + exp(-a)); break;
-  case FN_POW: r = pow(a, x[1].f); break;
-  case FN_FMA: r = t == TY_F64 ? fma(a, x[1].f, x[2].f) : fmaf((float)a, (float)x[1].f, (float)x[2].f); break;
-  case FN_ABS:
-    if (!type_is_float(t))
-      return (Val){.i = type_wrap_int(t, x[0].i < 0 ? (int64_t)(0 - x[0].u) : x[0].i)};
-    r = fabs(a);
-    break;
-  default:
+  if (!val_intrinsic((IntrinsicKind)e->op, e->type, x, &r))
     fail(in, e->loc, "'%s' is a thread-level intrinsic", intrinsic_name((IntrinsicKind)e->op));
-    return zero;
-  }
-  return (Val){.f = round_to(t, r)};
+  return r;
 }
 
 static Val load(Interp *in, const Expr *e)
@@ -426,13 +210,13 @@ static Val eval(Interp *in, const Expr *e)
     return zero;
   switch (e->kind) {
   case EX_INT: return (Val){.i = type_wrap_int(e->type, e->i)};
-  case EX_FLOAT: return (Val){.f = round_to(e->type, e->f)};
+  case EX_FLOAT: return (Val){.f = val_round(e->type, e->f)};
   case EX_VAR: return in->vars[e->var];
   case EX_LOAD: return load(in, e);
   case EX_UNARY: return unary(in, e);
   case EX_BINARY: return binary(in, e);
   case EX_CALL: return call(in, e);
-  case EX_CAST: return convert(e->a->type, e->type, eval(in, e->a));
+  case EX_CAST: return val_convert(e->a->type, e->type, eval(in, e->a));
   case EX_SELECT: return eval(in, e->a).i ? eval(in, e->b) : eval(in, e->c); /* only the side chosen */
   case EX_ALIGNED: fail(in, e->loc, "an alignment test is thread-level IR"); return zero;
   }
@@ -507,7 +291,7 @@ static bool copy_tile(Interp *in, const Stmt *st)
     Val v = place(in, &src, t, r, &so) ? read_at(in, st->loc, src.buf, so, t) : zero; /* 0 in every type */
     if (in->failed)
       return false;
-    write_at(in, dst.buf, doff, convert(from, to, v));
+    write_at(in, dst.buf, doff, val_convert(from, to, v));
   } while (next_index(t, tile->tile_shape, r));
   return true;
 }
@@ -518,7 +302,7 @@ static bool fill_tile(Interp *in, const Stmt *st)
   Val v = eval(in, st->value);
   if (in->failed)
     return false;
-  v = convert(st->value->type, B->elem, v);
+  v = val_convert(st->value->type, B->elem, v);
   for (int64_t i = 0; i < in->bufs[st->buf].n; i++)
     write_at(in, st->buf, i, v);
   return true;
@@ -562,22 +346,6 @@ static bool gemm_tiles(Interp *in, const Stmt *st)
   return true;
 }
 
-/* One step of a reduction in type t: acc combined with x. */
-static Val combine(ReduceKind op, TypeKind t, Val acc, Val x)
-{
-  bool s = type_is_signed(t);
-  if (type_is_float(t)) {
-    double r = op == RED_SUM ? acc.f + x.f : op == RED_MAX ? fmax(acc.f, x.f) : fmin(acc.f, x.f);
-    return (Val){.f = round_to(t, r)};
-  }
-  switch (op) {
-  case RED_SUM: return (Val){.i = type_wrap_int(t, (int64_t)(acc.u + x.u))};
-  case RED_MAX: return (s ? x.i > acc.i : x.u > acc.u) ? x : acc;
-  case RED_MIN: return (s ? x.i < acc.i : x.u < acc.u) ? x : acc;
-  }
-  return acc;
-}
-
 /* dst = reduce(src) over dimension .dim, each element widened to dst's type and
  * combined in order; with .accumulate, combined with dst's old value too. */
 static bool reduce_tile(Interp *in, const Stmt *st)
@@ -594,9 +362,10 @@ static bool reduce_tile(Interp *in, const Stmt *st)
   const Val *src = in->bufs[st->src_buf].v;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
-      Val acc = convert(S->elem, D->elem, src[o * len * inner + i]);
+      Val acc = val_convert(S->elem, D->elem, src[o * len * inner + i]);
       for (int64_t j = 1; j < len; j++)
-        acc = combine(st->reduce, D->elem, acc, convert(S->elem, D->elem, src[(o * len + j) * inner + i]));
+        acc = val_combine(st->reduce, D->elem, acc,
+                          val_convert(S->elem, D->elem, src[(o * len + j) * inner + i]));
       int64_t off = o * inner + i;
       if (st->accumulate) {
         int64_t idx[TL_MAX_RANK];
@@ -604,7 +373,7 @@ static bool reduce_tile(Interp *in, const Stmt *st)
         Val old = read_at(in, st->loc, st->buf, off, idx);
         if (in->failed)
           return false;
-        acc = combine(st->reduce, D->elem, old, acc);
+        acc = val_combine(st->reduce, D->elem, old, acc);
       }
       write_at(in, st->buf, off, acc);
     }
@@ -645,12 +414,12 @@ static bool store(Interp *in, const Stmt *s, bool add)
   if (off < 0)
     return false;
   TypeKind t = in->k->bufs[s->buf].elem;
-  v = convert(s->value->type, t, v);
+  v = val_convert(s->value->type, t, v);
   if (add) {
     Val old = read_at(in, s->loc, s->buf, off, idx);
     if (in->failed)
       return false;
-    v = combine(RED_SUM, t, old, v);
+    v = val_combine(RED_SUM, t, old, v);
   }
   write_at(in, s->buf, off, v);
   return true;
@@ -732,7 +501,7 @@ static bool bind_args(Interp *in, const InterpArg *args, int nargs)
       continue;
     }
     TypeKind t = k->vars[h].type;
-    in->vars[h] = type_is_float(t) ? (Val){.f = round_to(t, a->f)} : (Val){.i = type_wrap_int(t, a->i)};
+    in->vars[h] = type_is_float(t) ? (Val){.f = val_round(t, a->f)} : (Val){.i = type_wrap_int(t, a->i)};
     if (k->vars[h].kind == VAR_SIZE && in->vars[h].i < 0) {
       fail(in, k->loc, "size '%s' is negative (%lld)", name, (long long)in->vars[h].i);
       return false;
