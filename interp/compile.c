@@ -1,7 +1,7 @@
-/* compile.c: .tl source -> specialized tile IR for the interpreter.  The same
- * front end as tilec_compile (compiler/libtilec.c), then only the pipeline's
- * first step: what comes after it (layouts, lowering) is the thread level's
- * business, and the tile level must see the operations as the user wrote them. */
+/* compile.c: .tl source -> IR for the interpreter.  The same front end as
+ * tilec_compile (compiler/libtilec.c), then for the tile level only the
+ * pipeline's first step (the tile level must see the operations as the user
+ * wrote them), for the thread level the whole pipeline, as codegen gets it. */
 #include "interp.h"
 
 #include "passes.h"
@@ -9,8 +9,9 @@
 
 #include <string.h>
 
-Module *interp_compile(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs, int ndefs,
-                       const char *kernel)
+/* The front end, then the pipeline through step `last` (NULL: all of it). */
+static Module *compile_through(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs,
+                               int ndefs, const char *kernel, const Target *target, const char *last)
 {
   /* The lexer needs a NUL at src[len] (see check_request in libtilec.c). */
   char *copy = arena_alloc(a, len + 1);
@@ -24,8 +25,22 @@ Module *interp_compile(Arena *a, Diags *d, const char *src, size_t len, const Co
   Module *m = sema_build(a, d, &p.kernels, defs, ndefs, kernel);
   if (!m)
     return NULL;
-  PassContext pc = {.arena = a, .diags = d, .target = target_default()};
-  return run_pipeline_through(&pc, m, "specialize") ? m : NULL;
+  PassContext pc = {.arena = a, .diags = d, .target = target ? target : target_default()};
+  if (last)
+    return run_pipeline_through(&pc, m, last) ? m : NULL;
+  return run_pipeline(&pc, m, NULL, NULL) ? m : NULL;
+}
+
+Module *interp_compile(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs, int ndefs,
+                       const char *kernel)
+{
+  return compile_through(a, d, src, len, defs, ndefs, kernel, NULL, "specialize");
+}
+
+Module *interp_compile_thread(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs,
+                              int ndefs, const char *kernel, const Target *target)
+{
+  return compile_through(a, d, src, len, defs, ndefs, kernel, target, NULL);
 }
 
 Kernel *interp_find_kernel(const Module *m, const char *name)

@@ -20,6 +20,7 @@
 
 #include "fe.h" /* ConstDef */
 #include "ir.h"
+#include "target.h"
 
 /* ---------------------------------------------------------------- value.c */
 
@@ -49,6 +50,15 @@ bool val_intrinsic(IntrinsicKind fn, TypeKind t, const Val *x, Val *out);
 /* One step of a reduction in type t. */
 Val val_combine(ReduceKind op, TypeKind t, Val acc, Val x);
 
+/* ---------------------------------------------------------------- launch.c */
+
+typedef struct InterpArg InterpArg;
+/* Matches args to k's parameters by name (each must name one, each parameter
+ * must have one, a tensor's with data): sizes, scalars and constants into
+ * vars[var handle], tensors' data into data[buffer handle].  false with an
+ * error in d (no block: nothing ran). */
+bool interp_bind_args(const Kernel *k, const InterpArg *args, int nargs, Val *vars, void **data, Diags *d);
+
 /* ---------------------------------------------------------------- compile.c */
 
 /* Parses and checks src (len bytes, any terminator) and specializes every kernel
@@ -57,6 +67,12 @@ Val val_combine(ReduceKind op, TypeKind t, Val acc, Val x);
  * diag_render shows the lines.  NULL after a user error, reported in d. */
 Module *interp_compile(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs, int ndefs,
                        const char *kernel);
+
+/* The same, then the whole lowering pipeline for target (NULL: the default
+ * target): the thread-level IR that codegen would translate, for
+ * interp_thread_run. */
+Module *interp_compile_thread(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs,
+                              int ndefs, const char *kernel, const Target *target);
 
 /* The kernel named name in m, or NULL. */
 Kernel *interp_find_kernel(const Module *m, const char *name);
@@ -69,12 +85,12 @@ Kernel *interp_find_kernel(const Module *m, const char *name);
  *              C type), owned by the caller; the extent comes from the sizes;
  *   a size     .i: the value of a symbolic dimension such as N;
  *   a scalar   .i for integers and bool, .f for floats. */
-typedef struct {
+struct InterpArg {
   const char *name;
   void *data;
   int64_t i;
   double f;
-} InterpArg;
+};
 
 typedef struct {
   int num_sms; /* the value num_sms has in grid expressions (0: 4) */
@@ -86,5 +102,17 @@ typedef struct {
  * bad argument, an index out of a tile's or tensor's bounds, a read of a tile
  * element no statement of the block wrote, an integer division by zero. */
 bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt, Diags *d);
+
+/* ---------------------------------------------------------------- thread.c */
+
+/* Runs every block of k's grid, in order, at thread level: k must come from
+ * interp_compile_thread (the lowered IR codegen translates).  A block's threads
+ * run in lockstep; the arguments are those of interp_tile_run.  Returns false
+ * with one error in d at the first problem, naming the block and thread: the
+ * tile level's checks, and races on shared memory, barriers not reached by
+ * every thread, reads of registers or shared bytes never written, asynchronous
+ * copies and wgmma results used before their wait (thread.c's comment lists
+ * them all). */
+bool interp_thread_run(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt, Diags *d);
 
 #endif

@@ -461,53 +461,17 @@ static bool exec(Interp *in, const Stmt *s)
 
 /* ---------------------------------------------------------------- a run */
 
-static const InterpArg *find_arg(const InterpArg *args, int nargs, const char *name)
-{
-  for (int i = 0; i < nargs; i++)
-    if (args[i].name && !strcmp(args[i].name, name))
-      return &args[i];
-  return NULL;
-}
-
-/* The parameters' values from args: sizes and scalars into vars, tensors'
- * data; every argument must name a parameter and every parameter have one. */
+/* The parameters' values (launch.c): sizes, scalars and constants into vars,
+ * tensors' data. */
 static bool bind_args(Interp *in, const InterpArg *args, int nargs)
 {
-  const Kernel *k = in->k;
-  for (int i = 0; i < nargs; i++) {
-    bool known = false;
-    for (int p = 0; p < k->nparams && !known; p++) {
-      const char *name = k->params[p].is_buffer ? k->bufs[k->params[p].index].name
-                                                : k->vars[k->params[p].index].name;
-      known = args[i].name && !strcmp(name, args[i].name);
-    }
-    if (!known) {
-      fail(in, k->loc, "kernel '%s' has no parameter named '%s'", k->name,
-           args[i].name ? args[i].name : "(null)");
-      return false;
-    }
-  }
-  for (int p = 0; p < k->nparams; p++) {
-    int h = k->params[p].index;
-    const char *name = k->params[p].is_buffer ? k->bufs[h].name : k->vars[h].name;
-    const InterpArg *a = find_arg(args, nargs, name);
-    if (!a || (k->params[p].is_buffer && !a->data)) {
-      fail(in, k->loc, "no %s given for parameter '%s' of kernel '%s'", a ? "data" : "argument", name,
-           k->name);
-      return false;
-    }
-    if (k->params[p].is_buffer) {
-      in->bufs[h].data = a->data;
-      continue;
-    }
-    TypeKind t = k->vars[h].type;
-    in->vars[h] = type_is_float(t) ? (Val){.f = val_round(t, a->f)} : (Val){.i = type_wrap_int(t, a->i)};
-    if (k->vars[h].kind == VAR_SIZE && in->vars[h].i < 0) {
-      fail(in, k->loc, "size '%s' is negative (%lld)", name, (long long)in->vars[h].i);
-      return false;
-    }
-  }
-  return true;
+  void **data = calloc((size_t)in->k->nbufs + 1, sizeof *data);
+  bool ok = data && interp_bind_args(in->k, args, nargs, in->vars, data, in->d);
+  for (int b = 0; ok && b < in->k->nbufs; b++)
+    in->bufs[b].data = data[b];
+  free(data);
+  in->failed |= !ok;
+  return ok;
 }
 
 /* Tensors' extents from the sizes; tiles' arrays.  false if out of memory. */
@@ -544,9 +508,7 @@ bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const In
     error_at(d, k->loc, "out of memory");
   int num_sms = opt && opt->num_sms > 0 ? opt->num_sms : 4;
   for (int v = 0; ok && v < k->nvars; v++)
-    if (k->vars[v].kind == VAR_CONST)
-      in.vars[v] = k->vars[v].cval_is_float ? (Val){.f = k->vars[v].cval_f} : (Val){.i = k->vars[v].cval_i};
-    else if (k->vars[v].kind == VAR_NUM_SMS)
+    if (k->vars[v].kind == VAR_NUM_SMS)
       in.vars[v] = (Val){.i = num_sms};
   ok = ok && bind_args(&in, args, nargs) && allocate(&in);
   for (int g = 0; ok && g < 3; g++) {

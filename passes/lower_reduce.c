@@ -173,6 +173,10 @@ Stmt *lower_reduce(Lw *w, Stmt *s)
     int64_t slot = use_shfl ? 32 : 1; /* the lanes whose partial one slot holds */
     int64_t nslots = ((int64_t)groups * T + slot - 1) / slot;
     int64_t per_row = G / slot / cpr;
+    /* Leaders past the tile's last vector (padding chunks) write no slot, and
+     * their rows' values are never used: their reads are clamped to the last
+     * slot written, so that no thread reads shared memory nothing wrote. */
+    int64_t last_slot = ((vectors + cpr - 1) / cpr - 1) / slot;
     int scratch = lw_new_buffer(w, "scratch", SCOPE_SHARED, t, nslots);
     stlist_push(w->a, &out, scratch_barrier(w, scratch, SCRATCH_GUARD));
     int g = lw_fresh(w, "g", VAR_LOOP);
@@ -211,7 +215,7 @@ Stmt *lower_reduce(Lw *w, Stmt *s)
        * per_row lanes leaves the row's value in every lane. */
       Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)),
                         lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, per_row)));
-      at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1)); /* padding chunks: unused */
+      at = lw_bin(w, OP_MIN, at, lw_i32(w, last_slot)); /* padding chunks: unused */
       init->value = ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1);
       for (int64_t off = per_row / 2; off >= 1; off /= 2) {
         Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
@@ -222,8 +226,8 @@ Stmt *lower_reduce(Lw *w, Stmt *s)
     } else {
       int q = lw_fresh(w, "q", VAR_LOOP);
       Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)), lw_var(w, q));
-      /* Rows of a padding chunk point past the scratch: clamp, the value is unused. */
-      at = lw_bin(w, OP_MIN, at, lw_i32(w, nslots - 1));
+      /* Rows of a padding chunk point past the slots written: clamp, the value is unused. */
+      at = lw_bin(w, OP_MIN, at, lw_i32(w, last_slot));
       Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
       step->var = acc;
       step->value = reduce_op(w, s->reduce, lw_var(w, acc), ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1));

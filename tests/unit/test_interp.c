@@ -29,18 +29,40 @@ static double uniform(double lo, double hi) /* xorshift64*: the same inputs on e
   return lo + (hi - lo) * (double)((rng * 0x2545f4914f6cdd1du) >> 11) / 9007199254740992.0;
 }
 
-/* Compiles source (file name for messages) with defines and runs kernel on args. True when it ran;
- * the rendered diagnostics in msg either way. */
+/* The level every run uses: the tile level, or the thread level of a target's lowering (main runs
+ * the kernels of this file at each). */
+static const char *const levels[] = {"tile", "thread sm_80", "thread sm_90a"};
+static int level;
+static bool last_wgmma; /* the last kernel run had a wgmma statement */
+
+static bool has_wgmma(const Stmt *s)
+{
+  if (!s)
+    return false;
+  if (s->kind == ST_WGMMA)
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (has_wgmma(s->body[i]))
+      return true;
+  return has_wgmma(s->then_s) || has_wgmma(s->else_s);
+}
+
+/* Compiles source (file name for messages) with defines and runs kernel on args at `level`. True when
+ * it ran; the rendered diagnostics in msg either way. */
 static bool run_source(const char *name, const char *src, size_t len, const ConstDef *defs, int ndefs,
                        const char *kernel, const InterpArg *args, int nargs, char *msg, size_t cap)
 {
   Arena *a = arena_new();
   Diags d = {.arena = a, .filename = name};
   bool ok = false;
-  Module *m = interp_compile(a, &d, src, len, defs, ndefs, kernel);
+  Module *m = level ? interp_compile_thread(a, &d, src, len, defs, ndefs, kernel,
+                                            target_find(level == 1 ? "sm_80" : "sm_90a"))
+                    : interp_compile(a, &d, src, len, defs, ndefs, kernel);
   Kernel *k = m ? interp_find_kernel(m, kernel) : NULL;
+  InterpOptions opt = {.num_sms = 4};
+  last_wgmma = k && has_wgmma(k->body);
   if (k)
-    ok = interp_tile_run(k, args, nargs, &(InterpOptions){.num_sms = 4}, &d);
+    ok = level ? interp_thread_run(k, args, nargs, &opt, &d) : interp_tile_run(k, args, nargs, &opt, &d);
   else if (m)
     snprintf(msg, cap, "no kernel %s", kernel);
   StrBuf sb = {0};
@@ -62,7 +84,7 @@ static bool run_file(const char *path, const ConstDef *defs, int ndefs, const ch
   if (!src)
     return false;
   bool ok = run_source(path, src, len, defs, ndefs, kernel, args, nargs, msg, sizeof msg);
-  CHECK(ok, "%s: %s", path, msg);
+  CHECK(ok, "%s (%s level): %s", path, levels[level], msg);
   free(src);
   return ok;
 }
@@ -370,18 +392,24 @@ static void test_gemm_softmax(int64_t M, int64_t N, int64_t K)
 
 /* C = op(A) @ op(B) by a gemm kernel of path with small tiles at ragged M, N, K; ta: A is stored [K, M],
  * tb: B is stored [N, K] (stdlib/gemm.tl's gemm_tn and gemm_nt). */
-static void test_gemm(const char *path, const char *kernel, const char *T, int64_t M, int64_t N, int64_t K,
-                      bool ta, bool tb)
+/* Tiles that sm_90a lowers to wgmma (one warpgroup, 64-wide K and N) or, when wg is false, to
+ * ldmatrix + mma.sync on every target. */
+static void test_gemm_tiles(const char *path, const char *kernel, const char *T, int64_t M, int64_t N,
+                            int64_t K, bool ta, bool tb, bool wg)
 {
   bool bf = !strcmp(T, "bf16");
-  ConstDef defs[] = {{"T", T}, {"BM", "32"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "2"}, {"THREADS", "128"}};
+  ConstDef defs[] = {{"T", T},        {"BM", wg ? "64" : "32"}, {"BN", "64"}, {"BK", wg ? "64" : "32"},
+                     {"STAGES", "2"}, {"THREADS", "128"}};
   uint16_t *A = h_array(bf, M * K, false, -1, 1), *B = h_array(bf, K * N, false, -1, 1);
   uint16_t *C = h_array(bf, M * N, true, 0, 0);
   InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "C", .data = C},
                       {.name = "M", .i = M},    {.name = "N", .i = N},    {.name = "K", .i = K}};
   char what[96];
-  snprintf(what, sizeof what, "%s %s %lldx%lldx%lld", kernel, T, (long long)M, (long long)N, (long long)K);
+  snprintf(what, sizeof what, "%s %s %lldx%lldx%lld%s", kernel, T, (long long)M, (long long)N, (long long)K,
+           wg ? " (wgmma tiles)" : "");
   if (run_file(path, defs, 6, kernel, args, 6)) {
+    if (wg && level == 2)
+      CHECK(last_wgmma, "%s: no wgmma in the sm_90a lowering", what);
     misses = 0;
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {
@@ -395,6 +423,12 @@ static void test_gemm(const char *path, const char *kernel, const char *T, int64
   free(A);
   free(B);
   free(C);
+}
+
+static void test_gemm(const char *path, const char *kernel, const char *T, int64_t M, int64_t N, int64_t K,
+                      bool ta, bool tb)
+{
+  test_gemm_tiles(path, kernel, T, M, N, K, ta, tb, false);
 }
 
 /* ---------------------------------------------------------------- checks while running */
@@ -565,7 +599,8 @@ static void test_copy_edges(void)
   check_guards_f32("edges Z", Z, 6);
 }
 
-int main(void)
+/* The kernels of examples/ and stdlib/ against their references, at the current level. */
+static void test_kernels(void)
 {
   test_vector_add(1000);
   test_vector_add(5000); /* two blocks of 4096, the second ragged */
@@ -590,12 +625,30 @@ int main(void)
   test_gemm(gemm, "gemm_nt", "f16", 37, 100, 70, false, true);
   test_gemm(gemm, "gemm_tn", "bf16", 45, 72, 50, true, false);
   test_gemm(gemm, "gemm_nn", "f16", 33, 64, 16, false, false);
+  test_gemm_tiles(matmul, "matmul", "f16", 70, 100, 130, false, false, true);
+  test_gemm_tiles(matmul, "matmul", "bf16", 64, 128, 64, false, false, true); /* whole tiles */
+  test_gemm_tiles(gemm, "gemm_nt", "f16", 70, 100, 130, false, true, true);
+  test_gemm_tiles(gemm, "gemm_tn", "bf16", 70, 100, 130, true, false, true);
   test_gemm_bias_gelu(37, 100, 70);
   test_gemm_softmax(37, 50, 70);  /* one tile of columns */
   test_gemm_softmax(37, 150, 40); /* three, the last ragged: the second pass */
-  test_checks();
   test_semantics();
   test_copy_edges();
+}
+
+int main(int argc, char **argv)
+{
+  /* test_interp [LEVEL]: one level only (0 tile, 1 thread sm_80, 2 thread sm_90a) */
+  int only = argc > 1 ? atoi(argv[1]) : -1;
+  for (level = 0; level < 3; level++) {
+    if (only >= 0 && level != only)
+      continue;
+    int before = failures;
+    test_kernels();
+    if (level == 0)
+      test_checks();
+    printf("test_interp: %s level: %d failures\n", levels[level], failures - before);
+  }
   printf("test_interp: %d checks, %d failures\n", checks, failures);
   return failures != 0;
 }

@@ -1,0 +1,1284 @@
+/* thread.c: the thread-level interpreter: the lowered program codegen sees, run
+ * the way the GPU runs it, and checked as it runs.
+ *
+ * Input: a kernel after the whole pipeline (interp_compile_thread; ir_verify's
+ * VERIFY_THREAD): per-thread statements over registers (LOCAL buffers), shared
+ * memory at planned byte offsets with its swizzles, and global tensors.
+ *
+ * Execution.  One block at a time; all of its threads in lockstep, statement by
+ * statement, under an active set (Mask: the threads that reached the statement,
+ * ascending).  An `if` splits the set, a loop keeps the threads whose trip
+ * count is not reached, and a barrier requires every thread of the block.  A
+ * simple statement runs for each active thread in turn; the warp's collectives
+ * (ldmatrix, mma.sync, shfl) see all 32 lanes together and wgmma the 128 of a
+ * warpgroup.  Lockstep is one schedule the GPU may choose; the race checks
+ * below make the answer not depend on it.  Expressions are evaluated per thread
+ * (eval), with value.c's arithmetic, as the tile level (tile.c) does; a
+ * shuffle evaluates its operand as the partner lane (expressions have no
+ * effects, so that is the value the partner holds).
+ *
+ * Memory.  Shared memory is the block's bytes (smem_bytes), addressed as codegen
+ * addresses it (ir/smem.c); registers are a Val per element per thread, with a
+ * written bit; tensors are the caller's arrays.  Beside every shared byte a
+ * Shadow records who wrote and read it since the last barrier (epoch), whether
+ * it was ever written, and the asynchronous operations in flight on it.
+ *
+ * Checks, each an error at the .tl line with the block and thread, the buffer
+ * and the element; the first stops the run:
+ *   - an index outside a tensor, a tile or a register array; a misaligned vector;
+ *   - a read of a shared byte or a register never written;
+ *   - a shared-memory race: two threads touch a byte between the same two
+ *     barriers, at least one writing (atomics excepted);
+ *   - a barrier not reached by every thread of the block; a warp collective
+ *     without its whole warp (warpgroup);
+ *   - cp.async: shared bytes read or written while a copy into them is in
+ *     flight (issued, its group not yet waited for);
+ *   - wgmma: accumulator registers touched between the wgmma and the
+ *     wait_group that covers it, or written since the last wgmma.fence; operand
+ *     bytes written while a wgmma may still read them, or written through the
+ *     generic proxy without a fence.proxy.async before the wgmma reads them;
+ *     descriptors that differ between the threads of a warpgroup;
+ *   - integer division by zero, out-of-range shifts (value.c). */
+#include "interp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { WARP = 32, WARPGROUP = 128 };
+
+static const Val zero;
+
+typedef struct {
+  const int *t; /* active threads, ascending */
+  int n;
+} Mask;
+
+typedef struct {
+  uint32_t w_epoch, r_epoch; /* the barrier interval of the last write / reads (0: none this block) */
+  int32_t w_thread, r_thread;
+  uint32_t w_fences;         /* the writer's fence.proxy.async count when it wrote */
+  uint16_t inflight;         /* cp.async copies into this byte not yet waited for */
+  uint16_t async_reads;      /* wgmma reads of this byte not yet waited for */
+  uint8_t written, r_many;
+} Shadow;
+
+typedef struct {
+  int64_t byte; /* shared destination */
+  uint8_t data[16];
+  int group;    /* the thread's commit count when issued: the group it joins */
+  int buf;      /* for messages */
+  SrcLoc loc;
+} CpOp;
+
+typedef struct {
+  CpOp *ops;
+  int n, cap;
+  int committed;
+} CpQueue;
+
+typedef struct {
+  int group;
+  int acc; /* the accumulator buffer */
+  int32_t *bytes;
+  int nbytes;
+} WgOp;
+
+typedef struct {
+  WgOp *ops;
+  int n, cap;
+  int committed;
+} WgQueue;
+
+typedef struct {
+  const Kernel *k;
+  Diags *d;
+  int T;       /* threads per block */
+  Val *vars;   /* [var * T + thread] */
+  Val *uni;    /* [var]: the launch's values (sizes, scalars, constants) */
+  void **data; /* tensors: the caller's arrays */
+  int64_t (*dims)[TL_MAX_RANK];
+  int64_t *elems;
+  Val **reg;          /* LOCAL buffers: [buf][thread * local_size + i] */
+  uint8_t **reg_set;  /* written bits, the same shape */
+  uint16_t *acc_busy; /* [buf * T + thread]: wgmma groups in flight on it */
+  uint8_t *acc_dirty; /* [buf * T + thread]: written since the last wgmma.fence */
+  uint8_t *smem;
+  Shadow *shadow;
+  int64_t smem_bytes;
+  uint32_t epoch;
+  uint8_t *active;  /* [thread]: in the current mask */
+  uint32_t *fences;
+  CpQueue *cp;      /* per thread */
+  WgQueue *wg;      /* per warpgroup */
+  Val *stage;       /* [thread * (1 + TL_MAX_RANK)]: a statement's values before its writes */
+  int *pool;        /* masks, carved as statements nest */
+  int64_t pool_top; /* ints used */
+  int64_t pool_cap;
+  int64_t block[3], grid[3];
+  SrcLoc loc;
+  bool failed;
+} Th;
+
+/* ---------------------------------------------------------------- errors */
+
+static void fail(Th *th, SrcLoc loc, int t, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void fail(Th *th, SrcLoc loc, int t, const char *fmt, ...)
+{
+  if (th->failed)
+    return;
+  th->failed = true;
+  char msg[600], who[64] = "";
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (t >= 0)
+    snprintf(who, sizeof who, ", thread %d", t);
+  error_at(th->d, loc.line ? loc : th->loc, "%s (block %lld, %lld, %lld%s)", msg, (long long)th->block[0],
+           (long long)th->block[1], (long long)th->block[2], who);
+}
+
+/* "shared 'xs'[0, 17]": an element, for messages. */
+static const char *elem_text(char *out, size_t cap, const Th *th, int b, const int64_t *idx, int n)
+{
+  const Buffer *B = &th->k->bufs[b];
+  const char *scope = B->scope == SCOPE_LOCAL ? "register" : scope_name(B->scope);
+  size_t len = (size_t)snprintf(out, cap, "%s '%s'", scope, B->name);
+  for (int i = 0; i < n && len < cap; i++)
+    len += (size_t)snprintf(out + len, cap - len, "%s%lld", i ? ", " : "[", (long long)idx[i]);
+  if (len < cap)
+    snprintf(out + len, cap - len, "]");
+  return out;
+}
+
+/* ---------------------------------------------------------------- masks */
+
+/* n ints from the pool, 8-aligned (loops keep int64 trip counts there). */
+static int *pool_take(Th *th, int n)
+{
+  n += n & 1;
+  if (th->pool_top + n > th->pool_cap) {
+    fail(th, th->loc, -1, "statements nested too deeply for the interpreter");
+    return NULL;
+  }
+  int *p = th->pool + th->pool_top;
+  th->pool_top += n;
+  return p;
+}
+
+/* Makes `to` the active set (the flags shuffles read) in place of `from`. */
+static void set_active(Th *th, Mask from, Mask to)
+{
+  for (int i = 0; i < from.n; i++)
+    th->active[from.t[i]] = 0;
+  for (int i = 0; i < to.n; i++)
+    th->active[to.t[i]] = 1;
+}
+
+/* ---------------------------------------------------------------- addresses */
+
+static bool index_in(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, const int64_t *dims)
+{
+  for (int d = 0; d < n; d++)
+    if (idx[d] < 0 || idx[d] >= dims[d]) {
+      char e[160];
+      fail(th, loc, t, "index out of bounds: %s, dimension %d has size %lld",
+           elem_text(e, sizeof e, th, b, idx, n), d, (long long)dims[d]);
+      return false;
+    }
+  return true;
+}
+
+/* Where lanes elements from b[idx] live: a tensor's element, a shared byte, a
+ * register; false (and an error) when they fall outside or are misaligned. */
+static bool locate(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, int lanes, int64_t *at)
+{
+  const Buffer *B = &th->k->bufs[b];
+  int64_t esize = type_bytes(B->elem), align = esize * lanes;
+  align &= -align;
+  char e[160];
+  switch (B->scope) {
+  case SCOPE_GLOBAL: {
+    if (!index_in(th, loc, t, b, idx, n, th->dims[b]))
+      return false;
+    int64_t off = 0;
+    for (int d = 0; d < n; d++)
+      off = off * th->dims[b][d] + idx[d];
+    if (off + lanes > th->elems[b]) {
+      fail(th, loc, t, "%d elements from %s run past the end of the tensor (%lld elements)", lanes,
+           elem_text(e, sizeof e, th, b, idx, n), (long long)th->elems[b]);
+      return false;
+    }
+    if ((uintptr_t)((const char *)th->data[b] + off * esize) % (uintptr_t)align) {
+      fail(th, loc, t, "a vector of %d elements at %s is not aligned to %lld bytes", lanes,
+           elem_text(e, sizeof e, th, b, idx, n), (long long)align);
+      return false;
+    }
+    *at = off;
+    return true;
+  }
+  case SCOPE_SHARED: {
+    if (n != B->rank || !index_in(th, loc, t, b, idx, n, B->tile_shape))
+      return false;
+    int64_t off = smem_elem_offset(B, idx, n);
+    if (off < 0 || off + lanes > buffer_elems(B)) {
+      fail(th, loc, t, "%d elements from %s run past the end of the tile", lanes,
+           elem_text(e, sizeof e, th, b, idx, n));
+      return false;
+    }
+    int64_t byte = B->smem_offset + off * esize;
+    if (byte % align) {
+      fail(th, loc, t, "a vector of %d elements at %s (byte %lld) is not aligned to %lld bytes", lanes,
+           elem_text(e, sizeof e, th, b, idx, n), (long long)byte, (long long)align);
+      return false;
+    }
+    if (byte < 0 || byte + lanes * esize > th->smem_bytes) {
+      fail(th, loc, t, "%s lies outside the block's %lld bytes of shared memory",
+           elem_text(e, sizeof e, th, b, idx, n), (long long)th->smem_bytes);
+      return false;
+    }
+    *at = byte;
+    return true;
+  }
+  case SCOPE_LOCAL:
+    if (n != 1 || idx[0] < 0 || idx[0] + lanes > B->local_size) {
+      fail(th, loc, t, "%d registers from %s run past the array's %lld", lanes,
+           elem_text(e, sizeof e, th, b, idx, n), (long long)B->local_size);
+      return false;
+    }
+    *at = idx[0];
+    return true;
+  default: DIE("%s buffer '%s' at thread level", scope_name(B->scope), B->name);
+  }
+}
+
+/* ---------------------------------------------------------------- shared memory */
+
+/* Thread t reads n bytes at byte (element b[idx], for messages). */
+static bool shared_read(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, const int64_t *idx, int nidx)
+{
+  char e[160];
+  for (int64_t i = byte; i < byte + n; i++) {
+    Shadow *s = &th->shadow[i];
+    if (s->inflight) {
+      fail(th, loc, t, "%s is read while a cp.async into it is in flight (its group was not waited for)",
+           elem_text(e, sizeof e, th, b, idx, nidx));
+      return false;
+    }
+    if (!s->written) {
+      fail(th, loc, t, "%s is read before anything wrote it", elem_text(e, sizeof e, th, b, idx, nidx));
+      return false;
+    }
+    if (s->w_epoch == th->epoch && s->w_thread != t) {
+      fail(th, loc, t, "data race on %s: written by thread %d and read by thread %d with no barrier between",
+           elem_text(e, sizeof e, th, b, idx, nidx), s->w_thread, t);
+      return false;
+    }
+    if (s->r_epoch != th->epoch) {
+      s->r_epoch = th->epoch;
+      s->r_thread = t;
+      s->r_many = 0;
+    } else if (s->r_thread != t) {
+      s->r_many = 1;
+    }
+  }
+  return true;
+}
+
+static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, const int64_t *idx, int nidx)
+{
+  char e[160];
+  for (int64_t i = byte; i < byte + n; i++) {
+    Shadow *s = &th->shadow[i];
+    if (s->inflight) {
+      fail(th, loc, t, "%s is written while a cp.async into it is in flight",
+           elem_text(e, sizeof e, th, b, idx, nidx));
+      return false;
+    }
+    if (s->async_reads) {
+      fail(th, loc, t, "%s is written while a wgmma may still read it (its group was not waited for)",
+           elem_text(e, sizeof e, th, b, idx, nidx));
+      return false;
+    }
+    if (s->w_epoch == th->epoch && s->w_thread != t) {
+      fail(th, loc, t, "data race on %s: written by threads %d and %d with no barrier between",
+           elem_text(e, sizeof e, th, b, idx, nidx), s->w_thread, t);
+      return false;
+    }
+    if (s->r_epoch == th->epoch && (s->r_many || s->r_thread != t)) {
+      fail(th, loc, t, "data race on %s: read by thread %d and written by thread %d with no barrier between",
+           elem_text(e, sizeof e, th, b, idx, nidx), s->r_thread != t ? s->r_thread : -1, t);
+      return false;
+    }
+    s->written = 1;
+    s->w_epoch = th->epoch;
+    s->w_thread = t;
+    s->w_fences = th->fences[t];
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- element access */
+
+static Val eval(Th *th, const Expr *e, int t);
+
+static bool eval_indices(Th *th, Expr *const *args, int n, int t, int64_t *idx)
+{
+  for (int i = 0; i < n; i++)
+    idx[i] = eval(th, args[i], t).i;
+  return !th->failed;
+}
+
+static bool reg_usable(Th *th, SrcLoc loc, int t, int b, int64_t i, bool reading)
+{
+  char e[160];
+  if (th->acc_busy[b * th->T + t]) {
+    fail(th, loc, t, "%s is %s while a wgmma writes it (before the wgmma.wait_group that covers it)",
+         elem_text(e, sizeof e, th, b, &i, 1), reading ? "read" : "written");
+    return false;
+  }
+  if (reading && !th->reg_set[b][(int64_t)t * th->k->bufs[b].local_size + i]) {
+    fail(th, loc, t, "%s is read before anything wrote it", elem_text(e, sizeof e, th, b, &i, 1));
+    return false;
+  }
+  return true;
+}
+
+/* lanes elements of b from idx, as b's element type, into v. */
+static bool read_elems(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, int lanes, Val *v)
+{
+  const Buffer *B = &th->k->bufs[b];
+  int64_t at;
+  if (!locate(th, loc, t, b, idx, n, lanes, &at))
+    return false;
+  switch (B->scope) {
+  case SCOPE_GLOBAL:
+    for (int l = 0; l < lanes; l++)
+      v[l] = val_load(B->elem, th->data[b], at + l);
+    return true;
+  case SCOPE_SHARED:
+    if (!shared_read(th, loc, t, at, lanes * type_bytes(B->elem), b, idx, n))
+      return false;
+    for (int l = 0; l < lanes; l++)
+      v[l] = val_load(B->elem, th->smem + at, l);
+    return true;
+  default:
+    for (int l = 0; l < lanes; l++) {
+      if (!reg_usable(th, loc, t, b, at + l, true))
+        return false;
+      v[l] = th->reg[b][(int64_t)t * B->local_size + at + l];
+    }
+    return true;
+  }
+}
+
+/* v holds values of b's element type. */
+static bool write_elems(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, int lanes, const Val *v)
+{
+  const Buffer *B = &th->k->bufs[b];
+  int64_t at;
+  if (!locate(th, loc, t, b, idx, n, lanes, &at))
+    return false;
+  switch (B->scope) {
+  case SCOPE_GLOBAL:
+    for (int l = 0; l < lanes; l++)
+      val_store(B->elem, th->data[b], at + l, v[l]);
+    return true;
+  case SCOPE_SHARED:
+    if (!shared_write(th, loc, t, at, lanes * type_bytes(B->elem), b, idx, n))
+      return false;
+    for (int l = 0; l < lanes; l++)
+      val_store(B->elem, th->smem + at, l, v[l]);
+    return true;
+  default:
+    for (int l = 0; l < lanes; l++) {
+      if (!reg_usable(th, loc, t, b, at + l, false))
+        return false;
+      int64_t i = (int64_t)t * B->local_size + at + l;
+      th->reg[b][i] = v[l];
+      th->reg_set[b][i] = 1;
+    }
+    th->acc_dirty[b * th->T + t] = 1;
+    return true;
+  }
+}
+
+/* ---------------------------------------------------------------- expressions */
+
+static Val binary(Th *th, const Expr *e, int t)
+{
+  TypeKind ty = e->a->type;
+  Val a = eval(th, e->a, t);
+  /* && and || look at their right side only when it matters, as tile.c does */
+  if (e->op == OP_LAND && !a.i)
+    return (Val){.i = 0};
+  if (e->op == OP_LOR && a.i)
+    return (Val){.i = 1};
+  Val b = eval(th, e->b, t);
+  if (th->failed)
+    return zero;
+  if (e->op == OP_LAND || e->op == OP_LOR)
+    return (Val){.i = b.i != 0};
+  if (e->op == OP_SHL || e->op == OP_SHR)
+    b = val_convert(e->b->type, ty, b);
+  if (type_is_float(ty))
+    return val_float_binary((OpKind)e->op, ty, a.f, b.f);
+  Val r = zero;
+  switch (val_int_binary((OpKind)e->op, ty, a, b, &r)) {
+  case VAL_OK: break;
+  case VAL_DIV_ZERO:
+    fail(th, e->loc, t, "integer division by zero in '%s'", op_spelling((OpKind)e->op));
+    break;
+  case VAL_BAD_SHIFT:
+    fail(th, e->loc, t, "shift by %lld is out of range for %s (0 to %d)", (long long)b.i, type_name(ty),
+         type_bits(ty) - 1);
+    break;
+  }
+  return r;
+}
+
+/* shfl.bfly(x, m): x as lane (lane ^ m) of the same warp holds it. */
+static Val shuffle(Th *th, const Expr *e, int t)
+{
+  int64_t m = eval(th, e->args[1], t).i;
+  int partner = (int)((t & ~(WARP - 1)) | ((t & (WARP - 1)) ^ (m & (WARP - 1))));
+  if (th->failed)
+    return zero;
+  if (m < 0 || m >= WARP || partner >= th->T || !th->active[partner]) {
+    fail(th, e->loc, t, "shfl.bfly by %lld reads lane %d, which is not running this statement", (long long)m,
+         partner % WARP);
+    return zero;
+  }
+  return eval(th, e->args[0], partner);
+}
+
+static Val call(Th *th, const Expr *e, int t)
+{
+  if (e->op == FN_SHFL_BFLY)
+    return shuffle(th, e, t);
+  Val x[3] = {zero, zero, zero}, r = zero;
+  for (int i = 0; i < e->nargs && i < 3; i++)
+    x[i] = eval(th, e->args[i], t);
+  if (!th->failed && !val_intrinsic((IntrinsicKind)e->op, e->type, x, &r))
+    DIE("intrinsic %s at thread level", intrinsic_name((IntrinsicKind)e->op));
+  return r;
+}
+
+static Val load(Th *th, const Expr *e, int t)
+{
+  int64_t idx[TL_MAX_RANK];
+  Val v = zero;
+  if (!eval_indices(th, e->args, e->nargs, t, idx) ||
+      !read_elems(th, e->loc, t, e->buf, idx, e->nargs, 1, &v))
+    return zero;
+  return val_convert(th->k->bufs[e->buf].elem, e->type, v);
+}
+
+/* Whether &buf[idx] is a multiple of e->i bytes: the host address of a tensor's
+ * element, the block offset of a shared one (the block's shared memory starts
+ * 1024-aligned). */
+static Val aligned(Th *th, const Expr *e, int t)
+{
+  int64_t idx[TL_MAX_RANK], at;
+  if (!eval_indices(th, e->args, e->nargs, t, idx))
+    return zero;
+  const Buffer *B = &th->k->bufs[e->buf];
+  uintptr_t addr;
+  if (B->scope == SCOPE_GLOBAL) {
+    int64_t off = 0;
+    for (int d = 0; d < e->nargs; d++)
+      off = off * th->dims[e->buf][d] + idx[d];
+    addr = (uintptr_t)((const char *)th->data[e->buf] + off * type_bytes(B->elem));
+  } else {
+    if (!locate(th, e->loc, t, e->buf, idx, e->nargs, 1, &at))
+      return zero;
+    addr = (uintptr_t)at;
+  }
+  return (Val){.i = addr % (uintptr_t)e->i == 0};
+}
+
+static Val eval(Th *th, const Expr *e, int t)
+{
+  if (th->failed)
+    return zero;
+  switch (e->kind) {
+  case EX_INT: return (Val){.i = type_wrap_int(e->type, e->i)};
+  case EX_FLOAT: return (Val){.f = val_round(e->type, e->f)};
+  case EX_VAR: return th->vars[(int64_t)e->var * th->T + t];
+  case EX_LOAD: return load(th, e, t);
+  case EX_UNARY: return val_unary((OpKind)e->op, e->type, eval(th, e->a, t));
+  case EX_BINARY: return binary(th, e, t);
+  case EX_CALL: return call(th, e, t);
+  case EX_CAST: return val_convert(e->a->type, e->type, eval(th, e->a, t));
+  case EX_SELECT: return eval(th, e->a, t).i ? eval(th, e->b, t) : eval(th, e->c, t);
+  case EX_ALIGNED: return aligned(th, e, t);
+  }
+  DIE("expression kind %d", e->kind);
+}
+
+/* ---------------------------------------------------------------- per-thread statements */
+
+static void set_var(Th *th, int v, int t, TypeKind from, Val x)
+{
+  th->vars[(int64_t)v * th->T + t] = val_convert(from, th->k->vars[v].type, x);
+}
+
+/* let, assign, store: every active thread evaluates, then every one writes,
+ * as a warp's lanes do (a shuffle reads its partner's old value). */
+static bool assign_all(Th *th, const Stmt *s, Mask m)
+{
+  enum { W = 1 + TL_MAX_RANK };
+  bool to_var = s->kind != ST_STORE;
+  for (int i = 0; i < m.n; i++) {
+    int t = m.t[i];
+    Val *v = &th->stage[(int64_t)t * W];
+    v[0] = eval(th, s->value, t);
+    for (int d = 0; !to_var && d < s->nidx; d++)
+      v[1 + d] = eval(th, s->idx[d], t);
+    if (th->failed)
+      return false;
+  }
+  for (int i = 0; i < m.n; i++) {
+    int t = m.t[i];
+    Val *v = &th->stage[(int64_t)t * W];
+    if (to_var) {
+      set_var(th, s->var, t, s->value->type, v[0]);
+      continue;
+    }
+    int64_t idx[TL_MAX_RANK];
+    for (int d = 0; d < s->nidx; d++)
+      idx[d] = v[1 + d].i;
+    Val x = val_convert(s->value->type, th->k->bufs[s->buf].elem, v[0]);
+    if (!write_elems(th, s->loc, t, s->buf, idx, s->nidx, 1, &x))
+      return false;
+  }
+  return true;
+}
+
+/* += without the race checks: atomics do not race with each other. */
+static bool atomic_add(Th *th, const Stmt *s, int t)
+{
+  int64_t idx[TL_MAX_RANK], at;
+  const Buffer *B = &th->k->bufs[s->buf];
+  Val v = val_convert(s->value->type, B->elem, eval(th, s->value, t));
+  if (!eval_indices(th, s->idx, s->nidx, t, idx) || !locate(th, s->loc, t, s->buf, idx, s->nidx, 1, &at))
+    return false;
+  void *base = B->scope == SCOPE_GLOBAL ? th->data[s->buf] : th->smem + at;
+  int64_t off = B->scope == SCOPE_GLOBAL ? at : 0;
+  if (B->scope == SCOPE_LOCAL)
+    DIE("atomic on a register");
+  val_store(B->elem, base, off, val_combine(RED_SUM, B->elem, val_load(B->elem, base, off), v));
+  if (B->scope == SCOPE_SHARED)
+    for (int64_t i = at; i < at + type_bytes(B->elem); i++)
+      th->shadow[i].written = 1;
+  return true;
+}
+
+static bool vcopy(Th *th, const Stmt *s, int t)
+{
+  int64_t si[TL_MAX_RANK], di[TL_MAX_RANK];
+  Val v[64];
+  if (s->lanes < 1 || s->lanes > 64)
+    DIE("vcopy of %d lanes", s->lanes);
+  TypeKind from = th->k->bufs[s->src_buf].elem, to = th->k->bufs[s->buf].elem;
+  if (!eval_indices(th, s->src_idx, s->nsrc_idx, t, si) || !eval_indices(th, s->idx, s->nidx, t, di) ||
+      !read_elems(th, s->loc, t, s->src_buf, si, s->nsrc_idx, s->lanes, v))
+    return false;
+  for (int l = 0; l < s->lanes; l++)
+    v[l] = val_convert(from, to, v[l]);
+  return write_elems(th, s->loc, t, s->buf, di, s->nidx, s->lanes, v);
+}
+
+/* cp.async: src_bytes (16 or 0) of the tensor now, into 16 shared bytes when the
+ * thread waits for the group; until then the bytes are in flight. */
+static bool cp_async(Th *th, const Stmt *s, int t)
+{
+  int64_t si[TL_MAX_RANK], di[TL_MAX_RANK], src, dst;
+  const Buffer *S = &th->k->bufs[s->src_buf], *D = &th->k->bufs[s->buf];
+  int64_t bytes = eval(th, s->src_bytes, t).i;
+  if (!eval_indices(th, s->src_idx, s->nsrc_idx, t, si) || !eval_indices(th, s->idx, s->nidx, t, di))
+    return false;
+  int lanes = (int)(16 / type_bytes(D->elem));
+  if (!locate(th, s->loc, t, s->buf, di, s->nidx, lanes, &dst))
+    return false;
+  CpOp op = {.byte = dst, .group = th->cp[t].committed, .buf = s->buf, .loc = s->loc};
+  if (bytes != 0 && bytes != 16) {
+    fail(th, s->loc, t, "cp.async of %lld bytes (16 or 0)", (long long)bytes);
+    return false;
+  }
+  if (bytes) {
+    if (type_bytes(S->elem) != type_bytes(D->elem))
+      DIE("cp.async between element sizes %d and %d", type_bytes(S->elem), type_bytes(D->elem));
+    if (!locate(th, s->loc, t, s->src_buf, si, s->nsrc_idx, lanes, &src))
+      return false;
+    memcpy(op.data, (const char *)th->data[s->src_buf] + src * type_bytes(S->elem), 16);
+  }
+  for (int64_t i = dst; i < dst + 16; i++) {
+    Shadow *sh = &th->shadow[i];
+    char e[160];
+    if (sh->inflight || sh->async_reads || (sh->r_epoch == th->epoch && (sh->r_many || sh->r_thread != t))) {
+      fail(th, s->loc, t, "cp.async into %s while %s", elem_text(e, sizeof e, th, s->buf, di, s->nidx),
+           sh->inflight      ? "another cp.async into it is in flight"
+           : sh->async_reads ? "a wgmma may still read it"
+                             : "another thread read it since the last barrier (a data race)");
+      return false;
+    }
+  }
+  CpQueue *q = &th->cp[t];
+  if (q->n == q->cap) {
+    int cap = q->cap ? 2 * q->cap : 16;
+    CpOp *ops = realloc(q->ops, sizeof *ops * (size_t)cap);
+    if (!ops) {
+      fail(th, s->loc, t, "out of memory");
+      return false;
+    }
+    q->ops = ops;
+    q->cap = cap;
+  }
+  q->ops[q->n++] = op;
+  for (int64_t i = dst; i < dst + 16; i++)
+    th->shadow[i].inflight++;
+  return true;
+}
+
+/* cp.async.wait_group pending: every copy of thread t outside the newest
+ * `pending` committed groups lands now, as the thread's own write. */
+static bool cp_wait(Th *th, const Stmt *s, int t)
+{
+  CpQueue *q = &th->cp[t];
+  int keep = 0;
+  for (int i = 0; i < q->n; i++) {
+    CpOp *op = &q->ops[i];
+    if (op->group >= q->committed - s->pending) {
+      q->ops[keep++] = *op;
+      continue;
+    }
+    for (int64_t b = op->byte; b < op->byte + 16; b++)
+      th->shadow[b].inflight--;
+    int64_t idx = (op->byte - th->k->bufs[op->buf].smem_offset) / type_bytes(th->k->bufs[op->buf].elem);
+    if (!shared_write(th, op->loc, t, op->byte, 16, op->buf, &idx, 1))
+      return false;
+    memcpy(th->smem + op->byte, op->data, 16);
+  }
+  q->n = keep;
+  return true;
+}
+
+static bool exec_one(Th *th, const Stmt *s, int t)
+{
+  switch (s->kind) {
+  case ST_ATOMIC: return atomic_add(th, s, t);
+  case ST_VCOPY: return vcopy(th, s, t);
+  case ST_CP_ASYNC: return cp_async(th, s, t);
+  case ST_CP_COMMIT: th->cp[t].committed++; return true;
+  case ST_CP_WAIT: return cp_wait(th, s, t);
+  case ST_FENCE_PROXY_ASYNC: th->fences[t]++; return true;
+  case ST_EVAL: eval(th, s->value, t); return !th->failed;
+  default: DIE("statement %s is not per thread", stmt_spelling(s->kind));
+  }
+}
+
+/* ---------------------------------------------------------------- warp collectives */
+
+/* The warps (warpgroups, width lanes) of m, each of which must be whole. */
+static bool whole_groups(Th *th, const Stmt *s, Mask m, int width)
+{
+  for (int i = 0; i < m.n;) {
+    int first = m.t[i] - m.t[i] % width, n = 0;
+    for (; i < m.n && m.t[i] < first + width; i++)
+      n++;
+    int want = th->T - first < width ? th->T - first : width;
+    if (n != want || want != width) {
+      fail(th, s->loc, first, "%s needs all %d threads of its %s; %d of %d are here", stmt_spelling(s->kind),
+           width, width == WARP ? "warp" : "warpgroup", n, want);
+      return false;
+    }
+  }
+  return true;
+}
+
+static uint64_t read_u32(Th *th, SrcLoc loc, int t, int b, int64_t i)
+{
+  int64_t idx = i;
+  Val v = zero;
+  return read_elems(th, loc, t, b, &idx, 1, 1, &v) ? (uint64_t)(uint32_t)v.i : 0;
+}
+
+/* ldmatrix.x{1,2,4}[.trans]: lane 8j + r names row r of matrix j (16 bytes);
+ * lane l receives, from each matrix, the two 16-bit elements at row l / 4,
+ * columns 2 (l % 4) and + 1 (with .trans, the transposed matrix's). */
+static bool ldmatrix(Th *th, const Stmt *s, int w)
+{
+  uint16_t rows[4][8][8];
+  const Buffer *S = &th->k->bufs[s->src_buf];
+  for (int j = 0; j < s->matrices; j++)
+    for (int r = 0; r < 8; r++) {
+      int t = w + 8 * j + r;
+      int64_t idx[TL_MAX_RANK], at;
+      if (!eval_indices(th, s->src_idx, s->nsrc_idx, t, idx) ||
+          !locate(th, s->loc, t, s->src_buf, idx, s->nsrc_idx, 16 / type_bytes(S->elem), &at) ||
+          !shared_read(th, s->loc, t, at, 16, s->src_buf, idx, s->nsrc_idx))
+        return false;
+      memcpy(rows[j][r], th->smem + at, 16);
+    }
+  for (int l = 0; l < WARP; l++) {
+    int t = w + l;
+    int64_t base = eval(th, s->idx[0], t).i;
+    for (int j = 0; j < s->matrices && !th->failed; j++) {
+      int r = l / 4, c = 2 * (l % 4);
+      uint32_t lo = s->trans ? rows[j][c][r] : rows[j][r][c],
+               hi = s->trans ? rows[j][c + 1][r] : rows[j][r][c + 1];
+      Val v = {.i = (int64_t)(lo | (uint32_t)hi << 16)};
+      int64_t i = base + j;
+      if (!write_elems(th, s->loc, t, s->buf, &i, 1, 1, &v))
+        return false;
+    }
+  }
+  return !th->failed;
+}
+
+static double half_of(TypeKind t, uint32_t bits) { return val_from_bits(t, bits & 0xffff).f; }
+
+/* mma.sync.m16n8k16.row.col: D = A B + C over the warp's registers, g = l / 4, q = l % 4:
+ *   A 16x16: a0 (g, 2q..2q+1)  a1 (g+8, 2q..)  a2 (g, 2q+8..)  a3 (g+8, 2q+8..)
+ *   B 16x8:  b0 (2q..2q+1, g)  b1 (2q+8..2q+9, g)
+ *   C 16x8:  c0 c1 (g, 2q..2q+1)  c2 c3 (g+8, 2q..2q+1)
+ * Products are exact in double, summed in double, rounded once to f32. */
+static bool mma(Th *th, const Stmt *s, int w)
+{
+  double A[16][16], B[16][8], C[16][8];
+  for (int l = 0; l < WARP; l++) {
+    int t = w + l, g = l / 4, q = l % 4;
+    int64_t a0 = eval(th, s->a_reg, t).i, b0 = eval(th, s->b_reg, t).i, c0 = eval(th, s->c_reg, t).i;
+    for (int r = 0; r < 4; r++) {
+      uint64_t x = read_u32(th, s->loc, t, s->a, a0 + r);
+      int row = g + 8 * (r % 2), col = 2 * q + 8 * (r / 2);
+      A[row][col] = half_of(s->elem, (uint32_t)x);
+      A[row][col + 1] = half_of(s->elem, (uint32_t)(x >> 16));
+    }
+    for (int r = 0; r < 2; r++) {
+      uint64_t x = read_u32(th, s->loc, t, s->b, b0 + r);
+      B[2 * q + 8 * r][g] = half_of(s->elem, (uint32_t)x);
+      B[2 * q + 8 * r + 1][g] = half_of(s->elem, (uint32_t)(x >> 16));
+    }
+    for (int r = 0; r < 4; r++) {
+      int64_t i = c0 + r;
+      Val v = zero;
+      if (!read_elems(th, s->loc, t, s->c, &i, 1, 1, &v))
+        return false;
+      C[g + 8 * (r / 2)][2 * q + r % 2] = v.f;
+    }
+    if (th->failed)
+      return false;
+  }
+  for (int l = 0; l < WARP; l++) {
+    int t = w + l, g = l / 4, q = l % 4;
+    int64_t c0 = eval(th, s->c_reg, t).i;
+    for (int r = 0; r < 4; r++) {
+      int row = g + 8 * (r / 2), col = 2 * q + r % 2;
+      double acc = 0;
+      for (int k = 0; k < 16; k++)
+        acc += A[row][k] * B[k][col];
+      Val v = {.f = val_round(TY_F32, C[row][col] + acc)};
+      int64_t i = c0 + r;
+      if (!write_elems(th, s->loc, t, s->c, &i, 1, 1, &v))
+        return false;
+    }
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- wgmma */
+
+static int64_t sw128(int64_t a) { return a ^ (((a >> 7) & 7) << 4); }
+
+/* The shared byte wgmma reads for element (mn, k) of an operand through its
+ * descriptor (the PTX ISA's canonical 128-byte-swizzle layouts: K-major rows of
+ * 128 bytes, 8-row groups SBO apart; MN-major rows of K, panels of 64 LBO apart). */
+static int64_t operand_byte(uint64_t desc, bool mn_major, int64_t mn, int64_t k)
+{
+  int64_t start = (int64_t)(desc & 0x3FFF) << 4, lbo = (int64_t)((desc >> 16) & 0x3FFF) << 4,
+          sbo = (int64_t)((desc >> 32) & 0x3FFF) << 4;
+  int64_t a = mn_major ? start + (mn % 64) * 2 + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo
+                       : start + (mn % 8) * 128 + (mn / 8) * sbo + k * 2;
+  return sw128(a);
+}
+
+/* A descriptor as codegen builds it (cg_tensor.c: wgmma_desc), from thread t's start element. */
+static bool descriptor(Th *th, const Stmt *s, int t, int b, Expr **start, int n, bool mn_major,
+                       uint64_t *desc)
+{
+  int64_t idx[TL_MAX_RANK], at;
+  uint32_t lbo, sbo;
+  if (!eval_indices(th, start, n, t, idx) || !locate(th, s->loc, t, b, idx, n, 1, &at))
+    return false;
+  smem_wgmma_strides(&th->k->bufs[b], mn_major, &lbo, &sbo);
+  *desc = smem_wgmma_desc((uint32_t)at, lbo, sbo);
+  return true;
+}
+
+static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op, double *out)
+{
+  char e[160];
+  int64_t idx = (byte - th->k->bufs[b].smem_offset) / 2;
+  if (byte < 0 || byte + 2 > th->smem_bytes) {
+    fail(th, s->loc, t, "wgmma reads byte %lld, outside the block's shared memory", (long long)byte);
+    return false;
+  }
+  Shadow *sh = &th->shadow[byte];
+  if (sh->inflight || !sh->written) {
+    fail(th, s->loc, t, "wgmma reads %s %s", elem_text(e, sizeof e, th, b, &idx, 1),
+         sh->inflight ? "while a cp.async into it is in flight" : "before anything wrote it");
+    return false;
+  }
+  if (sh->w_epoch == th->epoch && (sh->w_thread < t || sh->w_thread >= t + WARPGROUP)) {
+    fail(th, s->loc, t, "data race on %s: written by thread %d and read by wgmma with no barrier between",
+         elem_text(e, sizeof e, th, b, &idx, 1), sh->w_thread);
+    return false;
+  }
+  if (th->fences[sh->w_thread] == sh->w_fences) {
+    fail(
+        th, s->loc, t,
+        "wgmma reads %s, which thread %d wrote without a fence.proxy.async after it (the async proxy may not "
+        "see it)",
+        elem_text(e, sizeof e, th, b, &idx, 1), sh->w_thread);
+    return false;
+  }
+  op->bytes[op->nbytes++] = (int32_t)byte;
+  *out = val_load(s->elem, th->smem + byte, 0).f;
+  return true;
+}
+
+/* wgmma.mma_async m64nNk16 for warpgroup g0 (its first thread): D[64, N] += A[64, 16] B[16, N];
+ * thread w * 32 + l holds, for n8 block j, registers 4j + r = D[16w + l/4 + 8(r/2), 8j + 2(l%4) + r%2]. */
+static bool wgmma(Th *th, const Stmt *s, int g0)
+{
+  int N = 2 * s->acc_regs;
+  uint64_t da = 0, db = 0;
+  for (int l = 0; l < WARPGROUP; l++) {
+    uint64_t a, b;
+    if (!descriptor(th, s, g0 + l, s->a, s->a_start, s->na_start, s->a_mn_major, &a) ||
+        !descriptor(th, s, g0 + l, s->b, s->b_start, s->nb_start, s->b_mn_major, &b))
+      return false;
+    if (l && (a != da || b != db)) {
+      fail(th, s->loc, g0 + l, "wgmma descriptors differ within the warpgroup (thread %d's and thread %d's)",
+           g0, g0 + l);
+      return false;
+    }
+    da = a;
+    db = b;
+    if (th->acc_dirty[s->c * th->T + g0 + l]) {
+      fail(th, s->loc, g0 + l, "wgmma on accumulator '%s', written since the last wgmma.fence",
+           th->k->bufs[s->c].name);
+      return false;
+    }
+  }
+  WgQueue *q = &th->wg[g0 / WARPGROUP];
+  if (q->n == q->cap) {
+    int cap = q->cap ? 2 * q->cap : 8;
+    WgOp *ops = realloc(q->ops, sizeof *ops * (size_t)cap);
+    if (!ops) {
+      fail(th, s->loc, g0, "out of memory");
+      return false;
+    }
+    q->ops = ops;
+    q->cap = cap;
+  }
+  WgOp *op = &q->ops[q->n];
+  *op = (WgOp){.group = q->committed, .acc = s->c, .bytes = malloc(sizeof(int32_t) * (size_t)(64 + N) * 16)};
+  if (!op->bytes) {
+    fail(th, s->loc, g0, "out of memory");
+    return false;
+  }
+  q->n++;
+  double *A = malloc(sizeof(double) * 64 * 16), *B = malloc(sizeof(double) * 16 * (size_t)N);
+  bool ok = A && B;
+  for (int m = 0; ok && m < 64; m++)
+    for (int k = 0; ok && k < 16; k++)
+      ok = wg_read(th, s, g0, s->a, operand_byte(da, s->a_mn_major, m, k), op, &A[m * 16 + k]);
+  for (int n = 0; ok && n < N; n++)
+    for (int k = 0; ok && k < 16; k++)
+      ok = wg_read(th, s, g0, s->b, operand_byte(db, s->b_mn_major, n, k), op, &B[k * N + n]);
+  for (int l = 0; ok && l < WARPGROUP; l++) {
+    int t = g0 + l, w = l / WARP, ln = l % WARP;
+    const Buffer *Cb = &th->k->bufs[s->c];
+    for (int i = 0; ok && i < s->acc_regs; i++) {
+      int j = i / 4, r = i % 4;
+      int row = 16 * w + ln / 4 + 8 * (r / 2), col = 8 * j + 2 * (ln % 4) + r % 2;
+      int64_t at = (int64_t)t * Cb->local_size + i;
+      if (!th->reg_set[s->c][at]) {
+        int64_t ii = i;
+        char e[160];
+        fail(th, s->loc, t, "wgmma accumulates into %s, which nothing wrote",
+             elem_text(e, sizeof e, th, s->c, &ii, 1));
+        ok = false;
+        break;
+      }
+      double acc = 0;
+      for (int k = 0; k < 16; k++)
+        acc += A[row * 16 + k] * B[k * N + col];
+      th->reg[s->c][at].f = val_round(TY_F32, th->reg[s->c][at].f + acc);
+    }
+    th->acc_busy[s->c * th->T + t]++;
+  }
+  for (int i = 0; ok && i < op->nbytes; i++)
+    th->shadow[op->bytes[i]].async_reads++;
+  if (!ok)
+    op->nbytes = 0; /* nothing was counted for a failed one */
+  free(A);
+  free(B);
+  if (!A || !B)
+    fail(th, s->loc, g0, "out of memory");
+  return ok && !th->failed;
+}
+
+/* wgmma.wait_group pending: the warpgroup's groups but the newest `pending` complete. */
+static void wgmma_wait(Th *th, const Stmt *s, int g0)
+{
+  WgQueue *q = &th->wg[g0 / WARPGROUP];
+  int keep = 0;
+  for (int i = 0; i < q->n; i++) {
+    WgOp *op = &q->ops[i];
+    if (op->group >= q->committed - s->pending) {
+      q->ops[keep++] = *op;
+      continue;
+    }
+    for (int b = 0; b < op->nbytes; b++)
+      th->shadow[op->bytes[b]].async_reads--;
+    for (int l = 0; l < WARPGROUP; l++)
+      th->acc_busy[op->acc * th->T + g0 + l]--;
+    free(op->bytes);
+  }
+  q->n = keep;
+}
+
+/* A collective statement, once per warp (warpgroup) of m. */
+static bool collective(Th *th, const Stmt *s, Mask m)
+{
+  int width = s->kind == ST_LDMATRIX || s->kind == ST_MMA ? WARP : WARPGROUP;
+  if (!whole_groups(th, s, m, width))
+    return false;
+  for (int i = 0; i < m.n; i += width) {
+    int g0 = m.t[i];
+    switch (s->kind) {
+    case ST_LDMATRIX:
+      if (!ldmatrix(th, s, g0))
+        return false;
+      break;
+    case ST_MMA:
+      if (!mma(th, s, g0))
+        return false;
+      break;
+    case ST_WGMMA:
+      if (!wgmma(th, s, g0))
+        return false;
+      break;
+    case ST_WGMMA_FENCE:
+      for (int l = 0; l < WARPGROUP; l++)
+        th->acc_dirty[s->c * th->T + g0 + l] = 0;
+      break;
+    case ST_WGMMA_COMMIT: th->wg[g0 / WARPGROUP].committed++; break;
+    case ST_WGMMA_WAIT: wgmma_wait(th, s, g0); break;
+    default: DIE("statement %s is not collective", stmt_spelling(s->kind));
+    }
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- statements */
+
+static bool exec(Th *th, const Stmt *s, Mask m);
+
+static bool exec_if(Th *th, const Stmt *s, Mask m)
+{
+  int64_t top = th->pool_top;
+  int *yes = pool_take(th, m.n), *no = pool_take(th, m.n);
+  int ny = 0, nn = 0;
+  if (!yes || !no)
+    return false;
+  for (int i = 0; i < m.n; i++) {
+    Val c = eval(th, s->cond, m.t[i]);
+    if (th->failed)
+      return false;
+    if (val_convert(s->cond->type, TY_BOOL, c).i)
+      yes[ny++] = m.t[i];
+    else
+      no[nn++] = m.t[i];
+  }
+  bool ok = true;
+  Mask then_m = {yes, ny}, else_m = {no, nn};
+  if (ny) {
+    set_active(th, m, then_m);
+    ok = exec(th, s->then_s, then_m);
+    set_active(th, then_m, m);
+  }
+  if (ok && nn && s->else_s) {
+    set_active(th, m, else_m);
+    ok = exec(th, s->else_s, else_m);
+    set_active(th, else_m, m);
+  }
+  th->pool_top = top;
+  return ok;
+}
+
+/* for v in serial(n) / unrolled(n): each thread runs its own trip count; an
+ * iteration runs with the threads that have not finished. */
+static bool exec_for(Th *th, const Stmt *s, Mask m)
+{
+  if (s->nvars != 1 || (s->for_kind != FOR_SERIAL && s->for_kind != FOR_UNROLLED))
+    DIE("tile-level loop at thread level");
+  int64_t top = th->pool_top;
+  int64_t *n = (int64_t *)pool_take(th, 2 * m.n);
+  int *in = pool_take(th, m.n);
+  if (!n || !in)
+    return false;
+  int v = s->vars[0];
+  TypeKind vt = th->k->vars[v].type;
+  for (int i = 0; i < m.n; i++)
+    n[i] = val_convert(s->extents[0]->type, vt, eval(th, s->extents[0], m.t[i])).i;
+  bool ok = !th->failed;
+  for (int64_t it = 0; ok; it++) {
+    int k = 0;
+    for (int i = 0; i < m.n; i++)
+      if (it < n[i])
+        in[k++] = m.t[i];
+    if (!k)
+      break;
+    Mask sub = {in, k};
+    for (int i = 0; i < k; i++)
+      th->vars[(int64_t)v * th->T + in[i]] = (Val){.i = it};
+    set_active(th, m, sub);
+    ok = exec(th, s->then_s, sub);
+    set_active(th, sub, m);
+  }
+  th->pool_top = top;
+  return ok;
+}
+
+static bool barrier(Th *th, const Stmt *s, Mask m)
+{
+  if (m.n != th->T) {
+    int missing = 0;
+    while (missing < th->T && th->active[missing])
+      missing++;
+    fail(th, s->loc, -1, "barrier reached by %d of the block's %d threads (thread %d does not reach it)", m.n,
+         th->T, missing);
+    return false;
+  }
+  th->epoch++;
+  return true;
+}
+
+static bool exec_kind(Th *th, const Stmt *s, Mask m);
+
+/* th->loc: the innermost statement with a line (the lowering's own have none). */
+static bool exec(Th *th, const Stmt *s, Mask m)
+{
+  if (th->failed)
+    return false;
+  SrcLoc outer = th->loc;
+  if (s->loc.line)
+    th->loc = s->loc;
+  bool ok = exec_kind(th, s, m);
+  if (ok)
+    th->loc = outer;
+  return ok;
+}
+
+static bool exec_kind(Th *th, const Stmt *s, Mask m)
+{
+  switch (s->kind) {
+  case ST_SEQ:
+    for (int i = 0; i < s->nbody; i++)
+      if (!exec(th, s->body[i], m))
+        return false;
+    return true;
+  case ST_IF: return exec_if(th, s, m);
+  case ST_FOR: return exec_for(th, s, m);
+  case ST_BARRIER: return barrier(th, s, m);
+  case ST_LET:
+  case ST_ASSIGN:
+  case ST_STORE: return assign_all(th, s, m);
+  case ST_LDMATRIX:
+  case ST_MMA:
+  case ST_WGMMA:
+  case ST_WGMMA_FENCE:
+  case ST_WGMMA_COMMIT:
+  case ST_WGMMA_WAIT: return collective(th, s, m);
+  case ST_COPY:
+  case ST_FILL:
+  case ST_GEMM:
+  case ST_REDUCE:
+    fail(th, s->loc, -1, "'%s' is a tile-level statement", stmt_spelling(s->kind));
+    return false;
+  default:
+    for (int i = 0; i < m.n; i++)
+      if (!exec_one(th, s, m.t[i]))
+        return false;
+    return true;
+  }
+}
+
+/* ---------------------------------------------------------------- a run */
+
+static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions *opt)
+{
+  const Kernel *k = th->k;
+  int T = th->T;
+  th->uni = calloc((size_t)k->nvars + 1, sizeof *th->uni);
+  th->vars = calloc((size_t)(k->nvars + 1) * (size_t)T, sizeof *th->vars);
+  th->data = calloc((size_t)k->nbufs + 1, sizeof *th->data);
+  th->dims = calloc((size_t)k->nbufs + 1, sizeof *th->dims);
+  th->elems = calloc((size_t)k->nbufs + 1, sizeof *th->elems);
+  th->reg = calloc((size_t)k->nbufs + 1, sizeof *th->reg);
+  th->reg_set = calloc((size_t)k->nbufs + 1, sizeof *th->reg_set);
+  th->acc_busy = calloc((size_t)(k->nbufs + 1) * (size_t)T, sizeof *th->acc_busy);
+  th->acc_dirty = calloc((size_t)(k->nbufs + 1) * (size_t)T, 1);
+  th->active = calloc((size_t)T, 1);
+  th->fences = calloc((size_t)T, sizeof *th->fences);
+  th->cp = calloc((size_t)T, sizeof *th->cp);
+  th->wg = calloc((size_t)T / WARPGROUP + 1, sizeof *th->wg);
+  th->stage = malloc(sizeof *th->stage * (size_t)T * (1 + TL_MAX_RANK));
+  th->pool_cap = (int64_t)T * 4 * 256;
+  th->pool = malloc(sizeof *th->pool * (size_t)th->pool_cap);
+  th->smem_bytes = k->smem_bytes;
+  th->smem = calloc((size_t)k->smem_bytes + 16, 1);
+  th->shadow = calloc((size_t)k->smem_bytes + 16, sizeof *th->shadow);
+  if (!th->uni || !th->vars || !th->data || !th->dims || !th->elems || !th->reg || !th->reg_set ||
+      !th->acc_busy || !th->acc_dirty || !th->active || !th->fences || !th->cp || !th->wg || !th->pool ||
+      !th->stage || !th->smem || !th->shadow) {
+    error_at(th->d, k->loc, "out of memory for the interpreter");
+    return false;
+  }
+  if (!interp_bind_args(k, args, nargs, th->uni, th->data, th->d))
+    return false;
+  int num_sms = opt && opt->num_sms > 0 ? opt->num_sms : 4;
+  for (int v = 0; v < k->nvars; v++)
+    if (k->vars[v].kind == VAR_NUM_SMS)
+      th->uni[v] = (Val){.i = num_sms};
+  for (int v = 0; v < k->nvars; v++)
+    for (int t = 0; t < T; t++)
+      th->vars[(int64_t)v * T + t] = k->vars[v].kind == VAR_THREAD_IDX ? (Val){.i = t} : th->uni[v];
+  for (int b = 0; b < k->nbufs; b++) {
+    const Buffer *B = &k->bufs[b];
+    if (B->scope == SCOPE_GLOBAL) {
+      th->elems[b] = 1;
+      for (int d = 0; d < B->rank; d++) {
+        th->dims[b][d] = eval(th, B->shape[d], 0).i;
+        th->elems[b] *= th->dims[b][d];
+      }
+    } else if (B->scope == SCOPE_LOCAL) {
+      size_t n = (size_t)B->local_size * (size_t)T;
+      th->reg[b] = calloc(n + 1, sizeof **th->reg);
+      th->reg_set[b] = calloc(n + 1, 1);
+      if (!th->reg[b] || !th->reg_set[b]) {
+        error_at(th->d, B->loc, "out of memory for registers '%s'", B->name);
+        return false;
+      }
+    } else if (B->scope == SCOPE_FRAGMENT) {
+      DIE("fragment '%s' at thread level", B->name);
+    }
+  }
+  for (int g = 0; g < 3; g++) {
+    th->grid[g] = g < k->grid_rank ? eval(th, k->grid[g], 0).i : 1;
+    if (th->grid[g] < 0) {
+      fail(th, k->loc, -1, "grid dimension %d of kernel '%s' is negative (%lld)", g, k->name,
+           (long long)th->grid[g]);
+      return false;
+    }
+  }
+  for (int v = 0; v < k->nvars; v++)
+    if (k->vars[v].kind == VAR_GRID_DIM)
+      for (int t = 0; t < T; t++)
+        th->vars[(int64_t)v * T + t] = (Val){.i = th->grid[k->vars[v].dim]};
+  return !th->failed;
+}
+
+/* A new block: its index, fresh registers, shared memory and queues. */
+static void start_block(Th *th, int64_t blk)
+{
+  const Kernel *k = th->k;
+  int T = th->T;
+  th->block[0] = blk % th->grid[0];
+  th->block[1] = blk / th->grid[0] % th->grid[1];
+  th->block[2] = blk / th->grid[0] / th->grid[1];
+  for (int v = 0; v < k->nvars; v++)
+    if (k->vars[v].kind == VAR_BLOCK_IDX)
+      for (int t = 0; t < T; t++)
+        th->vars[(int64_t)v * T + t] = (Val){.i = th->block[k->vars[v].dim]};
+  for (int b = 0; b < k->nbufs; b++)
+    if (th->reg_set[b])
+      memset(th->reg_set[b], 0, (size_t)k->bufs[b].local_size * (size_t)T);
+  memset(th->acc_busy, 0, sizeof *th->acc_busy * (size_t)k->nbufs * (size_t)T);
+  memset(th->acc_dirty, 0, (size_t)k->nbufs * (size_t)T);
+  memset(th->shadow, 0, sizeof *th->shadow * (size_t)th->smem_bytes);
+  memset(th->fences, 0, sizeof *th->fences * (size_t)T);
+  th->epoch = 1;
+  for (int t = 0; t < T; t++)
+    th->cp[t].n = th->cp[t].committed = 0;
+  for (int g = 0; g <= T / WARPGROUP; g++) {
+    for (int i = 0; i < th->wg[g].n; i++)
+      free(th->wg[g].ops[i].bytes);
+    th->wg[g].n = th->wg[g].committed = 0;
+  }
+}
+
+static void release(Th *th)
+{
+  const Kernel *k = th->k;
+  for (int b = 0; th->reg && b < k->nbufs; b++) {
+    free(th->reg[b]);
+    free(th->reg_set[b]);
+  }
+  for (int t = 0; th->cp && t < th->T; t++)
+    free(th->cp[t].ops);
+  for (int g = 0; th->wg && g <= th->T / WARPGROUP; g++) {
+    for (int i = 0; i < th->wg[g].n; i++)
+      free(th->wg[g].ops[i].bytes);
+    free(th->wg[g].ops);
+  }
+  free(th->uni);
+  free(th->vars);
+  free(th->data);
+  free(th->dims);
+  free(th->elems);
+  free(th->reg);
+  free(th->reg_set);
+  free(th->acc_busy);
+  free(th->acc_dirty);
+  free(th->active);
+  free(th->fences);
+  free(th->cp);
+  free(th->wg);
+  free(th->pool);
+  free(th->stage);
+  free(th->smem);
+  free(th->shadow);
+}
+
+bool interp_thread_run(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt, Diags *d)
+{
+  Th th = {.k = k, .d = d, .T = k->nthreads, .loc = k->loc};
+  const char *bad = ir_verify(d->arena, k, VERIFY_THREAD);
+  if (bad)
+    DIE("interp_thread_run on IR that is not thread-level: %s", bad);
+  if (th.T < 1 || th.T > 1024) {
+    error_at(d, k->loc, "kernel '%s' has %d threads per block", k->name, th.T);
+    return false;
+  }
+  bool ok = setup(&th, args, nargs, opt);
+  int *all = ok ? pool_take(&th, th.T) : NULL;
+  for (int t = 0; all && t < th.T; t++) {
+    all[t] = t;
+    th.active[t] = 1;
+  }
+  int64_t nblocks = ok && all ? th.grid[0] * th.grid[1] * th.grid[2] : 0;
+  for (int64_t blk = 0; ok && blk < nblocks; blk++) {
+    start_block(&th, blk);
+    ok = exec(&th, k->body, (Mask){all, th.T});
+  }
+  release(&th);
+  return ok && !th.failed;
+}
