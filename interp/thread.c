@@ -287,7 +287,11 @@ static bool shared_read(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, c
   return true;
 }
 
-static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, const int64_t *idx, int nidx)
+/* Thread t writes the n bytes `bits` at byte.  Two threads storing the same
+ * bytes between two barriers is not a race (the copies of a replicated
+ * fragment all store their value); different bytes are. */
+static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, const uint8_t *bits, int b,
+                         const int64_t *idx, int nidx)
 {
   char e[160];
   for (int64_t i = byte; i < byte + n; i++) {
@@ -302,8 +306,8 @@ static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, 
            elem_text(e, sizeof e, th, b, idx, nidx));
       return false;
     }
-    if (s->w_epoch == th->epoch && s->w_thread != t) {
-      fail(th, loc, t, "data race on %s: written by threads %d and %d with no barrier between",
+    if (s->w_epoch == th->epoch && s->w_thread != t && th->smem[i] != bits[i - byte]) {
+      fail(th, loc, t, "data race on %s: threads %d and %d write different values with no barrier between",
            elem_text(e, sizeof e, th, b, idx, nidx), s->w_thread, t);
       return false;
     }
@@ -312,11 +316,15 @@ static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, 
            elem_text(e, sizeof e, th, b, idx, nidx), s->r_thread != t ? s->r_thread : -1, t);
       return false;
     }
+  }
+  for (int64_t i = byte; i < byte + n; i++) {
+    Shadow *s = &th->shadow[i];
     s->written = 1;
     s->w_epoch = th->epoch;
     s->w_thread = t;
     s->w_fences = th->fences[t];
   }
+  memcpy(th->smem + byte, bits, (size_t)n);
   return true;
 }
 
@@ -386,12 +394,12 @@ static bool write_elems(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, in
     for (int l = 0; l < lanes; l++)
       val_store(B->elem, th->data[b], at + l, v[l]);
     return true;
-  case SCOPE_SHARED:
-    if (!shared_write(th, loc, t, at, lanes * type_bytes(B->elem), b, idx, n))
-      return false;
+  case SCOPE_SHARED: {
+    uint8_t bits[64 * 8];
     for (int l = 0; l < lanes; l++)
-      val_store(B->elem, th->smem + at, l, v[l]);
-    return true;
+      val_store(B->elem, bits, l, v[l]);
+    return shared_write(th, loc, t, at, lanes * type_bytes(B->elem), bits, b, idx, n);
+  }
   default:
     for (int l = 0; l < lanes; l++) {
       if (!reg_usable(th, loc, t, b, at + l, false))
@@ -423,6 +431,31 @@ static Val binary(Th *th, const Expr *e, int t)
     return (Val){.i = b.i != 0};
   if (e->op == OP_SHL || e->op == OP_SHR)
     b = val_convert(e->b->type, ty, b);
+  if (ty == TY_I32) { /* index arithmetic, most of what runs: the common cases without a call */
+    int32_t x = (int32_t)a.i, y = (int32_t)b.i;
+    switch ((OpKind)e->op) {
+    case OP_ADD: return (Val){.i = (int32_t)((uint32_t)x + (uint32_t)y)};
+    case OP_SUB: return (Val){.i = (int32_t)((uint32_t)x - (uint32_t)y)};
+    case OP_MUL: return (Val){.i = (int32_t)((uint32_t)x * (uint32_t)y)};
+    case OP_DIV:
+      if (y > 0)
+        return (Val){.i = x / y};
+      break;
+    case OP_MOD:
+      if (y > 0)
+        return (Val){.i = x % y};
+      break;
+    case OP_LT: return (Val){.i = x < y};
+    case OP_LE: return (Val){.i = x <= y};
+    case OP_GT: return (Val){.i = x > y};
+    case OP_GE: return (Val){.i = x >= y};
+    case OP_EQ: return (Val){.i = x == y};
+    case OP_NE: return (Val){.i = x != y};
+    case OP_MIN: return (Val){.i = x < y ? x : y};
+    case OP_MAX: return (Val){.i = x > y ? x : y};
+    default: break;
+    }
+  }
   if (type_is_float(ty))
     return val_float_binary((OpKind)e->op, ty, a.f, b.f);
   Val r = zero;
@@ -470,6 +503,14 @@ static Val load(Th *th, const Expr *e, int t)
 {
   int64_t idx[TL_MAX_RANK];
   Val v = zero;
+  const Buffer *B = &th->k->bufs[e->buf];
+  if (B->scope == SCOPE_LOCAL) { /* registers, most loads: read_elems's checks, inline */
+    int64_t i = eval(th, e->args[0], t).i, at = (int64_t)t * B->local_size + i;
+    if (i >= 0 && i < B->local_size && th->reg_set[e->buf][at] && !th->acc_busy[e->buf * th->T + t]) {
+      v = th->reg[e->buf][at];
+      return B->elem == e->type ? v : val_convert(B->elem, e->type, v);
+    }
+  }
   if (!eval_indices(th, e->args, e->nargs, t, idx) ||
       !read_elems(th, e->loc, t, e->buf, idx, e->nargs, 1, &v))
     return zero;
@@ -504,14 +545,17 @@ static Val eval(Th *th, const Expr *e, int t)
   if (th->failed)
     return zero;
   switch (e->kind) {
-  case EX_INT: return (Val){.i = type_wrap_int(e->type, e->i)};
+  case EX_INT: return (Val){.i = e->type == TY_I32 ? (int32_t)e->i : type_wrap_int(e->type, e->i)};
   case EX_FLOAT: return (Val){.f = val_round(e->type, e->f)};
   case EX_VAR: return th->vars[(int64_t)e->var * th->T + t];
   case EX_LOAD: return load(th, e, t);
   case EX_UNARY: return val_unary((OpKind)e->op, e->type, eval(th, e->a, t));
   case EX_BINARY: return binary(th, e, t);
   case EX_CALL: return call(th, e, t);
-  case EX_CAST: return val_convert(e->a->type, e->type, eval(th, e->a, t));
+  case EX_CAST: {
+    Val x = eval(th, e->a, t);
+    return e->a->type == e->type ? x : val_convert(e->a->type, e->type, x);
+  }
   case EX_SELECT: return eval(th, e->a, t).i ? eval(th, e->b, t) : eval(th, e->c, t);
   case EX_ALIGNED: return aligned(th, e, t);
   }
@@ -522,7 +566,8 @@ static Val eval(Th *th, const Expr *e, int t)
 
 static void set_var(Th *th, int v, int t, TypeKind from, Val x)
 {
-  th->vars[(int64_t)v * th->T + t] = val_convert(from, th->k->vars[v].type, x);
+  TypeKind to = th->k->vars[v].type;
+  th->vars[(int64_t)v * th->T + t] = from == to ? x : val_convert(from, to, x);
 }
 
 /* let, assign, store: every active thread evaluates, then every one writes,
@@ -658,9 +703,8 @@ static bool cp_wait(Th *th, const Stmt *s, int t)
     for (int64_t b = op->byte; b < op->byte + 16; b++)
       th->shadow[b].inflight--;
     int64_t idx = (op->byte - th->k->bufs[op->buf].smem_offset) / type_bytes(th->k->bufs[op->buf].elem);
-    if (!shared_write(th, op->loc, t, op->byte, 16, op->buf, &idx, 1))
+    if (!shared_write(th, op->loc, t, op->byte, 16, op->data, op->buf, &idx, 1))
       return false;
-    memcpy(th->smem + op->byte, op->data, 16);
   }
   q->n = keep;
   return true;

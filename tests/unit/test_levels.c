@@ -1,0 +1,296 @@
+/* test_levels: the two levels of the interpreter against each other, a differential test of every
+ * lowering pass with no GPU and no reference to write.
+ *
+ * Every kernel of every .tl file in examples/, stdlib/ and tests/golden/ runs at the tile level (the
+ * language's meaning, interp/tile.c) and at the thread level of its sm_80 and its sm_90a lowering
+ * (what codegen translates, interp/thread.c), on the same random inputs at small random sizes (ragged
+ * ones: the sizes are drawn, not chosen), and every tensor must come out the same within the storage
+ * type's rounding. The inputs are multiples of 1/8 in [-2, 2] (as in tests/gpu/gpu_conform.c), so
+ * that sums and products of them are exact in f32 in any order: the levels, which sum in different
+ * orders, then agree but for what follows a transcendental function. A run the tile level rejects
+ * (an index out of bounds for the sizes drawn, say) is skipped; one that only the thread level rejects
+ * (a race, a barrier not reached, a read of something never written) fails, with its message.
+ *
+ *   test_levels [SUBSTRING]    only the files whose path contains SUBSTRING; -v prints each run
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp.h"
+#include "../support/check.h"
+#include "../support/read_file.h"
+
+enum { GUARD = 8, SHAPES = 2, MAX_ELEMS = 1 << 18 };
+
+static uint64_t rng = 0x2545f4914f6cdd1du;
+static uint64_t next(void)
+{
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * 0x2545f4914f6cdd1du;
+}
+static double uniform(double lo, double hi)
+{
+  return lo + (hi - lo) * (double)(next() >> 11) / 9007199254740992.0;
+}
+static int64_t between(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
+
+static bool verbose;
+static int compared, skipped, tile_only_errors;
+
+/* The launch of one kernel: argument values and tensors, three copies (the tile level's and the
+ * thread level's two targets'). */
+typedef struct {
+  InterpArg args[64];
+  int nargs;
+  void *data[3][64]; /* per copy, per argument (NULL for scalars) */
+  int64_t elems[64];
+  TypeKind type[64];
+} Launch;
+
+static int64_t size_value(const Launch *L, const Kernel *k, const Expr *e)
+{
+  if (e->kind == EX_INT)
+    return e->i;
+  const char *name = k->vars[e->var].name;
+  for (int i = 0; i < L->nargs; i++)
+    if (!strcmp(L->args[i].name, name))
+      return L->args[i].i;
+  return 0;
+}
+
+/* Sizes drawn in [1, 150] (a tensor over MAX_ELEMS halves its largest), scalars by type, tensors
+ * random; false if the kernel has more parameters than a Launch holds. */
+static bool draw(Launch *L, const Kernel *k)
+{
+  memset(L, 0, sizeof *L);
+  if (k->nparams > 64)
+    return false;
+  for (int p = 0; p < k->nparams; p++) {
+    if (k->params[p].is_buffer)
+      continue;
+    const Var *v = &k->vars[k->params[p].index];
+    InterpArg *a = &L->args[L->nargs++];
+    a->name = v->name;
+    if (v->kind == VAR_SIZE)
+      a->i = between(1, 150);
+    else if (type_is_float(v->type))
+      a->f = uniform(0.25, 1.5);
+    else
+      a->i = between(0, 3);
+  }
+  for (int p = 0; p < k->nparams; p++) {
+    if (!k->params[p].is_buffer)
+      continue;
+    const Buffer *B = &k->bufs[k->params[p].index];
+    for (;;) {
+      int64_t n = 1, big = -1, bigv = 0;
+      for (int d = 0; d < B->rank; d++) {
+        int64_t s = size_value(L, k, B->shape[d]);
+        n *= s;
+        if (B->shape[d]->kind == EX_VAR && s > bigv)
+          bigv = s, big = d;
+      }
+      if (n <= MAX_ELEMS || big < 0)
+        break;
+      for (int i = 0; i < L->nargs; i++)
+        if (!strcmp(L->args[i].name, k->vars[B->shape[big]->var].name))
+          L->args[i].i = (L->args[i].i + 1) / 2;
+    }
+  }
+  for (int p = 0; p < k->nparams; p++) {
+    if (!k->params[p].is_buffer)
+      continue;
+    const Buffer *B = &k->bufs[k->params[p].index];
+    int i = L->nargs++;
+    int64_t n = 1;
+    for (int d = 0; d < B->rank; d++)
+      n *= size_value(L, k, B->shape[d]);
+    L->args[i].name = B->name;
+    L->elems[i] = n;
+    L->type[i] = B->elem;
+    size_t bytes = (size_t)(n + GUARD) * (size_t)type_bytes(B->elem);
+    for (int c = 0; c < 3; c++)
+      L->data[c][i] = malloc(bytes);
+    for (int64_t e = 0; e < n + GUARD; e++) {
+      Val v;
+      if (type_is_float(B->elem))
+        v.f = val_round(B->elem, e < n ? (double)between(-16, 16) / 8 : -1234.5);
+      else
+        v.i = type_wrap_int(B->elem, e < n ? between(0, 7) : 77);
+      val_store(B->elem, L->data[0][i], e, v);
+    }
+    memcpy(L->data[1][i], L->data[0][i], bytes);
+    memcpy(L->data[2][i], L->data[0][i], bytes);
+  }
+  return true;
+}
+
+static void release(Launch *L)
+{
+  for (int c = 0; c < 3; c++)
+    for (int i = 0; i < L->nargs; i++)
+      free(L->data[c][i]);
+}
+
+/* Whether a thread-level element matches the tile level's: the same bits, or floats within two
+ * roundings of the type (plus a little for sums in another order). */
+static bool same(TypeKind t, Val a, Val b)
+{
+  if (!type_is_float(t))
+    return a.i == b.i;
+  if (isnan(a.f) || isnan(b.f))
+    return isnan(a.f) && isnan(b.f);
+  if (isinf(a.f) || isinf(b.f))
+    return a.f == b.f;
+  double rel = t == TY_F16 ? 4e-3 : t == TY_BF16 ? 3e-2 : t == TY_F32 ? 2e-5 : 1e-12;
+  double abs_tol = t == TY_F16 ? 2e-3 : t == TY_BF16 ? 2e-2 : 1e-5;
+  return fabs(a.f - b.f) <= rel * fmax(fabs(a.f), fabs(b.f)) + abs_tol;
+}
+
+static char *render(Diags *d)
+{
+  StrBuf sb = {0};
+  diag_render(d, &sb);
+  return sb.data;
+}
+
+/* Runs kernel `name` of src at the tile level (copy 0) and the thread level of sm_80 (copy 1) and
+ * sm_90a (copy 2), then compares. */
+static void run_levels(const char *path, const char *src, size_t len, const char *name, int shape)
+{
+  Arena *a = arena_new();
+  Diags d = {.arena = a, .filename = path};
+  Module *m = interp_compile(a, &d, src, len, NULL, 0, name);
+  Kernel *k = m ? interp_find_kernel(m, name) : NULL;
+  Launch L;
+  if (!k || !draw(&L, k)) {
+    CHECK(k != NULL, "%s: kernel %s does not compile", path, name);
+    arena_free(a);
+    return;
+  }
+  InterpOptions opt = {.num_sms = 4};
+  for (int i = 0; i < L.nargs; i++)
+    L.args[i].data = L.data[0][i];
+  if (!interp_tile_run(k, L.args, L.nargs, &opt, &d)) {
+    char *msg = render(&d);
+    if (verbose)
+      printf("SKIP %s %s shape %d: the tile level rejects it: %s", path, name, shape, msg ? msg : "\n");
+    skipped++;
+    free(msg);
+    release(&L);
+    arena_free(a);
+    return;
+  }
+  static const char *const targets[] = {"sm_80", "sm_90a"};
+  for (int c = 1; c < 3; c++) {
+    Arena *ta = arena_new();
+    Diags td = {.arena = ta, .filename = path};
+    Module *tm = interp_compile_thread(ta, &td, src, len, NULL, 0, name, target_find(targets[c - 1]));
+    Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
+    for (int i = 0; i < L.nargs; i++)
+      L.args[i].data = L.data[c][i];
+    bool ok = tk && interp_thread_run(tk, L.args, L.nargs, &opt, &td);
+    char sizes[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < L.nargs && used < sizeof sizes; i++)
+      if (!L.data[0][i])
+        used += (size_t)snprintf(sizes + used, sizeof sizes - used, " %s=%g", L.args[i].name,
+                                 L.args[i].i ? (double)L.args[i].i : L.args[i].f);
+    if (!ok) {
+      char *msg = render(&td);
+      CHECK(ok, "%s: kernel %s (%s,%s): the thread level fails where the tile level ran: %s", path, name,
+            targets[c - 1], sizes, msg ? msg : "");
+      tile_only_errors++;
+      free(msg);
+    }
+    for (int i = 0; ok && i < L.nargs; i++) {
+      if (!L.data[0][i])
+        continue;
+      int64_t bad = 0, first = -1;
+      for (int64_t e = 0; e < L.elems[i] + GUARD; e++)
+        if (!same(L.type[i], val_load(L.type[i], L.data[0][i], e), val_load(L.type[i], L.data[c][i], e)))
+          bad++, first = first < 0 ? e : first;
+      if (bad) {
+        Val x = val_load(L.type[i], L.data[0][i], first), y = val_load(L.type[i], L.data[c][i], first);
+        CHECK(!bad,
+              "%s: kernel %s (%s,%s): %s differs in %lld of %lld elements; first [%lld]: tile %.9g, thread "
+              "%.9g",
+              path, name, targets[c - 1], sizes, L.args[i].name, (long long)bad, (long long)L.elems[i],
+              (long long)first, type_is_float(L.type[i]) ? x.f : (double)x.i,
+              type_is_float(L.type[i]) ? y.f : (double)y.i);
+      }
+    }
+    if (ok) {
+      compared++;
+      if (verbose)
+        printf("ok   %s %s %s%s\n", path, name, targets[c - 1], sizes);
+    }
+    arena_free(ta);
+  }
+  release(&L);
+  arena_free(a);
+}
+
+static int by_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+static void run_folder(const char *dir, const char *only)
+{
+  DIR *D = opendir(dir);
+  CHECK(D != NULL, "cannot open %s", dir);
+  if (!D)
+    return;
+  char *names[512];
+  int n = 0;
+  for (struct dirent *e; (e = readdir(D)) && n < 512;) {
+    size_t len = strlen(e->d_name);
+    if (len > 3 && !strcmp(e->d_name + len - 3, ".tl"))
+      names[n++] = strdup(e->d_name);
+  }
+  closedir(D);
+  qsort(names, (size_t)n, sizeof *names, by_name);
+  for (int i = 0; i < n; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    free(names[i]);
+    if (only && !strstr(path, only))
+      continue;
+    size_t len = 0;
+    char *src = test_read_file(path, &len);
+    CHECK(src != NULL, "cannot read %s", path);
+    if (!src)
+      continue;
+    Arena *a = arena_new();
+    Diags d = {.arena = a, .filename = path};
+    Module *m = interp_compile(a, &d, src, len, NULL, 0, NULL);
+    for (int kk = 0; m && kk < m->nkernels; kk++)
+      for (int s = 0; s < SHAPES; s++)
+        run_levels(path, src, len, m->kernels[kk]->name, s);
+    arena_free(a);
+    free(src);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-v"))
+      verbose = true;
+    else
+      only = argv[i];
+  run_folder(TILEC_SOURCE_DIR "/examples", only);
+  run_folder(TILEC_SOURCE_DIR "/stdlib", only);
+  run_folder(TILEC_SOURCE_DIR "/tests/golden", only);
+  printf("test_levels: %d thread-level runs compared with the tile level, %d launches skipped (the tile "
+         "level rejects them), %d checks, %d failures\n",
+         compared, skipped, checks, failures);
+  /* not vacuous: most launches must run */
+  CHECK(compared >= 100, "only %d runs compared", compared);
+  return failures != 0;
+}
