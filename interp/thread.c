@@ -136,8 +136,8 @@ static void fail(Th *th, SrcLoc loc, int t, const char *fmt, ...)
   va_end(ap);
   if (t >= 0)
     snprintf(who, sizeof who, ", thread %d", t);
-  error_at(th->d, loc.line ? loc : th->loc, "%s (block %lld, %lld, %lld%s)", msg, (long long)th->block[0],
-           (long long)th->block[1], (long long)th->block[2], who);
+  error_at(th->d, loc.line ? loc : th->loc, "%s (kernel '%s', block %lld, %lld, %lld%s)", msg, th->k->name,
+           (long long)th->block[0], (long long)th->block[1], (long long)th->block[2], who);
 }
 
 /* "shared 'xs'[0, 17]": an element, for messages. */
@@ -877,7 +877,7 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
          sh->inflight ? "while a cp.async into it is in flight" : "before anything wrote it");
     return false;
   }
-  if (sh->w_epoch == th->epoch && (sh->w_thread < t || sh->w_thread >= t + WARPGROUP)) {
+  if (sh->w_epoch == th->epoch) { /* wgmma reads the whole tile: any writer needs a barrier first */
     fail(th, s->loc, t, "data race on %s: written by thread %d and read by wgmma with no barrier between",
          elem_text(e, sizeof e, th, b, &idx, 1), sh->w_thread);
     return false;
@@ -955,7 +955,7 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
       if (!th->reg_set[s->c][at]) {
         int64_t ii = i;
         char e[160];
-        fail(th, s->loc, t, "wgmma accumulates into %s, which nothing wrote",
+        fail(th, s->loc, t, "%s is read by wgmma before anything wrote it",
              elem_text(e, sizeof e, th, s->c, &ii, 1));
         ok = false;
         break;

@@ -60,8 +60,8 @@ static void fail(Interp *in, SrcLoc loc, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  error_at(in->d, loc.line ? loc : in->loc, "%s (block %lld, %lld, %lld)", msg, (long long)in->block[0],
-           (long long)in->block[1], (long long)in->block[2]);
+  error_at(in->d, loc.line ? loc : in->loc, "%s (kernel '%s', block %lld, %lld, %lld)", msg, in->k->name,
+           (long long)in->block[0], (long long)in->block[1], (long long)in->block[2]);
 }
 
 /* "[3, 7]": an element's index, for messages. */

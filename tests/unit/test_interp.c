@@ -34,6 +34,8 @@ static double uniform(double lo, double hi) /* xorshift64*: the same inputs on e
 static const char *const levels[] = {"tile", "thread sm_80", "thread sm_90a"};
 static int level;
 static bool last_wgmma; /* the last kernel run had a wgmma statement */
+/* Applied to the thread-level IR between compiling and running (a planted lowering bug), if set. */
+static void (*plant)(Kernel *k);
 
 static bool has_wgmma(const Stmt *s)
 {
@@ -61,6 +63,8 @@ static bool run_source(const char *name, const char *src, size_t len, const Cons
   Kernel *k = m ? interp_find_kernel(m, kernel) : NULL;
   InterpOptions opt = {.num_sms = 4};
   last_wgmma = k && has_wgmma(k->body);
+  if (k && level && plant)
+    plant(k);
   if (k)
     ok = level ? interp_thread_run(k, args, nargs, &opt, &d) : interp_tile_run(k, args, nargs, &opt, &d);
   else if (m)
@@ -459,7 +463,7 @@ static void test_checks(void)
                     "}\n";
   InterpArg oob_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 10}};
   const char *oob_want[] = {"oob.tl:5:", "index [8] is out of bounds of shared 't': dimension 0 has size 8",
-                            "(block 0, 0, 0)"};
+                            "(kernel 'oob', block 0, 0, 0)"};
   expect_error("oob.tl", oob, "oob", oob_args, 2, oob_want, 3);
 
   const char *uninit = "kernel uninit(A: f32[N]) grid(ceildiv(N, 32)) as (bx) threads(32) {\n"
@@ -476,7 +480,7 @@ static void test_checks(void)
                        "}\n";
   InterpArg uninit_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 64}};
   const char *uninit_want[] = {"uninit.tl:9:", "fragment 'x'[16] is read before anything wrote it",
-                               "(block 0, 0, 0)"};
+                               "block 0, 0, 0)"};
   expect_error("uninit.tl", uninit, "uninit", uninit_args, 2, uninit_want, 3);
 
   /* the element written in block 0 is not written in block 1: every block starts afresh */
@@ -489,7 +493,7 @@ static void test_checks(void)
                       "}\n";
   InterpArg fresh_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 2}};
   const char *fresh_want[] = {"fresh.tl:6:", "shared 's'[1] is read before anything wrote it",
-                              "(block 1, 0, 0)"};
+                              "(kernel 'fresh', block 1, 0, 0)"};
   expect_error("fresh.tl", fresh, "fresh", fresh_args, 2, fresh_want, 3);
 
   int32_t I[4 + GUARD] = {7};
@@ -510,6 +514,146 @@ static void test_checks(void)
   InterpArg gmem_args[] = {{.name = "A", .data = A}, {.name = "N", .i = 4}};
   const char *gmem_want[] = {"gmem.tl:2:", "index [4] is out of bounds of global 'A'"};
   expect_error("gmem.tl", gmem, "gmem", gmem_args, 2, gmem_want, 2);
+}
+
+/* ---------------------------------------------------------------- planted lowering bugs */
+
+/* Calls fn on every statement of s, parents first, until fn returns false; false then. */
+static bool walk(Stmt *s, bool (*fn)(Stmt *))
+{
+  if (!s)
+    return true;
+  if (!fn(s))
+    return false;
+  for (int i = 0; i < s->nbody; i++)
+    if (!walk(s->body[i], fn))
+      return false;
+  return walk(s->then_s, fn) && walk(s->else_s, fn);
+}
+
+static bool drop_barriers(Stmt *s) /* every barrier becomes an empty sequence */
+{
+  if (s->kind == ST_BARRIER)
+    *s = (Stmt){.kind = ST_SEQ, .loc = s->loc};
+  return true;
+}
+static bool drop_proxy_fences(Stmt *s)
+{
+  if (s->kind == ST_FENCE_PROXY_ASYNC)
+    *s = (Stmt){.kind = ST_SEQ, .loc = s->loc};
+  return true;
+}
+static bool drop_wgmma_fences(Stmt *s)
+{
+  if (s->kind == ST_WGMMA_FENCE)
+    *s = (Stmt){.kind = ST_SEQ, .loc = s->loc};
+  return true;
+}
+static bool wait_one_more(Stmt *s) /* cp.async.wait_group N+1: one group too few waited for */
+{
+  if (s->kind == ST_CP_WAIT)
+    s->pending++;
+  return true;
+}
+static bool wgmma_wait_later(Stmt *s)
+{
+  if (s->kind == ST_WGMMA_WAIT)
+    s->pending++;
+  return true;
+}
+static bool barrier_in_half(Stmt *s); /* the first barrier runs in threads 0..63 only */
+static Kernel *planted_in;
+static bool barrier_in_half(Stmt *s)
+{
+  if (s->kind != ST_BARRIER)
+    return true;
+  Stmt *b = malloc(sizeof *b);
+  *b = *s;
+  int tid = -1;
+  for (int v = 0; v < planted_in->nvars; v++)
+    if (planted_in->vars[v].kind == VAR_THREAD_IDX)
+      tid = v;
+  static Expr var, lim, cond;
+  var = (Expr){.kind = EX_VAR, .type = TY_I32, .var = tid};
+  lim = (Expr){.kind = EX_INT, .type = TY_I32, .i = 64};
+  cond = (Expr){.kind = EX_BINARY, .type = TY_BOOL, .op = OP_LT, .a = &var, .b = &lim};
+  *s = (Stmt){.kind = ST_IF, .loc = s->loc, .cond = &cond, .then_s = b};
+  return false;
+}
+static bool drop_first_fill(Stmt *s) /* the accumulator's clear: registers read before written */
+{
+  if (s->kind == ST_FOR && s->then_s && s->then_s->kind == ST_STORE && s->then_s->value->kind == EX_FLOAT &&
+      s->then_s->value->f == 0) {
+    *s = (Stmt){.kind = ST_SEQ, .loc = s->loc};
+    return false;
+  }
+  return true;
+}
+
+static bool (*planted_fn)(Stmt *);
+static void plant_walk(Kernel *k)
+{
+  planted_in = k;
+  walk(k->body, planted_fn);
+}
+
+/* Runs path's kernel at the current (thread) level with the bug planted: it must fail with each of
+ * want[0..n) in the message. */
+static void expect_caught(const char *what, const char *path, const ConstDef *defs, int ndefs,
+                          const char *kernel, InterpArg *args, int nargs, bool (*bug)(Stmt *),
+                          const char *const *want, int nwant)
+{
+  size_t len = 0;
+  char *src = test_read_file(path, &len);
+  char msg[4096] = "";
+  planted_fn = bug;
+  plant = plant_walk;
+  bool ok = src && run_source(path, src, len, defs, ndefs, kernel, args, nargs, msg, sizeof msg);
+  plant = NULL;
+  CHECK(!ok, "%s (%s level): the planted bug was not caught", what, levels[level]);
+  for (int i = 0; !ok && i < nwant; i++)
+    CHECK(strstr(msg, want[i]) != NULL, "%s (%s level): '%s' not in: %s", what, levels[level], want[i], msg);
+  free(src);
+}
+
+/* Each bug the thread level must catch, planted in the lowered IR of a real kernel: the message
+ * names the line, the kernel, the buffer and element, the block and the thread. */
+static void test_thread_checks(void)
+{
+  int64_t M = 37, N = 100, K = 70;
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *B = h_array(false, K * N, false, -1, 1);
+  uint16_t *C = h_array(false, M * N, true, 0, 0);
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "C", .data = C},
+                      {.name = "M", .i = M},    {.name = "N", .i = N},    {.name = "K", .i = K}};
+  const char *matmul = TILEC_SOURCE_DIR "/examples/matmul.tl";
+  ConstDef mma[] = {{"BM", "32"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "3"}, {"THREADS", "128"}};
+  ConstDef wg[] = {{"BM", "64"}, {"BN", "64"}, {"BK", "64"}, {"STAGES", "3"}, {"THREADS", "128"}};
+  const ConstDef *defs = level == 2 ? wg : mma;
+
+  const char *race[] = {"matmul.tl:", "data race on shared '", "kernel 'matmul', block 0, 0, 0, thread"};
+  expect_caught("barriers removed", matmul, defs, 5, "matmul", args, 6, drop_barriers, race, 3);
+  const char *half[] = {"barrier reached by 64 of the block's 128 threads (thread 64 does not reach it)",
+                        "kernel 'matmul'"};
+  expect_caught("a barrier in divergent code", matmul, defs, 5, "matmul", args, 6, barrier_in_half, half, 2);
+  const char *inflight[] = {"matmul.tl:", "while a cp.async into it is in flight", "thread"};
+  expect_caught("cp.async.wait_group one too deep", matmul, defs, 5, "matmul", args, 6, wait_one_more,
+                inflight, 3);
+  const char *unset[] = {"register 'acc'[", "before anything wrote it"};
+  expect_caught("the accumulator never cleared", matmul, defs, 5, "matmul", args, 6, drop_first_fill, unset,
+                2);
+  if (level == 2) {
+    const char *proxy[] = {"without a fence.proxy.async", "kernel 'matmul'"};
+    expect_caught("no fence.proxy.async before wgmma", matmul, defs, 5, "matmul", args, 6, drop_proxy_fences,
+                  proxy, 2);
+    const char *fence[] = {"written since the last wgmma.fence"};
+    expect_caught("no wgmma.fence", matmul, defs, 5, "matmul", args, 6, drop_wgmma_fences, fence, 1);
+    const char *busy[] = {"register 'acc'[", "while a wgmma writes it"};
+    expect_caught("wgmma.wait_group too shallow", matmul, defs, 5, "matmul", args, 6, wgmma_wait_later, busy,
+                  2);
+  }
+  free(A);
+  free(B);
+  free(C);
 }
 
 /* Integer wrapping, f16 rounding on every store and cast, and a reduction with accumulate. */
@@ -647,6 +791,8 @@ int main(int argc, char **argv)
     test_kernels();
     if (level == 0)
       test_checks();
+    else
+      test_thread_checks();
     printf("test_interp: %s level: %d failures\n", levels[level], failures - before);
   }
   printf("test_interp: %d checks, %d failures\n", checks, failures);
