@@ -248,15 +248,35 @@ static Stmt *shared_fill_body(Lw *w, Expr **t, void *ctx)
   return lw_store(w, c->dst, ti, r, ex_clone(w->a, c->value));
 }
 
-/* Per-thread registers src -> dst, same layout. */
+/* Per-thread registers src -> dst, same layout.  The registers of a padding
+ * chunk (past the tile's last vector: an elementwise or rows layout whose
+ * threads * chunks * vec exceeds the elements) hold nothing and are skipped:
+ * the guard is on a constant chunk, so it is a comparison of tid.x. */
 static Stmt *lower_copy_frag_frag(Lw *w, Stmt *s)
 {
   const Buffer *D = &w->k->bufs[s->dst.buf];
-  int64_t n = D->layout.regs;
+  const FragLayout *L = &D->layout;
+  int64_t n = L->regs;
   int i = lw_fresh(w, "r", VAR_LOOP);
-  return lw_unrolled(w, i, n,
-                     lw_store(w, s->dst.buf, lw_idx1(w, lw_var(w, i)), 1,
-                              ex_load(w->a, w->k, s->src.buf, lw_idx1(w, lw_var(w, i)), 1)));
+  Stmt *body = lw_store(w, s->dst.buf, lw_idx1(w, lw_var(w, i)), 1,
+                        ex_load(w->a, w->k, s->src.buf, lw_idx1(w, lw_var(w, i)), 1));
+  if (L->kind == LAYOUT_ELEMWISE || L->kind == LAYOUT_ROWS) {
+    int64_t total = 1;
+    if (L->kind == LAYOUT_ELEMWISE)
+      total = buffer_elems(D);
+    else
+      for (int d = 0; d < L->parent_rank; d++)
+        total *= L->parent_shape[d];
+    if ((int64_t)L->chunks * L->threads * L->vec > total) {
+      int per = L->kind == LAYOUT_ELEMWISE ? L->vec : 1; /* registers per chunk */
+      Expr *chunk = lw_bin(w, OP_DIV, lw_var(w, i), lw_i32(w, per));
+      Expr *first = lw_bin(w, OP_MUL,
+                           lw_bin(w, OP_ADD, ex_mul(w->a, chunk, lw_i32(w, L->threads)), lw_var(w, w->tid)),
+                           lw_i32(w, L->vec));
+      body = lw_if(w, lw_bin(w, OP_LT, first, lw_i32(w, total)), body, NULL);
+    }
+  }
+  return lw_unrolled(w, i, n, body);
 }
 
 /* Registers of a ROWS fragment and where their rows are: row coordinates in

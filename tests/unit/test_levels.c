@@ -11,7 +11,11 @@
  * (an index out of bounds for the sizes drawn, say) is skipped; one that only the thread level rejects
  * (a race, a barrier not reached, a read of something never written) fails, with its message.
  *
- *   test_levels [SUBSTRING]    only the files whose path contains SUBSTRING; -v prints each run
+ *   test_levels [-v] [--dir DIR]... [SUBSTRING]
+ *
+ * SUBSTRING: only the files whose path contains it; --dir: the .tl files of DIR (and of its
+ * subfolders one level down, as gpu_conform --dump writes them) instead of the three folders; -v
+ * prints each run.
  */
 #include <dirent.h>
 #include <math.h>
@@ -239,7 +243,7 @@ static void run_levels(const char *path, const char *src, size_t len, const char
 
 static int by_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
-static void run_folder(const char *dir, const char *only)
+static void run_folder(const char *dir, const char *only, int depth)
 {
   DIR *D = opendir(dir);
   CHECK(D != NULL, "cannot open %s", dir);
@@ -247,10 +251,14 @@ static void run_folder(const char *dir, const char *only)
     return;
   char *names[512];
   int n = 0;
+  char *subs[16];
+  int nsubs = 0;
   for (struct dirent *e; (e = readdir(D)) && n < 512;) {
     size_t len = strlen(e->d_name);
     if (len > 3 && !strcmp(e->d_name + len - 3, ".tl"))
       names[n++] = strdup(e->d_name);
+    else if (depth > 0 && e->d_type == DT_DIR && e->d_name[0] != '.' && nsubs < 16)
+      subs[nsubs++] = strdup(e->d_name);
   }
   closedir(D);
   qsort(names, (size_t)n, sizeof *names, by_name);
@@ -274,23 +282,37 @@ static void run_folder(const char *dir, const char *only)
     arena_free(a);
     free(src);
   }
+  qsort(subs, (size_t)nsubs, sizeof *subs, by_name);
+  for (int i = 0; i < nsubs; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, subs[i]);
+    free(subs[i]);
+    run_folder(path, only, depth - 1);
+  }
 }
 
 int main(int argc, char **argv)
 {
-  const char *only = NULL;
+  const char *only = NULL, *dirs[16];
+  int ndirs = 0;
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "-v"))
       verbose = true;
+    else if (!strcmp(argv[i], "--dir") && i + 1 < argc && ndirs < 16)
+      dirs[ndirs++] = argv[++i];
     else
       only = argv[i];
-  run_folder(TILEC_SOURCE_DIR "/examples", only);
-  run_folder(TILEC_SOURCE_DIR "/stdlib", only);
-  run_folder(TILEC_SOURCE_DIR "/tests/golden", only);
+  if (!ndirs) {
+    run_folder(TILEC_SOURCE_DIR "/examples", only, 0);
+    run_folder(TILEC_SOURCE_DIR "/stdlib", only, 0);
+    run_folder(TILEC_SOURCE_DIR "/tests/golden", only, 0);
+  }
+  for (int i = 0; i < ndirs; i++)
+    run_folder(dirs[i], only, 1);
   printf("test_levels: %d thread-level runs compared with the tile level, %d launches skipped (the tile "
          "level rejects them), %d checks, %d failures\n",
          compared, skipped, checks, failures);
   /* not vacuous: most launches must run */
-  CHECK(compared >= 100, "only %d runs compared", compared);
+  CHECK(compared >= (ndirs ? 1 : 100), "only %d runs compared", compared);
   return failures != 0;
 }
