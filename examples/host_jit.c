@@ -10,6 +10,9 @@
  *
  * Exit status: 0 correct, 1 wrong or an error, 2 no GPU here (the source is still compiled to PTX,
  * so the compiler half is checked on any machine).
+ *
+ * With TILEC_DEVICE=cpu the same program runs on the CPU device, no GPU needed: host memory, and
+ * the kernel run by tilec's interpreter (docs/c-api.md, "The CPU device").
  */
 #define _POSIX_C_SOURCE 200809L
 

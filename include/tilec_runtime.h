@@ -39,6 +39,9 @@ typedef enum tl_status {
   TL_ERR_OUT_OF_MEMORY, /* host or device allocation failed */
   TL_ERR_IO,            /* a file could not be read */
   TL_ERR_COMPILE,       /* the JIT's compilation failed: the message holds the diagnostics */
+  TL_ERR_UNSUPPORTED,   /* the context's device cannot do this: PTX on the CPU device */
+  TL_ERR_KERNEL_FAILED, /* a kernel failed as it ran: on the CPU device, an interpreter check (the
+                           message: "file:line:col: error: ..." with the block) */
 } tl_status;
 
 /* "TL_OK", "TL_ERR_NO_DRIVER", ...; "TL_ERR_?" for a value outside the enum. */
@@ -220,9 +223,16 @@ void tl_launch_plan_release(tl_launch_plan *plan);
 
 typedef struct tl_context tl_context;
 
+/* The ordinal of the CPU device: host memory, and kernels run by tilec's interpreter (launches need
+ * modules from the JIT, tilec_jit.h; PTX cannot run there). docs/c-api.md, "The CPU device". */
+#define TL_DEVICE_CPU (-1)
+
 /* Load the driver, cuInit, and make device `ordinal`'s primary context current on this thread.
  * On failure *out is NULL and the message goes to err: TL_ERR_NO_DRIVER ("cannot load the CUDA driver
- * (libcuda.so.1): ..."), TL_ERR_NO_DEVICE, TL_ERR_DRIVER, TL_ERR_OUT_OF_MEMORY. */
+ * (libcuda.so.1): ..."), TL_ERR_NO_DEVICE, TL_ERR_DRIVER, TL_ERR_OUT_OF_MEMORY.
+ * The CPU device instead, with no driver loaded: ordinal TL_DEVICE_CPU, or $TILEC_DEVICE=cpu (any
+ * ordinal); $TILEC_DEVICE=auto: the GPU if the driver and the device are there, else the CPU;
+ * unset, "" or "gpu": the GPU only. Another value is TL_ERR_BAD_ARGUMENT. */
 tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err_size);
 /* Unloads the context's remaining modules, then releases the primary context (device memory the
  * primary context still holds is freed with it once no other user retains it). NULL is fine. */
@@ -233,7 +243,7 @@ void tl_context_destroy(tl_context *ctx);
 const char *tl_context_message(const tl_context *ctx);
 
 typedef struct tl_device_info {
-  int ordinal;
+  int ordinal;            /* TL_DEVICE_CPU on the CPU device */
   char name[256];
   int cc_major, cc_minor; /* compute capability: 9, 0 on an H100 / H200 */
   int sm_count;
@@ -254,7 +264,10 @@ tl_status tl_context_set_stream(tl_context *ctx, void *stream);
 void *tl_context_stream(const tl_context *ctx); /* NULL for a NULL context */
 
 /* Device memory, in the context's primary context. tl_malloc of 0 bytes gives 0 and tl_free(0) does
- * nothing, so empty tensors need no special case. Copies are synchronous. */
+ * nothing, so empty tensors need no special case. Copies are synchronous.
+ * On the CPU device: host memory (a tl_devptr is its address; new bytes are 0xFF), every
+ * allocation tracked, so that a pointer it did not give out, a range past the end of an
+ * allocation, or a free of anything but an allocation's start is TL_ERR_BAD_ARGUMENT. */
 tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out);
 tl_status tl_free(tl_context *ctx, tl_devptr ptr);
 tl_status tl_memcpy_htod(tl_context *ctx, tl_devptr dst, const void *src, size_t bytes);
@@ -271,9 +284,11 @@ typedef struct tl_kernel tl_kernel;
 /* Parse the metadata of `ptx` (NUL-terminated), have the driver compile it (TL_ERR_PTX_REJECTED with
  * the driver's error log in the message), and resolve every kernel the metadata lists
  * (TL_ERR_BAD_METADATA if the PTX lacks one). Kernels that ask for more than 48 KiB of dynamic shared
- * memory are opted in here. The runtime keeps no reference to `ptx`. */
+ * memory are opted in here. The runtime keeps no reference to `ptx`. TL_ERR_UNSUPPORTED on the CPU
+ * device, which runs .tl source (tl_module_compile, tilec_jit.h). */
 tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out);
-/* The same, reading the PTX from a file (TL_ERR_IO if it cannot be read). */
+/* The same, reading the PTX from a file (TL_ERR_IO if it cannot be read; on the CPU device
+ * TL_ERR_UNSUPPORTED, the file unread). */
 tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out);
 /* Frees the module, its metadata and its kernels. NULL is fine. */
 void tl_module_unload(tl_module *module);
@@ -288,7 +303,10 @@ const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
  * context's stream, tl_context_set_stream, which is itself the legacy default stream unless set).
  * A grid with an axis of 0 launches nothing and returns TL_OK. The launch is asynchronous: errors
  * the kernel hits while running come back from a later synchronizing call. No allocation and no
- * parsing happen here (for kernels of up to TL_PLAN_INLINE_PARAMS parameters). */
+ * parsing happen here (for kernels of up to TL_PLAN_INLINE_PARAMS parameters).
+ * On the CPU device the same checks, then every non-empty tensor must lie inside one allocation of
+ * the context; the interpreter runs the kernel, blocks one after another, before tl_launch returns
+ * (the stream is ignored), and a check it fails is TL_ERR_KERNEL_FAILED from this call. */
 tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream);
 
 #ifdef __cplusplus

@@ -14,6 +14,9 @@
  *   entry without a binary for this device --> cuLink* (the driver's PTX compiler, the slow part)
  *   --> store in memory and on disk --> load the binary, metadata from the PTX --> tl_module
  *
+ * On the CPU device the path stops at the PTX, for its metadata, and the module runs the source in
+ * the interpreter instead (cpu.c).
+ *
  * The cache is a mutex-protected table plus the folder; compilations run outside the lock, so
  * threads compiling different kernels never wait on each other (two threads compiling the same
  * kernel at once both compile, and the second store wins: the entries are equal).
@@ -689,11 +692,14 @@ tl_jit_cache *tl_context_jit_cache(tl_context *ctx)
 
 /* Load the entry's device binary if it was made for this device and driver; else have the driver
  * make one from the PTX and load that. *made says whether the entry gained a new binary (to be
- * stored). With no cache at all, load the PTX directly: there is nothing to keep a binary in. */
+ * stored). With no cache at all, load the PTX directly: there is nothing to keep a binary in.
+ * The CPU device has no binary: its module is the source, for the interpreter (cpu.c). */
 static tl_status load_entry(tl_context *ctx, tl_jit_cache *cache, const request *rq, tl_cache_entry *e,
                             bool *made, tl_module **out)
 {
   *made = false;
+  if (tl_context_is_cpu(ctx))
+    return tl_jit_load_cpu(ctx, rq->src, rq->len, &rq->opt, e->ptx, out);
   if (!rq->use_memory && !rq->use_disk)
     return tl_module_load_image(ctx, e->ptx, e->ptx, out);
   tl_device_info dev;

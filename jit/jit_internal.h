@@ -1,7 +1,8 @@
 /* jit_internal.h: what the JIT library's files (hash.c, cache.c, jit.c) share, and what its unit
  * tests reach below the public API. Hosts use tilec_jit.h.
  *
- * Sections: hash.c (the 128-bit hash), cache.c (keys, the entry file format, the disk folder).
+ * Sections: hash.c (the 128-bit hash), cache.c (keys, the entry file format, the disk folder), cpu.c
+ * (modules of the CPU device).
  */
 #ifndef TILEC_JIT_INTERNAL_H
 #define TILEC_JIT_INTERNAL_H
@@ -171,5 +172,15 @@ typedef struct tl_cache_trim_result {
  * trimmed already; false (why says why) when the folder cannot be opened or is not trusted. */
 bool tl_cache_trim(const char *dir, uint64_t limit, const char *keep, int64_t stale_before,
                    tl_cache_trim_result *out, char *why, size_t why_size);
+
+/* ----------------------------------------------------------------------------------------- cpu.c */
+
+/* A module of the CPU device (ctx is one) for `src` compiled with `opt` (checked, defaults filled
+ * in), whose kernels' signature is the tilec-meta block of `ptx` (the GPU's compilation of the same
+ * source and options): tl_launch runs its kernels in the interpreter ($TILEC_INTERP_LEVEL, default
+ * tile). Fails with the context's message set: TL_ERR_COMPILE (the interpreter's compilation),
+ * TL_ERR_BAD_ARGUMENT (an unknown level), TL_ERR_BAD_METADATA, TL_ERR_OUT_OF_MEMORY. */
+tl_status tl_jit_load_cpu(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
+                          const char *ptx, tl_module **out);
 
 #endif /* TILEC_JIT_INTERNAL_H */

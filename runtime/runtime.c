@@ -1,6 +1,10 @@
 /* runtime.c: contexts, device memory, modules and launches: the parts of the API that call the
  * driver. Each object keeps its context, and every message lands in the context's buffer.
  *
+ * A context is on a GPU or on the CPU device (TL_DEVICE_CPU): then it loads no driver, its memory
+ * is the host's (cpu.c), PTX is refused, and its modules come from the JIT with the functions that
+ * run their kernels (tl_module_load_host): every entry point below takes one branch for it.
+ *
  * Threading: the driver's "current context" is per thread, so every entry point that calls the
  * driver first makes this context current (cuCtxSetCurrent is cheap), and a context can be created
  * on one thread and used on another.
@@ -10,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* sysconf: the CPU device's memory size */
 
 #include "cuda_driver.h"
 #include "file.h"
@@ -23,7 +28,9 @@ struct tl_kernel {
 
 struct tl_module {
   tl_context *ctx;
-  CUmodule cu_module;
+  CUmodule cu_module;             /* NULL on the CPU device */
+  const tl_host_module_ops *host; /* the CPU device's: what runs the kernels; NULL on a GPU */
+  void *host_state;
   tl_meta *meta;
   int nkernels;
   tl_kernel *kernels;
@@ -31,6 +38,7 @@ struct tl_module {
 };
 
 struct tl_context {
+  tl_host_heap *cpu; /* the CPU device's memory; NULL on a GPU, whose driver is drv */
   tl_cuda_driver drv;
   tl_device_info device;
   CUdevice cu_device;
@@ -58,6 +66,8 @@ const char *tl_status_name(tl_status status)
   case TL_ERR_OUT_OF_MEMORY: return "TL_ERR_OUT_OF_MEMORY";
   case TL_ERR_IO: return "TL_ERR_IO";
   case TL_ERR_COMPILE: return "TL_ERR_COMPILE";
+  case TL_ERR_UNSUPPORTED: return "TL_ERR_UNSUPPORTED";
+  case TL_ERR_KERNEL_FAILED: return "TL_ERR_KERNEL_FAILED";
   }
   return "TL_ERR_?";
 }
@@ -116,6 +126,9 @@ static tl_status ok(tl_context *ctx)
   return TL_OK;
 }
 
+/* `status` of a call that wrote its message (if any) into ctx->message itself. */
+static tl_status finish(tl_context *ctx, tl_status status) { return status == TL_OK ? ok(ctx) : status; }
+
 tl_status tl_context_fail(tl_context *ctx, tl_status status, const char *fmt, ...)
 {
   va_list ap;
@@ -148,12 +161,16 @@ static tl_status driver_failure(tl_context *ctx, CUresult r, const char *call)
 
 const char *tl_context_message(const tl_context *ctx) { return ctx ? ctx->message : "no context (NULL)"; }
 
-const tl_cuda_driver *tl_context_driver(const tl_context *ctx) { return ctx ? &ctx->drv : NULL; }
+const tl_cuda_driver *tl_context_driver(const tl_context *ctx) { return ctx && !ctx->cpu ? &ctx->drv : NULL; }
+
+bool tl_context_is_cpu(const tl_context *ctx) { return ctx && ctx->cpu; }
 
 tl_status tl_context_make_current(tl_context *ctx)
 {
   if (!ctx)
     return TL_ERR_BAD_ARGUMENT;
+  if (ctx->cpu)
+    return TL_OK;
   /* Reading the current context is a thread-local load in the driver; setting it is not free, and
    * on the launch path it is almost always already ours. */
   CUcontext current = NULL;
@@ -177,6 +194,57 @@ void tl_context_set_jit_state(tl_context *ctx, void *state, void (*destroy)(void
 
 /* ------------------------------------------------------------------------------------ contexts */
 
+/* What the CPU device says it is. It stands in for the GPU tilec is tuned for, an H100 / H200:
+ * compute capability 9.0, so the JIT compiles for sm_90a and a kernel's metadata (threads, shared
+ * memory, grid) is the one that device would launch, with its opt-in shared memory limit (227 KiB).
+ * The multiprocessor count is what `num_sms` is in grid expressions: small, so that a persistent
+ * kernel's blocks each take several tiles, as on the GPU. */
+#define CPU_DEVICE_NAME "cpu (tilec interpreter)"
+#define CPU_CC_MAJOR 9
+#define CPU_CC_MINOR 0
+#define CPU_SM_COUNT 4
+#define CPU_MAX_SMEM_PER_BLOCK (227 * 1024)
+
+static tl_status create_cpu(tl_context **out, char *err, size_t err_size)
+{
+  tl_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx || !(ctx->cpu = tl_host_heap_create())) {
+    free(ctx);
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
+  tl_device_info *info = &ctx->device;
+  info->ordinal = TL_DEVICE_CPU;
+  snprintf(info->name, sizeof info->name, "%s", CPU_DEVICE_NAME);
+  info->cc_major = CPU_CC_MAJOR;
+  info->cc_minor = CPU_CC_MINOR;
+  info->sm_count = CPU_SM_COUNT;
+  info->max_smem_per_block = CPU_MAX_SMEM_PER_BLOCK;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  info->total_memory = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+  info->driver_version = 0;
+  *out = ctx;
+  tl_fmt(err, err_size, "%s", "");
+  return ok(ctx);
+}
+
+/* $TILEC_DEVICE: which device tl_context_create gives. Read here only. */
+typedef enum { PICK_GPU, PICK_CPU, PICK_AUTO } device_pick;
+
+static bool pick_device(device_pick *out, char *err, size_t err_size)
+{
+  const char *v = getenv("TILEC_DEVICE");
+  *out = !v || !*v || !strcmp(v, "gpu") ? PICK_GPU
+         : !strcmp(v, "cpu")            ? PICK_CPU
+         : !strcmp(v, "auto")           ? PICK_AUTO
+                                        : (device_pick)-1;
+  if ((int)*out < 0)
+    tl_fmt(err, err_size, "TILEC_DEVICE is '%.64s'; expected cpu, gpu or auto (or unset: gpu)", v);
+  return (int)*out >= 0;
+}
+
+static tl_status create_gpu(int ordinal, tl_context **out, char *err, size_t err_size);
+
 tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err_size)
 {
   if (out)
@@ -185,10 +253,24 @@ tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err
     tl_fmt(err, err_size, "tl_context_create: out is NULL");
     return TL_ERR_BAD_ARGUMENT;
   }
-  if (ordinal < 0) {
-    tl_fmt(err, err_size, "tl_context_create: device ordinal %d is negative", ordinal);
+  if (ordinal < TL_DEVICE_CPU) {
+    tl_fmt(err, err_size, "tl_context_create: device ordinal %d is negative (and not TL_DEVICE_CPU)",
+           ordinal);
     return TL_ERR_BAD_ARGUMENT;
   }
+  device_pick pick;
+  if (!pick_device(&pick, err, err_size))
+    return TL_ERR_BAD_ARGUMENT;
+  if (ordinal == TL_DEVICE_CPU || pick == PICK_CPU)
+    return create_cpu(out, err, err_size);
+  tl_status st = create_gpu(ordinal, out, err, err_size);
+  if (pick == PICK_AUTO && (st == TL_ERR_NO_DRIVER || st == TL_ERR_NO_DEVICE))
+    return create_cpu(out, err, err_size);
+  return st;
+}
+
+static tl_status create_gpu(int ordinal, tl_context **out, char *err, size_t err_size)
+{
   tl_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
     tl_fmt(err, err_size, "out of memory");
@@ -271,6 +353,11 @@ void tl_context_destroy(tl_context *ctx)
   while (ctx->modules)
     tl_module_unload(ctx->modules);
   tl_context_set_jit_state(ctx, NULL, NULL);
+  if (ctx->cpu) {
+    tl_host_heap_destroy(ctx->cpu); /* as the primary context's release frees device memory */
+    free(ctx);
+    return;
+  }
   CUcontext current = NULL;
   if (ctx->drv.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == ctx->cu_context)
     ctx->drv.cuCtxSetCurrent(NULL);
@@ -320,6 +407,8 @@ tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_malloc: out is NULL");
   if (bytes == 0) /* the driver refuses 0 bytes; an empty tensor needs no memory */
     return ok(ctx);
+  if (ctx->cpu)
+    return finish(ctx, tl_host_alloc(ctx->cpu, bytes, out, ctx->message, sizeof ctx->message));
   CUdeviceptr p = 0;
   CUresult r = ctx->drv.cuMemAlloc(&p, bytes);
   if (r != CUDA_SUCCESS) {
@@ -336,6 +425,8 @@ tl_status tl_free(tl_context *ctx, tl_devptr ptr)
   ENTER(ctx);
   if (ptr == 0)
     return ok(ctx);
+  if (ctx->cpu)
+    return finish(ctx, tl_host_free(ctx->cpu, ptr, ctx->message, sizeof ctx->message));
   CUresult r = ctx->drv.cuMemFree(ptr);
   return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemFree");
 }
@@ -347,6 +438,13 @@ tl_status tl_memcpy_htod(tl_context *ctx, tl_devptr dst, const void *src, size_t
     return ok(ctx);
   if (!src || !dst)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_memcpy_htod: %s is NULL", src ? "dst" : "src");
+  if (ctx->cpu) {
+    void *to = tl_host_span(ctx->cpu, dst, bytes, "tl_memcpy_htod", ctx->message, sizeof ctx->message);
+    if (!to)
+      return TL_ERR_BAD_ARGUMENT;
+    memmove(to, src, bytes); /* on this device src may lie in dst's allocation */
+    return ok(ctx);
+  }
   CUresult r = ctx->drv.cuMemcpyHtoD(dst, src, bytes);
   return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemcpyHtoD");
 }
@@ -358,6 +456,14 @@ tl_status tl_memcpy_dtoh(tl_context *ctx, void *dst, tl_devptr src, size_t bytes
     return ok(ctx);
   if (!src || !dst)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_memcpy_dtoh: %s is NULL", src ? "dst" : "src");
+  if (ctx->cpu) {
+    const void *from = tl_host_span(ctx->cpu, src, bytes, "tl_memcpy_dtoh", ctx->message,
+                                    sizeof ctx->message);
+    if (!from)
+      return TL_ERR_BAD_ARGUMENT;
+    memmove(dst, from, bytes);
+    return ok(ctx);
+  }
   CUresult r = ctx->drv.cuMemcpyDtoH(dst, src, bytes);
   return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemcpyDtoH");
 }
@@ -369,6 +475,13 @@ tl_status tl_memset_d8(tl_context *ctx, tl_devptr dst, unsigned char value, size
     return ok(ctx);
   if (!dst)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_memset_d8: dst is NULL");
+  if (ctx->cpu) {
+    void *to = tl_host_span(ctx->cpu, dst, bytes, "tl_memset_d8", ctx->message, sizeof ctx->message);
+    if (!to)
+      return TL_ERR_BAD_ARGUMENT;
+    memset(to, value, bytes);
+    return ok(ctx);
+  }
   CUresult r = ctx->drv.cuMemsetD8(dst, value, bytes);
   return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuMemsetD8");
 }
@@ -376,6 +489,8 @@ tl_status tl_memset_d8(tl_context *ctx, tl_devptr dst, unsigned char value, size
 tl_status tl_synchronize(tl_context *ctx)
 {
   ENTER(ctx);
+  if (ctx->cpu) /* launches ran to the end before they returned */
+    return ok(ctx);
   CUresult r = ctx->drv.cuCtxSynchronize();
   return r == CUDA_SUCCESS ? ok(ctx) : driver_failure(ctx, r, "cuCtxSynchronize");
 }
@@ -495,6 +610,59 @@ static void jit_logs_free(jit_logs *l)
   free(l->info);
 }
 
+/* What a CPU context says to PTX. */
+static tl_status refuse_ptx(tl_context *ctx, const char *call)
+{
+  return set_message(ctx, TL_ERR_UNSUPPORTED,
+                     "%s: a CPU context runs .tl source: compile it with tl_module_compile / the JIT "
+                     "(tilec_jit.h)",
+                     call);
+}
+
+/* A new module of ctx with the metadata of `ptx`, not yet in ctx->modules. */
+static tl_status module_new(tl_context *ctx, const char *ptx, tl_module **out)
+{
+  tl_module *m = calloc(1, sizeof *m);
+  if (!m)
+    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  m->ctx = ctx;
+  char why[1024];
+  tl_status st = tl_meta_parse(ptx, strlen(ptx), &m->meta, why, sizeof why);
+  if (st != TL_OK) {
+    free(m);
+    return set_message(ctx, st, "tilec-meta: %s", why);
+  }
+  m->nkernels = tl_meta_kernel_count(m->meta);
+  m->kernels = calloc((size_t)m->nkernels + 1, sizeof *m->kernels);
+  if (!m->kernels) {
+    tl_meta_free(m->meta);
+    free(m);
+    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  for (int i = 0; i < m->nkernels; i++) {
+    m->kernels[i].module = m;
+    m->kernels[i].info = tl_meta_kernel(m->meta, i);
+  }
+  *out = m;
+  return TL_OK;
+}
+
+static void module_free(tl_module *m)
+{
+  tl_meta_free(m->meta);
+  free(m->kernels);
+  free(m);
+}
+
+/* The module joins its context, which unloads it at the latest when it is destroyed. */
+static tl_status module_add(tl_context *ctx, tl_module *m, tl_module **out)
+{
+  m->next = ctx->modules;
+  ctx->modules = m;
+  *out = m;
+  return ok(ctx);
+}
+
 tl_status tl_module_load_image(tl_context *ctx, const char *ptx, const void *image, tl_module **out)
 {
   if (out)
@@ -506,28 +674,22 @@ tl_status tl_module_load_image(tl_context *ctx, const char *ptx, const void *ima
                        !ptx     ? "ptx"
                        : !image ? "image"
                                 : "out");
+  if (ctx->cpu)
+    return refuse_ptx(ctx, "tl_module_load_ptx");
 
-  tl_module *m = calloc(1, sizeof *m);
-  if (!m)
-    return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
-  m->ctx = ctx;
-  char why[1024];
-  tl_status st = tl_meta_parse(ptx, strlen(ptx), &m->meta, why, sizeof why);
-  if (st != TL_OK) {
-    free(m);
-    return set_message(ctx, st, "tilec-meta: %s", why);
-  }
+  tl_module *m;
+  tl_status st = module_new(ctx, ptx, &m);
+  if (st != TL_OK)
+    return st;
   if ((st = tl_context_make_current(ctx)) != TL_OK) {
-    tl_meta_free(m->meta);
-    free(m);
+    module_free(m);
     return st;
   }
 
   /* For PTX the driver compiles to machine code here; a device binary is only loaded. */
   jit_logs logs;
   if (!jit_logs_init(&logs)) {
-    tl_meta_free(m->meta);
-    free(m);
+    module_free(m);
     return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
   }
   CUresult r = ctx->drv.cuModuleLoadDataEx(&m->cu_module, image, 4, logs.options, logs.values);
@@ -535,32 +697,45 @@ tl_status tl_module_load_image(tl_context *ctx, const char *ptx, const void *ima
   if (r != CUDA_SUCCESS) {
     st = load_failure(ctx, r, ptx, logs.error);
     jit_logs_free(&logs);
-    tl_meta_free(m->meta);
-    free(m);
+    module_free(m);
     return st;
   }
   jit_logs_free(&logs);
 
-  m->nkernels = tl_meta_kernel_count(m->meta);
-  m->kernels = calloc((size_t)m->nkernels + 1, sizeof *m->kernels);
-  if (!m->kernels)
-    st = set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int i = 0; st == TL_OK && i < m->nkernels; i++) {
-    m->kernels[i].module = m;
-    m->kernels[i].info = tl_meta_kernel(m->meta, i);
+  for (int i = 0; st == TL_OK && i < m->nkernels; i++)
     st = bind_kernel(m, &m->kernels[i]);
-  }
   if (st != TL_OK) {
     ctx->drv.cuModuleUnload(m->cu_module);
-    tl_meta_free(m->meta);
-    free(m->kernels);
-    free(m);
+    module_free(m);
     return st;
   }
-  m->next = ctx->modules;
-  ctx->modules = m;
-  *out = m;
-  return ok(ctx);
+  return module_add(ctx, m, out);
+}
+
+tl_status tl_module_load_host(tl_context *ctx, const char *ptx, const tl_host_module_ops *ops, void *state,
+                              tl_module **out)
+{
+  if (out)
+    *out = NULL;
+  tl_status st = TL_OK;
+  tl_module *m = NULL;
+  if (!ctx)
+    st = TL_ERR_BAD_ARGUMENT;
+  else if (!ptx || !ops || !ops->launch || !out)
+    st = set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_host: an argument is NULL");
+  else if (!ctx->cpu)
+    st = set_message(ctx, TL_ERR_UNSUPPORTED, "tl_module_load_host: %s is not the CPU device",
+                     ctx->device.name);
+  else
+    st = module_new(ctx, ptx, &m);
+  if (st != TL_OK) {
+    if (ops && ops->destroy && state)
+      ops->destroy(state);
+    return st;
+  }
+  m->host = ops;
+  m->host_state = state;
+  return module_add(ctx, m, out);
 }
 
 tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out)
@@ -584,6 +759,8 @@ tl_status tl_context_link_ptx(tl_context *ctx, const char *ptx, void **image, si
     return TL_ERR_BAD_ARGUMENT;
   if (!ptx || !image || !image_size)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_context_link_ptx: an argument is NULL");
+  if (ctx->cpu)
+    return refuse_ptx(ctx, "tl_context_link_ptx");
   tl_status st = tl_context_make_current(ctx);
   if (st != TL_OK)
     return st;
@@ -628,6 +805,8 @@ tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out
     return TL_ERR_BAD_ARGUMENT;
   if (!path || !out)
     return set_message(ctx, TL_ERR_BAD_ARGUMENT, "tl_module_load_file: %s is NULL", path ? "out" : "path");
+  if (ctx->cpu) /* before reading: the file is not the problem */
+    return refuse_ptx(ctx, "tl_module_load_file");
   char *text;
   size_t len;
   int err;
@@ -665,11 +844,13 @@ void tl_module_unload(tl_module *m)
       *link = m->next;
       break;
     }
-  if (tl_context_make_current(ctx) == TL_OK)
+  if (m->host) {
+    if (m->host->destroy)
+      m->host->destroy(m->host_state);
+  } else if (tl_context_make_current(ctx) == TL_OK) {
     ctx->drv.cuModuleUnload(m->cu_module);
-  tl_meta_free(m->meta);
-  free(m->kernels);
-  free(m);
+  }
+  module_free(m);
 }
 
 const tl_meta *tl_module_meta(const tl_module *m) { return m ? m->meta : NULL; }
@@ -703,6 +884,30 @@ CUfunction tl_kernel_function(const tl_kernel *kernel) { return kernel ? kernel-
 
 /* ------------------------------------------------------------------------------------ launches */
 
+/* A kernel of the CPU device, its arguments planned: every non-empty tensor must lie inside one
+ * allocation of the context (on a GPU a bad pointer is an illegal address some later call reports,
+ * or a silent overwrite); then the module's launch function runs it to the end. */
+static tl_status launch_on_host(tl_kernel *kernel, const tl_arg *args, int nargs, const tl_launch_plan *plan)
+{
+  tl_module *m = kernel->module;
+  tl_context *ctx = m->ctx;
+  const tl_kernel_info *k = kernel->info;
+  for (int i = 0; i < nargs; i++) {
+    if (args[i].kind != TL_ARG_TENSOR)
+      continue;
+    char what[320];
+    snprintf(what, sizeof what, "launch of '%s': argument %d ('%s')", k->name, i, k->params[i].name);
+    size_t bytes = tl_dtype_size(args[i].dtype); /* the planner checked every extent is >= 0 */
+    for (int d = 0; d < args[i].rank; d++)
+      if (__builtin_mul_overflow(bytes, (uint64_t)args[i].shape[d], &bytes))
+        return set_message(ctx, TL_ERR_BAD_ARGUMENT,
+                           "%s: the tensor has more bytes than the host can address", what);
+    if (bytes && !tl_host_span(ctx->cpu, args[i].ptr, bytes, what, ctx->message, sizeof ctx->message))
+      return TL_ERR_BAD_ARGUMENT;
+  }
+  return m->host->launch(ctx, m->host_state, (int)(kernel - m->kernels), k, args, nargs, plan);
+}
+
 tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream)
 {
   if (!kernel)
@@ -719,6 +924,11 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
   if (plan.empty) {
     tl_launch_plan_release(&plan);
     return ok(ctx);
+  }
+  if (kernel->module->host) {
+    st = launch_on_host(kernel, args, nargs, &plan);
+    tl_launch_plan_release(&plan);
+    return st;
   }
   if ((st = tl_context_make_current(ctx)) != TL_OK) {
     tl_launch_plan_release(&plan);

@@ -1,6 +1,7 @@
 /* runtime_internal.h: what the runtime's own files share and hosts never see.
- * Sections: messages (used everywhere), meta.c (grid programs), runtime.c (what the JIT library,
- * tilec_jit, reaches inside a context).
+ * Sections: messages (used everywhere), meta.c (grid programs), cpu.c (the CPU device's memory),
+ * runtime.c (what the JIT library, tilec_jit, reaches inside a context, and the hook through which
+ * it runs the CPU device's kernels).
  */
 #ifndef TILEC_RUNTIME_INTERNAL_H
 #define TILEC_RUNTIME_INTERNAL_H
@@ -75,6 +76,23 @@ struct tl_grid_program {
 tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *values, const bool *known,
                        int64_t num_sms, int64_t *out, char *err, size_t err_size);
 
+/* ------------------------------------------------------------------------------------------ cpu.c */
+
+/* The CPU device's allocations: host memory, a tl_devptr being its address, tracked so that bad
+ * pointers are errors. Messages go to (err, err_size). */
+typedef struct tl_host_heap tl_host_heap;
+
+tl_host_heap *tl_host_heap_create(void);    /* NULL: out of memory */
+void tl_host_heap_destroy(tl_host_heap *h); /* frees every allocation left; NULL is fine */
+/* 256-byte aligned (as cuMemAlloc), filled with 0xFF bytes; bytes > 0. */
+tl_status tl_host_alloc(tl_host_heap *h, size_t bytes, tl_devptr *out, char *err, size_t err_size);
+/* ptr must be the start of an allocation (TL_ERR_BAD_ARGUMENT otherwise); not 0. */
+tl_status tl_host_free(tl_host_heap *h, tl_devptr ptr, char *err, size_t err_size);
+/* The host address of [ptr, ptr + bytes) if it lies inside one allocation, else NULL with a
+ * message that starts with `what` ("tl_memcpy_htod", "argument 0 ('A')"). */
+void *tl_host_span(const tl_host_heap *h, tl_devptr ptr, size_t bytes, const char *what, char *err,
+                   size_t err_size);
+
 /* -------------------------------------------------------------------- runtime.c, for tilec_jit */
 
 /* printf into the context's message; returns `status`. */
@@ -101,5 +119,28 @@ tl_status tl_context_link_ptx(tl_context *ctx, const char *ptx, void **image, si
  * binary the driver refuses gives TL_ERR_PTX_REJECTED, so that the caller can fall back to the
  * PTX. */
 tl_status tl_module_load_image(tl_context *ctx, const char *ptx, const void *image, tl_module **out);
+
+/* The CPU device's hook. The runtime cannot run a kernel on the host itself: the interpreter sits
+ * above it (interp/, run by jit/cpu.c), so a module of the CPU device carries the functions that
+ * do, and tl_launch calls them. Before `launch` is called the arguments have passed exactly the
+ * GPU's checks (tl_plan_launch_sms with the device's sm_count; the grid is not empty), and every
+ * non-empty tensor lies inside one allocation of the context, so args[i].ptr is a host address
+ * with prod(shape) elements behind it. `launch` runs the kernel to the end and returns TL_OK or a
+ * status, having set the context's message (tl_context_fail / tl_context_succeed). */
+typedef struct tl_host_module_ops {
+  tl_status (*launch)(tl_context *ctx, void *state, int kernel, const tl_kernel_info *info,
+                      const tl_arg *args, int nargs, const tl_launch_plan *plan);
+  void (*destroy)(void *state); /* at tl_module_unload */
+} tl_host_module_ops;
+
+/* Is this a CPU device context (TL_DEVICE_CPU)? false for NULL. */
+bool tl_context_is_cpu(const tl_context *ctx);
+
+/* A module of the CPU device: the metadata from `ptx` (the PTX the GPU would load, for its
+ * tilec-meta block alone: the driver never sees it), kernel i of the metadata launched through
+ * ops->launch(ctx, state, i, ...). The module owns `state` from this call on, also when it fails
+ * (then it is destroyed at once). TL_ERR_UNSUPPORTED on a GPU context. */
+tl_status tl_module_load_host(tl_context *ctx, const char *ptx, const tl_host_module_ops *ops, void *state,
+                              tl_module **out);
 
 #endif /* TILEC_RUNTIME_INTERNAL_H */

@@ -1959,6 +1959,7 @@ int main(int argc, char **argv)
   unsetenv("TILEC_CACHE_DISABLE");
   unsetenv("TILEC_DEBUG");
   unsetenv("TILEC_CUDA_LIBRARY");
+  unsetenv("TILEC_DEVICE"); /* the stand-in driver's contexts, not the CPU device */
   snprintf(tmp_root, sizeof tmp_root, "%s/tilec-test-jit-XXXXXX",
            getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(tmp_root)) {

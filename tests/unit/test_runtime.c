@@ -845,7 +845,7 @@ static void test_context_and_nulls(void)
 
   st = tl_context_create(0, NULL, err, sizeof err);
   CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);
-  st = tl_context_create(-1, &ctx, err, sizeof err);
+  st = tl_context_create(-2, &ctx, err, sizeof err); /* -1 is TL_DEVICE_CPU (test_cpu_device.c) */
   CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);
 
   /* every entry point survives NULLs */

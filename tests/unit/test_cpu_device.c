@@ -1,0 +1,541 @@
+/* test_cpu_device: the CPU device behind the C API (TL_DEVICE_CPU, $TILEC_DEVICE=cpu), on a machine
+ * with no GPU and no driver: contexts by ordinal and by environment, host memory and its checks (bad
+ * pointers, copies past an allocation, frees that are not), modules from source through the JIT
+ * (PTX refused), launches run by the interpreter with the GPU's argument checks: vector_add, saxpy
+ * (a float scalar), the example matmul at a ragged shape against a C reference, a persistent grid
+ * (num_sms), empty launches, and a kernel's out-of-bounds access reported with its .tl line.
+ *
+ * The driver library is pointed at a file that does not exist ($TILEC_CUDA_LIBRARY), so any path
+ * that tried to load it would fail: nothing here may.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tilec_jit.h"
+
+#include "../support/check.h"
+
+#define NO_DRIVER "/nonexistent/libcuda.so.1"
+
+static tl_jit_options memory_cache_only(void)
+{
+  tl_jit_options o = tl_jit_default_options();
+  o.flags = TL_JIT_NO_DISK_CACHE;
+  return o;
+}
+
+/* A CPU context by $TILEC_DEVICE=cpu, as a host written for the GPU gets it. */
+static tl_context *cpu_context(void)
+{
+  char err[512];
+  tl_context *ctx = NULL;
+  setenv("TILEC_DEVICE", "cpu", 1);
+  tl_status st = tl_context_create(0, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  return ctx;
+}
+
+/* A CPU context and a kernel compiled on it, from examples/FILE (src NULL) or from src (named
+ * FILE in messages); NULL, with nothing left over, if either fails. */
+static tl_context *context_with(const char *file, const char *src, const char *kernel,
+                                const tilec_define *defs, int ndefs, tl_kernel **k)
+{
+  *k = NULL;
+  tl_context *ctx = cpu_context();
+  if (!ctx)
+    return NULL;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/examples/%s", TILEC_SOURCE_DIR, file);
+  tl_jit_options o = memory_cache_only();
+  o.filename = file;
+  o.defines = defs;
+  o.ndefines = ndefs;
+  tl_module *m = NULL;
+  tl_status st = src ? tl_module_compile(ctx, src, strlen(src), &o, &m)
+                     : tl_module_compile_file(ctx, path, &o, &m);
+  CHECK_STATUS(st, TL_OK, tl_context_message(ctx));
+  if (st == TL_OK) {
+    st = tl_module_get_kernel(m, kernel, k);
+    CHECK_STATUS(st, TL_OK, tl_context_message(ctx));
+  }
+  if (st != TL_OK) {
+    tl_context_destroy(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* Host data into a new allocation. */
+static tl_devptr upload(tl_context *ctx, const void *data, size_t bytes)
+{
+  tl_devptr p = 0;
+  CHECK_STATUS(tl_malloc(ctx, bytes, &p), TL_OK, tl_context_message(ctx));
+  CHECK_STATUS(tl_memcpy_htod(ctx, p, data, bytes), TL_OK, tl_context_message(ctx));
+  return p;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float uniform(float lo, float hi)
+{
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return lo + (hi - lo) * (float)((rng >> 40) & 0xFFFFFF) / (float)0x1000000;
+}
+
+/* x and y: n random floats in [-range, range), uploaded to d[0] and d[1]; d[2]: n floats more. */
+static void two_in_one_out(tl_context *ctx, float *x, float *y, int n, float range, tl_devptr d[3])
+{
+  for (int i = 0; i < n; i++) {
+    x[i] = uniform(-range, range);
+    y[i] = uniform(-range, range);
+  }
+  d[0] = upload(ctx, x, sizeof *x * (size_t)n);
+  d[1] = upload(ctx, y, sizeof *y * (size_t)n);
+  CHECK_STATUS(tl_malloc(ctx, sizeof(float) * (size_t)n, &d[2]), TL_OK, tl_context_message(ctx));
+}
+
+/* ---------------------------------------------------------------------------------- contexts */
+
+static void test_contexts(void)
+{
+  char err[512];
+  tl_context *ctx = NULL;
+  tl_device_info dev;
+
+  unsetenv("TILEC_DEVICE");
+  tl_status st = tl_context_create(TL_DEVICE_CPU, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  CHECK_STATUS(tl_context_device(ctx, &dev), TL_OK, tl_context_message(ctx));
+  CHECK(dev.ordinal == TL_DEVICE_CPU && !strcmp(dev.name, "cpu (tilec interpreter)"), "%d %s", dev.ordinal,
+        dev.name);
+  CHECK(dev.cc_major == 9 && dev.cc_minor == 0 && dev.sm_count == 4, "sm_%d%d, %d SMs", dev.cc_major,
+        dev.cc_minor, dev.sm_count);
+  CHECK(dev.max_smem_per_block == 227 * 1024 && dev.total_memory > 0 && dev.driver_version == 0,
+        "smem %d, memory %zu, driver %d", dev.max_smem_per_block, dev.total_memory, dev.driver_version);
+  CHECK(!strcmp(tl_jit_arch_for(dev.cc_major, dev.cc_minor), "sm_90a"), "arch");
+  CHECK_STATUS(tl_synchronize(ctx), TL_OK, tl_context_message(ctx));
+  CHECK_STATUS(tl_context_set_stream(ctx, TL_STREAM_LEGACY), TL_OK, tl_context_message(ctx));
+  tl_context_destroy(ctx);
+
+  /* no TILEC_DEVICE: the GPU, which is not here */
+  st = tl_context_create(0, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_ERR_NO_DRIVER, err);
+  CHECK(ctx == NULL, "ctx set on failure");
+  setenv("TILEC_DEVICE", "gpu", 1);
+  st = tl_context_create(0, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_ERR_NO_DRIVER, err);
+  /* auto: the GPU if there is one, else the CPU */
+  setenv("TILEC_DEVICE", "auto", 1);
+  st = tl_context_create(0, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  CHECK(tl_context_device(ctx, &dev) == TL_OK && dev.ordinal == TL_DEVICE_CPU, "auto gave %d", dev.ordinal);
+  tl_context_destroy(ctx);
+  /* cpu: any ordinal */
+  setenv("TILEC_DEVICE", "cpu", 1);
+  st = tl_context_create(3, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  tl_context_destroy(ctx);
+  setenv("TILEC_DEVICE", "tpu", 1);
+  st = tl_context_create(0, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);
+  CHECK_CONTAINS(err, "TILEC_DEVICE is 'tpu'; expected cpu, gpu or auto");
+  setenv("TILEC_DEVICE", "cpu", 1);
+  st = tl_context_create(-2, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);
+  CHECK(tl_context_create(0, NULL, err, sizeof err) == TL_ERR_BAD_ARGUMENT, "out NULL");
+}
+
+/* ------------------------------------------------------------------------------------ memory */
+
+static void test_memory(void)
+{
+  tl_context *ctx = cpu_context();
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  tl_devptr p = 0, q = 0;
+  CHECK_STATUS(tl_malloc(ctx, 100, &p), TL_OK, msg);
+  CHECK(p != 0 && p % 256 == 0, "0x%llx is not 256-byte aligned", p);
+  unsigned char fresh[100], back[100], data[100];
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, fresh, p, 100), TL_OK, msg);
+  int unfilled = 0;
+  for (int i = 0; i < 100; i++) {
+    unfilled += fresh[i] != 0xFF;
+    data[i] = (unsigned char)(i * 7);
+  }
+  CHECK(unfilled == 0, "%d bytes of a new allocation are not 0xFF", unfilled);
+  CHECK_STATUS(tl_memcpy_htod(ctx, p, data, 100), TL_OK, msg);
+  CHECK_STATUS(tl_memset_d8(ctx, p + 90, 0xAB, 10), TL_OK, msg); /* the last 10 bytes, exactly */
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, back, p, 100), TL_OK, msg);
+  CHECK(!memcmp(back, data, 90) && back[90] == 0xAB && back[99] == 0xAB, "round trip");
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, back, p + 40, 60), TL_OK, msg); /* inside, to the end */
+
+  /* past the end, before the start, unknown, NULL: errors, never a crash */
+  CHECK_STATUS(tl_memcpy_htod(ctx, p, data, 101), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "tl_memcpy_htod: 101 bytes at 0x");
+  CHECK_CONTAINS(msg, "run past the end of their allocation (100 bytes at 0x");
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, back, p + 50, 51), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "50 left from there");
+  CHECK_STATUS(tl_memset_d8(ctx, p + 100, 0, 1), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "is not in any allocation of this CPU context");
+  CHECK_STATUS(tl_memset_d8(ctx, p - 1, 0, 1), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, back, (tl_devptr)(uintptr_t)data, 4), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "tl_memcpy_dtoh: 0x");
+  CHECK_STATUS(tl_memcpy_htod(ctx, 0x1000, data, 4), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_STATUS(tl_memcpy_htod(ctx, p, NULL, 4), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_STATUS(tl_memcpy_htod(ctx, 0x1000, data, 0), TL_OK, msg); /* 0 bytes: nothing to check */
+
+  /* frees: only what tl_malloc gave, once */
+  CHECK_STATUS(tl_malloc(ctx, 0, &q), TL_OK, msg);
+  CHECK(q == 0, "0 bytes gave 0x%llx", q);
+  CHECK_STATUS(tl_free(ctx, 0), TL_OK, msg);
+  CHECK_STATUS(tl_free(ctx, p + 8), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "not the start of an allocation (it is 8 bytes into the one at 0x");
+  CHECK_STATUS(tl_malloc(ctx, 1 << 20, &q), TL_OK, msg);
+  CHECK_STATUS(tl_free(ctx, p), TL_OK, msg);
+  CHECK_STATUS(tl_free(ctx, p), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "no allocation of this CPU context starts there (freed already?)");
+  CHECK_STATUS(tl_memset_d8(ctx, p, 0, 1), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_STATUS(tl_malloc(ctx, SIZE_MAX - 10, &p), TL_ERR_OUT_OF_MEMORY, msg);
+  CHECK(p == 0, "out set on failure");
+  tl_context_destroy(ctx); /* frees q: LeakSanitizer would say otherwise */
+}
+
+/* ------------------------------------------------------------------------------------ modules */
+
+static void test_modules(void)
+{
+  tl_context *ctx = cpu_context();
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  char *ptx = NULL, err[4096];
+  tl_jit_options o = memory_cache_only();
+  o.arch = "sm_90a";
+  const char *src = "kernel k(A: f32[N]) grid(1) threads(32) { A[0] = 1.0; }\n";
+  CHECK_STATUS(tl_jit_compile_ptx(NULL, src, strlen(src), &o, &ptx, err, sizeof err), TL_OK, err);
+  tl_module *m = (tl_module *)1;
+  CHECK_STATUS(tl_module_load_ptx(ctx, ptx ? ptx : "", &m), TL_ERR_UNSUPPORTED, msg);
+  CHECK_CONTAINS(msg, "tl_module_load_ptx: a CPU context runs .tl source: compile it with tl_module_compile");
+  CHECK(m == NULL, "module set on failure");
+  CHECK_STATUS(tl_module_load_file(ctx, "/nonexistent.ptx", &m), TL_ERR_UNSUPPORTED, msg);
+  CHECK_CONTAINS(msg, "tl_module_load_file: a CPU context runs .tl source");
+  free(ptx);
+
+  /* the compiler's diagnostics, as on a GPU */
+  const char *bad = "kernel k(A: f32[N]) grid(1) threads(32) {\n    A[0] = nope;\n}\n";
+  o = memory_cache_only();
+  o.filename = "bad.tl";
+  CHECK_STATUS(tl_module_compile(ctx, bad, strlen(bad), &o, &m), TL_ERR_COMPILE, msg);
+  CHECK_CONTAINS(msg, "bad.tl:2:");
+
+  /* the level is checked when the module is made */
+  setenv("TILEC_INTERP_LEVEL", "warp", 1);
+  CHECK_STATUS(tl_module_compile(ctx, src, strlen(src), NULL, &m), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "TILEC_INTERP_LEVEL is 'warp'; expected tile");
+  setenv("TILEC_INTERP_LEVEL", "tile", 1);
+  CHECK_STATUS(tl_module_compile(ctx, src, strlen(src), NULL, &m), TL_OK, msg);
+  unsetenv("TILEC_INTERP_LEVEL");
+
+  /* the metadata is the GPU's; a second compile comes from the memory cache; nothing was linked */
+  tl_kernel *k = NULL;
+  CHECK_STATUS(tl_module_get_kernel(m, "k", &k), TL_OK, msg);
+  const tl_kernel_info *info = tl_kernel_get_info(k);
+  CHECK(info && info->threads == 32 && info->nargs == 1 && info->nparams == 2, "metadata");
+  CHECK(tl_meta_kernel_count(tl_module_meta(m)) == 1, "one kernel");
+  CHECK_STATUS(tl_module_get_kernel(m, "other", &k), TL_ERR_NOT_FOUND, msg);
+  tl_module *again = NULL;
+  CHECK_STATUS(tl_module_compile(ctx, src, strlen(src), NULL, &again), TL_OK, msg);
+  tl_jit_stats stats;
+  tl_jit_cache_stats(tl_context_jit_cache(ctx), &stats);
+  CHECK(stats.memory_hits >= 1 && stats.links == 0 && stats.binary_loads == 0, "hits %llu, links %llu",
+        (unsigned long long)stats.memory_hits, (unsigned long long)stats.links);
+  tl_module_unload(again);
+  tl_context_destroy(ctx); /* unloads m */
+}
+
+/* ------------------------------------------------------------------------------------ launches */
+
+static void test_vector_add(void)
+{
+  tl_kernel *k;
+  tl_context *ctx = context_with("vector_add.tl", NULL, "vector_add", &(tilec_define){"BLOCK", "512"}, 1, &k);
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  enum { N = 1003 }; /* two whole tiles and a ragged one */
+  float a[N], b[N], c[N];
+  tl_devptr d[3];
+  two_in_one_out(ctx, a, b, N, 1, d);
+  tl_devptr da = d[0], db = d[1], dc = d[2];
+  int64_t shape[1] = {N};
+  tl_arg args[3] = {tl_arg_tensor(da, TL_F32, 1, shape), tl_arg_tensor(db, TL_F32, 1, shape),
+                    tl_arg_tensor(dc, TL_F32, 1, shape)};
+  CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, msg);
+  CHECK_STATUS(tl_synchronize(ctx), TL_OK, msg);
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, c, dc, sizeof c), TL_OK, msg);
+  int wrong = 0;
+  for (int i = 0; i < N; i++)
+    wrong += c[i] != a[i] + b[i];
+  CHECK(wrong == 0, "%d of %d elements wrong", wrong, N);
+
+  /* a tensor inside an allocation: elements 10.. of each */
+  shape[0] = N - 10;
+  tl_arg inner[3] = {tl_arg_tensor(da + 40, TL_F32, 1, shape), tl_arg_tensor(db + 40, TL_F32, 1, shape),
+                     tl_arg_tensor(dc + 40, TL_F32, 1, shape)};
+  CHECK_STATUS(tl_memset_d8(ctx, dc, 0, sizeof c), TL_OK, msg);
+  CHECK_STATUS(tl_launch(k, inner, 3, NULL), TL_OK, msg);
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, c, dc, sizeof c), TL_OK, msg);
+  CHECK(c[9] == 0 && c[10] == a[10] + b[10] && c[N - 1] == a[N - 1] + b[N - 1], "offset tensors");
+
+  /* the planner's checks, word for word as on the GPU */
+  tl_arg bad[3];
+  memcpy(bad, args, sizeof bad);
+  shape[0] = N;
+  bad[1].dtype = TL_F16;
+  CHECK_STATUS(tl_launch(k, bad, 3, NULL), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "launch of 'vector_add': argument 1 ('B'): expected a tensor of f32, got f16");
+  CHECK_STATUS(tl_launch(k, args, 2, NULL), TL_ERR_BAD_ARGUMENT, msg);
+
+  /* pointers the context did not give, and tensors longer than their allocation */
+  memcpy(bad, args, sizeof bad);
+  bad[0].ptr = (tl_devptr)(uintptr_t)a;
+  CHECK_STATUS(tl_launch(k, bad, 3, NULL), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "launch of 'vector_add': argument 0 ('A'): 0x");
+  CHECK_CONTAINS(msg, "is not in any allocation of this CPU context");
+  memcpy(bad, args, sizeof bad);
+  bad[2].ptr = dc + 4;
+  CHECK_STATUS(tl_launch(k, bad, 3, NULL), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "argument 2 ('C'): 4012 bytes at 0x");
+  CHECK_CONTAINS(msg, "run past the end of their allocation (4012 bytes at 0x");
+  tl_free(ctx, db);
+  CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "argument 1 ('B')");
+  db = upload(ctx, b, sizeof b);
+  args[1].ptr = db;
+
+  /* empty: nothing runs, null pointers are fine */
+  shape[0] = 0;
+  tl_arg empty[3] = {tl_arg_tensor(0, TL_F32, 1, shape), tl_arg_tensor(0, TL_F32, 1, shape),
+                     tl_arg_tensor(0, TL_F32, 1, shape)};
+  CHECK_STATUS(tl_launch(k, empty, 3, NULL), TL_OK, msg);
+  tl_context_destroy(ctx);
+}
+
+/* A float scalar, and a launch on the context's stream (ignored: launches run to the end). */
+static void test_saxpy(void)
+{
+  tl_kernel *k;
+  tl_context *ctx = context_with("saxpy.tl", NULL, "saxpy", &(tilec_define){"BLOCK", "256"}, 1, &k);
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  enum { N = 300 };
+  float x[N], y[N], z[N];
+  tl_devptr dx, dy, dz, d[3];
+  two_in_one_out(ctx, x, y, N, 2, d);
+  dx = d[0], dy = d[1], dz = d[2];
+  int64_t shape[1] = {N};
+  tl_arg args[4] = {tl_arg_tensor(dx, TL_F32, 1, shape), tl_arg_tensor(dy, TL_F32, 1, shape),
+                    tl_arg_tensor(dz, TL_F32, 1, shape), tl_arg_f32(-1.5f)};
+  CHECK_STATUS(tl_launch(k, args, 4, (void *)0x1234), TL_OK, msg);
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, z, dz, sizeof z), TL_OK, msg);
+  int wrong = 0;
+  for (int i = 0; i < N; i++) /* one f32 multiply, one f32 add: rounded as C rounds them */
+    wrong += z[i] != (float)((float)(-1.5f * x[i]) + y[i]);
+  CHECK(wrong == 0, "%d of %d elements wrong", wrong, N);
+  tl_context_destroy(ctx);
+}
+
+static double f16_value(uint16_t bits) { return tl_f16_to_float(bits); }
+
+/* examples/matmul.tl with small tiles at a ragged shape, f16 in, f32 accumulation, f16 out. */
+static void test_matmul(void)
+{
+  const tilec_define defs[] = {{"BM", "32"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "2"}, {"THREADS", "128"}};
+  tl_kernel *k;
+  tl_context *ctx = context_with("matmul.tl", NULL, "matmul", defs, 5, &k);
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  CHECK(tl_kernel_get_info(k)->threads == 128, "threads %u", tl_kernel_get_info(k)->threads);
+  enum { M = 37, N = 100, K = 70 };
+  uint16_t *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * K * N), *c = malloc(sizeof *c * M * N);
+  for (int i = 0; i < M * K; i++)
+    a[i] = tl_f16_from_float(uniform(-1, 1));
+  for (int i = 0; i < K * N; i++)
+    b[i] = tl_f16_from_float(uniform(-1, 1));
+  tl_devptr da = upload(ctx, a, sizeof *a * M * K), db = upload(ctx, b, sizeof *b * K * N), dc = 0;
+  CHECK_STATUS(tl_malloc(ctx, sizeof *c * M * N, &dc), TL_OK, msg); /* NaN (0xFFFF) until written */
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  tl_arg args[3] = {tl_arg_tensor(da, TL_F16, 2, sa), tl_arg_tensor(db, TL_F16, 2, sb),
+                    tl_arg_tensor(dc, TL_F16, 2, sc)};
+  CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, msg);
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, c, dc, sizeof *c * M * N), TL_OK, msg);
+  int wrong = 0;
+  double worst = 0;
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double want = 0, mag = 0;
+      for (int kk = 0; kk < K; kk++) {
+        double p = f16_value(a[m * K + kk]) * f16_value(b[kk * N + n]);
+        want += p;
+        mag += fabs(p);
+      }
+      /* one rounding to f16 (2^-11 relative) plus f32 sums over K */
+      const double got = f16_value(c[m * N + n]), tol = 1e-3 * fabs(want) + 1e-6 * mag + 1e-6;
+      const double off = fabs(got - want);
+      if (!(off <= tol))
+        wrong++;
+      if (off > worst || off != off)
+        worst = off;
+    }
+  CHECK(wrong == 0, "%d of %d elements wrong (worst off by %g)", wrong, M * N, worst);
+  free(a);
+  free(b);
+  free(c);
+  tl_context_destroy(ctx);
+}
+
+/* grid(num_sms): the device's 4 multiprocessors, the same count for the planner and the run. */
+static void test_num_sms(void)
+{
+  const char *src = "kernel persistent(C: i32[N]) grid(min(N, num_sms)) as (b) threads(32) {\n"
+                    "    C[b] = num_blocks(0) * 10 + b;\n"
+                    "}\n";
+  tl_kernel *k;
+  tl_context *ctx = context_with("persistent.tl", src, "persistent", NULL, 0, &k);
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  int32_t c[8];
+  tl_devptr dc = 0;
+  CHECK_STATUS(tl_malloc(ctx, sizeof c, &dc), TL_OK, msg);
+  CHECK_STATUS(tl_memset_d8(ctx, dc, 0, sizeof c), TL_OK, msg);
+  int64_t shape[1] = {8};
+  tl_arg args[1] = {tl_arg_tensor(dc, TL_I32, 1, shape)};
+  CHECK_STATUS(tl_launch(k, args, 1, NULL), TL_OK, msg);
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, c, dc, sizeof c), TL_OK, msg);
+  CHECK(c[0] == 40 && c[3] == 43 && c[4] == 0 && c[7] == 0, "C = %d %d %d %d ...", c[0], c[1], c[2], c[3]);
+  tl_context_destroy(ctx);
+}
+
+/* A kernel that stores past the end of its tensor: TL_ERR_KERNEL_FAILED, with the interpreter's
+ * message (file, line, the tensor, the block), and the context still usable. */
+static void test_kernel_error(void)
+{
+  const char *src = "// stores 16 elements whatever N is\n"
+                    "kernel oob(A: f32[N]) grid(1) threads(32) {\n"
+                    "    let two = 2.0;\n"
+                    "    for i in serial(16) {\n"
+                    "        A[i] = two;\n"
+                    "    }\n"
+                    "}\n";
+  tl_kernel *k;
+  tl_context *ctx = context_with("oob.tl", src, "oob", NULL, 0, &k);
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  tl_devptr da = 0;
+  CHECK_STATUS(tl_malloc(ctx, 20 * sizeof(float), &da), TL_OK, msg);
+  int64_t shape[1] = {16};
+  tl_arg args[1] = {tl_arg_tensor(da, TL_F32, 1, shape)};
+  CHECK_STATUS(tl_launch(k, args, 1, NULL), TL_OK, msg); /* N = 16: every store inside A */
+  shape[0] = 10; /* A is the first 10 elements of the allocation: the interpreter must stop at 10 */
+  CHECK_STATUS(tl_memset_d8(ctx, da, 0, 20 * sizeof(float)), TL_OK, msg);
+  CHECK_STATUS(tl_launch(k, args, 1, NULL), TL_ERR_KERNEL_FAILED, msg);
+  CHECK(!strncmp(msg, "oob.tl:5:", 9), "message does not start with the line: %s", msg);
+  CHECK_CONTAINS(msg, "index [10] is out of bounds of global 'A': dimension 0 has size 10 (block 0, 0, 0)");
+  float a[20];
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, a, da, sizeof a), TL_OK, msg);
+  CHECK(a[0] == 2 && a[9] == 2 && a[10] == 0 && a[19] == 0, "A = %g .. %g, then %g .. %g", a[0], a[9], a[10],
+        a[19]);
+  CHECK_STATUS(tl_launch(k, args, 1, NULL), TL_ERR_KERNEL_FAILED, msg);
+  CHECK_CONTAINS(msg, "A[i] = two;"); /* the source line, rendered */
+  printf("note: a kernel's error on the CPU device reads:\n%s\n", msg);
+  CHECK(!strcmp(tl_status_name(TL_ERR_KERNEL_FAILED), "TL_ERR_KERNEL_FAILED") &&
+            !strcmp(tl_status_name(TL_ERR_UNSUPPORTED), "TL_ERR_UNSUPPORTED"),
+        "status names");
+  shape[0] = 16;
+  CHECK_STATUS(tl_launch(k, args, 1, NULL), TL_OK, msg);
+  CHECK(*msg == 0, "message after a success: %s", msg);
+  tl_context_destroy(ctx);
+}
+
+/* The disk cache keeps the PTX (its metadata) for the CPU device too: a second context loads from
+ * it without compiling, and runs. */
+static void test_disk_cache(void)
+{
+  const char *src = "kernel twice(A: i32[N]) grid(1) threads(32) { A[0] = A[0] * 2; }\n";
+  for (int round = 0; round < 2; round++) {
+    tl_context *ctx = cpu_context();
+    if (!ctx)
+      return;
+    const char *msg = tl_context_message(ctx);
+    tl_module *m = NULL;
+    tl_kernel *k = NULL;
+    CHECK_STATUS(tl_module_compile(ctx, src, strlen(src), NULL, &m), TL_OK, msg);
+    tl_jit_stats stats;
+    tl_jit_cache_stats(tl_context_jit_cache(ctx), &stats);
+    CHECK(stats.compiles == (round == 0) && stats.disk_hits == (round == 1) &&
+              stats.disk_writes == (round == 0),
+          "round %d: %llu compiles, %llu disk hits", round, (unsigned long long)stats.compiles,
+          (unsigned long long)stats.disk_hits);
+    int32_t v = 21;
+    tl_devptr p = upload(ctx, &v, sizeof v);
+    int64_t shape[1] = {1};
+    tl_arg args[1] = {tl_arg_tensor(p, TL_I32, 1, shape)};
+    if (m && tl_module_get_kernel(m, "twice", &k) == TL_OK)
+      CHECK_STATUS(tl_launch(k, args, 1, NULL), TL_OK, msg);
+    CHECK(tl_memcpy_dtoh(ctx, &v, p, sizeof v) == TL_OK && v == 42, "v = %d", v);
+    tl_context_destroy(ctx);
+  }
+}
+
+static void remove_folder(const char *dir)
+{
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      unlink(path);
+  }
+  if (d)
+    closedir(d);
+  rmdir(dir);
+}
+
+int main(void)
+{
+  setenv("TILEC_CUDA_LIBRARY", NO_DRIVER, 1);
+  unsetenv("TILEC_INTERP_LEVEL");
+  unsetenv("TILEC_CACHE_DISABLE");
+  char cache_dir[512]; /* never the user's cache */
+  snprintf(cache_dir, sizeof cache_dir, "%s/tilec-test-cpu-device-XXXXXX",
+           getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(cache_dir)) {
+    printf("FAIL cannot make a temporary folder\n");
+    return 1;
+  }
+  setenv("TILEC_CACHE_DIR", cache_dir, 1);
+  test_contexts();
+  test_memory();
+  test_modules();
+  test_vector_add();
+  test_saxpy();
+  test_matmul();
+  test_num_sms();
+  test_kernel_error();
+  test_disk_cache();
+  remove_folder(cache_dir);
+  printf("test_cpu_device: %d checks, %d failures\n", checks, failures);
+  return failures != 0;
+}
