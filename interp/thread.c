@@ -183,9 +183,13 @@ static bool index_in(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n
 {
   for (int d = 0; d < n; d++)
     if (idx[d] < 0 || idx[d] >= dims[d]) {
+      const Buffer *B = &th->k->bufs[b];
       char e[160];
-      fail(th, loc, t, "index out of bounds: %s, dimension %d has size %lld",
-           elem_text(e, sizeof e, th, b, idx, n), d, (long long)dims[d]);
+      size_t len = 0;
+      for (int i = 0; i < n && len < sizeof e; i++)
+        len += (size_t)snprintf(e + len, sizeof e - len, "%s%lld", i ? ", " : "[", (long long)idx[i]);
+      fail(th, loc, t, "index %s] is out of bounds of %s '%s': dimension %d has size %lld", e,
+           B->scope == SCOPE_LOCAL ? "register" : scope_name(B->scope), B->name, d, (long long)dims[d]);
       return false;
     }
   return true;

@@ -8,7 +8,8 @@
  *     key -> cache -> tilec_compile -> PTX   as for a GPU: the PTX's tilec-meta block is the
  *                                            kernels' signature, so tl_launch checks arguments
  *                                            exactly as on the GPU; the driver never sees the PTX
- *     interp_compile(source, -D, kernel)     the tile IR the interpreter runs, kept in the module
+ *     interp_compile(source, -D, kernel)     the IR the interpreter runs, kept in the module: the tile
+ *                                            level's, or the thread level's for the module's arch
  *     tl_module_load_host(ptx, cpu_ops, state)
  *   tl_launch(kernel, args)
  *     runtime: tl_plan_launch_sms, tensors inside allocations  ->  cpu_launch: tl_arg -> InterpArg,
@@ -26,23 +27,35 @@
 typedef bool (*interp_run_fn)(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt,
                               Diags *d);
 
-/* The levels a launch on the CPU device can run at; $TILEC_INTERP_LEVEL picks one (the first when
- * unset), read in pick_level alone. */
-static const struct {
+/* The tile level's IR for any target (it does not depend on one). */
+static Module *compile_tile(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs, int ndefs,
+                            const char *kernel, const Target *target)
+{
+  (void)target;
+  return interp_compile(a, d, src, len, defs, ndefs, kernel);
+}
+
+/* The levels a launch on the CPU device can run at (docs/interpreter.md); $TILEC_INTERP_LEVEL picks
+ * one (the first when unset), read in pick_level alone.  The thread level runs the lowering for the
+ * module's target (the JIT's arch: sm_90a on the CPU device unless the options name another). */
+typedef struct {
   const char *name;
+  Module *(*compile)(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs, int ndefs,
+                     const char *kernel, const Target *target);
   interp_run_fn run;
-} levels[] = {
-    {"tile", interp_tile_run}, /* the language's reference semantics (interp/STATUS.md) */
-                               /* {"thread", interp_thread_run}, once interp/ has it */
+} level;
+static const level levels[] = {
+    {"tile", compile_tile, interp_tile_run},              /* the language's reference semantics */
+    {"thread", interp_compile_thread, interp_thread_run}, /* the target's lowering, checked as it runs */
 };
 #define NLEVELS ((int)(sizeof levels / sizeof levels[0]))
 
-static bool pick_level(interp_run_fn *run, char *err, size_t err_size)
+static bool pick_level(const level **out, char *err, size_t err_size)
 {
   const char *v = getenv("TILEC_INTERP_LEVEL");
   for (int i = 0; i < NLEVELS; i++)
     if (!v || !*v || !strcmp(v, levels[i].name)) {
-      *run = levels[i].run;
+      *out = &levels[i];
       return true;
     }
   char names[64] = "";
@@ -151,24 +164,27 @@ static const tl_host_module_ops cpu_ops = {cpu_launch, cpu_module_destroy};
 /* ------------------------------------------------------------------------------------ loading */
 
 tl_status tl_jit_load_cpu(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
-                          const char *ptx, tl_module **out)
+                          const char *arch, const char *ptx, tl_module **out)
 {
   *out = NULL;
   char why[256];
-  interp_run_fn run;
-  if (!pick_level(&run, why, sizeof why))
+  const level *lv;
+  if (!pick_level(&lv, why, sizeof why))
     return tl_context_fail(ctx, TL_ERR_BAD_ARGUMENT, "%s", why);
   cpu_module *cm = calloc(1, sizeof *cm);
   if (!cm)
     return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
-  cm->run = run;
+  cm->run = lv->run;
   cm->arena = arena_new();
   cm->filename = arena_strdup(cm->arena, opt->filename ? opt->filename : "<jit>");
   ConstDef *defs = ARENA_ARRAY(cm->arena, ConstDef, opt->ndefines + 1);
   for (int i = 0; i < opt->ndefines; i++)
     defs[i] = (ConstDef){opt->defines[i].name, opt->defines[i].value};
   Diags d = {.arena = cm->arena, .filename = cm->filename};
-  Module *ir = interp_compile(cm->arena, &d, src ? src : "", len, defs, opt->ndefines, opt->kernel);
+  const Target *target = target_find(arch);
+  Module *ir = target
+                   ? lv->compile(cm->arena, &d, src ? src : "", len, defs, opt->ndefines, opt->kernel, target)
+                   : NULL;
   cm->src = d.src;
   cm->src_len = d.src_len;
   if (!ir) { /* tilec_compile took this source, or its PTX would not be cached: a bug, reported */

@@ -699,7 +699,7 @@ static tl_status load_entry(tl_context *ctx, tl_jit_cache *cache, const request 
 {
   *made = false;
   if (tl_context_is_cpu(ctx))
-    return tl_jit_load_cpu(ctx, rq->src, rq->len, &rq->opt, e->ptx, out);
+    return tl_jit_load_cpu(ctx, rq->src, rq->len, &rq->opt, rq->arch, e->ptx, out);
   if (!rq->use_memory && !rq->use_disk)
     return tl_module_load_image(ctx, e->ptx, e->ptx, out);
   tl_device_info dev;

@@ -178,9 +178,9 @@ bool tl_cache_trim(const char *dir, uint64_t limit, const char *keep, int64_t st
 /* A module of the CPU device (ctx is one) for `src` compiled with `opt` (checked, defaults filled
  * in), whose kernels' signature is the tilec-meta block of `ptx` (the GPU's compilation of the same
  * source and options): tl_launch runs its kernels in the interpreter ($TILEC_INTERP_LEVEL, default
- * tile). Fails with the context's message set: TL_ERR_COMPILE (the interpreter's compilation),
- * TL_ERR_BAD_ARGUMENT (an unknown level), TL_ERR_BAD_METADATA, TL_ERR_OUT_OF_MEMORY. */
+ * tile). Fails with the context's message set: TL_ERR_COMPILE (the interpreter's compilation, for arch at the
+ * thread level), TL_ERR_BAD_ARGUMENT (an unknown level), TL_ERR_BAD_METADATA, TL_ERR_OUT_OF_MEMORY. */
 tl_status tl_jit_load_cpu(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
-                          const char *ptx, tl_module **out);
+                          const char *arch, const char *ptx, tl_module **out);
 
 #endif /* TILEC_JIT_INTERNAL_H */

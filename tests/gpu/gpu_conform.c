@@ -1459,7 +1459,11 @@ int main(int argc, char **argv)
         return 1;
       }
     }
-    printf("gpu_conform: %d sources written under %s\n", ncases, dump);
+    if (random > 0)
+      printf("gpu_conform: %d sources written under %s (--random %d --seed %llu)\n", ncases, dump, random,
+             (unsigned long long)seed);
+    else
+      printf("gpu_conform: %d sources written under %s\n", ncases, dump);
     return 0;
   }
   if (list) {

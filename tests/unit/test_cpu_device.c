@@ -238,7 +238,7 @@ static void test_modules(void)
   /* the level is checked when the module is made */
   setenv("TILEC_INTERP_LEVEL", "warp", 1);
   CHECK_STATUS(tl_module_compile(ctx, src, strlen(src), NULL, &m), TL_ERR_BAD_ARGUMENT, msg);
-  CHECK_CONTAINS(msg, "TILEC_INTERP_LEVEL is 'warp'; expected tile");
+  CHECK_CONTAINS(msg, "TILEC_INTERP_LEVEL is 'warp'; expected tile, thread");
   setenv("TILEC_INTERP_LEVEL", "tile", 1);
   CHECK_STATUS(tl_module_compile(ctx, src, strlen(src), NULL, &m), TL_OK, msg);
   unsetenv("TILEC_INTERP_LEVEL");
@@ -451,7 +451,8 @@ static void test_kernel_error(void)
   CHECK_STATUS(tl_memset_d8(ctx, da, 0, 20 * sizeof(float)), TL_OK, msg);
   CHECK_STATUS(tl_launch(k, args, 1, NULL), TL_ERR_KERNEL_FAILED, msg);
   CHECK(!strncmp(msg, "oob.tl:5:", 9), "message does not start with the line: %s", msg);
-  CHECK_CONTAINS(msg, "index [10] is out of bounds of global 'A': dimension 0 has size 10 (block 0, 0, 0)");
+  CHECK_CONTAINS(
+      msg, "index [10] is out of bounds of global 'A': dimension 0 has size 10 (kernel 'oob', block 0, 0, 0");
   float a[20];
   CHECK_STATUS(tl_memcpy_dtoh(ctx, a, da, sizeof a), TL_OK, msg);
   CHECK(a[0] == 2 && a[9] == 2 && a[10] == 0 && a[19] == 0, "A = %g .. %g, then %g .. %g", a[0], a[9], a[10],
@@ -529,11 +530,16 @@ int main(void)
   test_contexts();
   test_memory();
   test_modules();
-  test_vector_add();
-  test_saxpy();
-  test_matmul();
-  test_num_sms();
-  test_kernel_error();
+  for (int level = 0; level < 2; level++) { /* the launches at both levels of the interpreter */
+    if (level)
+      setenv("TILEC_INTERP_LEVEL", "thread", 1);
+    test_vector_add();
+    test_saxpy();
+    test_matmul();
+    test_num_sms();
+    test_kernel_error();
+    unsetenv("TILEC_INTERP_LEVEL");
+  }
   test_disk_cache();
   remove_folder(cache_dir);
   printf("test_cpu_device: %d checks, %d failures\n", checks, failures);
