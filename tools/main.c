@@ -1,6 +1,7 @@
 /* main.c: the tilec command line, with clang's and nvcc's conventions. */
 #include "cli.h"    /* reading the source, writing the output: shared with run.c */
 #include "passes.h" /* passes/passes.h: the pipeline's steps, for --help */
+#include "run.h"    /* tilec run */
 #include "target.h" /* ir/target.h */
 #include "tilec.h"
 
@@ -17,6 +18,7 @@
  * pipeline's steps by group (passes/pipeline.c). */
 static const char USAGE[] =
     "usage: tilec [options] FILE.tl\n"
+    "       tilec run FILE.tl [options]   (runs a kernel on the CPU: tilec run --help)\n"
     "\n"
     "Compiles a .tl tile program to PTX.\n"
     "\n"
@@ -218,7 +220,9 @@ int main(int argc, char **argv)
   /* Past a file size limit, a write fails with EFBIG (reported, the
    * temporary removed) instead of the process being killed. */
   signal(SIGXFSZ, SIG_IGN);
-  int rc = parse_args(argc, argv, &cmd);
+  /* `tilec run FILE.tl ...` runs a kernel on the CPU (run.c); anything else compiles. */
+  int rc = argc > 1 && !strcmp(argv[1], "run") ? run_command(argc - 1, argv + 1)
+                                               : parse_args(argc, argv, &cmd);
   if (rc == COMPILE)
     rc = compile(&cmd);
   /* A file system may report a failed write only when the file is closed.
