@@ -46,6 +46,11 @@ has '[1.000e+00 2.000e+00 3.000e+00 ... 4.998e+03 4.999e+03 5.000e+03]'       # 
 ok run "$ex/vector_add.tl" --arg A=a.npy --arg B=c.npy --arg C=sum.npy        # C only written: its file
 ok run "$ex/vector_add.tl" --arg A=sum.npy --arg B=zeros --size N=5000 --print C
 has '[2.000e+00 3.000e+00 4.000e+00 ... 4.999e+03 5.000e+03 5.001e+03]'
+# the examples of README.md and docs/cli.md
+ok run "$ex/vector_add.tl" --arg A=arange --arg B=ones --size N=8 --print C; has '[1. 2. 3. 4. 5. 6. 7. 8.]'
+ok run "$ex/saxpy.tl" --arg X=arange --arg Y=ones --arg a=0.5 --size N=6 --print Z; has '[1.  1.5 2.  2.5 3.  3.5]'
+ok run "$ex/vector_add.tl" --arg A=rand --arg B=ones --size N=1000
+has 'A: f32[1000]  min -0.997099  max 0.998206  mean 0.026895  [-0.756187, 0.925371, -0.00743775, -0.272539,'
 # rand: the same seed gives the same values; another seed, or another parameter, others
 ok run "$ex/vector_add.tl" --arg A=rand:7 --arg B=zeros --size N=8 --print A; cp o r1
 ok run "$ex/vector_add.tl" --arg A=rand:7 --arg B=zeros --size N=8 --print A; cp o r2
@@ -64,7 +69,9 @@ mm=(-D BM=32 -D BN=64 -D BK=32 -D STAGES=2 -D THREADS=128)
 ok run "$ex/matmul.tl" "${mm[@]}" --size M=37 --size N=100 --size K=70 --arg A=ones --arg B=ones
 has 'C: f16[37, 100]  min 70  max 70  mean 70'
 ok run "$ex/matmul.tl" "${mm[@]}" -D T=bf16 --size M=5 --size K=8 --size N=3 --arg A=ones --arg B=arange --print C
-has 'C: bf16[5, 3]'; has '[[ 84.  92. 100.]'; has ' [ 84.  92. 100.]]'      # sum over k of 3k + j
+has 'C: bf16[5, 3]'; has '[[ 84.  92. 100.]'; has ' [ 84.  92. 100.]]'
+ok run "$ex/matmul.tl" "${mm[@]}" --size M=4 --size N=5 --size K=8 --arg A=ones --arg B=arange --print C
+has '[[140. 148. 156. 164. 172.]'                                          # docs/cli.md's session      # sum over k of 3k + j
 # a 2-D tensor printed as numpy does
 ok run "$ex/matmul.tl" "${mm[@]}" --size M=2 --size K=8 --size N=3 --arg A=ones --arg B=ones --out C=mm.npy
 ok run "$ex/matmul.tl" "${mm[@]}" --arg A=ones --arg B=ones --size M=2 --size K=8 --size N=3 --print A
