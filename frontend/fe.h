@@ -117,6 +117,19 @@ typedef struct {
   const char *value;
 } ConstDef;
 
+/* What a -D value is (also a scalar's value for `tilec run`). */
+typedef enum {
+  DEFINE_BAD,
+  DEFINE_BOOL,    /* true, false */
+  DEFINE_INT,     /* decimal or 0x hex, optionally negative */
+  DEFINE_INT_BIG, /* an integer beyond 64 bits: no integer constant takes it, a float one does */
+  DEFINE_FLOAT,
+} DefineKind;
+
+/* Parses a -D value into *i (a bool or an integer) or *f (a float, or an
+ * integer beyond 64 bits; for an integer, its value as a double too). */
+DefineKind sema_parse_define(const char *v, int64_t *i, double *f);
+
 /* Checks the AST and builds one IR kernel per AST kernel.  `only` selects a
  * kernel by name (NULL: all).  Returns NULL if errors were reported. */
 Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,

@@ -1520,18 +1520,8 @@ static Stmt *check_stmt(Sema *s, const Node *n)
 
 /* ---------------------------------------------------------------- kernels */
 
-/* What a -D value is. */
-typedef enum {
-  DEFINE_BAD,
-  DEFINE_BOOL,    /* true, false */
-  DEFINE_INT,     /* decimal or 0x hex, optionally negative */
-  DEFINE_INT_BIG, /* an integer beyond 64 bits: no integer constant takes it, a float one does */
-  DEFINE_FLOAT,
-} DefineKind;
-
-/* Parses a -D value into *i (a bool or an integer) or *f (a float, or an
- * integer beyond 64 bits). */
-static DefineKind parse_define(const char *v, int64_t *i, double *f)
+/* A -D value (fe.h); also a scalar's value for tilec run. */
+DefineKind sema_parse_define(const char *v, int64_t *i, double *f)
 {
   if (!strcmp(v, "true") || !strcmp(v, "false")) {
     *i = v[0] == 't';
@@ -1632,7 +1622,7 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
   if (def) {
     int64_t iv = 0;
     double fv = 0;
-    DefineKind kind = parse_define(def->value, &iv, &fv);
+    DefineKind kind = sema_parse_define(def->value, &iv, &fv);
     if (kind == DEFINE_BAD) {
       error_at(s->d, c->loc, "-D %s=%s: the value is not a number or true/false", def->name, def->value);
       return;
