@@ -127,13 +127,39 @@ kernel oob(A: f32[N]) grid(1) threads(32) {
     }
 }
 EOF
-bad 1 "oob.tl:6:17: error: index [8] is out of bounds of shared 't': dimension 0 has size 8 (block 0, 0, 0)" \
+bad 1 "oob.tl:6:17: error: index [8] is out of bounds of shared 't': dimension 0 has size 8 (kernel 'oob', block 0, 0, 0)" \
   run oob.tl --size N=10 --out A=never.npy
 has '          A[i] = t[i];' "$tmp/e"; has '                  ^' "$tmp/e"
 [ ! -e never.npy ] || { echo "FAIL: a failed run wrote its output"; fail=1; }
 ok run oob.tl --size N=8 --print A; has '[1. 1. 1. 1. 1. 1. 1. 1.]'
 printf 'kernel k(A: f32[N]) grid(1) threads(32) {\n    A[0] = B;\n}\n' >undef.tl
 bad 1 "undef.tl:2:12: error:" run undef.tl --size N=1
+
+# ---------------------------------------------------------------- the thread level (--level thread)
+ok run "$ex/vector_add.tl" --arg A=arange --arg B=ones --size N=1000 --level thread --arch sm_80 --print C
+has '  997.  998.  999. 1000.]'
+# matmul's wgmma lowering (sm_90a, one warpgroup) at a ragged shape: every element 130
+ok run "$ex/matmul.tl" -D BM=64 -D BN=64 -D BK=64 -D STAGES=2 -D THREADS=128 --size M=70 --size N=100 \
+  --size K=130 --arg A=ones --arg B=ones --level thread
+has 'C: f16[70, 100]  min 130  max 130  mean 130'
+# a race the tile level cannot see: every iteration of a parallel loop stores into one element
+cat >race.tl <<'EOF'
+kernel race(A: f32[N], B: f32[N]) grid(1) threads(64) {
+    let s = alloc_shared([1], f32);
+    for i in parallel(64) {
+        s[0] = A[i];
+    }
+    for i in parallel(64) {
+        B[i] = s[0];
+    }
+}
+EOF
+ok run race.tl --arg A=arange --size N=64 --print B    # the tile level runs the iterations in order
+has '[63. 63. 63.'
+bad 1 "race.tl:4:14: error: data race on shared 's'[0]: threads 0 and 1 write different values with no barrier between (kernel 'race', block 0, 0, 0, thread 1)" \
+  run race.tl --arg A=arange --size N=64 --level thread
+bad 1 "--level takes tile or thread, got 'warp'" run race.tl --size N=64 --level warp
+bad 1 "unknown target 'sm_70' for --arch" run race.tl --size N=64 --level thread --arch sm_70
 
 # ---------------------------------------------------------------- bad input: a message, status 1
 usage="(run 'tilec run --help' for usage)"

@@ -4,7 +4,8 @@
  *   interp_compile   the source to tile IR (interp/), the kernel chosen
  *   bind_params      each parameter's value: tensors from .npy files (npy.c) or generated, sizes from
  *                    --size or from the files' shapes, scalars from numbers
- *   execute          the interpreter, whose diagnostics print as the compiler's
+ *   execute          the interpreter (--level tile or thread), whose diagnostics print as the
+ *                    compiler's
  *   finish           the tensors written (--out, and the files of tensors the kernel only writes),
  *                    printed (--print) or summed up
  *
@@ -28,8 +29,9 @@
 static const char USAGE[] =
     "usage: tilec run FILE.tl [options]\n"
     "\n"
-    "Runs a kernel of FILE.tl on the CPU with the tile-level interpreter, which reports an index out\n"
-    "of bounds, a read of a tile element never written and a division by zero with its line.\n"
+    "Runs a kernel of FILE.tl on the CPU with the interpreter (docs/interpreter.md), which reports an\n"
+    "index out of bounds, a read of something never written, a division by zero and, at the thread\n"
+    "level, races, barriers and asynchronous copies used too early, with their line.\n"
     "\n"
     "options:\n"
     "  --kernel NAME        the kernel to run (default: the file's only kernel)\n"
@@ -44,6 +46,9 @@ static const char USAGE[] =
     "  --out NAME=FILE.npy  write the tensor NAME to FILE.npy after the run\n"
     "  --print NAME         print the tensor NAME after the run\n"
     "  --num-sms N          the value of num_sms in grid expressions (default 4)\n"
+    "  --level tile|thread  the tile IR as written (default), or the lowered program of --arch, every\n"
+    "                       thread of a block, checked as it runs\n"
+    "  --arch TARGET        the target the thread level lowers for (default sm_90a; see tilec --help)\n"
     "  -h, --help           show this help\n"
     "\n"
     "Without --out and --print, each tensor is summed up after the run. A tensor the kernel only\n"
@@ -65,6 +70,8 @@ typedef struct {
   const char **prints;
   int ndefs, nsizes, nargs, nouts, nprints;
   int num_sms;
+  bool thread;          /* --level thread */
+  const Target *target; /* --arch, for the thread level */
 } RunOptions;
 
 /* Exit status of parse_run_args when there is a kernel to run. */
@@ -163,6 +170,13 @@ static int parse_run_args(Arena *a, int argc, char **argv, RunOptions *o)
       if (!v || !parse_count(v, INT32_MAX, &n) || n == 0)
         return usage_error("--num-sms needs a positive integer, got '%s'", v ? v : "");
       o->num_sms = (int)n;
+    } else if (option("--level", argc, argv, &i, &v)) {
+      if (!v || (strcmp(v, "tile") && strcmp(v, "thread")))
+        return usage_error("--level takes tile or thread, got '%s'", v ? v : "");
+      o->thread = !strcmp(v, "thread");
+    } else if (option("--arch", argc, argv, &i, &v)) {
+      if (!v || !(o->target = target_find(v)))
+        return usage_error("unknown target '%s' for --arch", v ? v : "");
     } else if (arg[0] == '-' && arg[1]) {
       return usage_error("unknown option '%s'", arg);
     } else if (o->input) {
@@ -910,11 +924,18 @@ static Kernel *choose_kernel(const Module *m, const RunOptions *o, Diags *d)
   return NULL;
 }
 
-/* The interpreter runs the kernel: the tile level, the only one there is (interp/STATUS.md); the
- * thread level will take the same arguments. */
-static bool execute(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt, Diags *d)
+/* The interpreter runs the kernel: at the tile level, k itself (the parameters were read from it);
+ * at the thread level, the same kernel compiled through the whole pipeline for --arch. */
+static bool execute(Arena *a, const RunOptions *o, const char *src, size_t len, const Kernel *k,
+                    const InterpArg *args, int nargs, Diags *d)
 {
-  return interp_tile_run(k, args, nargs, opt, d);
+  InterpOptions opt = {.num_sms = o->num_sms};
+  if (!o->thread)
+    return interp_tile_run(k, args, nargs, &opt, d);
+  const Target *target = o->target ? o->target : target_find("sm_90a");
+  Module *m = interp_compile_thread(a, d, src, len, o->defs, o->ndefs, k->name, target);
+  const Kernel *tk = m ? interp_find_kernel(m, k->name) : NULL;
+  return tk && interp_thread_run(tk, args, nargs, &opt, d);
 }
 
 static int run_file(Arena *a, const RunOptions *o)
@@ -932,7 +953,7 @@ static int run_file(Arena *a, const RunOptions *o)
     InterpArg *args = ARENA_ARRAY(a, InterpArg, r.nparams + 1);
     for (int i = 0; i < r.nparams; i++)
       args[i] = r.params[i].value;
-    ok = execute(r.k, args, r.nparams, &(InterpOptions){.num_sms = o->num_sms}, &d);
+    ok = execute(a, o, src, len, r.k, args, r.nparams, &d);
     flush_diags(&d);
     ok = ok && finish(&r);
   }
