@@ -1,19 +1,20 @@
-/* interp.h: running .tl kernels on the CPU (issue 13).
+/* interp.h: running .tl kernels on the CPU (docs/interpreter.md).
  *
  * One header, in sections by source file:
- *   compile.c  .tl source -> tile IR as the user wrote it: the frontend, then the
- *              pipeline's first step only (specialize: constants folded, the thread
- *              count fixed), so the interpreter sees the language's own operations
- *   tile.c     the tile-level interpreter: the reference semantics of the language
+ *   value.c    a value of a .tl type and every operation on it, for both levels
+ *   launch.c   a launch's arguments matched to the kernel's parameters
+ *   compile.c  .tl source -> tile IR as the user wrote it (the frontend, then the
+ *              pipeline's first step only), or -> thread-level IR (the whole
+ *              pipeline for a target)
+ *   tile.c     the tile level: the reference semantics of the language
  *              (docs/language.md), every block of the grid in turn, on host arrays
- *
- * Later pieces (the thread level, `tilec run`, the CPU device) build on these; see
- * interp/STATUS.md for what exists.
+ *   thread.c   the thread level: the lowered program, every thread of a block in
+ *              lockstep, checked for races, barriers and asynchronous misuse
  *
  * Errors are user diagnostics in the caller's Diags (with the .tl line), never an
- * exit or an abort: a kernel that reads a tile element it never wrote, indexes
- * past a tile's end or divides an integer by zero makes interp_tile_run return
- * false with one error naming the block.
+ * exit or an abort: a kernel that reads something it never wrote, indexes out of
+ * bounds, divides an integer by zero or (thread level) races makes the run return
+ * false with one error naming the kernel, the block and the thread.
  */
 #ifndef TILEC_INTERP_H
 #define TILEC_INTERP_H

@@ -4,7 +4,8 @@
 #   tests/gpu/all.sh TILEC BINDIR OUTDIR [--quick | --sanitize]
 #
 # Runs, in order, gpu_conform (the conformance matrix of copies and layouts, sm_90a and sm_80 code;
-# needs BINDIR/gpu_conform), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
+# needs BINDIR/gpu_conform), gpu_levels (the GPU's results against the interpreter's on every example,
+# stdlib and golden kernel and on random conformance kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
 # (softmax, RMSNorm, LayerNorm) and gemm.sh (tensor-core GEMM against cuBLAS), each with its
 # own working folder under $TMPDIR, then copies their summaries into OUTDIR: at most eight
 # files, flat, so that they all come back from a device that returns few.  --quick skips the
@@ -32,6 +33,17 @@ if [ -x "$bindir/gpu_conform" ]; then
   tail -12 "$work/conform/conform.log"
 else
   echo "all.sh: $bindir/gpu_conform not found" | tee "$work/conform/conform.log"; status=1
+fi
+# The GPU against the interpreter (docs/interpreter.md): every kernel of examples/, stdlib/ and the
+# golden tests, and random conformance kernels, at small random shapes; the summary joins conform.log.
+if [ -x "$bindir/gpu_levels" ]; then
+  mkdir -p "$work/levels_random"
+  { "$bindir/gpu_levels" --root "$here/../.." &&
+    "$bindir/gpu_conform" --random 100 --dump "$work/levels_random" &&
+    "$bindir/gpu_levels" --dir "$work/levels_random"; } >"$work/conform/levels.log" 2>&1 || status=1
+  grep -E "^FAIL|gpu_levels:|gpu_conform:" "$work/conform/levels.log" | head -40 | tee -a "$work/conform/conform.log"
+else
+  echo "all.sh: $bindir/gpu_levels not found" | tee -a "$work/conform/conform.log"; status=1
 fi
 "$here/run.sh" "$tilec" "$bindir" "$work/examples" || status=1
 "$here/rows.sh" --ptx-dir "$work/rows_ptx" "$tilec" "$bindir" "$work/rows" "${quick[@]}" || status=1

@@ -11,11 +11,17 @@
  * (an index out of bounds for the sizes drawn, say) is skipped; one that only the thread level rejects
  * (a race, a barrier not reached, a read of something never written) fails, with its message.
  *
- *   test_levels [-v] [--dir DIR]... [SUBSTRING]
+ *   test_levels [-v] [--dir DIR]... [--root DIR] [SUBSTRING]
+ *   gpu_levels  [-v] [--dir DIR]... [--root DIR] [SUBSTRING]      (the same source, TILEC_LEVELS_GPU)
+ *
+ * gpu_levels (tests/gpu, run by all.sh on the GPU machine) compares the GPU's results with the tile
+ * level's instead: each kernel compiled by the JIT for the device and launched on the same inputs,
+ * within looser bounds (the GPU's exp, tanh, ... are approximations: docs/interpreter.md).
  *
  * SUBSTRING: only the files whose path contains it; --dir: the .tl files of DIR (and of its
- * subfolders one level down, as gpu_conform --dump writes them) instead of the three folders; -v
- * prints each run.
+ * subfolders one level down, as gpu_conform --dump writes them) instead of the three folders;
+ * --root: the repository whose examples/, stdlib/ and tests/golden/ to run (default: this build's);
+ * -v prints each run.
  */
 #include <dirent.h>
 #include <math.h>
@@ -25,6 +31,9 @@
 #include <string.h>
 
 #include "interp.h"
+#ifdef TILEC_LEVELS_GPU
+#include "tilec_jit.h"
+#endif
 #include "../support/check.h"
 #include "../support/read_file.h"
 
@@ -144,6 +153,8 @@ static void release(Launch *L)
 
 /* Whether a thread-level element matches the tile level's: the same bits, or floats within two
  * roundings of the type (plus a little for sums in another order). */
+static bool gpu_mode; /* comparing with the GPU: its approximations need looser bounds */
+
 static bool same(TypeKind t, Val a, Val b)
 {
   if (!type_is_float(t))
@@ -152,10 +163,86 @@ static bool same(TypeKind t, Val a, Val b)
     return isnan(a.f) && isnan(b.f);
   if (isinf(a.f) || isinf(b.f))
     return a.f == b.f;
-  double rel = t == TY_F16 ? 4e-3 : t == TY_BF16 ? 3e-2 : t == TY_F32 ? 2e-5 : 1e-12;
+  double rel = t == TY_F16 ? 4e-3 : t == TY_BF16 ? 3e-2 : t == TY_F32 ? (gpu_mode ? 1e-4 : 2e-5) : 1e-12;
   double abs_tol = t == TY_F16 ? 2e-3 : t == TY_BF16 ? 2e-2 : 1e-5;
   return fabs(a.f - b.f) <= rel * fmax(fabs(a.f), fabs(b.f)) + abs_tol;
 }
+
+#ifdef TILEC_LEVELS_GPU
+static tl_context *gpu_ctx;
+
+static tl_dtype dtype_of(TypeKind t)
+{
+  tl_dtype d = TL_F32;
+  tl_dtype_from_name(type_name(t), &d);
+  return d;
+}
+
+/* Kernel `name` of src compiled by the JIT for the device and run on copy c of L; false with the
+ * context's message in why. */
+static bool run_gpu(const char *path, const char *src, size_t len, const char *name, Launch *L, int c,
+                    char *why, size_t cap)
+{
+  tl_jit_options o = tl_jit_default_options();
+  o.filename = path;
+  o.kernel = name;
+  tl_module *m = NULL;
+  tl_kernel *k = NULL;
+  if (tl_module_compile(gpu_ctx, src, len, &o, &m) != TL_OK || tl_module_get_kernel(m, name, &k) != TL_OK) {
+    snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
+    tl_module_unload(m);
+    return false;
+  }
+  const tl_kernel_info *info = tl_kernel_get_info(k);
+  tl_devptr dev[64] = {0};
+  int64_t shapes[64][TL_MAX_RANK];
+  tl_arg args[64];
+  bool ok = info->nargs <= 64;
+  for (int p = 0; ok && p < info->nargs; p++) {
+    const tl_param *P = &info->params[p];
+    int i = 0;
+    while (i < L->nargs && strcmp(L->args[i].name, P->name))
+      i++;
+    if (i == L->nargs) {
+      snprintf(why, cap, "no argument for %s", P->name);
+      ok = false;
+    } else if (P->kind == TL_PARAM_TENSOR) {
+      size_t bytes = (size_t)(L->elems[i] + GUARD) * (size_t)type_bytes(L->type[i]);
+      for (int r = 0; r < P->rank; r++)
+        shapes[p][r] = P->dims[r].size_param >= 0 ? 0 : P->dims[r].extent;
+      for (int r = 0; r < P->rank; r++)
+        if (P->dims[r].size_param >= 0)
+          for (int j = 0; j < L->nargs; j++)
+            if (!strcmp(L->args[j].name, info->params[P->dims[r].size_param].name))
+              shapes[p][r] = L->args[j].i;
+      ok = tl_malloc(gpu_ctx, bytes, &dev[p]) == TL_OK &&
+           tl_memcpy_htod(gpu_ctx, dev[p], L->data[c][i], bytes) == TL_OK;
+      args[p] = tl_arg_tensor(dev[p], dtype_of(L->type[i]), P->rank, shapes[p]);
+    } else if (P->dtype == TL_F32 || P->dtype == TL_F64 || P->dtype == TL_F16 || P->dtype == TL_BF16) {
+      args[p] = tl_arg_float(P->dtype, L->args[i].f);
+    } else {
+      args[p] = tl_arg_int(P->dtype, L->args[i].i);
+    }
+  }
+  if (ok && (tl_launch(k, args, info->nargs, NULL) != TL_OK || tl_synchronize(gpu_ctx) != TL_OK))
+    ok = false;
+  for (int p = 0; p < info->nargs; p++) {
+    if (!dev[p])
+      continue;
+    int i = 0;
+    while (i < L->nargs && strcmp(L->args[i].name, info->params[p].name))
+      i++;
+    size_t bytes = (size_t)(L->elems[i] + GUARD) * (size_t)type_bytes(L->type[i]);
+    if (ok && tl_memcpy_dtoh(gpu_ctx, L->data[c][i], dev[p], bytes) != TL_OK)
+      ok = false;
+    tl_free(gpu_ctx, dev[p]);
+  }
+  if (!ok && !*why)
+    snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
+  tl_module_unload(m);
+  return ok;
+}
+#endif
 
 static char *render(Diags *d)
 {
@@ -191,15 +278,28 @@ static void run_levels(const char *path, const char *src, size_t len, const char
     arena_free(a);
     return;
   }
-  static const char *const targets[] = {"sm_80", "sm_90a"};
+  static const char *const targets[] = {"sm_80", "sm_90a", "the GPU"};
   for (int c = 1; c < 3; c++) {
+    if (gpu_mode && c == 1)
+      continue; /* copy 2 is the GPU's */
     Arena *ta = arena_new();
     Diags td = {.arena = ta, .filename = path};
-    Module *tm = interp_compile_thread(ta, &td, src, len, NULL, 0, name, target_find(targets[c - 1]));
-    Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
     for (int i = 0; i < L.nargs; i++)
       L.args[i].data = L.data[c][i];
-    bool ok = tk && interp_thread_run(tk, L.args, L.nargs, &opt, &td);
+    bool ok;
+    const char *target = gpu_mode ? targets[2] : targets[c - 1];
+    char gpu_why[1024] = "";
+    if (gpu_mode) {
+#ifdef TILEC_LEVELS_GPU
+      ok = run_gpu(path, src, len, name, &L, c, gpu_why, sizeof gpu_why);
+#else
+      ok = false;
+#endif
+    } else {
+      Module *tm = interp_compile_thread(ta, &td, src, len, NULL, 0, name, target_find(targets[c - 1]));
+      Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
+      ok = tk && interp_thread_run(tk, L.args, L.nargs, &opt, &td);
+    }
     char sizes[256] = "";
     size_t used = 0;
     for (int i = 0; i < L.nargs && used < sizeof sizes; i++)
@@ -207,9 +307,9 @@ static void run_levels(const char *path, const char *src, size_t len, const char
         used += (size_t)snprintf(sizes + used, sizeof sizes - used, " %s=%g", L.args[i].name,
                                  L.args[i].i ? (double)L.args[i].i : L.args[i].f);
     if (!ok) {
-      char *msg = render(&td);
-      CHECK(ok, "%s: kernel %s (%s,%s): the thread level fails where the tile level ran: %s", path, name,
-            targets[c - 1], sizes, msg ? msg : "");
+      char *msg = gpu_mode ? strdup(gpu_why) : render(&td);
+      CHECK(ok, "%s: kernel %s (%s,%s): %s fails where the tile level ran: %s", path, name, target, sizes,
+            gpu_mode ? "the GPU" : "the thread level", msg ? msg : "");
       tile_only_errors++;
       free(msg);
     }
@@ -223,17 +323,17 @@ static void run_levels(const char *path, const char *src, size_t len, const char
       if (bad) {
         Val x = val_load(L.type[i], L.data[0][i], first), y = val_load(L.type[i], L.data[c][i], first);
         CHECK(!bad,
-              "%s: kernel %s (%s,%s): %s differs in %lld of %lld elements; first [%lld]: tile %.9g, thread "
+              "%s: kernel %s (%s,%s): %s differs in %lld of %lld elements; first [%lld]: tile %.9g, %s "
               "%.9g",
-              path, name, targets[c - 1], sizes, L.args[i].name, (long long)bad, (long long)L.elems[i],
-              (long long)first, type_is_float(L.type[i]) ? x.f : (double)x.i,
+              path, name, target, sizes, L.args[i].name, (long long)bad, (long long)L.elems[i],
+              (long long)first, type_is_float(L.type[i]) ? x.f : (double)x.i, gpu_mode ? "GPU" : "thread",
               type_is_float(L.type[i]) ? y.f : (double)y.i);
       }
     }
     if (ok) {
       compared++;
       if (verbose)
-        printf("ok   %s %s %s%s\n", path, name, targets[c - 1], sizes);
+        printf("ok   %s %s %s%s\n", path, name, target, sizes);
     }
     arena_free(ta);
   }
@@ -293,26 +393,43 @@ static void run_folder(const char *dir, const char *only, int depth)
 
 int main(int argc, char **argv)
 {
-  const char *only = NULL, *dirs[16];
+  const char *only = NULL, *dirs[16], *root = TILEC_SOURCE_DIR;
   int ndirs = 0;
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "-v"))
       verbose = true;
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc && ndirs < 16)
       dirs[ndirs++] = argv[++i];
+    else if (!strcmp(argv[i], "--root") && i + 1 < argc)
+      root = argv[++i];
     else
       only = argv[i];
+#ifdef TILEC_LEVELS_GPU
+  char err[512];
+  if (tl_context_create(0, &gpu_ctx, err, sizeof err) != TL_OK) {
+    printf("gpu_levels: no GPU: %s\n", err);
+    return 2;
+  }
+  gpu_mode = true;
+#endif
   if (!ndirs) {
-    run_folder(TILEC_SOURCE_DIR "/examples", only, 0);
-    run_folder(TILEC_SOURCE_DIR "/stdlib", only, 0);
-    run_folder(TILEC_SOURCE_DIR "/tests/golden", only, 0);
+    static const char *const folders[] = {"examples", "stdlib", "tests/golden"};
+    for (int i = 0; i < 3; i++) {
+      char dir[1024];
+      snprintf(dir, sizeof dir, "%s/%s", root, folders[i]);
+      run_folder(dir, only, 0);
+    }
   }
   for (int i = 0; i < ndirs; i++)
     run_folder(dirs[i], only, 1);
-  printf("test_levels: %d thread-level runs compared with the tile level, %d launches skipped (the tile "
-         "level rejects them), %d checks, %d failures\n",
-         compared, skipped, checks, failures);
+  printf("%s: %d %s runs compared with the tile level, %d launches skipped (the tile level rejects "
+         "them), %d checks, %d failures\n",
+         gpu_mode ? "gpu_levels" : "test_levels", compared, gpu_mode ? "GPU" : "thread-level", skipped,
+         checks, failures);
+#ifdef TILEC_LEVELS_GPU
+  tl_context_destroy(gpu_ctx);
+#endif
   /* not vacuous: most launches must run */
-  CHECK(compared >= (ndirs ? 1 : 100), "only %d runs compared", compared);
+  CHECK(compared >= (ndirs || only ? 1 : 100), "only %d runs compared", compared);
   return failures != 0;
 }
