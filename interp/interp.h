@@ -60,6 +60,22 @@ typedef struct InterpArg InterpArg;
  * error in d (no block: nothing ran). */
 bool interp_bind_args(const Kernel *k, const InterpArg *args, int nargs, Val *vars, void **data, Diags *d);
 
+/* Which block last wrote each element of each tensor during a launch.  Blocks run
+ * in no particular order on the GPU, so an element written by two blocks with
+ * different values, or read by one block after another wrote it, makes the result
+ * depend on that order: both levels report it.  Blocks are numbered x fastest. */
+typedef struct {
+  int64_t **by; /* [buffer][element]: the block + 1, 0 for none; made on first use */
+  int nbufs;
+} BlockWrites;
+/* Records block's write of element off of tensor b (of elems elements; nbufs: the kernel's buffer
+ * count); the other block whose different value it replaces, or -1. */
+int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, int64_t off, int64_t block,
+                            bool same_value);
+/* The other block that wrote element off of tensor b before block reads it, or -1. */
+int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block);
+void interp_blocks_free(BlockWrites *w);
+
 /* ---------------------------------------------------------------- compile.c */
 
 /* Parses and checks src (len bytes, any terminator) and specializes every kernel

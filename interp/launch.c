@@ -2,6 +2,7 @@
  * both levels (tile.c, thread.c). */
 #include "interp.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const InterpArg *find_arg(const InterpArg *args, int nargs, const char *name)
@@ -54,4 +55,48 @@ bool interp_bind_args(const Kernel *k, const InterpArg *args, int nargs, Val *va
     if (k->vars[v].kind == VAR_CONST)
       vars[v] = k->vars[v].cval_is_float ? (Val){.f = k->vars[v].cval_f} : (Val){.i = k->vars[v].cval_i};
   return true;
+}
+
+/* ---------------------------------------------------------------- blocks and tensors */
+
+void interp_blocks_free(BlockWrites *w)
+{
+  for (int b = 0; w->by && b < w->nbufs; b++)
+    free(w->by[b]);
+  free(w->by);
+  *w = (BlockWrites){0};
+}
+
+/* The record of tensor b (elems elements), made on first use; NULL if there is no memory for it
+ * (the checks are then skipped for b, nothing else changes). */
+static int64_t *record(BlockWrites *w, int b, int nbufs, int64_t elems)
+{
+  if (!w->by) {
+    w->by = calloc((size_t)nbufs + 1, sizeof *w->by);
+    w->nbufs = w->by ? nbufs : 0;
+  }
+  if (b >= w->nbufs)
+    return NULL;
+  if (!w->by[b] && elems > 0)
+    w->by[b] = calloc((size_t)elems, sizeof **w->by);
+  return w->by[b];
+}
+
+int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, int64_t off, int64_t block,
+                            bool same_value)
+{
+  int64_t *by = record(w, b, nbufs, elems);
+  if (!by)
+    return -1;
+  int64_t other = by[off] - 1;
+  by[off] = block + 1;
+  return other >= 0 && other != block && !same_value ? other : -1;
+}
+
+int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block)
+{
+  if (!w->by || b >= w->nbufs || !w->by[b])
+    return -1;
+  int64_t other = w->by[b][off] - 1;
+  return other >= 0 && other != block ? other : -1;
 }

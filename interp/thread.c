@@ -117,6 +117,8 @@ typedef struct {
   int64_t pool_top; /* ints used */
   int64_t pool_cap;
   int64_t block[3], grid[3];
+  int64_t blk;         /* the block's number, x fastest */
+  BlockWrites written; /* tensors: which block wrote each element */
   SrcLoc loc;
   bool failed;
 } Th;
@@ -151,6 +153,46 @@ static const char *elem_text(char *out, size_t cap, const Th *th, int b, const i
   if (len < cap)
     snprintf(out + len, cap - len, "]");
   return out;
+}
+
+/* "(1, 0, 0)": block number blk of the grid. */
+static const char *block_text(char *out, size_t cap, const Th *th, int64_t blk)
+{
+  snprintf(out, cap, "(%lld, %lld, %lld)", (long long)(blk % th->grid[0]),
+           (long long)(blk / th->grid[0] % th->grid[1]), (long long)(blk / th->grid[0] / th->grid[1]));
+  return out;
+}
+
+/* Blocks run in no particular order: a tensor's element read after another block wrote it, or
+ * written over another block's different value, is an error (interp_tensor_read/write). */
+static bool tensor_order(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, int64_t at, int lanes,
+                         const Val *v)
+{
+  const Buffer *B = &th->k->bufs[b];
+  for (int l = 0; l < lanes; l++) {
+    int64_t other;
+    if (v) {
+      bool same = val_bits(B->elem, val_load(B->elem, th->data[b], at + l)) == val_bits(B->elem, v[l]);
+      other = interp_tensor_write(&th->written, th->k->nbufs, b, th->elems[b], at + l, th->blk, same);
+    } else {
+      other = interp_tensor_read(&th->written, b, at + l, th->blk);
+    }
+    if (other >= 0) {
+      char e[160], o[96];
+      int64_t at_l[TL_MAX_RANK]; /* the vector's element l: the next ones along the last dimension */
+      memcpy(at_l, idx, sizeof *idx * (size_t)n);
+      at_l[n - 1] += l;
+      fail(
+          th, loc, t,
+          v ? "%s was written by block %s with another value: blocks run in no particular order on the GPU, "
+              "so which value stays is undefined"
+            : "%s was written by block %s: blocks run in no particular order on the GPU, so whether this read "
+              "sees it is undefined",
+          elem_text(e, sizeof e, th, b, at_l, n), block_text(o, sizeof o, th, other));
+      return false;
+    }
+  }
+  return true;
 }
 
 /* ---------------------------------------------------------------- masks */
@@ -367,6 +409,8 @@ static bool read_elems(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int
     return false;
   switch (B->scope) {
   case SCOPE_GLOBAL:
+    if (!tensor_order(th, loc, t, b, idx, n, at, lanes, NULL))
+      return false;
     for (int l = 0; l < lanes; l++)
       v[l] = val_load(B->elem, th->data[b], at + l);
     return true;
@@ -395,6 +439,8 @@ static bool write_elems(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, in
     return false;
   switch (B->scope) {
   case SCOPE_GLOBAL:
+    if (!tensor_order(th, loc, t, b, idx, n, at, lanes, v))
+      return false;
     for (int l = 0; l < lanes; l++)
       val_store(B->elem, th->data[b], at + l, v[l]);
     return true;
@@ -660,7 +706,8 @@ static bool cp_async(Th *th, const Stmt *s, int t)
   if (bytes) {
     if (type_bytes(S->elem) != type_bytes(D->elem))
       DIE("cp.async between element sizes %d and %d", type_bytes(S->elem), type_bytes(D->elem));
-    if (!locate(th, s->loc, t, s->src_buf, si, s->nsrc_idx, lanes, &src))
+    if (!locate(th, s->loc, t, s->src_buf, si, s->nsrc_idx, lanes, &src) ||
+        !tensor_order(th, s->loc, t, s->src_buf, si, s->nsrc_idx, src, lanes, NULL))
       return false;
     memcpy(op.data, (const char *)th->data[s->src_buf] + src * type_bytes(S->elem), 16);
   }
@@ -1252,6 +1299,7 @@ static void start_block(Th *th, int64_t blk)
   th->block[0] = blk % th->grid[0];
   th->block[1] = blk / th->grid[0] % th->grid[1];
   th->block[2] = blk / th->grid[0] / th->grid[1];
+  th->blk = blk;
   for (int v = 0; v < k->nvars; v++)
     if (k->vars[v].kind == VAR_BLOCK_IDX)
       for (int t = 0; t < T; t++)
@@ -1287,6 +1335,7 @@ static void release(Th *th)
       free(th->wg[g].ops[i].bytes);
     free(th->wg[g].ops);
   }
+  interp_blocks_free(&th->written);
   free(th->uni);
   free(th->vars);
   free(th->data);

@@ -40,10 +40,12 @@ typedef struct {
 typedef struct {
   const Kernel *k;
   Diags *d;
-  Val *vars;   /* by variable handle */
-  Store *bufs; /* by buffer handle */
+  Val *vars;           /* by variable handle */
+  Store *bufs;         /* by buffer handle */
   int64_t block[3], grid[3];
-  SrcLoc loc;  /* the statement being run */
+  int64_t blk;         /* the block's number, x fastest */
+  BlockWrites written; /* tensors: which block wrote each element */
+  SrcLoc loc;          /* the statement being run */
   bool failed;
 } Interp;
 
@@ -109,12 +111,30 @@ static void unflatten(const Interp *in, int b, int64_t off, int64_t *idx)
 }
 
 /* Element off of buffer b (idx, for the message). */
+/* "(1, 0, 0)": block number blk of the grid. */
+static const char *block_text(char *buf, size_t cap, const Interp *in, int64_t blk)
+{
+  snprintf(buf, cap, "(%lld, %lld, %lld)", (long long)(blk % in->grid[0]),
+           (long long)(blk / in->grid[0] % in->grid[1]), (long long)(blk / in->grid[0] / in->grid[1]));
+  return buf;
+}
+
 static Val read_at(Interp *in, SrcLoc loc, int b, int64_t off, const int64_t *idx)
 {
   const Buffer *B = &in->k->bufs[b];
   Store *S = &in->bufs[b];
-  if (B->scope == SCOPE_GLOBAL)
+  if (B->scope == SCOPE_GLOBAL) {
+    int64_t other = interp_tensor_read(&in->written, b, off, in->blk);
+    if (other >= 0) {
+      char t[96], o[96];
+      fail(in, loc,
+           "global '%s'%s was written by block %s: blocks run in no particular order on the GPU, so whether "
+           "this read sees it is undefined",
+           B->name, index_text(t, sizeof t, idx, B->rank), block_text(o, sizeof o, in, other));
+      return zero;
+    }
     return val_load(B->elem, S->data, off);
+  }
   if (!S->written[off]) {
     char t[96];
     fail(in, loc, "%s '%s'%s is read before anything wrote it", scope_name(B->scope), B->name,
@@ -129,6 +149,18 @@ static void write_at(Interp *in, int b, int64_t off, Val v)
   const Buffer *B = &in->k->bufs[b];
   Store *S = &in->bufs[b];
   if (B->scope == SCOPE_GLOBAL) {
+    bool same = val_bits(B->elem, val_load(B->elem, S->data, off)) == val_bits(B->elem, v);
+    int64_t other = interp_tensor_write(&in->written, in->k->nbufs, b, S->n, off, in->blk, same);
+    if (other >= 0) {
+      char t[96], o[96];
+      int64_t idx[TL_MAX_RANK];
+      unflatten(in, b, off, idx);
+      fail(in, in->loc,
+           "global '%s'%s was written by block %s with another value: blocks run in no particular order on "
+           "the GPU, so which value stays is undefined",
+           B->name, index_text(t, sizeof t, idx, B->rank), block_text(o, sizeof o, in, other));
+      return;
+    }
     val_store(B->elem, S->data, off, v);
     return;
   }
@@ -527,6 +559,7 @@ bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const In
     in.block[0] = blk % in.grid[0];
     in.block[1] = blk / in.grid[0] % in.grid[1];
     in.block[2] = blk / in.grid[0] / in.grid[1];
+    in.blk = blk;
     for (int v = 0; v < k->nvars; v++)
       if (k->vars[v].kind == VAR_BLOCK_IDX)
         in.vars[v] = (Val){.i = in.block[k->vars[v].dim]};
@@ -539,6 +572,7 @@ bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const In
     free(in.bufs[b].v);
     free(in.bufs[b].written);
   }
+  interp_blocks_free(&in.written);
   free(in.vars);
   free(in.bufs);
   return ok && !in.failed;

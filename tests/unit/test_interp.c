@@ -656,6 +656,36 @@ static void test_thread_checks(void)
   free(C);
 }
 
+/* Blocks run in no particular order: two blocks writing one element with different values, or one
+ * reading what another wrote, is reported at both levels; the same value is not. */
+static void test_block_order(void)
+{
+  float A[4 + GUARD] = {0};
+  const char *ww = "kernel order(A: f32[N]) grid(2) as (bx) threads(32) {\n"
+                   "    A[0] = f32(bx);\n"
+                   "}\n";
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "N", .i = 4}};
+  const char *ww_want[] = {"order.tl:2:", "global 'A'[0] was written by block (0, 0, 0) with another value",
+                           "(kernel 'order', block 1, 0, 0"};
+  expect_error("order.tl", ww, "order", args, 2, ww_want, 3);
+  const char *rw = "kernel order(A: f32[N]) grid(2) as (bx) threads(32) {\n"
+                   "    if bx == 0 {\n"
+                   "        A[0] = 5.0;\n"
+                   "    } else {\n"
+                   "        A[1] = A[0];\n"
+                   "    }\n"
+                   "}\n";
+  const char *rw_want[] = {"order.tl:5:", "global 'A'[0] was written by block (0, 0, 0)",
+                           "whether this read sees it"};
+  expect_error("order.tl", rw, "order", args, 2, rw_want, 3);
+  const char *same = "kernel order(A: f32[N]) grid(2) as (bx) threads(32) {\n"
+                     "    A[0] = 3.0;\n"
+                     "}\n";
+  char msg[4096] = "";
+  CHECK(run_source("order.tl", same, strlen(same), NULL, 0, "order", args, 2, msg, sizeof msg) && A[0] == 3,
+        "the same value from two blocks: %s", msg);
+}
+
 /* Integer wrapping, f16 rounding on every store and cast, and a reduction with accumulate. */
 static void test_semantics(void)
 {
@@ -778,6 +808,7 @@ static void test_kernels(void)
   test_gemm_softmax(37, 150, 40); /* three, the last ragged: the second pass */
   test_semantics();
   test_copy_edges();
+  test_block_order();
 }
 
 int main(int argc, char **argv)
