@@ -567,7 +567,8 @@ static bool barrier_in_half(Stmt *s)
 {
   if (s->kind != ST_BARRIER)
     return true;
-  Stmt *b = malloc(sizeof *b);
+  static Stmt inner; /* the barrier, moved under the if (one planted run at a time) */
+  Stmt *b = &inner;
   *b = *s;
   int tid = -1;
   for (int v = 0; v < planted_in->nvars; v++)
