@@ -109,8 +109,20 @@ struct InterpArg {
   double f;
 };
 
+/* What a run did, for a summary of what was checked (filled when InterpOptions.stats is set). */
 typedef struct {
-  int num_sms; /* the value num_sms has in grid expressions (0: 4) */
+  int64_t blocks;          /* blocks run */
+  int threads;             /* threads per block (thread level; 0 at the tile level) */
+  int64_t barriers;        /* barriers every thread of a block reached (thread level) */
+  int64_t shared_bytes;    /* shared-memory bytes read or written, each checked for races (thread level) */
+  int64_t collectives;     /* ldmatrix, mma.sync and wgmma run by a whole warp or warpgroup (thread level) */
+  int64_t async_copies;    /* cp.async copies that landed after their wait (thread level) */
+  int64_t tensor_elements; /* tensor elements read or written, each checked against the other blocks */
+} InterpStats;
+
+typedef struct {
+  int num_sms;        /* the value num_sms has in grid expressions (0: 4) */
+  InterpStats *stats; /* NULL, or filled by the run (also when it fails: up to the failure) */
 } InterpOptions;
 
 /* Runs every block of k's grid, in order, at tile level: k must come from

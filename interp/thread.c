@@ -119,6 +119,7 @@ typedef struct {
   int64_t block[3], grid[3];
   int64_t blk;         /* the block's number, x fastest */
   BlockWrites written; /* tensors: which block wrote each element */
+  InterpStats stats;
   SrcLoc loc;
   bool failed;
 } Th;
@@ -169,6 +170,7 @@ static bool tensor_order(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, i
                          const Val *v)
 {
   const Buffer *B = &th->k->bufs[b];
+  th->stats.tensor_elements += lanes;
   for (int l = 0; l < lanes; l++) {
     int64_t other;
     if (v) {
@@ -306,6 +308,7 @@ static bool locate(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, 
 static bool shared_read(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, const int64_t *idx, int nidx)
 {
   char e[160];
+  th->stats.shared_bytes += n;
   for (int64_t i = byte; i < byte + n; i++) {
     Shadow *s = &th->shadow[i];
     if (s->inflight) {
@@ -340,6 +343,7 @@ static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, const u
                          const int64_t *idx, int nidx)
 {
   char e[160];
+  th->stats.shared_bytes += n;
   for (int64_t i = byte; i < byte + n; i++) {
     Shadow *s = &th->shadow[i];
     if (s->inflight) {
@@ -754,6 +758,7 @@ static bool cp_wait(Th *th, const Stmt *s, int t)
     for (int64_t b = op->byte; b < op->byte + 16; b++)
       th->shadow[b].inflight--;
     int64_t idx = (op->byte - th->k->bufs[op->buf].smem_offset) / type_bytes(th->k->bufs[op->buf].elem);
+    th->stats.async_copies++;
     if (!shared_write(th, op->loc, t, op->byte, 16, op->data, op->buf, &idx, 1))
       return false;
   }
@@ -942,6 +947,7 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
     return false;
   }
   op->bytes[op->nbytes++] = (int32_t)byte;
+  th->stats.shared_bytes += 2;
   *out = val_load(s->elem, th->smem + byte, 0).f;
   return true;
 }
@@ -1057,6 +1063,7 @@ static bool collective(Th *th, const Stmt *s, Mask m)
     return false;
   for (int i = 0; i < m.n; i += width) {
     int g0 = m.t[i];
+    th->stats.collectives += s->kind == ST_LDMATRIX || s->kind == ST_MMA || s->kind == ST_WGMMA;
     switch (s->kind) {
     case ST_LDMATRIX:
       if (!ldmatrix(th, s, g0))
@@ -1163,6 +1170,7 @@ static bool barrier(Th *th, const Stmt *s, Mask m)
     return false;
   }
   th->epoch++;
+  th->stats.barriers++;
   return true;
 }
 
@@ -1372,10 +1380,14 @@ bool interp_thread_run(const Kernel *k, const InterpArg *args, int nargs, const 
     th.active[t] = 1;
   }
   int64_t nblocks = ok && all ? th.grid[0] * th.grid[1] * th.grid[2] : 0;
+  th.stats.threads = th.T;
   for (int64_t blk = 0; ok && blk < nblocks; blk++) {
     start_block(&th, blk);
+    th.stats.blocks++;
     ok = exec(&th, k->body, (Mask){all, th.T});
   }
+  if (opt && opt->stats)
+    *opt->stats = th.stats;
   release(&th);
   return ok && !th.failed;
 }

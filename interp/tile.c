@@ -45,6 +45,7 @@ typedef struct {
   int64_t block[3], grid[3];
   int64_t blk;         /* the block's number, x fastest */
   BlockWrites written; /* tensors: which block wrote each element */
+  InterpStats stats;
   SrcLoc loc;          /* the statement being run */
   bool failed;
 } Interp;
@@ -124,6 +125,7 @@ static Val read_at(Interp *in, SrcLoc loc, int b, int64_t off, const int64_t *id
   const Buffer *B = &in->k->bufs[b];
   Store *S = &in->bufs[b];
   if (B->scope == SCOPE_GLOBAL) {
+    in->stats.tensor_elements++;
     int64_t other = interp_tensor_read(&in->written, b, off, in->blk);
     if (other >= 0) {
       char t[96], o[96];
@@ -149,6 +151,7 @@ static void write_at(Interp *in, int b, int64_t off, Val v)
   const Buffer *B = &in->k->bufs[b];
   Store *S = &in->bufs[b];
   if (B->scope == SCOPE_GLOBAL) {
+    in->stats.tensor_elements++;
     bool same = val_bits(B->elem, val_load(B->elem, S->data, off)) == val_bits(B->elem, v);
     int64_t other = interp_tensor_write(&in->written, in->k->nbufs, b, S->n, off, in->blk, same);
     if (other >= 0) {
@@ -560,6 +563,7 @@ bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const In
     in.block[1] = blk / in.grid[0] % in.grid[1];
     in.block[2] = blk / in.grid[0] / in.grid[1];
     in.blk = blk;
+    in.stats.blocks++;
     for (int v = 0; v < k->nvars; v++)
       if (k->vars[v].kind == VAR_BLOCK_IDX)
         in.vars[v] = (Val){.i = in.block[k->vars[v].dim]};
@@ -572,6 +576,8 @@ bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const In
     free(in.bufs[b].v);
     free(in.bufs[b].written);
   }
+  if (opt && opt->stats)
+    *opt->stats = in.stats;
   interp_blocks_free(&in.written);
   free(in.vars);
   free(in.bufs);

@@ -37,6 +37,7 @@ ok run "$ex/vector_add.tl" --arg A=ones --arg B=arange --size N=1000   # a summa
 has 'A: f32[1000]  min 1  max 1  mean 1  [1, 1, 1, 1, 1, 1, ...]'
 has 'B: f32[1000]  min 0  max 999  mean 499.5  [0, 1, 2, 3, 4, 5, ...]'
 has 'C: f32[1000]  min 1  max 1000  mean 500.5  [1, 2, 3, 4, 5, 6, ...]'
+has 'tile level: 1 block; 3000 tensor element accesses checked (bounds, unwritten reads, the order of blocks): no errors'
 # two blocks, the second ragged; C back through the reader, as the input of another run
 ok run "$ex/vector_add.tl" --arg A=ones --arg B=arange --size N=5000 --out C=c.npy --out A=a.npy
 [ ! -s "$tmp/o" ] || { echo "FAIL: --out printed a summary"; fail=1; }
@@ -142,6 +143,7 @@ has '  997.  998.  999. 1000.]'
 ok run "$ex/matmul.tl" -D BM=64 -D BN=64 -D BK=64 -D STAGES=2 -D THREADS=128 --size M=70 --size N=100 \
   --size K=130 --arg A=ones --arg B=ones --level thread
 has 'C: f16[70, 100]  min 130  max 130  mean 130'
+has 'thread level (sm_90a): 4 blocks of 128 threads; 12 barriers, 393216 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 8664 cp.async copies: no errors'
 # a race the tile level cannot see: every iteration of a parallel loop stores into one element
 cat >race.tl <<'EOF'
 kernel race(A: f32[N], B: f32[N]) grid(1) threads(64) {

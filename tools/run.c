@@ -875,7 +875,25 @@ static bool write_tensor(const Param *p, const char *path)
 
 /* Writes the outputs (--out, and the files of tensors the kernel only writes), then prints (--print,
  * or else a summary of every tensor). */
-static bool finish(const Run *r)
+/* What the run checked, after the tensors' summaries: the interpreter's counts. */
+static void summarize_checks(FILE *f, const RunOptions *o, const InterpStats *st)
+{
+  if (!o->thread) {
+    fprintf(f,
+            "tile level: %lld block%s; %lld tensor element accesses checked (bounds, unwritten reads, the "
+            "order of blocks): no errors\n",
+            (long long)st->blocks, st->blocks == 1 ? "" : "s", (long long)st->tensor_elements);
+    return;
+  }
+  fprintf(f,
+          "thread level (%s): %lld block%s of %d threads; %lld barriers, %lld shared-memory bytes and %lld "
+          "tensor element accesses checked, %lld warp collectives, %lld cp.async copies: no errors\n",
+          o->target ? o->target->name : "sm_90a", (long long)st->blocks, st->blocks == 1 ? "" : "s",
+          st->threads, (long long)st->barriers, (long long)st->shared_bytes, (long long)st->tensor_elements,
+          (long long)st->collectives, (long long)st->async_copies);
+}
+
+static bool finish(const Run *r, const InterpStats *stats)
 {
   const RunOptions *o = r->o;
   for (int i = 0; i < r->nparams; i++) {
@@ -893,6 +911,7 @@ static bool finish(const Run *r)
   for (int i = 0; i < r->nparams; i++)
     if (r->params[i].buf)
       summarize_tensor(stdout, r, &r->params[i]);
+  summarize_checks(stdout, o, stats);
   return true;
 }
 
@@ -927,9 +946,9 @@ static Kernel *choose_kernel(const Module *m, const RunOptions *o, Diags *d)
 /* The interpreter runs the kernel: at the tile level, k itself (the parameters were read from it);
  * at the thread level, the same kernel compiled through the whole pipeline for --arch. */
 static bool execute(Arena *a, const RunOptions *o, const char *src, size_t len, const Kernel *k,
-                    const InterpArg *args, int nargs, Diags *d)
+                    const InterpArg *args, int nargs, InterpStats *stats, Diags *d)
 {
-  InterpOptions opt = {.num_sms = o->num_sms};
+  InterpOptions opt = {.num_sms = o->num_sms, .stats = stats};
   if (!o->thread)
     return interp_tile_run(k, args, nargs, &opt, d);
   const Target *target = o->target ? o->target : target_find("sm_90a");
@@ -953,9 +972,10 @@ static int run_file(Arena *a, const RunOptions *o)
     InterpArg *args = ARENA_ARRAY(a, InterpArg, r.nparams + 1);
     for (int i = 0; i < r.nparams; i++)
       args[i] = r.params[i].value;
-    ok = execute(a, o, src, len, r.k, args, r.nparams, &d);
+    InterpStats stats = {0};
+    ok = execute(a, o, src, len, r.k, args, r.nparams, &stats, &d);
     flush_diags(&d);
-    ok = ok && finish(&r);
+    ok = ok && finish(&r, &stats);
   }
   for (int i = 0; i < r.nparams; i++) {
     free(r.params[i].data);
