@@ -77,13 +77,17 @@ static const Case cases[] = {
      {{0, 1}, {0, 1}}},
 };
 
-/* One run at level (0 tile, 1 thread sm_90a): compile and execute; seconds, or -1 on an error. */
+static const char *const level_names[] = {"tile", "thread sm_90a", "thread sm_80"};
+
+/* One run at level (0 tile, 1 thread sm_90a, 2 thread sm_80): compile and execute; seconds, or -1 on an
+ * error. */
 static double run(const Case *c, const char *src, size_t len, int level, void **data)
 {
   double t0 = now();
   Arena *a = arena_new();
   Diags d = {.arena = a, .filename = c->file};
-  Module *m = level ? interp_compile_thread(a, &d, src, len, NULL, 0, c->kernel, target_find("sm_90a"))
+  Module *m = level ? interp_compile_thread(a, &d, src, len, NULL, 0, c->kernel,
+                                            target_find(level == 1 ? "sm_90a" : "sm_80"))
                     : interp_compile(a, &d, src, len, NULL, 0, c->kernel);
   Kernel *k = m ? interp_find_kernel(m, c->kernel) : NULL;
   InterpArg args[6];
@@ -142,7 +146,7 @@ int main(int argc, char **argv)
       for (int64_t e = 0; e < n; e++)
         val_store(c->types[i], data[i], e, (Val){.f = (double)(rand() % 17 - 8) / 8});
     }
-    for (int level = 0; level < 2; level++) {
+    for (int level = 0; level < 3; level++) {
       double t[16];
       int r = reps < 16 ? reps : 16;
       for (int i = 0; i < r; i++)
@@ -151,8 +155,8 @@ int main(int argc, char **argv)
       double med = t[r / 2];
       bool failed = t[0] < 0;
       const char *verdict = failed ? "ERROR" : smoke ? "-" : med <= c->target ? "ok" : "SLOW";
-      printf("%-22s %-13s %8.3f s  target %.0f s  %s\n", c->name, level ? "thread sm_90a" : "tile", med,
-             c->target, verdict);
+      printf("%-22s %-13s %8.3f s  target %.0f s  %s\n", c->name, level_names[level], med, c->target,
+             verdict);
       bad += failed || (!smoke && med > c->target);
     }
     for (int i = 0; i < c->ntensors; i++)
