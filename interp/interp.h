@@ -50,6 +50,9 @@ Val val_unary(OpKind op, TypeKind t, Val a);
 bool val_intrinsic(IntrinsicKind fn, TypeKind t, const Val *x, Val *out);
 /* One step of a reduction in type t. */
 Val val_combine(ReduceKind op, TypeKind t, Val acc, Val x);
+/* a and b (of type t) agree: the same bits for integers, NaN with NaN, floats within two roundings
+ * of t (loose: f32 within 1e-4, for the GPU's approximations); how the levels are compared. */
+bool val_close(TypeKind t, Val a, Val b, bool loose);
 
 /* ---------------------------------------------------------------- launch.c */
 

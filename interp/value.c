@@ -258,3 +258,18 @@ Val val_combine(ReduceKind op, TypeKind t, Val acc, Val x)
   }
   return acc;
 }
+
+/* Within two roundings of the type (and a little more for sums in another order): the bound
+ * test_levels and fuzz_interp compare the levels with; loose for the GPU's approximate f32 math. */
+bool val_close(TypeKind t, Val a, Val b, bool loose)
+{
+  if (!type_is_float(t))
+    return a.i == b.i;
+  if (isnan(a.f) || isnan(b.f))
+    return isnan(a.f) && isnan(b.f);
+  if (isinf(a.f) || isinf(b.f))
+    return a.f == b.f;
+  double rel = t == TY_F16 ? 4e-3 : t == TY_BF16 ? 3e-2 : t == TY_F32 ? (loose ? 1e-4 : 2e-5) : 1e-12;
+  double abs_tol = t == TY_F16 ? 2e-3 : t == TY_BF16 ? 2e-2 : 1e-5;
+  return fabs(a.f - b.f) <= rel * fmax(fabs(a.f), fabs(b.f)) + abs_tol;
+}

@@ -35,13 +35,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "directives.h"
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 void token_mutator_load_dict(const char *path); /* token_mutator.c */
 void token_mutator_remember(const uint8_t *data, size_t size);
 
 #define HEADER 3
-#define MAX_DEFINES 8
 
 static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
 static const tilec_emit emits[] = {TILEC_EMIT_PTX,    TILEC_EMIT_LLVM,   TILEC_EMIT_TIR, TILEC_EMIT_AST,
@@ -83,47 +84,6 @@ static _Noreturn void broken(const char *what, const tilec_result *r)
   if (r && tilec_result_diagnostics_text(r))
     fprintf(stderr, "diagnostics:\n%s\n", tilec_result_diagnostics_text(r));
   abort();
-}
-
-/* The "//-" option lines, as NUL-terminated copies in one allocation. */
-typedef struct {
-  char *store;
-  tilec_define defines[MAX_DEFINES];
-  int ndefines;
-  const char *kernel;
-  const char *dump_after;
-} Directives;
-
-static void parse_directives(const char *src, size_t len, Directives *dv)
-{
-  memset(dv, 0, sizeof *dv);
-  dv->store = malloc(len + 1);
-  char *out = dv->store;
-  for (size_t i = 0; i < len;) {
-    size_t end = i;
-    while (end < len && src[end] != '\n')
-      end++;
-    const char *line = src + i;
-    size_t n = end - i;
-    i = end + 1;
-    if (n < 4 || memcmp(line, "//-", 3) || memchr(line, 0, n))
-      continue;
-    char *copy = out;
-    memcpy(copy, line + 3, n - 3);
-    copy[n - 3] = 0;
-    out += n - 2;
-    if (!strncmp(copy, "D ", 2) && dv->ndefines < MAX_DEFINES) {
-      char *eq = strchr(copy + 2, '=');
-      if (!eq || eq == copy + 2)
-        continue;
-      *eq = 0;
-      dv->defines[dv->ndefines++] = (tilec_define){copy + 2, eq + 1};
-    } else if (!strncmp(copy, "k ", 2)) {
-      dv->kernel = copy + 2;
-    } else if (!strncmp(copy, "dump ", 5)) {
-      dv->dump_after = copy + 5;
-    }
-  }
 }
 
 static double now(void)

@@ -3,12 +3,14 @@
 # and runs them for a bounded time; fails on any crash, sanitizer report, timeout, out-of-memory,
 # broken library contract (fuzz_compile.c, fuzz_meta.c) or PTX that ptxas rejects.
 #
-#   tests/fuzz/run.sh [--ci]           CI: 90 s of fuzz_compile and 45 s of fuzz_meta, side by side
-#   tests/fuzz/run.sh --long 4h        hours (s, m or h): 85% fuzz_compile, 15% fuzz_meta, going
-#                                      on after a finding, --jobs N fuzzing processes (default 1)
+#   tests/fuzz/run.sh [--ci]           CI: 90 s of fuzz_compile beside 45 s of fuzz_meta then 45 s of
+#                                      fuzz_interp (the interpreter's two levels against each other)
+#   tests/fuzz/run.sh --long 4h        hours (s, m or h): 75% fuzz_compile, 12% fuzz_meta, 13%
+#                                      fuzz_interp, going on after a finding, --jobs N fuzzing
+#                                      processes (default 1)
 #   tests/fuzz/run.sh --replay         build, replay the seeds and the regressions, assemble; no fuzzing
 #
-# Options: --compile-time S and --meta-time S (seconds, override the mode's split), --jobs N,
+# Options: --compile-time S, --meta-time S and --interp-time S (seconds, override the mode's split), --jobs N,
 # --build DIR (default build-fuzz), --keep (keep the CI's corpus of earlier runs; --long always does).
 #
 # What it does, in order:
@@ -30,7 +32,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
-mode=ci build=build-fuzz jobs=1 keep=0 compile_time= meta_time= long=
+mode=ci build=build-fuzz jobs=1 keep=0 compile_time= meta_time= interp_time= long=
 while [ $# -gt 0 ]; do
   case $1 in
     --ci) mode=ci ;;
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1 ;;
     --compile-time) compile_time=${2:?}; shift ;;
     --meta-time) meta_time=${2:?}; shift ;;
+    --interp-time) interp_time=${2:?}; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -53,10 +56,11 @@ seconds() { # 90, 90s, 15m, 4h
   esac
 }
 case $mode in
-  ci) : "${compile_time:=90}" "${meta_time:=45}" ;;
+  ci) : "${compile_time:=90}" "${meta_time:=45}" "${interp_time:=45}" ;;
   long) total=$(seconds "$long"); keep=1
-        : "${compile_time:=$(( total * 85 / 100 ))}" "${meta_time:=$(( total - total * 85 / 100 ))}" ;;
-  replay) compile_time=0 meta_time=0 ;;
+        : "${compile_time:=$(( total * 75 / 100 ))}" "${meta_time:=$(( total * 12 / 100 ))}"
+        : "${interp_time:=$(( total - total * 75 / 100 - total * 12 / 100 ))}" ;;
+  replay) compile_time=0 meta_time=0 interp_time=0 ;;
 esac
 
 ncpu=$(nproc 2>/dev/null || echo 2)
@@ -77,7 +81,7 @@ if [ ! -f "$build/build.ninja" ]; then
     >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; echo "run.sh: cmake failed" >&2; exit 1; }
   rm -f "$build.configure.log"
 fi
-if ! ninja -C "$build" fuzz_compile fuzz_meta >"$build.build.log" 2>&1; then
+if ! ninja -C "$build" fuzz_compile fuzz_meta fuzz_interp >"$build.build.log" 2>&1; then
   tail -40 "$build.build.log"; echo "run.sh: the build failed" >&2; exit 1
 fi
 rm -f "$build.build.log"
@@ -89,7 +93,7 @@ corpus=$work/corpus # --long's, kept from run to run; the CI's starts empty each
 [ "$mode" = long ] || corpus=$work/corpus-ci
 rm -rf "$run"
 [ "$keep" = 1 ] || rm -rf "$corpus"
-mkdir -p "$run/ptx" "$run/artifacts" "$run/seeds" "$corpus/compile" "$corpus/meta"
+mkdir -p "$run/ptx" "$run/artifacts" "$run/seeds" "$corpus/compile" "$corpus/meta" "$corpus/interp"
 # Short allocation stacks and a small quarantine: a quarter faster, and a finding is replayed in
 # full anyway (build-fuzz/fuzz_compile FILE, or ctest's fuzz.regressions).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:malloc_context_size=4:quarantine_size_mb=32}
@@ -173,13 +177,18 @@ fuzz() {
 }
 
 # One after the other with one CPU or --jobs; side by side otherwise (each fuzzer is one process).
+# fuzz_interp takes fuzz_compile's inputs: the same seeds and dictionary.
 if [ "$ncpu" -ge 2 ] && [ "$jobs" -eq 1 ]; then
   [ "$compile_time" -gt 0 ] && fuzz fuzz_compile "$compile_time" "$run/seeds/compile-fast" "$run/seeds/tl.dict" &
-  [ "$meta_time" -gt 0 ] && fuzz fuzz_meta "$meta_time" "$run/seeds/meta" "$run/seeds/meta.dict" &
+  {
+    [ "$meta_time" -gt 0 ] && fuzz fuzz_meta "$meta_time" "$run/seeds/meta" "$run/seeds/meta.dict"
+    [ "$interp_time" -gt 0 ] && fuzz fuzz_interp "$interp_time" "$run/seeds/compile-fast" "$run/seeds/tl.dict"
+  } &
   wait
 else
   [ "$compile_time" -gt 0 ] && fuzz fuzz_compile "$compile_time" "$run/seeds/compile-fast" "$run/seeds/tl.dict"
   [ "$meta_time" -gt 0 ] && fuzz fuzz_meta "$meta_time" "$run/seeds/meta" "$run/seeds/meta.dict"
+  [ "$interp_time" -gt 0 ] && fuzz fuzz_interp "$interp_time" "$run/seeds/compile-fast" "$run/seeds/tl.dict"
 fi
 
 # -------------------------------------------------------------------------------------- 5. report
@@ -200,6 +209,7 @@ report() { # the last libFuzzer statistics of a log
   printf '%-13s executions %-9s exec/s %-6s cov %-6s ft %-7s corpus %-12s peak RSS %s MB\n' \
     "$(basename "$logf" .log)" "${execs:-0}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}"
   grep -h '^fuzz_compile: accepted' "$logf" | grep -v 'ptx 0/0 llvm 0/0' | tail -1 | sed 's/^/              /'
+  grep -h '^fuzz_interp: [0-9]* kernels' "$logf" | tail -1 | sed 's/^/              /'
 }
 
 # -------------------------------------------------------------------------------------- 6. ptxas
@@ -229,6 +239,7 @@ echo
 echo "==== fuzzing: $mode mode, $(( $(date +%s) - t_start )) s in all"
 report "$run/fuzz_compile.log"
 report "$run/fuzz_meta.log"
+report "$run/fuzz_interp.log"
 echo "seeds replayed: $(ls "$run/seeds/compile" | wc -l) compile, regressions replayed: $nreg," \
      "PTX assembled: ${nptx} (${PTXAS:-no ptxas})"
 arts=$(find "$run/artifacts" -type f | wc -l)

@@ -151,22 +151,7 @@ static void release(Launch *L)
       free(L->data[c][i]);
 }
 
-/* Whether a thread-level element matches the tile level's: the same bits, or floats within two
- * roundings of the type (plus a little for sums in another order). */
-static bool gpu_mode; /* comparing with the GPU: its approximations need looser bounds */
-
-static bool same(TypeKind t, Val a, Val b)
-{
-  if (!type_is_float(t))
-    return a.i == b.i;
-  if (isnan(a.f) || isnan(b.f))
-    return isnan(a.f) && isnan(b.f);
-  if (isinf(a.f) || isinf(b.f))
-    return a.f == b.f;
-  double rel = t == TY_F16 ? 4e-3 : t == TY_BF16 ? 3e-2 : t == TY_F32 ? (gpu_mode ? 1e-4 : 2e-5) : 1e-12;
-  double abs_tol = t == TY_F16 ? 2e-3 : t == TY_BF16 ? 2e-2 : 1e-5;
-  return fabs(a.f - b.f) <= rel * fmax(fabs(a.f), fabs(b.f)) + abs_tol;
-}
+static bool gpu_mode; /* comparing with the GPU: its approximations need looser bounds (val_close) */
 
 #ifdef TILEC_LEVELS_GPU
 static tl_context *gpu_ctx;
@@ -318,7 +303,8 @@ static void run_levels(const char *path, const char *src, size_t len, const char
         continue;
       int64_t bad = 0, first = -1;
       for (int64_t e = 0; e < L.elems[i] + GUARD; e++)
-        if (!same(L.type[i], val_load(L.type[i], L.data[0][i], e), val_load(L.type[i], L.data[c][i], e)))
+        if (!val_close(L.type[i], val_load(L.type[i], L.data[0][i], e), val_load(L.type[i], L.data[c][i], e),
+                       gpu_mode))
           bad++, first = first < 0 ? e : first;
       if (bad) {
         Val x = val_load(L.type[i], L.data[0][i], first), y = val_load(L.type[i], L.data[c][i], first);

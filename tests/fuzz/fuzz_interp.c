@@ -1,0 +1,242 @@
+/* fuzz_interp.c: libFuzzer target on the interpreter (interp/): every kernel a fuzzed input defines
+ * runs at the tile level and, when that succeeds, at the thread level of one target, on the same
+ * small inputs; the two levels must agree.
+ *
+ * The inputs are fuzz_compile's (its header comment): three option bytes, then .tl source with "//-"
+ * directive lines (directives.h). Byte 0's parity picks the thread level's target (even: sm_80, odd:
+ * sm_90a), -D lines are defines, "//-k NAME" picks the kernel. Every size is 1 + (a hash of the input)
+ * mod 24, scalars are small, tensors hold multiples of 1/8 (so sums are exact in any order; see
+ * tests/unit/test_levels.c, which this is the fuzzed form of).
+ *
+ * A finding (abort): both levels succeed and a tensor element differs (val_close), or any crash,
+ * sanitizer report or internal error (DIE) on the way. Errors the levels report are not findings:
+ * a fuzzed kernel may index out of bounds or race, which is what the interpreter is for. A kernel
+ * over the budget (blocks x threads, tile elements) is skipped, to keep each input fast.
+ * TILEC_FUZZ_VERBOSE=1 prints what happens to each kernel; TILEC_FUZZ_STATS=1, at exit, how many
+ * kernels ran at both levels and agreed. */
+#include "interp.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "directives.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define HEADER 3
+enum { MAX_ARGS = 32, MAX_ELEMS = 1 << 14, MAX_BLOCK_THREADS = 1 << 14, MAX_TILE_ELEMS = 1 << 16 };
+
+static int verbose;
+static long kernels, both_ran, agreed;
+
+static void print_stats(void)
+{
+  fprintf(stderr, "fuzz_interp: %ld kernels, %ld ran at both levels, %ld agreed\n", kernels, both_ran,
+          agreed);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+  (void)argc;
+  (void)argv;
+  verbose = getenv("TILEC_FUZZ_VERBOSE") && atoi(getenv("TILEC_FUZZ_VERBOSE"));
+  if (getenv("TILEC_FUZZ_STATS"))
+    atexit(print_stats);
+  return 0;
+}
+
+static uint64_t mix(uint64_t *s)
+{
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 0x2545f4914f6cdd1dull;
+}
+
+/* The launch: values for k's parameters, three copies of each tensor (initial, tile, thread). */
+typedef struct {
+  InterpArg args[MAX_ARGS];
+  int nargs;
+  void *data[3][MAX_ARGS];
+  int64_t elems[MAX_ARGS];
+  TypeKind type[MAX_ARGS];
+} Launch;
+
+static int64_t dim(const Launch *L, const Kernel *k, const Expr *e)
+{
+  if (e->kind == EX_INT)
+    return e->i;
+  for (int i = 0; i < L->nargs; i++)
+    if (e->kind == EX_VAR && !strcmp(L->args[i].name, k->vars[e->var].name))
+      return L->args[i].i;
+  return -1;
+}
+
+/* False when k is over the budget or has more parameters than a Launch holds. */
+static bool prepare(Launch *L, const Kernel *k, uint64_t seed)
+{
+  memset(L, 0, sizeof *L);
+  if (k->nparams > MAX_ARGS)
+    return false;
+  for (int p = 0; p < k->nparams; p++)
+    if (!k->params[p].is_buffer) {
+      const Var *v = &k->vars[k->params[p].index];
+      InterpArg *a = &L->args[L->nargs++];
+      a->name = v->name;
+      if (type_is_float(v->type))
+        a->f = (double)(mix(&seed) % 16 + 1) / 8;
+      else
+        a->i = v->kind == VAR_SIZE ? (int64_t)(mix(&seed) % 24 + 1) : (int64_t)(mix(&seed) % 4);
+    }
+  for (int p = 0; p < k->nparams; p++) {
+    if (!k->params[p].is_buffer)
+      continue;
+    const Buffer *B = &k->bufs[k->params[p].index];
+    int i = L->nargs++;
+    int64_t n = 1;
+    for (int d = 0; d < B->rank; d++) {
+      int64_t e = dim(L, k, B->shape[d]);
+      if (e < 0 || e > MAX_ELEMS || (n *= e) > MAX_ELEMS)
+        return false;
+    }
+    L->args[i].name = B->name;
+    L->elems[i] = n;
+    L->type[i] = B->elem;
+    size_t bytes = (size_t)(n + 1) * (size_t)type_bytes(B->elem);
+    for (int c = 0; c < 3; c++)
+      if (!(L->data[c][i] = malloc(bytes)))
+        return false;
+    for (int64_t e = 0; e < n + 1; e++) {
+      Val v;
+      if (type_is_float(B->elem))
+        v.f = (double)((int64_t)(mix(&seed) % 33) - 16) / 8;
+      else
+        v.i = type_wrap_int(B->elem, (int64_t)(mix(&seed) % 8));
+      val_store(B->elem, L->data[0][i], e, v);
+    }
+  }
+  return true;
+}
+
+static void release(Launch *L)
+{
+  for (int c = 0; c < 3; c++)
+    for (int i = 0; i < L->nargs; i++)
+      free(L->data[c][i]);
+}
+
+/* Whether the thread-level kernel fits the budget: blocks x threads and the tiles' elements. */
+static bool affordable(const Kernel *tile_k, const Kernel *thread_k, const Launch *L)
+{
+  int64_t tile_elems = 0;
+  for (int b = 0; b < tile_k->nbufs; b++)
+    if (tile_k->bufs[b].scope != SCOPE_GLOBAL)
+      tile_elems += buffer_elems(&tile_k->bufs[b]);
+  if (tile_elems > MAX_TILE_ELEMS)
+    return false;
+  int64_t blocks = 1;
+  for (int g = 0; g < thread_k->grid_rank; g++) {
+    const Expr *e = thread_k->grid[g];
+    int64_t n = e->kind == EX_INT ? e->i : dim(L, thread_k, e);
+    if (n < 0) /* an expression: bounded by the sizes, which are small; count 24 a dimension */
+      n = 24;
+    blocks *= n;
+  }
+  return blocks * thread_k->nthreads <= MAX_BLOCK_THREADS;
+}
+
+static void run_kernel(const char *src, size_t len, const Directives *dv, const char *name, bool sm90a,
+                       uint64_t seed)
+{
+  Arena *a = arena_new(), *ta = arena_new();
+  Diags d = {.arena = a, .filename = "<fuzz>"}, td = {.arena = ta, .filename = "<fuzz>"};
+  ConstDef defs[MAX_DEFINES];
+  for (int i = 0; i < dv->ndefines; i++)
+    defs[i] = (ConstDef){dv->defines[i].name, dv->defines[i].value};
+  Module *m = interp_compile(a, &d, src, len, defs, dv->ndefines, name);
+  Kernel *k = m ? interp_find_kernel(m, name) : NULL;
+  Module *tm = k ? interp_compile_thread(ta, &td, src, len, defs, dv->ndefines, name,
+                                         target_find(sm90a ? "sm_90a" : "sm_80"))
+                 : NULL;
+  Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
+  Launch L;
+  bool ok = tk && prepare(&L, k, seed) && affordable(k, tk, &L);
+  if (verbose)
+    fprintf(stderr, "fuzz_interp: kernel %s: %s\n", name,
+            !tk  ? "does not compile"
+            : ok ? "runs"
+                 : "over budget");
+  if (!ok) {
+    if (tk)
+      release(&L);
+    arena_free(a);
+    arena_free(ta);
+    return;
+  }
+  kernels++;
+  InterpOptions opt = {.num_sms = 2};
+  for (int c = 1; c < 3; c++)
+    for (int i = 0; i < L.nargs; i++)
+      if (L.data[0][i])
+        memcpy(L.data[c][i], L.data[0][i], (size_t)(L.elems[i] + 1) * (size_t)type_bytes(L.type[i]));
+  for (int i = 0; i < L.nargs; i++)
+    L.args[i].data = L.data[1][i];
+  bool tile_ok = interp_tile_run(k, L.args, L.nargs, &opt, &d);
+  for (int i = 0; i < L.nargs; i++)
+    L.args[i].data = L.data[2][i];
+  bool thread_ok = tile_ok && interp_thread_run(tk, L.args, L.nargs, &opt, &td);
+  if (verbose)
+    fprintf(stderr, "fuzz_interp: kernel %s: tile %s, thread (%s) %s\n", name, tile_ok ? "ran" : "stopped",
+            sm90a ? "sm_90a" : "sm_80",
+            thread_ok ? "ran"
+            : tile_ok ? "stopped"
+                      : "not run");
+  if (thread_ok) {
+    both_ran++;
+    for (int i = 0; i < L.nargs; i++)
+      for (int64_t e = 0; L.data[0][i] && e < L.elems[i] + 1; e++) {
+        Val x = val_load(L.type[i], L.data[1][i], e), y = val_load(L.type[i], L.data[2][i], e);
+        if (!val_close(L.type[i], x, y, false)) {
+          fprintf(stderr,
+                  "fuzz_interp: kernel %s: the levels disagree on %s[%lld] (flat): tile %.9g, thread (%s) "
+                  "%.9g\n",
+                  name, L.args[i].name, (long long)e, type_is_float(L.type[i]) ? x.f : (double)x.i,
+                  sm90a ? "sm_90a" : "sm_80", type_is_float(L.type[i]) ? y.f : (double)y.i);
+          abort();
+        }
+      }
+    agreed++;
+  }
+  release(&L);
+  arena_free(a);
+  arena_free(ta);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  if (size < HEADER)
+    return -1;
+  const char *src = (const char *)data + HEADER;
+  size_t len = size - HEADER;
+  bool sm90a = (data[0] - '0') & 1;
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < size; i++)
+    seed = (seed ^ data[i]) * 0x100000001b3ull;
+  seed |= 1;
+  Directives dv;
+  parse_directives(src, len, &dv);
+  Arena *a = arena_new();
+  Diags d = {.arena = a, .filename = "<fuzz>"};
+  ConstDef defs[MAX_DEFINES];
+  for (int i = 0; i < dv.ndefines; i++)
+    defs[i] = (ConstDef){dv.defines[i].name, dv.defines[i].value};
+  Module *m = interp_compile(a, &d, src, len, defs, dv.ndefines, dv.kernel);
+  for (int i = 0; m && i < m->nkernels && i < 4; i++)
+    run_kernel(src, len, &dv, m->kernels[i]->name, sm90a, seed + (uint64_t)i);
+  arena_free(a);
+  free(dv.store);
+  return 0;
+}
