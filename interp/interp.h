@@ -126,6 +126,8 @@ typedef struct {
 typedef struct {
   int num_sms;        /* the value num_sms has in grid expressions (0: 4) */
   InterpStats *stats; /* NULL, or filled by the run (also when it fails: up to the failure) */
+  int64_t max_steps;  /* 0, or the most statements to run (the thread level counts one per thread):
+                         more stops the run with an error (a fuzzer's or a host's time budget) */
 } InterpOptions;
 
 /* Runs every block of k's grid, in order, at tile level: k must come from

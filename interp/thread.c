@@ -117,9 +117,10 @@ typedef struct {
   int64_t pool_top; /* ints used */
   int64_t pool_cap;
   int64_t block[3], grid[3];
-  int64_t blk;         /* the block's number, x fastest */
-  BlockWrites written; /* tensors: which block wrote each element */
+  int64_t blk;              /* the block's number, x fastest */
+  BlockWrites written;      /* tensors: which block wrote each element */
   InterpStats stats;
+  int64_t steps, max_steps; /* statements run, one per thread; the budget (0: none) */
   SrcLoc loc;
   bool failed;
 } Th;
@@ -1181,6 +1182,12 @@ static bool exec(Th *th, const Stmt *s, Mask m)
 {
   if (th->failed)
     return false;
+  th->steps += m.n;
+  if (th->max_steps && th->steps > th->max_steps) {
+    fail(th, s->loc, -1, "the run exceeded its budget of %lld statements (one per thread)",
+         (long long)th->max_steps);
+    return false;
+  }
   SrcLoc outer = th->loc;
   if (s->loc.line)
     th->loc = s->loc;
@@ -1365,7 +1372,7 @@ static void release(Th *th)
 
 bool interp_thread_run(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt, Diags *d)
 {
-  Th th = {.k = k, .d = d, .T = k->nthreads, .loc = k->loc};
+  Th th = {.k = k, .d = d, .T = k->nthreads, .loc = k->loc, .max_steps = opt ? opt->max_steps : 0};
   const char *bad = ir_verify(d->arena, k, VERIFY_THREAD);
   if (bad)
     DIE("interp_thread_run on IR that is not thread-level: %s", bad);

@@ -46,7 +46,8 @@ typedef struct {
   int64_t blk;         /* the block's number, x fastest */
   BlockWrites written; /* tensors: which block wrote each element */
   InterpStats stats;
-  SrcLoc loc;          /* the statement being run */
+  int64_t steps, max_steps;
+  SrcLoc loc; /* the statement being run */
   bool failed;
 } Interp;
 
@@ -464,6 +465,10 @@ static bool store(Interp *in, const Stmt *s, bool add)
 static bool exec(Interp *in, const Stmt *s)
 {
   in->loc = s->loc;
+  if (in->max_steps && ++in->steps > in->max_steps) {
+    fail(in, s->loc, "the run exceeded its budget of %lld statements", (long long)in->max_steps);
+    return false;
+  }
   switch (s->kind) {
   case ST_SEQ:
     for (int i = 0; i < s->nbody; i++)
@@ -535,7 +540,7 @@ static bool allocate(Interp *in)
 
 bool interp_tile_run(const Kernel *k, const InterpArg *args, int nargs, const InterpOptions *opt, Diags *d)
 {
-  Interp in = {.k = k, .d = d, .loc = k->loc};
+  Interp in = {.k = k, .d = d, .loc = k->loc, .max_steps = opt ? opt->max_steps : 0};
   in.vars = calloc((size_t)k->nvars + 1, sizeof *in.vars);
   in.bufs = calloc((size_t)k->nbufs + 1, sizeof *in.bufs);
   bool ok = in.vars && in.bufs;

@@ -11,7 +11,8 @@
  * A finding (abort): both levels succeed and a tensor element differs (val_close), or any crash,
  * sanitizer report or internal error (DIE) on the way. Errors the levels report are not findings:
  * a fuzzed kernel may index out of bounds or race, which is what the interpreter is for. A kernel
- * over the budget (blocks x threads, tile elements) is skipped, to keep each input fast.
+ * over the budget (blocks x threads, tile elements) is skipped, and a run stops after 4 million
+ * statements (InterpOptions.max_steps), to keep each input fast.
  * TILEC_FUZZ_VERBOSE=1 prints what happens to each kernel; TILEC_FUZZ_STATS=1, at exit, how many
  * kernels ran at both levels and agreed. */
 #include "interp.h"
@@ -177,7 +178,7 @@ static void run_kernel(const char *src, size_t len, const Directives *dv, const 
     return;
   }
   kernels++;
-  InterpOptions opt = {.num_sms = 2};
+  InterpOptions opt = {.num_sms = 2, .max_steps = 4000000}; /* well under libFuzzer's 10 s */
   for (int c = 1; c < 3; c++)
     for (int i = 0; i < L.nargs; i++)
       if (L.data[0][i])

@@ -36,6 +36,7 @@ static int level;
 static bool last_wgmma; /* the last kernel run had a wgmma statement */
 /* Applied to the thread-level IR between compiling and running (a planted lowering bug), if set. */
 static void (*plant)(Kernel *k);
+static int64_t max_steps; /* InterpOptions.max_steps of every run */
 
 static bool has_wgmma(const Stmt *s)
 {
@@ -61,7 +62,7 @@ static bool run_source(const char *name, const char *src, size_t len, const Cons
                                             target_find(level == 1 ? "sm_80" : "sm_90a"))
                     : interp_compile(a, &d, src, len, defs, ndefs, kernel);
   Kernel *k = m ? interp_find_kernel(m, kernel) : NULL;
-  InterpOptions opt = {.num_sms = 4};
+  InterpOptions opt = {.num_sms = 4, .max_steps = max_steps};
   last_wgmma = k && has_wgmma(k->body);
   if (k && level && plant)
     plant(k);
@@ -687,6 +688,22 @@ static void test_block_order(void)
         "the same value from two blocks: %s", msg);
 }
 
+/* A run stops, with an error, after InterpOptions.max_steps statements. */
+static void test_budget(void)
+{
+  float A[64 + GUARD] = {0};
+  const char *src = "kernel spin(A: f32[N]) grid(1) threads(32) {\n"
+                    "    for i in serial(1000) {\n"
+                    "        A[0] = A[0] + 1.0;\n"
+                    "    }\n"
+                    "}\n";
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "N", .i = 64}};
+  const char *want[] = {"spin.tl:", "the run exceeded its budget of 500 statements"};
+  max_steps = 500;
+  expect_error("spin.tl", src, "spin", args, 2, want, 2);
+  max_steps = 0;
+}
+
 /* Integer wrapping, f16 rounding on every store and cast, and a reduction with accumulate. */
 static void test_semantics(void)
 {
@@ -810,6 +827,7 @@ static void test_kernels(void)
   test_semantics();
   test_copy_edges();
   test_block_order();
+  test_budget();
 }
 
 int main(int argc, char **argv)
