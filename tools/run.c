@@ -876,21 +876,24 @@ static bool write_tensor(const Param *p, const char *path)
 /* Writes the outputs (--out, and the files of tensors the kernel only writes), then prints (--print,
  * or else a summary of every tensor). */
 /* What the run checked, after the tensors' summaries: the interpreter's counts. */
+static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
+
 static void summarize_checks(FILE *f, const RunOptions *o, const InterpStats *st)
 {
   if (!o->thread) {
     fprintf(f,
             "tile level: %lld block%s; %lld tensor element accesses checked (bounds, unwritten reads, the "
             "order of blocks): no errors\n",
-            (long long)st->blocks, st->blocks == 1 ? "" : "s", (long long)st->tensor_elements);
+            (long long)st->blocks, plural(st->blocks), (long long)st->tensor_elements);
     return;
   }
   fprintf(f,
-          "thread level (%s): %lld block%s of %d threads; %lld barriers, %lld shared-memory bytes and %lld "
-          "tensor element accesses checked, %lld warp collectives, %lld cp.async copies: no errors\n",
-          o->target ? o->target->name : "sm_90a", (long long)st->blocks, st->blocks == 1 ? "" : "s",
-          st->threads, (long long)st->barriers, (long long)st->shared_bytes, (long long)st->tensor_elements,
-          (long long)st->collectives, (long long)st->async_copies);
+          "thread level (%s): %lld block%s of %d threads; %lld barrier%s, %lld shared-memory bytes and %lld "
+          "tensor element accesses checked, %lld warp collective%s, %lld cp.async cop%s: no errors\n",
+          o->target ? o->target->name : "sm_90a", (long long)st->blocks, plural(st->blocks), st->threads,
+          (long long)st->barriers, plural(st->barriers), (long long)st->shared_bytes,
+          (long long)st->tensor_elements, (long long)st->collectives, plural(st->collectives),
+          (long long)st->async_copies, st->async_copies == 1 ? "y" : "ies");
 }
 
 static bool finish(const Run *r, const InterpStats *stats)
