@@ -166,8 +166,9 @@ tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len, c
  *
  * On the CPU device (TL_DEVICE_CPU, $TILEC_DEVICE=cpu) the path stops at the PTX (cached as
  * usual), whose metadata the launches are checked against; the module keeps the source compiled
- * for the interpreter, which tl_launch runs ($TILEC_INTERP_LEVEL=tile, the default and only level
- * so far; another value is TL_ERR_BAD_ARGUMENT here). No device binary is made or loaded. */
+ * for the interpreter, which tl_launch runs ($TILEC_INTERP_LEVEL: tile, the default, or thread, the
+ * lowering for the options' arch; another value is TL_ERR_BAD_ARGUMENT here). No device binary is
+ * made or loaded. */
 tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
                             tl_module **out);
 /* The same for a file (TL_ERR_IO if it cannot be read); its path is the diagnostics' filename
