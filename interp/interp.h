@@ -42,6 +42,12 @@ Val val_from_bits(TypeKind t, uint64_t bits);       /* the storage bits of a t (
 uint64_t val_bits(TypeKind t, Val v);               /* v holds a t already: exact */
 Val val_load(TypeKind t, const void *data, int64_t off); /* element off of an array of t */
 void val_store(TypeKind t, void *data, int64_t off, Val v);
+/* A binary operator other than && and || on a, of type t, and b, of type bt (a shift amount is
+ * converted to t): floats, integers (i32's common cases on a short path), comparisons.  Both
+ * levels' eval call it; *out is 0 after an error. */
+ValStatus val_binary(OpKind op, TypeKind t, TypeKind bt, Val a, Val b, Val *out);
+/* The message of an error val_binary returned for op (t, bt and b as given to it), in buf. */
+const char *val_status_text(ValStatus st, OpKind op, TypeKind t, TypeKind bt, Val b, char *buf, size_t cap);
 /* Integer binary operators and comparisons of type t (shift amounts already of type t). */
 ValStatus val_int_binary(OpKind op, TypeKind t, Val a, Val b, Val *out);
 Val val_float_binary(OpKind op, TypeKind t, double a, double b);

@@ -484,45 +484,11 @@ static Val binary(Th *th, const Expr *e, int t)
     return zero;
   if (e->op == OP_LAND || e->op == OP_LOR)
     return (Val){.i = b.i != 0};
-  if (e->op == OP_SHL || e->op == OP_SHR)
-    b = val_convert(e->b->type, ty, b);
-  if (ty == TY_I32) { /* index arithmetic, most of what runs: the common cases without a call */
-    int32_t x = (int32_t)a.i, y = (int32_t)b.i;
-    switch ((OpKind)e->op) {
-    case OP_ADD: return (Val){.i = (int32_t)((uint32_t)x + (uint32_t)y)};
-    case OP_SUB: return (Val){.i = (int32_t)((uint32_t)x - (uint32_t)y)};
-    case OP_MUL: return (Val){.i = (int32_t)((uint32_t)x * (uint32_t)y)};
-    case OP_DIV:
-      if (y > 0)
-        return (Val){.i = x / y};
-      break;
-    case OP_MOD:
-      if (y > 0)
-        return (Val){.i = x % y};
-      break;
-    case OP_LT: return (Val){.i = x < y};
-    case OP_LE: return (Val){.i = x <= y};
-    case OP_GT: return (Val){.i = x > y};
-    case OP_GE: return (Val){.i = x >= y};
-    case OP_EQ: return (Val){.i = x == y};
-    case OP_NE: return (Val){.i = x != y};
-    case OP_MIN: return (Val){.i = x < y ? x : y};
-    case OP_MAX: return (Val){.i = x > y ? x : y};
-    default: break;
-    }
-  }
-  if (type_is_float(ty))
-    return val_float_binary((OpKind)e->op, ty, a.f, b.f);
-  Val r = zero;
-  switch (val_int_binary((OpKind)e->op, ty, a, b, &r)) {
-  case VAL_OK: break;
-  case VAL_DIV_ZERO:
-    fail(th, e->loc, t, "integer division by zero in '%s'", op_spelling((OpKind)e->op));
-    break;
-  case VAL_BAD_SHIFT:
-    fail(th, e->loc, t, "shift by %lld is out of range for %s (0 to %d)", (long long)b.i, type_name(ty),
-         type_bits(ty) - 1);
-    break;
+  Val r;
+  ValStatus st = val_binary((OpKind)e->op, ty, e->b->type, a, b, &r);
+  if (st != VAL_OK) {
+    char msg[128];
+    fail(th, e->loc, t, "%s", val_status_text(st, (OpKind)e->op, ty, e->b->type, b, msg, sizeof msg));
   }
   return r;
 }

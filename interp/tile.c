@@ -199,18 +199,11 @@ static Val binary(Interp *in, const Expr *e)
     return zero;
   if (e->op == OP_LAND || e->op == OP_LOR)
     return (Val){.i = b.i != 0};
-  if (e->op == OP_SHL || e->op == OP_SHR)
-    b = val_convert(e->b->type, t, b);
-  if (type_is_float(t))
-    return val_float_binary((OpKind)e->op, t, a.f, b.f);
-  Val r = zero;
-  switch (val_int_binary((OpKind)e->op, t, a, b, &r)) {
-  case VAL_OK: break;
-  case VAL_DIV_ZERO: fail(in, e->loc, "integer division by zero in '%s'", op_spelling((OpKind)e->op)); break;
-  case VAL_BAD_SHIFT:
-    fail(in, e->loc, "shift by %lld is out of range for %s (0 to %d)", (long long)b.i, type_name(t),
-         type_bits(t) - 1);
-    break;
+  Val r;
+  ValStatus st = val_binary((OpKind)e->op, t, e->b->type, a, b, &r);
+  if (st != VAL_OK) {
+    char msg[128];
+    fail(in, e->loc, "%s", val_status_text(st, (OpKind)e->op, t, e->b->type, b, msg, sizeof msg));
   }
   return r;
 }

@@ -13,6 +13,7 @@
 #include "tilec_runtime.h" /* f16 and bf16 conversions */
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 double val_round(TypeKind t, double x)
@@ -172,6 +173,54 @@ ValStatus val_int_binary(OpKind op, TypeKind t, Val a, Val b, Val *out)
   r.i = type_wrap_int(t, r.i);
   *out = r;
   return VAL_OK;
+}
+
+/* i32, the index arithmetic that most of a run is: the common cases, without the general path's
+ * table lookups; false for the others (a divisor that is not positive, shifts, bit operations). */
+static bool i32_binary(OpKind op, int32_t x, int32_t y, Val *out)
+{
+  switch (op) {
+  case OP_ADD: *out = (Val){.i = (int32_t)((uint32_t)x + (uint32_t)y)}; return true;
+  case OP_SUB: *out = (Val){.i = (int32_t)((uint32_t)x - (uint32_t)y)}; return true;
+  case OP_MUL: *out = (Val){.i = (int32_t)((uint32_t)x * (uint32_t)y)}; return true;
+  case OP_DIV: *out = (Val){.i = y > 0 ? x / y : 0}; return y > 0;
+  case OP_MOD: *out = (Val){.i = y > 0 ? x % y : 0}; return y > 0;
+  case OP_LT: *out = (Val){.i = x < y}; return true;
+  case OP_LE: *out = (Val){.i = x <= y}; return true;
+  case OP_GT: *out = (Val){.i = x > y}; return true;
+  case OP_GE: *out = (Val){.i = x >= y}; return true;
+  case OP_EQ: *out = (Val){.i = x == y}; return true;
+  case OP_NE: *out = (Val){.i = x != y}; return true;
+  case OP_MIN: *out = (Val){.i = x < y ? x : y}; return true;
+  case OP_MAX: *out = (Val){.i = x > y ? x : y}; return true;
+  default: return false;
+  }
+}
+
+ValStatus val_binary(OpKind op, TypeKind t, TypeKind bt, Val a, Val b, Val *out)
+{
+  if (op == OP_SHL || op == OP_SHR)
+    b = val_convert(bt, t, b);
+  if (t == TY_I32 && i32_binary(op, (int32_t)a.i, (int32_t)b.i, out))
+    return VAL_OK;
+  if (type_is_float(t)) {
+    *out = val_float_binary(op, t, a.f, b.f);
+    return VAL_OK;
+  }
+  *out = (Val){0};
+  return val_int_binary(op, t, a, b, out);
+}
+
+const char *val_status_text(ValStatus st, OpKind op, TypeKind t, TypeKind bt, Val b, char *buf, size_t cap)
+{
+  if (st == VAL_DIV_ZERO)
+    snprintf(buf, cap, "integer division by zero in '%s'", op_spelling(op));
+  else if (st == VAL_BAD_SHIFT)
+    snprintf(buf, cap, "shift by %lld is out of range for %s (0 to %d)", (long long)val_convert(bt, t, b).i,
+             type_name(t), type_bits(t) - 1);
+  else
+    snprintf(buf, cap, "no error");
+  return buf;
 }
 
 /* f16 and bf16 operate in f32 and round once; f32 and f64 as IEEE. */
