@@ -77,13 +77,18 @@ typedef struct {
   int64_t **by; /* [buffer][element]: the block + 1, 0 for none; made on first use */
   int nbufs;
 } BlockWrites;
-/* Records block's write of element off of tensor b (of elems elements; nbufs: the kernel's buffer
- * count); the other block whose different value it replaces, or -1. */
-int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, int64_t off, int64_t block,
-                            bool same_value);
+/* Records block's write of v over element off of tensor b (type t, its array data of elems elements;
+ * nbufs: the kernel's buffer count), before the caller stores it; the other block whose different
+ * value it replaces, or -1. */
+int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, TypeKind t, const void *data,
+                            int64_t off, int64_t block, Val v);
 /* The other block that wrote element off of tensor b before block reads it, or -1. */
 int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block);
 void interp_blocks_free(BlockWrites *w);
+/* The error for elem ("global 'S'[5]") that block number other of grid wrote, found by a write of
+ * another value (write) or by a read, in buf. */
+const char *interp_order_text(char *buf, size_t cap, const char *elem, bool write, const int64_t grid[3],
+                              int64_t other);
 
 /* ---------------------------------------------------------------- compile.c */
 

@@ -2,6 +2,7 @@
  * both levels (tile.c, thread.c). */
 #include "interp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,15 +83,16 @@ static int64_t *record(BlockWrites *w, int b, int nbufs, int64_t elems)
   return w->by[b];
 }
 
-int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, int64_t off, int64_t block,
-                            bool same_value)
+int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, TypeKind t, const void *data,
+                            int64_t off, int64_t block, Val v)
 {
   int64_t *by = record(w, b, nbufs, elems);
   if (!by)
     return -1;
   int64_t other = by[off] - 1;
   by[off] = block + 1;
-  return other >= 0 && other != block && !same_value ? other : -1;
+  bool same = val_bits(t, val_load(t, data, off)) == val_bits(t, v);
+  return other >= 0 && other != block && !same ? other : -1;
 }
 
 int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block)
@@ -99,4 +101,16 @@ int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block)
     return -1;
   int64_t other = w->by[b][off] - 1;
   return other >= 0 && other != block ? other : -1;
+}
+
+const char *interp_order_text(char *buf, size_t cap, const char *elem, bool write, const int64_t grid[3],
+                              int64_t other)
+{
+  snprintf(
+      buf, cap,
+      "%s was written by block (%lld, %lld, %lld)%s: blocks run in no particular order on the GPU, so %s",
+      elem, (long long)(other % grid[0]), (long long)(other / grid[0] % grid[1]),
+      (long long)(other / grid[0] / grid[1]), write ? " with another value" : "",
+      write ? "which value stays is undefined" : "whether this read sees it is undefined");
+  return buf;
 }

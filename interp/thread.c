@@ -157,14 +157,6 @@ static const char *elem_text(char *out, size_t cap, const Th *th, int b, const i
   return out;
 }
 
-/* "(1, 0, 0)": block number blk of the grid. */
-static const char *block_text(char *out, size_t cap, const Th *th, int64_t blk)
-{
-  snprintf(out, cap, "(%lld, %lld, %lld)", (long long)(blk % th->grid[0]),
-           (long long)(blk / th->grid[0] % th->grid[1]), (long long)(blk / th->grid[0] / th->grid[1]));
-  return out;
-}
-
 /* Blocks run in no particular order: a tensor's element read after another block wrote it, or
  * written over another block's different value, is an error (interp_tensor_read/write). */
 static bool tensor_order(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, int64_t at, int lanes,
@@ -173,25 +165,17 @@ static bool tensor_order(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, i
   const Buffer *B = &th->k->bufs[b];
   th->stats.tensor_elements += lanes;
   for (int l = 0; l < lanes; l++) {
-    int64_t other;
-    if (v) {
-      bool same = val_bits(B->elem, val_load(B->elem, th->data[b], at + l)) == val_bits(B->elem, v[l]);
-      other = interp_tensor_write(&th->written, th->k->nbufs, b, th->elems[b], at + l, th->blk, same);
-    } else {
-      other = interp_tensor_read(&th->written, b, at + l, th->blk);
-    }
+    int64_t other = v ? interp_tensor_write(&th->written, th->k->nbufs, b, th->elems[b], B->elem, th->data[b],
+                                            at + l, th->blk, v[l])
+                      : interp_tensor_read(&th->written, b, at + l, th->blk);
     if (other >= 0) {
-      char e[160], o[96];
+      char e[160], msg[400];
       int64_t at_l[TL_MAX_RANK]; /* the vector's element l: the next ones along the last dimension */
       memcpy(at_l, idx, sizeof *idx * (size_t)n);
       at_l[n - 1] += l;
-      fail(
-          th, loc, t,
-          v ? "%s was written by block %s with another value: blocks run in no particular order on the GPU, "
-              "so which value stays is undefined"
-            : "%s was written by block %s: blocks run in no particular order on the GPU, so whether this read "
-              "sees it is undefined",
-          elem_text(e, sizeof e, th, b, at_l, n), block_text(o, sizeof o, th, other));
+      fail(th, loc, t, "%s",
+           interp_order_text(msg, sizeof msg, elem_text(e, sizeof e, th, b, at_l, n), v != NULL, th->grid,
+                             other));
       return false;
     }
   }
@@ -1060,6 +1044,15 @@ static bool collective(Th *th, const Stmt *s, Mask m)
 
 static bool exec(Th *th, const Stmt *s, Mask m);
 
+/* s run by the threads of sub, a subset of m (the active set around it). */
+static bool exec_subset(Th *th, const Stmt *s, Mask m, Mask sub)
+{
+  set_active(th, m, sub);
+  bool ok = exec(th, s, sub);
+  set_active(th, sub, m);
+  return ok;
+}
+
 static bool exec_if(Th *th, const Stmt *s, Mask m)
 {
   int64_t top = th->pool_top;
@@ -1076,18 +1069,9 @@ static bool exec_if(Th *th, const Stmt *s, Mask m)
     else
       no[nn++] = m.t[i];
   }
-  bool ok = true;
-  Mask then_m = {yes, ny}, else_m = {no, nn};
-  if (ny) {
-    set_active(th, m, then_m);
-    ok = exec(th, s->then_s, then_m);
-    set_active(th, then_m, m);
-  }
-  if (ok && nn && s->else_s) {
-    set_active(th, m, else_m);
-    ok = exec(th, s->else_s, else_m);
-    set_active(th, else_m, m);
-  }
+  bool ok = !ny || exec_subset(th, s->then_s, m, (Mask){yes, ny});
+  if (ok && nn && s->else_s)
+    ok = exec_subset(th, s->else_s, m, (Mask){no, nn});
   th->pool_top = top;
   return ok;
 }
@@ -1115,12 +1099,9 @@ static bool exec_for(Th *th, const Stmt *s, Mask m)
         in[k++] = m.t[i];
     if (!k)
       break;
-    Mask sub = {in, k};
     for (int i = 0; i < k; i++)
       th->vars[(int64_t)v * th->T + in[i]] = (Val){.i = it};
-    set_active(th, m, sub);
-    ok = exec(th, s->then_s, sub);
-    set_active(th, sub, m);
+    ok = exec_subset(th, s->then_s, m, (Mask){in, k});
   }
   th->pool_top = top;
   return ok;

@@ -113,14 +113,6 @@ static void unflatten(const Interp *in, int b, int64_t off, int64_t *idx)
 }
 
 /* Element off of buffer b (idx, for the message). */
-/* "(1, 0, 0)": block number blk of the grid. */
-static const char *block_text(char *buf, size_t cap, const Interp *in, int64_t blk)
-{
-  snprintf(buf, cap, "(%lld, %lld, %lld)", (long long)(blk % in->grid[0]),
-           (long long)(blk / in->grid[0] % in->grid[1]), (long long)(blk / in->grid[0] / in->grid[1]));
-  return buf;
-}
-
 static Val read_at(Interp *in, SrcLoc loc, int b, int64_t off, const int64_t *idx)
 {
   const Buffer *B = &in->k->bufs[b];
@@ -129,11 +121,9 @@ static Val read_at(Interp *in, SrcLoc loc, int b, int64_t off, const int64_t *id
     in->stats.tensor_elements++;
     int64_t other = interp_tensor_read(&in->written, b, off, in->blk);
     if (other >= 0) {
-      char t[96], o[96];
-      fail(in, loc,
-           "global '%s'%s was written by block %s: blocks run in no particular order on the GPU, so whether "
-           "this read sees it is undefined",
-           B->name, index_text(t, sizeof t, idx, B->rank), block_text(o, sizeof o, in, other));
+      char t[96], e[160], msg[400];
+      snprintf(e, sizeof e, "global '%s'%s", B->name, index_text(t, sizeof t, idx, B->rank));
+      fail(in, loc, "%s", interp_order_text(msg, sizeof msg, e, false, in->grid, other));
       return zero;
     }
     return val_load(B->elem, S->data, off);
@@ -153,16 +143,14 @@ static void write_at(Interp *in, int b, int64_t off, Val v)
   Store *S = &in->bufs[b];
   if (B->scope == SCOPE_GLOBAL) {
     in->stats.tensor_elements++;
-    bool same = val_bits(B->elem, val_load(B->elem, S->data, off)) == val_bits(B->elem, v);
-    int64_t other = interp_tensor_write(&in->written, in->k->nbufs, b, S->n, off, in->blk, same);
+    int64_t other = interp_tensor_write(&in->written, in->k->nbufs, b, S->n, B->elem, S->data, off, in->blk,
+                                        v);
     if (other >= 0) {
-      char t[96], o[96];
+      char t[96], e[160], msg[400];
       int64_t idx[TL_MAX_RANK];
       unflatten(in, b, off, idx);
-      fail(in, in->loc,
-           "global '%s'%s was written by block %s with another value: blocks run in no particular order on "
-           "the GPU, so which value stays is undefined",
-           B->name, index_text(t, sizeof t, idx, B->rank), block_text(o, sizeof o, in, other));
+      snprintf(e, sizeof e, "global '%s'%s", B->name, index_text(t, sizeof t, idx, B->rank));
+      fail(in, in->loc, "%s", interp_order_text(msg, sizeof msg, e, true, in->grid, other));
       return;
     }
     val_store(B->elem, S->data, off, v);
