@@ -22,13 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../support/launch.h"
 #include "directives.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HEADER 3
-enum { MAX_ARGS = 32, MAX_ELEMS = 1 << 14, MAX_BLOCK_THREADS = 1 << 14, MAX_TILE_ELEMS = 1 << 16 };
+enum { MAX_ELEMS = 1 << 14, MAX_BLOCK_THREADS = 1 << 14, MAX_TILE_ELEMS = 1 << 16 };
 
 static int verbose;
 static long kernels, both_ran, agreed;
@@ -57,76 +58,26 @@ static uint64_t mix(uint64_t *s)
   return *s * 0x2545f4914f6cdd1dull;
 }
 
-/* The launch: values for k's parameters, three copies of each tensor (initial, tile, thread). */
-typedef struct {
-  InterpArg args[MAX_ARGS];
-  int nargs;
-  void *data[3][MAX_ARGS];
-  int64_t elems[MAX_ARGS];
-  TypeKind type[MAX_ARGS];
-} Launch;
-
-static int64_t dim(const Launch *L, const Kernel *k, const Expr *e)
+/* Float scalars in [1/8, 2], sizes in [1, 24], integer scalars in [0, 3], from the input's hash. */
+static void pick_scalar(void *state, const Var *v, InterpArg *a)
 {
-  if (e->kind == EX_INT)
-    return e->i;
-  for (int i = 0; i < L->nargs; i++)
-    if (e->kind == EX_VAR && !strcmp(L->args[i].name, k->vars[e->var].name))
-      return L->args[i].i;
-  return -1;
+  uint64_t *seed = state;
+  if (type_is_float(v->type))
+    a->f = (double)(mix(seed) % 16 + 1) / 8;
+  else
+    a->i = v->kind == VAR_SIZE ? (int64_t)(mix(seed) % 24 + 1) : (int64_t)(mix(seed) % 4);
 }
 
-/* False when k is over the budget or has more parameters than a Launch holds. */
+static uint64_t next_bits(void *state) { return mix(state); }
+
+/* The launch (tests/support/launch.h): copy 1 for the tile level, 2 for the thread level; false
+ * when k has too many parameters or a tensor over MAX_ELEMS elements (L to be released). */
 static bool prepare(Launch *L, const Kernel *k, uint64_t seed)
 {
-  memset(L, 0, sizeof *L);
-  if (k->nparams > MAX_ARGS)
+  if (!launch_begin(L, k))
     return false;
-  for (int p = 0; p < k->nparams; p++)
-    if (!k->params[p].is_buffer) {
-      const Var *v = &k->vars[k->params[p].index];
-      InterpArg *a = &L->args[L->nargs++];
-      a->name = v->name;
-      if (type_is_float(v->type))
-        a->f = (double)(mix(&seed) % 16 + 1) / 8;
-      else
-        a->i = v->kind == VAR_SIZE ? (int64_t)(mix(&seed) % 24 + 1) : (int64_t)(mix(&seed) % 4);
-    }
-  for (int p = 0; p < k->nparams; p++) {
-    if (!k->params[p].is_buffer)
-      continue;
-    const Buffer *B = &k->bufs[k->params[p].index];
-    int i = L->nargs++;
-    int64_t n = 1;
-    for (int d = 0; d < B->rank; d++) {
-      int64_t e = dim(L, k, B->shape[d]);
-      if (e < 0 || e > MAX_ELEMS || (n *= e) > MAX_ELEMS)
-        return false;
-    }
-    L->args[i].name = B->name;
-    L->elems[i] = n;
-    L->type[i] = B->elem;
-    size_t bytes = (size_t)(n + 1) * (size_t)type_bytes(B->elem);
-    for (int c = 0; c < 3; c++)
-      if (!(L->data[c][i] = malloc(bytes)))
-        return false;
-    for (int64_t e = 0; e < n + 1; e++) {
-      Val v;
-      if (type_is_float(B->elem))
-        v.f = (double)((int64_t)(mix(&seed) % 33) - 16) / 8;
-      else
-        v.i = type_wrap_int(B->elem, (int64_t)(mix(&seed) % 8));
-      val_store(B->elem, L->data[0][i], e, v);
-    }
-  }
-  return true;
-}
-
-static void release(Launch *L)
-{
-  for (int c = 0; c < 3; c++)
-    for (int i = 0; i < L->nargs; i++)
-      free(L->data[c][i]);
+  launch_scalars(L, k, pick_scalar, &seed);
+  return launch_tensors(L, k, 1, MAX_ELEMS, next_bits, &seed);
 }
 
 /* Whether the thread-level kernel fits the budget: blocks x threads and the tiles' elements. */
@@ -141,7 +92,7 @@ static bool affordable(const Kernel *tile_k, const Kernel *thread_k, const Launc
   int64_t blocks = 1;
   for (int g = 0; g < thread_k->grid_rank; g++) {
     const Expr *e = thread_k->grid[g];
-    int64_t n = e->kind == EX_INT ? e->i : dim(L, thread_k, e);
+    int64_t n = launch_dim(L, thread_k, e);
     if (n < 0) /* an expression: bounded by the sizes, which are small; count 24 a dimension */
       n = 24;
     blocks *= n;
@@ -172,22 +123,16 @@ static void run_kernel(const char *src, size_t len, const Directives *dv, const 
                  : "over budget");
   if (!ok) {
     if (tk)
-      release(&L);
+      launch_release(&L);
     arena_free(a);
     arena_free(ta);
     return;
   }
   kernels++;
   InterpOptions opt = {.num_sms = 2, .max_steps = 4000000}; /* well under libFuzzer's 10 s */
-  for (int c = 1; c < 3; c++)
-    for (int i = 0; i < L.nargs; i++)
-      if (L.data[0][i])
-        memcpy(L.data[c][i], L.data[0][i], (size_t)(L.elems[i] + 1) * (size_t)type_bytes(L.type[i]));
-  for (int i = 0; i < L.nargs; i++)
-    L.args[i].data = L.data[1][i];
+  launch_use(&L, 1);
   bool tile_ok = interp_tile_run(k, L.args, L.nargs, &opt, &d);
-  for (int i = 0; i < L.nargs; i++)
-    L.args[i].data = L.data[2][i];
+  launch_use(&L, 2);
   bool thread_ok = tile_ok && interp_thread_run(tk, L.args, L.nargs, &opt, &td);
   if (verbose)
     fprintf(stderr, "fuzz_interp: kernel %s: tile %s, thread (%s) %s\n", name, tile_ok ? "ran" : "stopped",
@@ -197,21 +142,21 @@ static void run_kernel(const char *src, size_t len, const Directives *dv, const 
                       : "not run");
   if (thread_ok) {
     both_ran++;
-    for (int i = 0; i < L.nargs; i++)
-      for (int64_t e = 0; L.data[0][i] && e < L.elems[i] + 1; e++) {
+    for (int i = 0; i < L.nargs; i++) {
+      int64_t bad, e = launch_differs(&L, i, 1, 2, false, &bad);
+      if (bad) {
         Val x = val_load(L.type[i], L.data[1][i], e), y = val_load(L.type[i], L.data[2][i], e);
-        if (!val_close(L.type[i], x, y, false)) {
-          fprintf(stderr,
-                  "fuzz_interp: kernel %s: the levels disagree on %s[%lld] (flat): tile %.9g, thread (%s) "
-                  "%.9g\n",
-                  name, L.args[i].name, (long long)e, type_is_float(L.type[i]) ? x.f : (double)x.i,
-                  sm90a ? "sm_90a" : "sm_80", type_is_float(L.type[i]) ? y.f : (double)y.i);
-          abort();
-        }
+        fprintf(
+            stderr,
+            "fuzz_interp: kernel %s: the levels disagree on %s[%lld] (flat): tile %.9g, thread (%s) %.9g\n",
+            name, L.args[i].name, (long long)e, type_is_float(L.type[i]) ? x.f : (double)x.i,
+            sm90a ? "sm_90a" : "sm_80", type_is_float(L.type[i]) ? y.f : (double)y.i);
+        abort();
       }
+    }
     agreed++;
   }
-  release(&L);
+  launch_release(&L);
   arena_free(a);
   arena_free(ta);
 }

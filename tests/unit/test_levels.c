@@ -35,6 +35,7 @@
 #include "tilec_jit.h"
 #endif
 #include "../support/check.h"
+#include "../support/launch.h"
 #include "../support/read_file.h"
 
 enum { GUARD = 8, SHAPES = 2, MAX_ELEMS = 1 << 18 };
@@ -56,47 +57,32 @@ static int64_t between(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % 
 static bool verbose;
 static int compared, skipped, tile_only_errors;
 
-/* The launch of one kernel: argument values and tensors, three copies (the tile level's and the
- * thread level's two targets'). */
-typedef struct {
-  InterpArg args[64];
-  int nargs;
-  void *data[3][64]; /* per copy, per argument (NULL for scalars) */
-  int64_t elems[64];
-  TypeKind type[64];
-} Launch;
-
-static int64_t size_value(const Launch *L, const Kernel *k, const Expr *e)
+/* Sizes in [1, 150], float scalars in [0.25, 1.5], integer scalars in [0, 3]. */
+static void pick_scalar(void *state, const Var *v, InterpArg *a)
 {
-  if (e->kind == EX_INT)
-    return e->i;
-  const char *name = k->vars[e->var].name;
-  for (int i = 0; i < L->nargs; i++)
-    if (!strcmp(L->args[i].name, name))
-      return L->args[i].i;
-  return 0;
+  (void)state;
+  if (v->kind == VAR_SIZE)
+    a->i = between(1, 150);
+  else if (type_is_float(v->type))
+    a->f = uniform(0.25, 1.5);
+  else
+    a->i = between(0, 3);
 }
 
-/* Sizes drawn in [1, 150] (a tensor over MAX_ELEMS halves its largest), scalars by type, tensors
- * random; false if the kernel has more parameters than a Launch holds. */
+static uint64_t next_bits(void *state)
+{
+  (void)state;
+  return next();
+}
+
+/* The arguments of one launch of k (tests/support/launch.h): sizes drawn, then halved while a tensor
+ * would hold more than MAX_ELEMS elements; copy 0 for the tile level, 1 and 2 for the thread level's
+ * two targets (or the GPU's). false if k cannot be launched so. */
 static bool draw(Launch *L, const Kernel *k)
 {
-  memset(L, 0, sizeof *L);
-  if (k->nparams > 64)
+  if (!launch_begin(L, k))
     return false;
-  for (int p = 0; p < k->nparams; p++) {
-    if (k->params[p].is_buffer)
-      continue;
-    const Var *v = &k->vars[k->params[p].index];
-    InterpArg *a = &L->args[L->nargs++];
-    a->name = v->name;
-    if (v->kind == VAR_SIZE)
-      a->i = between(1, 150);
-    else if (type_is_float(v->type))
-      a->f = uniform(0.25, 1.5);
-    else
-      a->i = between(0, 3);
-  }
+  launch_scalars(L, k, pick_scalar, NULL);
   for (int p = 0; p < k->nparams; p++) {
     if (!k->params[p].is_buffer)
       continue;
@@ -104,51 +90,18 @@ static bool draw(Launch *L, const Kernel *k)
     for (;;) {
       int64_t n = 1, big = -1, bigv = 0;
       for (int d = 0; d < B->rank; d++) {
-        int64_t s = size_value(L, k, B->shape[d]);
+        int64_t s = launch_dim(L, k, B->shape[d]);
         n *= s;
         if (B->shape[d]->kind == EX_VAR && s > bigv)
           bigv = s, big = d;
       }
       if (n <= MAX_ELEMS || big < 0)
         break;
-      for (int i = 0; i < L->nargs; i++)
-        if (!strcmp(L->args[i].name, k->vars[B->shape[big]->var].name))
-          L->args[i].i = (L->args[i].i + 1) / 2;
+      InterpArg *size = &L->args[launch_arg(L, k->vars[B->shape[big]->var].name)];
+      size->i = (size->i + 1) / 2;
     }
   }
-  for (int p = 0; p < k->nparams; p++) {
-    if (!k->params[p].is_buffer)
-      continue;
-    const Buffer *B = &k->bufs[k->params[p].index];
-    int i = L->nargs++;
-    int64_t n = 1;
-    for (int d = 0; d < B->rank; d++)
-      n *= size_value(L, k, B->shape[d]);
-    L->args[i].name = B->name;
-    L->elems[i] = n;
-    L->type[i] = B->elem;
-    size_t bytes = (size_t)(n + GUARD) * (size_t)type_bytes(B->elem);
-    for (int c = 0; c < 3; c++)
-      L->data[c][i] = malloc(bytes);
-    for (int64_t e = 0; e < n + GUARD; e++) {
-      Val v;
-      if (type_is_float(B->elem))
-        v.f = val_round(B->elem, e < n ? (double)between(-16, 16) / 8 : -1234.5);
-      else
-        v.i = type_wrap_int(B->elem, e < n ? between(0, 7) : 77);
-      val_store(B->elem, L->data[0][i], e, v);
-    }
-    memcpy(L->data[1][i], L->data[0][i], bytes);
-    memcpy(L->data[2][i], L->data[0][i], bytes);
-  }
-  return true;
-}
-
-static void release(Launch *L)
-{
-  for (int c = 0; c < 3; c++)
-    for (int i = 0; i < L->nargs; i++)
-      free(L->data[c][i]);
+  return launch_tensors(L, k, GUARD, MAX_ELEMS, next_bits, NULL);
 }
 
 static bool gpu_mode; /* comparing with the GPU: its approximations need looser bounds (val_close) */
@@ -185,21 +138,16 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
   bool ok = info->nargs <= 64;
   for (int p = 0; ok && p < info->nargs; p++) {
     const tl_param *P = &info->params[p];
-    int i = 0;
-    while (i < L->nargs && strcmp(L->args[i].name, P->name))
-      i++;
-    if (i == L->nargs) {
+    int i = launch_arg(L, P->name);
+    if (i < 0) {
       snprintf(why, cap, "no argument for %s", P->name);
       ok = false;
     } else if (P->kind == TL_PARAM_TENSOR) {
       size_t bytes = (size_t)(L->elems[i] + GUARD) * (size_t)type_bytes(L->type[i]);
-      for (int r = 0; r < P->rank; r++)
-        shapes[p][r] = P->dims[r].size_param >= 0 ? 0 : P->dims[r].extent;
-      for (int r = 0; r < P->rank; r++)
-        if (P->dims[r].size_param >= 0)
-          for (int j = 0; j < L->nargs; j++)
-            if (!strcmp(L->args[j].name, info->params[P->dims[r].size_param].name))
-              shapes[p][r] = L->args[j].i;
+      for (int r = 0; r < P->rank; r++) {
+        int j = P->dims[r].size_param >= 0 ? launch_arg(L, info->params[P->dims[r].size_param].name) : -1;
+        shapes[p][r] = P->dims[r].size_param < 0 ? P->dims[r].extent : j >= 0 ? L->args[j].i : 0;
+      }
       ok = tl_malloc(gpu_ctx, bytes, &dev[p]) == TL_OK &&
            tl_memcpy_htod(gpu_ctx, dev[p], L->data[c][i], bytes) == TL_OK;
       args[p] = tl_arg_tensor(dev[p], dtype_of(L->type[i]), P->rank, shapes[p]);
@@ -214,9 +162,7 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
   for (int p = 0; p < info->nargs; p++) {
     if (!dev[p])
       continue;
-    int i = 0;
-    while (i < L->nargs && strcmp(L->args[i].name, info->params[p].name))
-      i++;
+    int i = launch_arg(L, info->params[p].name);
     size_t bytes = (size_t)(L->elems[i] + GUARD) * (size_t)type_bytes(L->type[i]);
     if (ok && tl_memcpy_dtoh(gpu_ctx, L->data[c][i], dev[p], bytes) != TL_OK)
       ok = false;
@@ -247,19 +193,20 @@ static void run_levels(const char *path, const char *src, size_t len, const char
   Launch L;
   if (!k || !draw(&L, k)) {
     CHECK(k != NULL, "%s: kernel %s does not compile", path, name);
+    if (k)
+      launch_release(&L);
     arena_free(a);
     return;
   }
   InterpOptions opt = {.num_sms = 4};
-  for (int i = 0; i < L.nargs; i++)
-    L.args[i].data = L.data[0][i];
+  launch_use(&L, 0);
   if (!interp_tile_run(k, L.args, L.nargs, &opt, &d)) {
     char *msg = render(&d);
     if (verbose)
       printf("SKIP %s %s shape %d: the tile level rejects it: %s", path, name, shape, msg ? msg : "\n");
     skipped++;
     free(msg);
-    release(&L);
+    launch_release(&L);
     arena_free(a);
     return;
   }
@@ -269,8 +216,7 @@ static void run_levels(const char *path, const char *src, size_t len, const char
       continue; /* copy 2 is the GPU's */
     Arena *ta = arena_new();
     Diags td = {.arena = ta, .filename = path};
-    for (int i = 0; i < L.nargs; i++)
-      L.args[i].data = L.data[c][i];
+    launch_use(&L, c);
     bool ok;
     const char *target = gpu_mode ? targets[2] : targets[c - 1];
     char gpu_why[1024] = "";
@@ -301,11 +247,7 @@ static void run_levels(const char *path, const char *src, size_t len, const char
     for (int i = 0; ok && i < L.nargs; i++) {
       if (!L.data[0][i])
         continue;
-      int64_t bad = 0, first = -1;
-      for (int64_t e = 0; e < L.elems[i] + GUARD; e++)
-        if (!val_close(L.type[i], val_load(L.type[i], L.data[0][i], e), val_load(L.type[i], L.data[c][i], e),
-                       gpu_mode))
-          bad++, first = first < 0 ? e : first;
+      int64_t bad, first = launch_differs(&L, i, 0, c, gpu_mode, &bad);
       if (bad) {
         Val x = val_load(L.type[i], L.data[0][i], first), y = val_load(L.type[i], L.data[c][i], first);
         CHECK(!bad,
@@ -323,7 +265,7 @@ static void run_levels(const char *path, const char *src, size_t len, const char
     }
     arena_free(ta);
   }
-  release(&L);
+  launch_release(&L);
   arena_free(a);
 }
 
