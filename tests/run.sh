@@ -52,6 +52,12 @@ ok run "$ex/vector_add.tl" --arg A=arange --arg B=ones --size N=8 --print C; has
 ok run "$ex/saxpy.tl" --arg X=arange --arg Y=ones --arg a=0.5 --size N=6 --print Z; has '[1.  1.5 2.  2.5 3.  3.5]'
 ok run "$ex/vector_add.tl" --arg A=rand --arg B=ones --size N=1000
 has 'A: f32[1000]  min -0.997099  max 0.998206  mean 0.026895  [-0.756187, 0.925371, -0.00743775, -0.272539,'
+has 'tile level: 1 block; 3000 tensor element accesses checked (bounds, unwritten reads, the order of blocks): no errors'
+mkdir -p doc && ok run "$ex/vector_add.tl" --arg A=rand:1 --arg B=arange --arg C=doc/c.npy --size N=5000
+has 'C: f32[5000]  min -0.0371715  max 4999.46  mean 2499.51  [-0.0371715, 0.69876, 1.30362, 2.17252, 3.8402, 4.70982, ...]'
+has 'tile level: 2 blocks; 15000 tensor element accesses checked (bounds, unwritten reads, the order of blocks): no errors'
+ok run "$ex/vector_add.tl" --arg A=doc/c.npy --arg B=zeros --print C
+has '[-3.7171528e-02  6.9875979e-01  1.3036239e+00 ...  4.9969673e+03'
 # rand: the same seed gives the same values; another seed, or another parameter, others
 ok run "$ex/vector_add.tl" --arg A=rand:7 --arg B=zeros --size N=8 --print A; cp o r1
 ok run "$ex/vector_add.tl" --arg A=rand:7 --arg B=zeros --size N=8 --print A; cp o r2
