@@ -4,6 +4,7 @@
  *   // tilec-meta kernel vector_add threads=256 smem=0 params=4
  *   // tilec-meta param 0 tensor A f32 rank=1 dims=N
  *   // tilec-meta param 3 size N i32
+ *   // tilec-meta const BN 1024 N next_pow2 32768 min      (launch constants, if any)
  *   // tilec-meta grid 0 N 4096 ceildiv
  *   // tilec-meta grid 1 1
  *   // tilec-meta grid 2 1
@@ -161,6 +162,9 @@ static bool meta_kernel(const Kernel *k, Diags *d, StrBuf *out)
     else
       sb_printf(out, META "param %d scalar %s %s\n", i, v->name, type_name(v->type));
   }
+  for (int i = 0; i < k->nlconsts; i++)
+    sb_printf(out, META "const %s %lld %s\n", k->lconsts[i].name, (long long)k->lconsts[i].value,
+              k->lconsts[i].rpn);
   return meta_grid(k, d, out);
 }
 

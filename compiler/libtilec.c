@@ -137,10 +137,34 @@ typedef struct {
   int opt_level;
   ConstDef *defs;
   int ndefs;
+  ConstDef *sizes;
+  int nsizes;
   tilec_emit emit;
   const char *kernel;
   const char *dump_after;
 } Request;
+
+/* A list of NAME=VALUE options (defines, sizes), checked and copied into the arena; false with an
+ * error naming `what` for a bad list or entry. */
+static bool name_values(tilec_result *r, Diags *d, const tilec_define *list, int n, const char *what,
+                        ConstDef **out, int *nout)
+{
+  if (n < 0 || (n && !list)) {
+    error_at(d, NO_LOC, "bad list of %ss", what);
+    return false;
+  }
+  *out = ARENA_ARRAY(r->arena, ConstDef, n + 1);
+  *nout = n;
+  for (int i = 0; i < n; i++) {
+    if (!list[i].name || !list[i].value || !*list[i].name) {
+      error_at(d, NO_LOC, "%s %d has no name or no value", what, i);
+      return false;
+    }
+    (*out)[i].name = list[i].name;
+    (*out)[i].value = list[i].value;
+  }
+  return true;
+}
 
 /* Checks the arguments, in the order their errors are reported: TILEC_OK, or
  * the status with one diagnostic in d. */
@@ -188,20 +212,10 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
     error_at(d, NO_LOC, "unknown pass '%s' for dump-after", rq->dump_after);
     return TILEC_ERR_INVALID_ARGUMENT;
   }
-  rq->ndefs = opt ? opt->ndefines : 0;
-  if (rq->ndefs < 0 || (rq->ndefs && !opt->defines)) {
-    error_at(d, NO_LOC, "bad list of defines");
+  if (!name_values(r, d, opt ? opt->defines : NULL, opt ? opt->ndefines : 0, "define", &rq->defs,
+                   &rq->ndefs) ||
+      !name_values(r, d, opt ? opt->sizes : NULL, opt ? opt->nsizes : 0, "size", &rq->sizes, &rq->nsizes))
     return TILEC_ERR_INVALID_ARGUMENT;
-  }
-  rq->defs = ARENA_ARRAY(r->arena, ConstDef, rq->ndefs + 1);
-  for (int i = 0; i < rq->ndefs; i++) {
-    if (!opt->defines[i].name || !opt->defines[i].value || !*opt->defines[i].name) {
-      error_at(d, NO_LOC, "define %d has no name or no value", i);
-      return TILEC_ERR_INVALID_ARGUMENT;
-    }
-    rq->defs[i].name = opt->defines[i].name;
-    rq->defs[i].value = opt->defines[i].value;
-  }
   if ((int)rq->emit < TILEC_EMIT_PTX || (int)rq->emit > TILEC_EMIT_HEADER) {
     error_at(d, NO_LOC, "unknown emit kind %d", (int)rq->emit);
     return TILEC_ERR_INVALID_ARGUMENT;
@@ -214,7 +228,7 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
  * after a user error. */
 static Module *lower(tilec_result *r, Diags *d, const Request *rq, Parser *p, StrBuf *text, StrBuf *dump)
 {
-  Module *m = sema_build(r->arena, d, &p->kernels, rq->defs, rq->ndefs, rq->kernel);
+  Module *m = sema_build(r->arena, d, &p->kernels, rq->defs, rq->ndefs, rq->sizes, rq->nsizes, rq->kernel);
   if (!m)
     return NULL;
   PassContext pc = {.arena = r->arena, .diags = d, .target = rq->target};

@@ -132,7 +132,9 @@ DefineKind sema_parse_define(const char *v, int64_t *i, double *f);
 
 /* Checks the AST and builds one IR kernel per AST kernel.  `only` selects a
  * kernel by name (NULL: all).  Returns NULL if errors were reported. */
+/* defs: -D NAME=VALUE; sizes: --size NAME=VALUE, the sizes launch constants are evaluated at
+ * (docs/language.md, "Launch constants"); only: one kernel, or NULL for all. */
 Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,
-                   const char *only);
+                   const ConstDef *sizes, int nsizes, const char *only);
 
 #endif

@@ -27,6 +27,10 @@ typedef struct {
   const ConstDef *defs;
   int ndefs;
   bool *def_used;
+  const ConstDef *sizes; /* --size NAME=VALUE: the sizes compiled for (launch constants) */
+  int nsizes;
+  bool *size_used;
+  bool in_default;     /* checking a constant's default: next_pow2 of a size is allowed */
   int depth;           /* of check_expr */
   int block_depth;     /* 1 in the kernel's own block */
   bool depth_reported;
@@ -493,6 +497,77 @@ static Expr *check_sizeof(Sema *s, const Node *n)
   return e;
 }
 
+static bool mentions_launch(const Sema *s, const Expr *e);
+
+/* clamp(x, lo, hi): min(max(x, lo), hi), written as that call would be, so that its operands obey
+ * min's and max's rules. */
+static Expr *check_clamp(Sema *s, const Node *n, TypeKind hint)
+{
+  if (!check_arity(s, n, 3, 3, NULL))
+    return NULL;
+  Node *mx = node_new(s->a, N_CALL, n->loc);
+  mx->name = "max";
+  nodelist_push(s->a, &mx->list, n->list.items[0]);
+  nodelist_push(s->a, &mx->list, n->list.items[1]);
+  mx->depth = n->depth;
+  Node *mn = node_new(s->a, N_CALL, n->loc);
+  mn->name = "min";
+  nodelist_push(s->a, &mn->list, mx);
+  nodelist_push(s->a, &mn->list, n->list.items[2]);
+  mn->depth = n->depth + 1;
+  return check_expr(s, mn, hint);
+}
+
+/* The smallest power of two >= v (1 for v <= 1); false past 2^62. */
+static bool next_pow2_of(int64_t v, int64_t *out)
+{
+  int64_t p = 1;
+  while (p < v) {
+    if (p > INT64_MAX / 2)
+      return false;
+    p *= 2;
+  }
+  *out = p;
+  return true;
+}
+
+/* next_pow2(x): an integer known before the kernel runs: folded when x is a constant, evaluated
+ * at launch in a constant's default that uses sizes (a launch constant); nowhere else. */
+static Expr *check_next_pow2(Sema *s, const Node *n)
+{
+  if (!check_arity(s, n, 1, 1, NULL))
+    return NULL;
+  Expr *x = check_expr(s, positional(n, 0), TY_I32);
+  if (!x)
+    return NULL;
+  if (!type_is_int(x->type) || x->type == TY_BOOL) {
+    error_at(s->d, positional(n, 0)->loc, "'next_pow2' needs an integer, got %s", type_name(x->type));
+    return NULL;
+  }
+  Expr *f = ir_fold(s->a, s->k, x);
+  if (f->kind == EX_INT) {
+    int64_t p;
+    if (!next_pow2_of(f->i, &p) || !int_fits(x->type, p)) {
+      error_at(s->d, n->loc, "next_pow2(%" PRId64 ") does not fit in %s", f->i, type_name(x->type));
+      return NULL;
+    }
+    Expr *e = ex_int(s->a, x->type, p);
+    e->loc = n->loc;
+    return e;
+  }
+  if (!s->in_default || !mentions_launch(s, x)) {
+    error_at(s->d, n->loc,
+             "'next_pow2' needs a value known before the kernel runs: constants, or sizes in a "
+             "constant's default");
+    return NULL;
+  }
+  Expr **args = ARENA_ARRAY(s->a, Expr *, 1);
+  args[0] = x;
+  Expr *e = ex_call(s->a, FN_NEXT_POW2, x->type, args, 1);
+  e->loc = n->loc;
+  return e;
+}
+
 /* postfix = ( IDENT | TYPE ) "(" [ arg { "," arg } ] ")" ;  a call used as a value:
  *   T(x)                          a cast, T a TYPE or a type constant
  *   sizeof(T)  num_blocks(AXIS)   (above)
@@ -531,6 +606,10 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
     OpKind op = !strcmp(name, "min") ? OP_MIN : !strcmp(name, "max") ? OP_MAX : OP_CEILDIV;
     return check_binary_op(s, op, positional(n, 0), positional(n, 1), n->loc, hint);
   }
+  if (!strcmp(name, "clamp")) /* clamp(x, lo, hi) is min(max(x, lo), hi) */
+    return check_clamp(s, n, hint);
+  if (!strcmp(name, "next_pow2"))
+    return check_next_pow2(s, n);
   if (!strcmp(name, "num_blocks"))
     return check_num_blocks(s, n);
   if (!strcmp(name, "select")) {
@@ -1548,6 +1627,189 @@ DefineKind sema_parse_define(const char *v, int64_t *i, double *f)
 
 static void check_const_value(Sema *s, const Node *c, Var *v);
 
+/* ------------------------------------------------------------------------- launch constants
+ * A constant whose default uses a size ([BN = min(next_pow2(N), 32768)]) is evaluated when the
+ * kernel is launched: the code is compiled for the value at the sizes given (--size, or the JIT's
+ * launch), and the launch metadata carries the default as a program (docs/abi.md) so that the
+ * runtime can tell which variant a launch needs.  A size not given reads as LAUNCH_GENERIC_SIZE:
+ * the variant for large sizes, which must be (and, as for any -D, is the kernel's author's job to
+ * make) correct at every size. */
+#define LAUNCH_GENERIC_SIZE INT32_MAX
+
+static bool mentions_launch(const Sema *s, const Expr *e)
+{
+  if (!e)
+    return false;
+  if (e->kind == EX_VAR) {
+    const Var *v = &s->k->vars[e->var];
+    return v->kind == VAR_SIZE || (v->kind == VAR_CONST && v->launch);
+  }
+  if (mentions_launch(s, e->a) || mentions_launch(s, e->b) || mentions_launch(s, e->c))
+    return true;
+  if (e->kind == EX_CALL)
+    for (int i = 0; i < e->nargs; i++)
+      if (mentions_launch(s, e->args[i]))
+        return true;
+  return false;
+}
+
+/* The value of a size at compile time: --size, else LAUNCH_GENERIC_SIZE. */
+static int64_t size_value(Sema *s, const Var *v)
+{
+  for (int i = s->nsizes - 1; i >= 0; i--)
+    if (!strcmp(s->sizes[i].name, v->name)) {
+      int64_t iv = 0;
+      double fv;
+      if (sema_parse_define(s->sizes[i].value, &iv, &fv) == DEFINE_INT && iv >= 0 && iv <= INT32_MAX)
+        return iv;
+    }
+  return LAUNCH_GENERIC_SIZE;
+}
+
+/* Evaluates a launch constant's default in i64 (the runtime's arithmetic) and appends it in reverse
+ * Polish notation to rpn.  False, with an error at the expression, for what the runtime cannot
+ * evaluate or a value that fails (division by zero, overflow). */
+static bool launch_eval(Sema *s, const Expr *e, int64_t *out, StrBuf *rpn)
+{
+  int64_t a = 0, b = 0, c = 0;
+  switch (e->kind) {
+  case EX_INT:
+    sb_printf(rpn, " %" PRId64, e->i);
+    *out = e->i;
+    return true;
+  case EX_VAR: {
+    const Var *v = &s->k->vars[e->var];
+    if (v->kind == VAR_SIZE) {
+      sb_printf(rpn, " %s", v->name);
+      *out = size_value(s, v);
+      return true;
+    }
+    if (v->kind == VAR_CONST && !v->cval_is_float && type_is_int(v->type)) {
+      if (v->launch)
+        sb_printf(rpn, " %s", v->name);
+      else
+        sb_printf(rpn, " %" PRId64, v->cval_i);
+      *out = v->cval_i;
+      return true;
+    }
+    break;
+  }
+  case EX_CAST:
+    if (!type_is_int(e->type) || !type_is_int(e->a->type))
+      break;
+    return launch_eval(s, e->a, out, rpn);
+  case EX_UNARY:
+    if (e->op != OP_NEG && e->op != OP_NOT)
+      break;
+    if (e->op == OP_NEG)
+      sb_puts(rpn, " 0");
+    if (!launch_eval(s, e->a, &a, rpn))
+      return false;
+    sb_puts(rpn, e->op == OP_NEG ? " -" : " 0 ==");
+    *out = e->op == OP_NEG ? -a : a == 0;
+    return true;
+  case EX_SELECT:
+    if (!launch_eval(s, e->a, &c, rpn) || !launch_eval(s, e->b, &a, rpn) || !launch_eval(s, e->c, &b, rpn))
+      return false;
+    sb_puts(rpn, " select");
+    *out = c ? a : b;
+    return true;
+  case EX_CALL:
+    if (e->op != FN_NEXT_POW2 || !launch_eval(s, e->args[0], &a, rpn))
+      break;
+    sb_puts(rpn, " next_pow2");
+    if (!next_pow2_of(a, out)) {
+      error_at(s->d, e->loc, "next_pow2(%" PRId64 ") overflows", a);
+      return false;
+    }
+    return true;
+  case EX_BINARY: {
+    static const char *const ops[OP_COUNT] = {
+        [OP_ADD] = "+", [OP_SUB] = "-",   [OP_MUL] = "*",   [OP_DIV] = "/",
+        [OP_MOD] = "%", [OP_MIN] = "min", [OP_MAX] = "max", [OP_CEILDIV] = "ceildiv",
+        [OP_LT] = "<",  [OP_LE] = "<=",   [OP_GT] = ">",    [OP_GE] = ">=",
+        [OP_EQ] = "==", [OP_NE] = "!=",   [OP_LAND] = "&&", [OP_LOR] = "||"};
+    if (e->op < 0 || e->op >= OP_COUNT || !ops[e->op])
+      break;
+    if (!launch_eval(s, e->a, &a, rpn) || !launch_eval(s, e->b, &b, rpn))
+      return false;
+    sb_printf(rpn, " %s", ops[e->op]);
+    bool ovf = false;
+    switch ((OpKind)e->op) {
+    case OP_ADD: ovf = __builtin_add_overflow(a, b, out); break;
+    case OP_SUB: ovf = __builtin_sub_overflow(a, b, out); break;
+    case OP_MUL: ovf = __builtin_mul_overflow(a, b, out); break;
+    case OP_DIV:
+    case OP_MOD:
+    case OP_CEILDIV:
+      if (b == 0 || (b == -1 && a == INT64_MIN) || (e->op == OP_CEILDIV && b < 0)) {
+        error_at(s->d, e->loc, "%s by %" PRId64 " in a launch constant",
+                 e->op == OP_MOD ? "remainder" : "division", b);
+        return false;
+      }
+      *out = e->op == OP_DIV ? a / b : e->op == OP_MOD ? a % b : a / b + (a % b > 0);
+      break;
+    case OP_MIN: *out = a < b ? a : b; break;
+    case OP_MAX: *out = a > b ? a : b; break;
+    case OP_LT: *out = a < b; break;
+    case OP_LE: *out = a <= b; break;
+    case OP_GT: *out = a > b; break;
+    case OP_GE: *out = a >= b; break;
+    case OP_EQ: *out = a == b; break;
+    case OP_NE: *out = a != b; break;
+    case OP_LAND: *out = a && b; break;
+    case OP_LOR: *out = a || b; break;
+    default: break;
+    }
+    if (ovf) {
+      error_at(s->d, e->loc, "a launch constant's arithmetic overflows 64 bits");
+      return false;
+    }
+    return true;
+  }
+  default: break;
+  }
+  error_at(s->d, e->loc,
+           "a constant that uses sizes is evaluated at launch: it may use only sizes, integer "
+           "constants, literals, arithmetic, comparisons, min, max, clamp, ceildiv, next_pow2 and select");
+  return false;
+}
+
+/* The default of constant v uses sizes: evaluate it for the sizes compiled for and record it. */
+static void check_launch_const(Sema *s, const Node *c, Var *v, const Expr *dflt)
+{
+  if (!type_is_int(v->type) || v->type == TY_BOOL) {
+    error_at(s->d, c->a->loc,
+             "constant '%s' uses sizes, so it is evaluated at launch and must be an integer, not %s", c->name,
+             type_name(v->type));
+    return;
+  }
+  StrBuf rpn = {0};
+  int64_t val;
+  bool ok = launch_eval(s, dflt, &val, &rpn);
+  if (ok && !int_fits(v->type, val)) {
+    error_at(s->d, c->a->loc,
+             "'%s' is %" PRId64 " at the sizes compiled for, which does not fit in %s (a size not "
+             "given with --size reads as %d)",
+             c->name, val, type_name(v->type), LAUNCH_GENERIC_SIZE);
+    ok = false;
+  }
+  if (ok) {
+    v->cval_i = val;
+    v->launch = true;
+    Kernel *k = s->k;
+    struct LaunchConst *l = ARENA_ARRAY(s->a, struct LaunchConst, k->nlconsts + 1);
+    if (k->nlconsts)
+      memcpy(l, k->lconsts, sizeof *l * (size_t)k->nlconsts);
+    l[k->nlconsts].name = c->name;
+    l[k->nlconsts].value = val;
+    l[k->nlconsts].rpn = arena_strdup(s->a, rpn.data + 1);
+    k->lconsts = l;
+    k->nlconsts++;
+  }
+  free(rpn.data);
+}
+
 /* [T = f16]: a type constant; -D T=bf16 overrides it like any other. */
 static bool check_type_const(Sema *s, const Node *c)
 {
@@ -1608,7 +1870,9 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
   bool typed = c->type != TY_VOID || c->tname;
   Expr *dflt = NULL;
   if (c->a) {
+    s->in_default = true;
     dflt = check_expr(s, c->a, typed ? v->type : TY_VOID);
+    s->in_default = false;
     if (!dflt)
       return;
     if (!typed)
@@ -1648,6 +1912,8 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
       return;
     } else
       v->cval_i = iv;
+  } else if (dflt && mentions_launch(s, dflt)) {
+    check_launch_const(s, c, v, dflt);
   } else if (dflt) {
     Expr *f = ir_fold(s->a, s->k, dflt);
     if (f->kind == EX_INT)
@@ -1700,6 +1966,11 @@ static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
     }
     const Sym *sym = sym_lookup(s, d->name);
     if (sym && sym->kind == SYM_VAR && s->k->vars[sym->index].kind == VAR_CONST) {
+      if (s->k->vars[sym->index].launch) {
+        error_at(s->d, d->loc,
+                 "constant '%s' uses sizes (it is chosen at launch), so it cannot be a dimension", d->name);
+        return;
+      }
       int64_t v = s->k->vars[sym->index].cval_i;
       if (s->k->vars[sym->index].cval_is_float || v <= 0 || v > INT32_MAX) {
         error_at(s->d, d->loc, "constant '%s' used as a dimension must be a positive integer", d->name);
@@ -1714,9 +1985,14 @@ static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
       return;
     }
     int var;
-    if (sym)
-      var = sym->index;
-    else {
+    if (sym) {
+      var = sym->index; /* declared by declare_sizes, or by an earlier dimension */
+      bool listed = false;
+      for (int j = 0; j < *nsizes; j++)
+        listed |= size_vars[j] == var;
+      if (!listed)
+        size_vars[(*nsizes)++] = var;
+    } else {
       var = new_var(s, d->name, VAR_SIZE, TY_I32, d->loc);
       if (!declare(s, d->name, d->loc, SYM_VAR, var))
         return;
@@ -1753,6 +2029,31 @@ static bool grid_expr_ok(Sema *s, const Expr *e)
   return grid_expr_ok(s, e->a) && grid_expr_ok(s, e->b);
 }
 
+/* The sizes, declared before the constants so that a default can use them (a launch constant):
+ * every name used as a tensor dimension that no constant or parameter takes, in the order of first
+ * use, which is the order of the size parameters.  Others are left to check_param's errors. */
+static void declare_sizes(Sema *s, const Node *kn)
+{
+  for (int i = 0; i < kn->list.n; i++) {
+    const Node *p = kn->list.items[i];
+    for (int j = 0; p->is_tensor && j < p->list.n && p->list.n <= TL_MAX_RANK; j++) {
+      const Node *d = p->list.items[j];
+      if (d->kind != N_NAME || sym_lookup(s, d->name) || is_reserved(d->name) || builtin_find(d->name) >= 0 ||
+          type_from_name(d->name, strlen(d->name)) != TY_VOID)
+        continue;
+      bool taken = false;
+      for (int c = 0; c < kn->list2.n; c++)
+        taken |= !strcmp(kn->list2.items[c]->name, d->name);
+      for (int q = 0; q < kn->list.n; q++)
+        taken |= !strcmp(kn->list.items[q]->name, d->name);
+      if (taken)
+        continue;
+      int var = new_var(s, d->name, VAR_SIZE, TY_I32, d->loc);
+      declare(s, d->name, d->loc, SYM_VAR, var);
+    }
+  }
+}
+
 /* kernel = "kernel" IDENT [ "[" constdecl { "," constdecl } "]" ] "(" [ param { "," param } ] ")"
  *          "grid" "(" expr { "," expr } ")" [ "as" "(" IDENT { "," IDENT } ")" ]
  *          "threads" "(" expr ")" block ;
@@ -1771,6 +2072,7 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
     s->grid_dim_var[i] = -1;
   int errors = s->d->nerrors;
 
+  declare_sizes(s, kn);
   for (int i = 0; i < kn->list2.n; i++)
     check_const_param(s, kn->list2.items[i]);
   int nsizes = 0;
@@ -1825,7 +2127,7 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
 }
 
 Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,
-                   const char *only)
+                   const ConstDef *sizes, int nsizes, const char *only)
 {
   Module *m = ARENA_NEW(a, Module);
   m->arena = a;
@@ -1836,6 +2138,8 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
   s.defs = defs;
   s.ndefs = ndefs;
   s.def_used = ARENA_ARRAY(a, bool, ndefs + 1);
+  s.sizes = sizes;
+  s.nsizes = nsizes;
   int errors = d->nerrors;
   bool found = false;
   for (int i = 0; i < kernels->n; i++) {
@@ -1862,6 +2166,24 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
       for (int j = 0; j < ndefs; j++)
         if (!strcmp(kernels->items[i]->list2.items[c]->name, defs[j].name))
           s.def_used[j] = true;
+  for (int i = 0; i < nsizes; i++) {
+    int64_t iv = 0;
+    double fv;
+    if (sema_parse_define(sizes[i].value, &iv, &fv) != DEFINE_INT || iv < 0 || iv > INT32_MAX) {
+      error_at(d, NO_LOC, "--size %s=%s: a size is an integer from 0 to %d", sizes[i].name, sizes[i].value,
+               INT32_MAX);
+      continue;
+    }
+    bool named = false;
+    for (int k = 0; k < kernels->n && !named; k++)
+      for (int p = 0; p < kernels->items[k]->list.n && !named; p++) {
+        const Node *pn = kernels->items[k]->list.items[p];
+        for (int j = 0; pn->is_tensor && j < pn->list.n; j++)
+          named |= pn->list.items[j]->kind == N_NAME && !strcmp(pn->list.items[j]->name, sizes[i].name);
+      }
+    if (!named && d->nerrors == errors)
+      diag_at(d, DIAG_WARNING, NO_LOC, "--size %s: no kernel has a size of that name", sizes[i].name);
+  }
   for (int i = 0; i < ndefs && d->nerrors == errors; i++)
     if (!s.def_used[i])
       diag_at(d, DIAG_WARNING, NO_LOC, "-D %s: no kernel has a constant of that name", defs[i].name);

@@ -42,6 +42,11 @@ typedef struct {
   const char *kernel;          /* compile only this kernel; NULL: all */
   tilec_emit emit;
   const char *dump_after;      /* pass name or "all": IR after it goes to the dump text */
+  /* --size NAME=VALUE: the sizes that launch constants (constants whose default uses sizes,
+   * docs/language.md) are evaluated at; a size not given reads as 2147483647 (the variant for
+   * large sizes). The JIT compiles variants through defines instead (docs/c-api.md). */
+  const tilec_define *sizes;
+  int nsizes;
 } tilec_options;
 
 /* One diagnostic, as a record.  line and column are 1-based, 0 when unknown. */

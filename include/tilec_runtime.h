@@ -111,6 +111,20 @@ typedef struct tl_param {
 
 struct tl_grid_program; /* a compiled grid RPN program (private) */
 
+/* The most launch constants a kernel may have (the metadata parser refuses more). */
+#define TL_MAX_LAUNCH_CONSTS 16
+
+/* A launch constant: a .tl constant whose default uses sizes (docs/language.md, "Launch constants"),
+ * evaluated from the launch's sizes. The kernel's code was compiled for `value`; a launch whose
+ * sizes give other values runs that code all the same (it is correct at every size), unless the
+ * module came from the JIT, which compiles and launches the variant for the values instead. */
+typedef struct tl_launch_const {
+  const char *name;
+  int64_t value;                         /* the value the code was compiled for */
+  const char *text;                      /* its program (RPN over sizes and earlier constants) */
+  const struct tl_grid_program *program; /* the same, compiled (private) */
+} tl_launch_const;
+
 typedef struct tl_kernel_info {
   const char *name;         /* the PTX .entry name */
   int line;                 /* line of its "kernel" line in the PTX text, for messages */
@@ -121,7 +135,9 @@ typedef struct tl_kernel_info {
   const tl_param *params;   /* nparams entries, in PTX parameter order */
   const char *grid_text[3]; /* each axis's RPN program, as written */
   const struct tl_grid_program *grid[3]; /* the same, compiled (private) */
-  bool uses_num_sms; /* some grid program reads num_sms: plan it with tl_plan_launch_sms */
+  bool uses_num_sms;             /* some grid program reads num_sms: plan it with tl_plan_launch_sms */
+  int nconsts;                   /* launch constants, in declaration order (0..TL_MAX_LAUNCH_CONSTS) */
+  const tl_launch_const *consts; /* nconsts entries */
 } tl_kernel_info;
 
 typedef struct tl_meta tl_meta;
@@ -198,6 +214,9 @@ typedef struct tl_launch_plan {
   bool empty;    /* some grid axis is 0: there is nothing to launch */
   int nparams;   /* == tl_kernel_info.nparams */
   void **params; /* nparams pointers, each to one parameter's bytes: cuLaunchKernel's kernelParams */
+  int nconsts;   /* == tl_kernel_info.nconsts */
+  int64_t consts[TL_MAX_LAUNCH_CONSTS]; /* the launch constants' values at this launch's sizes */
+  bool variant; /* some value differs from the one compiled in: the JIT would launch a variant */
   /* private: */
   void *heap_;
   void *inline_params_[TL_PLAN_INLINE_PARAMS];

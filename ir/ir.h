@@ -170,23 +170,24 @@ bool op_is_comparison(OpKind op);
 /* Math intrinsics: X(enum, name, nargs, float_only).  The transcendental ones
  * use the hardware's approximate instructions (codegen/cg_math.c says which).
  * Names with a '.' cannot be written in source: the passes alone make them. */
-#define TL_INTRINSICS(X)         \
-  X(FN_EXP, "exp", 1, 1)         \
-  X(FN_EXP2, "exp2", 1, 1)       \
-  X(FN_LOG, "log", 1, 1)         \
-  X(FN_LOG2, "log2", 1, 1)       \
-  X(FN_SQRT, "sqrt", 1, 1)       \
-  X(FN_RSQRT, "rsqrt", 1, 1)     \
-  X(FN_ABS, "abs", 1, 0)         \
-  X(FN_TANH, "tanh", 1, 1)       \
-  X(FN_SIN, "sin", 1, 1)         \
-  X(FN_COS, "cos", 1, 1)         \
-  X(FN_ERF, "erf", 1, 1)         \
-  X(FN_FLOOR, "floor", 1, 1)     \
-  X(FN_CEIL, "ceil", 1, 1)       \
-  X(FN_SIGMOID, "sigmoid", 1, 1) \
-  X(FN_FMA, "fma", 3, 1)         \
-  X(FN_POW, "pow", 2, 1)         \
+#define TL_INTRINSICS(X)                                                                     \
+  X(FN_EXP, "exp", 1, 1)                                                                     \
+  X(FN_EXP2, "exp2", 1, 1)                                                                   \
+  X(FN_LOG, "log", 1, 1)                                                                     \
+  X(FN_LOG2, "log2", 1, 1)                                                                   \
+  X(FN_SQRT, "sqrt", 1, 1)                                                                   \
+  X(FN_RSQRT, "rsqrt", 1, 1)                                                                 \
+  X(FN_ABS, "abs", 1, 0)                                                                     \
+  X(FN_TANH, "tanh", 1, 1)                                                                   \
+  X(FN_SIN, "sin", 1, 1)                                                                     \
+  X(FN_COS, "cos", 1, 1)                                                                     \
+  X(FN_ERF, "erf", 1, 1)                                                                     \
+  X(FN_FLOOR, "floor", 1, 1)                                                                 \
+  X(FN_CEIL, "ceil", 1, 1)                                                                   \
+  X(FN_SIGMOID, "sigmoid", 1, 1)                                                             \
+  X(FN_FMA, "fma", 3, 1)                                                                     \
+  X(FN_POW, "pow", 2, 1)                                                                     \
+  X(FN_NEXT_POW2, "next_pow2", 1, 0) /* launch constants only: sema folds or evaluates it */ \
   X(FN_SHFL_BFLY, "shfl.bfly", 2, 0) /* lowering only: the value of lane ^ b (warp-wide) */
 
 typedef enum {
@@ -223,6 +224,8 @@ typedef struct {
   bool cval_is_float;
   int64_t cval_i;  /* CONST: the value after -D overrides */
   double cval_f;
+  bool launch;     /* CONST: a launch constant (its default uses sizes): cval_i is its value at the
+                      sizes compiled for (Kernel.lconsts) */
   SrcLoc loc;
 } Var;
 
@@ -530,7 +533,16 @@ typedef struct {
                             (registers over occupancy); 0 or -1: none */
   int64_t smem_bytes;    /* shared memory per block, set by the shared-memory planner */
   bool fast_math;
-  int fresh_names;       /* names the lowering makes are NAME.N, N counting up over the kernel */
+  /* Launch constants, in declaration order: constants whose default uses sizes, evaluated when the
+   * kernel is launched (docs/language.md, "Launch constants"); .value is the one compiled in, .rpn
+   * the default as a program over sizes and earlier launch constants (docs/abi.md). */
+  struct LaunchConst {
+    const char *name;
+    int64_t value;
+    const char *rpn;
+  } *lconsts;
+  int nlconsts;
+  int fresh_names; /* names the lowering makes are NAME.N, N counting up over the kernel */
   Stmt *body;
 } Kernel;
 

@@ -739,8 +739,9 @@ static tl_status load_entry(tl_context *ctx, tl_jit_cache *cache, const request 
   return tl_module_load_image(ctx, e->ptx, e->cubin, out);
 }
 
-tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
-                            tl_module **out)
+/* tl_module_compile without the variants: the module for `opt` as it is. */
+static tl_status module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
+                                tl_module **out)
 {
   if (out)
     *out = NULL;
@@ -783,6 +784,131 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
   if (st == TL_OK && (from == FROM_COMPILER || made))
     store(cache, &rq, &e);
   tl_cache_entry_free(&e);
+  return st;
+}
+
+/* ------------------------------------------------------------------------ launch-constant variants
+ * A module whose kernels have launch constants keeps what compiled it (the source, the options and
+ * their defines, copied), so that tl_launch can have the kernel compiled for other values: the same
+ * source and options, the one kernel, and each launch constant pinned by a define (NAME=VALUE), so
+ * that the variant has none left. Its cache key is that of any compilation with those defines: the
+ * memory and disk caches serve variants as they serve modules. */
+typedef struct variant_source {
+  char *src;
+  size_t len;
+  tl_jit_options opt;
+  tilec_define *defines; /* opt.ndefines of the caller's, then room for TL_MAX_LAUNCH_CONSTS */
+  char *strings;         /* the defines' names and values, the filename, the arch */
+} variant_source;
+
+static void variant_destroy(void *state)
+{
+  variant_source *v = state;
+  if (!v)
+    return;
+  free(v->src);
+  free(v->defines);
+  free(v->strings);
+  free(v);
+}
+
+static tl_status variant_compile(tl_context *ctx, void *state, const tl_kernel_info *info,
+                                 const int64_t *values, tl_module **out)
+{
+  const variant_source *v = state;
+  tl_jit_options o = v->opt;
+  const int n = o.ndefines;
+  char text[TL_MAX_LAUNCH_CONSTS][24];
+  tilec_define defs[256 + TL_MAX_LAUNCH_CONSTS];
+  tilec_define *d = n + info->nconsts <= (int)(sizeof defs / sizeof defs[0])
+                        ? defs
+                        : malloc(sizeof *d * (size_t)(n + info->nconsts));
+  if (!d)
+    return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  if (n)
+    memcpy(d, v->defines, sizeof *d * (size_t)n);
+  for (int i = 0; i < info->nconsts; i++) {
+    snprintf(text[i], sizeof text[i], "%lld", (long long)values[i]);
+    d[n + i] = (tilec_define){info->consts[i].name, text[i]};
+  }
+  o.defines = d;
+  o.ndefines = n + info->nconsts;
+  o.kernel = info->name;
+  tl_status st = module_compile(ctx, v->src, v->len, &o, out);
+  if (d != defs)
+    free(d);
+  return st;
+}
+
+static const tl_variant_ops variant_ops = {variant_compile, variant_destroy};
+
+/* A copy of what compiled the module, for variant_compile; NULL when out of memory. */
+static variant_source *variant_source_new(const char *src, size_t len, const tl_jit_options *opt)
+{
+  variant_source *v = calloc(1, sizeof *v);
+  if (!v)
+    return NULL;
+  v->opt = opt ? *opt : tl_jit_default_options();
+  size_t bytes = 0;
+  for (int i = 0; i < v->opt.ndefines; i++)
+    bytes += strlen(v->opt.defines[i].name) + strlen(v->opt.defines[i].value) + 2;
+  bytes += (v->opt.filename ? strlen(v->opt.filename) : 0) + (v->opt.arch ? strlen(v->opt.arch) : 0) + 2;
+  v->src = malloc(len + 1);
+  v->strings = malloc(bytes);
+  v->defines = calloc((size_t)v->opt.ndefines + 1, sizeof *v->defines);
+  if (!v->src || !v->strings || !v->defines) {
+    variant_destroy(v);
+    return NULL;
+  }
+  if (len)
+    memcpy(v->src, src, len);
+  v->src[len] = 0;
+  v->len = len;
+  char *at = v->strings;
+#define KEEP(dst, s)           \
+  do {                         \
+    size_t n_ = strlen(s) + 1; \
+    memcpy(at, (s), n_);       \
+    (dst) = at;                \
+    at += n_;                  \
+  } while (0)
+  for (int i = 0; i < v->opt.ndefines; i++) {
+    KEEP(v->defines[i].name, v->opt.defines[i].name);
+    KEEP(v->defines[i].value, v->opt.defines[i].value);
+  }
+  if (v->opt.filename)
+    KEEP(v->opt.filename, v->opt.filename);
+  if (v->opt.arch)
+    KEEP(v->opt.arch, v->opt.arch);
+#undef KEEP
+  v->opt.defines = v->defines;
+  v->opt.kernel = NULL;
+  /* a variant compiles at some later launch, when the caller's user pointer may be gone: its
+   * diagnostics go to the context's message only */
+  v->opt.on_diagnostic = NULL;
+  v->opt.user = NULL;
+  return v;
+}
+
+tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
+                            tl_module **out)
+{
+  tl_status st = module_compile(ctx, src, len, opt, out);
+  if (st != TL_OK)
+    return st;
+  const tl_meta *meta = tl_module_meta(*out);
+  bool any = false;
+  for (int i = 0; i < tl_meta_kernel_count(meta); i++)
+    any |= tl_meta_kernel(meta, i)->nconsts > 0;
+  if (!any)
+    return st;
+  variant_source *v = variant_source_new(src, len, opt);
+  if (!v) {
+    tl_module_unload(*out);
+    *out = NULL;
+    return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  tl_module_set_variants(*out, &variant_ops, v);
   return st;
 }
 

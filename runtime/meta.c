@@ -7,7 +7,7 @@
  *
  * The block is a small state machine:
  *
- *   v1 --> { kernel --> param x P --> grid 0, grid 1, grid 2 }* --> end
+ *   v1 --> { kernel --> param x P --> const x C --> grid 0, grid 1, grid 2 }* --> end
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -48,6 +48,15 @@ static void free_kernel(tl_kernel_info *k)
       free(k->grid[axis]->tokens);
     free((void *)k->grid[axis]);
   }
+  for (int i = 0; k->consts && i < k->nconsts; i++) {
+    const tl_launch_const *c = &k->consts[i];
+    free((void *)c->name);
+    free((void *)c->text);
+    if (c->program)
+      free(c->program->tokens);
+    free((void *)c->program);
+  }
+  free((void *)k->consts);
 }
 
 void tl_meta_free(tl_meta *meta)
@@ -415,15 +424,110 @@ static tl_status finish_params(parser *p, pending_dims *pending)
 static const struct {
   const char *name;
   tl_rpn_op op;
+  int operands;
 } rpn_operators[] = {
-    {"+", TL_RPN_ADD}, {"-", TL_RPN_SUB},   {"*", TL_RPN_MUL},   {"/", TL_RPN_DIV},
-    {"%", TL_RPN_MOD}, {"min", TL_RPN_MIN}, {"max", TL_RPN_MAX}, {"ceildiv", TL_RPN_CEILDIV},
+    {"+", TL_RPN_ADD, 2},
+    {"-", TL_RPN_SUB, 2},
+    {"*", TL_RPN_MUL, 2},
+    {"/", TL_RPN_DIV, 2},
+    {"%", TL_RPN_MOD, 2},
+    {"min", TL_RPN_MIN, 2},
+    {"max", TL_RPN_MAX, 2},
+    {"ceildiv", TL_RPN_CEILDIV, 2},
+    {"<", TL_RPN_LT, 2},
+    {"<=", TL_RPN_LE, 2},
+    {">", TL_RPN_GT, 2},
+    {">=", TL_RPN_GE, 2},
+    {"==", TL_RPN_EQ, 2},
+    {"!=", TL_RPN_NE, 2},
+    {"&&", TL_RPN_AND, 2},
+    {"||", TL_RPN_OR, 2},
+    {"next_pow2", TL_RPN_NEXT_POW2, 1},
+    {"select", TL_RPN_SELECT, 3},
 };
 
 static bool is_integer_dtype(tl_dtype t)
 {
   return t == TL_I8 || t == TL_I16 || t == TL_I32 || t == TL_I64 || t == TL_U8 || t == TL_U16 ||
          t == TL_U32 || t == TL_U64;
+}
+
+/* The program in fields[first ..]: what names it in messages ("grid 0", "const BN"); nconsts the
+ * launch constants it may read (those before it). */
+static tl_status parse_program(parser *p, int first, const char *what, int nconsts,
+                               struct tl_grid_program **prog_out, const char **text_out)
+{
+  tl_kernel_info *k = current_kernel(p);
+  struct tl_grid_program *prog = calloc(1, sizeof *prog);
+  *prog_out = prog;
+  if (!prog)
+    return out_of_memory(p);
+  prog->tokens = calloc((size_t)p->nfields, sizeof *prog->tokens);
+  size_t text_len = 0;
+  for (int i = first; i < p->nfields; i++)
+    text_len += strlen(p->fields[i]) + 1;
+  char *text = malloc(text_len + 1);
+  *text_out = text;
+  if (!prog->tokens || !text)
+    return out_of_memory(p);
+  text[0] = 0;
+
+  int depth = 0;
+  for (int i = first; i < p->nfields; i++) {
+    const char *tok = p->fields[i];
+    if (i > first)
+      strcat(text, " ");
+    strcat(text, tok);
+    tl_rpn_token *t = &prog->tokens[prog->ntokens++];
+    int operands = 0;
+    for (size_t o = 0; o < sizeof rpn_operators / sizeof rpn_operators[0]; o++)
+      if (strcmp(tok, rpn_operators[o].name) == 0) {
+        t->op = rpn_operators[o].op;
+        operands = rpn_operators[o].operands;
+      }
+    if (operands) {
+      if (depth < operands)
+        return fail(p, "%s: operator '%s' needs %d operand%s, the stack holds %d", what, tok, operands,
+                    operands == 1 ? "" : "s", depth);
+      depth -= operands - 1;
+      continue;
+    }
+    if ((tok[0] >= '0' && tok[0] <= '9') || tok[0] == '-') {
+      if (!parse_int(tok, &t->value))
+        return fail(p, "%s: '%s' is not a decimal integer", what, tok);
+      t->op = TL_RPN_CONST;
+    } else if (strcmp(tok, "num_sms") == 0) {
+      t->op = TL_RPN_NUM_SMS;
+      k->uses_num_sms = true;
+    } else {
+      int c = -1;
+      for (int j = 0; j < nconsts; j++)
+        if (strcmp(k->consts[j].name, tok) == 0)
+          c = j;
+      int s = c >= 0 ? -1 : find_param(k, k->nparams, tok);
+      if (c >= 0) {
+        t->op = TL_RPN_LCONST;
+        t->param = c;
+      } else if (s < 0) {
+        return fail(
+            p, "%s: '%s' is not an operator, a number, num_sms, a param or an earlier const of kernel '%s'",
+            what, tok, k->name);
+      } else {
+        const tl_param *param = &k->params[s];
+        if (param->kind == TL_PARAM_TENSOR ||
+            (param->kind == TL_PARAM_SCALAR && !is_integer_dtype(param->dtype)))
+          return fail(p, "%s: '%s' is a %s %s; only sizes and integer scalars can be used", what, tok,
+                      param->kind == TL_PARAM_TENSOR ? "tensor of" : "scalar", tl_dtype_name(param->dtype));
+        t->op = TL_RPN_PARAM;
+        t->param = s;
+      }
+    }
+    if (++depth > prog->max_depth)
+      prog->max_depth = depth;
+  }
+  if (depth != 1)
+    return fail(p, "%s: the program '%s' leaves %d values on the stack, not 1", what, text, depth);
+  return TL_OK;
 }
 
 /* grid AXIS RPN... */
@@ -435,69 +539,51 @@ static tl_status parse_grid_line(parser *p)
     return fail(p, "a grid line is 'grid AXIS RPN...' with a non-empty program");
   if (!parse_uint(p->fields[1], 0, 2, &axis) || axis != p->grids_seen)
     return fail(p, "expected 'grid %d' of kernel '%s', got 'grid %s'", p->grids_seen, k->name, p->fields[1]);
-
-  struct tl_grid_program *prog = calloc(1, sizeof *prog);
+  char what[32];
+  snprintf(what, sizeof what, "grid %d", (int)axis);
+  struct tl_grid_program *prog = NULL;
+  tl_status st = parse_program(p, 2, what, 0, &prog, &k->grid_text[axis]);
   k->grid[axis] = prog;
-  if (!prog)
-    return out_of_memory(p);
-  prog->tokens = calloc((size_t)p->nfields, sizeof *prog->tokens);
-  size_t text_len = 0;
-  for (int i = 2; i < p->nfields; i++)
-    text_len += strlen(p->fields[i]) + 1;
-  char *text = malloc(text_len + 1);
-  k->grid_text[axis] = text;
-  if (!prog->tokens || !text)
-    return out_of_memory(p);
-  text[0] = 0;
-
-  int depth = 0;
-  for (int i = 2; i < p->nfields; i++) {
-    const char *tok = p->fields[i];
-    if (i > 2)
-      strcat(text, " ");
-    strcat(text, tok);
-    tl_rpn_token *t = &prog->tokens[prog->ntokens++];
-    bool is_op = false;
-    for (size_t o = 0; o < sizeof rpn_operators / sizeof rpn_operators[0]; o++)
-      if (strcmp(tok, rpn_operators[o].name) == 0) {
-        t->op = rpn_operators[o].op;
-        is_op = true;
-      }
-    if (is_op) {
-      if (depth < 2)
-        return fail(p, "grid %d: operator '%s' needs two operands, the stack holds %d", (int)axis, tok,
-                    depth);
-      depth--;
-      continue;
-    }
-    if ((tok[0] >= '0' && tok[0] <= '9') || tok[0] == '-') {
-      if (!parse_int(tok, &t->value))
-        return fail(p, "grid %d: '%s' is not a decimal integer", (int)axis, tok);
-      t->op = TL_RPN_CONST;
-    } else if (strcmp(tok, "num_sms") == 0) {
-      t->op = TL_RPN_NUM_SMS;
-      k->uses_num_sms = true;
-    } else {
-      int s = find_param(k, k->nparams, tok);
-      if (s < 0)
-        return fail(p, "grid %d: '%s' is not an operator, a number, num_sms or a param of kernel '%s'",
-                    (int)axis, tok, k->name);
-      const tl_param *param = &k->params[s];
-      if (param->kind == TL_PARAM_TENSOR ||
-          (param->kind == TL_PARAM_SCALAR && !is_integer_dtype(param->dtype)))
-        return fail(p, "grid %d: '%s' is a %s %s; only sizes and integer scalars can be used", (int)axis, tok,
-                    param->kind == TL_PARAM_TENSOR ? "tensor of" : "scalar", tl_dtype_name(param->dtype));
-      t->op = TL_RPN_PARAM;
-      t->param = s;
-    }
-    if (++depth > prog->max_depth)
-      prog->max_depth = depth;
-  }
-  if (depth != 1)
-    return fail(p, "grid %d: the program '%s' leaves %d values on the stack, not 1", (int)axis, text, depth);
+  if (st != TL_OK)
+    return st;
   if (++p->grids_seen == 3)
     p->state = EXPECT_KERNEL_OR_END;
   return TL_OK;
+}
+
+/* const NAME VALUE RPN...: a launch constant, after the params and before the grid lines. */
+static tl_status parse_const_line(parser *p)
+{
+  tl_kernel_info *k = current_kernel(p);
+  if (p->nfields < 4)
+    return fail(p, "a const line is 'const NAME VALUE RPN...' with a non-empty program");
+  const char *name = p->fields[1];
+  if (!is_identifier(name))
+    return fail(p, "const name '%s' is not an identifier", name);
+  for (int i = 0; i < k->nconsts; i++)
+    if (strcmp(k->consts[i].name, name) == 0)
+      return fail(p, "kernel '%s' has two consts named '%s'", k->name, name);
+  if (k->nconsts == TL_MAX_LAUNCH_CONSTS)
+    return fail(p, "kernel '%s' has more than %d consts", k->name, TL_MAX_LAUNCH_CONSTS);
+  int64_t value;
+  if (!parse_int(p->fields[2], &value))
+    return fail(p, "const '%s': value '%s' is not a decimal integer", name, p->fields[2]);
+  if (!k->consts) {
+    k->consts = calloc(TL_MAX_LAUNCH_CONSTS, sizeof *k->consts);
+    if (!k->consts)
+      return out_of_memory(p);
+  }
+  tl_launch_const *c = (tl_launch_const *)&k->consts[k->nconsts++];
+  c->value = value;
+  c->name = strdup(name);
+  if (!c->name)
+    return out_of_memory(p);
+  char what[300];
+  snprintf(what, sizeof what, "const %s", name);
+  struct tl_grid_program *prog = NULL;
+  tl_status st = parse_program(p, 3, what, k->nconsts - 1, &prog, &c->text);
+  c->program = prog;
+  return st;
 }
 
 /* Split the line's text after the prefix into fields at single spaces; an empty field means two
@@ -589,6 +675,13 @@ static tl_status parse_line(parser *p, char *line, pending_dims **pending)
       return finish_params(p, *pending);
     return TL_OK;
   }
+  if (strcmp(what, "const") == 0) {
+    if (p->state == EXPECT_PARAM)
+      return incomplete_kernel(p);
+    if (p->state != EXPECT_GRID || p->grids_seen > 0)
+      return fail(p, "a const line outside a kernel, or after its grid lines");
+    return parse_const_line(p);
+  }
   if (strcmp(what, "grid") == 0) {
     if (p->state == EXPECT_PARAM)
       return incomplete_kernel(p);
@@ -596,7 +689,7 @@ static tl_status parse_line(parser *p, char *line, pending_dims **pending)
       return fail(p, "a grid line outside a kernel (or a fourth one)");
     return parse_grid_line(p);
   }
-  return fail(p, "unknown tilec-meta line '%s' (expected kernel, param, grid or end)", what);
+  return fail(p, "unknown tilec-meta line '%s' (expected kernel, param, const, grid or end)", what);
 }
 
 tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, size_t err_size)
@@ -677,10 +770,13 @@ tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, 
 
 /* ------------------------------------------------------------------------------ grid programs */
 
-tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values, const bool *known,
-                       int64_t num_sms, int64_t *out, char *err, size_t err_size)
+/* One program: `what` and `text` name it in messages ("grid axis 0", "launch constant 'BN'");
+ * consts the launch constants' values so far (TL_RPN_LCONST reads only earlier ones). */
+static tl_status program_eval(const tl_kernel_info *k, const struct tl_grid_program *prog, const char *what,
+                              const char *text, const int64_t *values, const bool *known,
+                              const int64_t *consts, int64_t num_sms, int64_t *out, char *err,
+                              size_t err_size)
 {
-  const struct tl_grid_program *prog = k->grid[axis];
   int64_t small[32];
   int64_t *stack = prog->max_depth <= 32 ? small : malloc((size_t)prog->max_depth * sizeof *stack);
   if (!stack) {
@@ -696,12 +792,16 @@ tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values,
       stack[depth++] = t->value;
       continue;
     }
+    if (t->op == TL_RPN_LCONST) {
+      stack[depth++] = consts[t->param];
+      continue;
+    }
     if (t->op == TL_RPN_NUM_SMS) {
       if (num_sms < 1) {
         tl_fmt(err, err_size,
-               "grid axis %d ('%s') uses num_sms, and the device's multiprocessor count is not known "
+               "%s ('%s') uses num_sms, and the device's multiprocessor count is not known "
                "(plan the launch with tl_plan_launch_sms)",
-               axis, k->grid_text[axis]);
+               what, text);
         st = TL_ERR_BAD_ARGUMENT;
         break;
       }
@@ -710,12 +810,29 @@ tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values,
     }
     if (t->op == TL_RPN_PARAM) {
       if (!known[t->param]) {
-        tl_fmt(err, err_size, "grid axis %d ('%s'): the value of '%s' does not fit in int64", axis,
-               k->grid_text[axis], k->params[t->param].name);
+        tl_fmt(err, err_size, "%s ('%s'): the value of '%s' does not fit in int64", what, text,
+               k->params[t->param].name);
         st = TL_ERR_BAD_ARGUMENT;
         break;
       }
       stack[depth++] = values[t->param];
+      continue;
+    }
+    if (t->op == TL_RPN_NEXT_POW2) {
+      int64_t a = stack[depth - 1], r = 1;
+      while (r < a && r <= INT64_MAX / 2)
+        r *= 2;
+      if (r < a) {
+        tl_fmt(err, err_size, "%s ('%s'): next_pow2(%lld) overflows", what, text, (long long)a);
+        st = TL_ERR_BAD_ARGUMENT;
+        break;
+      }
+      stack[depth - 1] = r;
+      continue;
+    }
+    if (t->op == TL_RPN_SELECT) {
+      depth -= 2;
+      stack[depth - 1] = stack[depth - 1] ? stack[depth] : stack[depth + 1];
       continue;
     }
     int64_t b = stack[--depth], a = stack[depth - 1], r = 0;
@@ -750,13 +867,21 @@ tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values,
       overflow = __builtin_add_overflow(a, b - 1, &r);
       r /= b;
       break;
+    case TL_RPN_LT: r = a < b; break;
+    case TL_RPN_LE: r = a <= b; break;
+    case TL_RPN_GT: r = a > b; break;
+    case TL_RPN_GE: r = a >= b; break;
+    case TL_RPN_EQ: r = a == b; break;
+    case TL_RPN_NE: r = a != b; break;
+    case TL_RPN_AND: r = a && b; break;
+    case TL_RPN_OR: r = a || b; break;
     default: why = "internal error: unknown RPN operator"; break;
     }
     if (overflow)
       why = "64-bit overflow";
     if (why) {
-      tl_fmt(err, err_size, "grid axis %d ('%s'): %s (at token %d, with operands %lld and %lld)", axis,
-             k->grid_text[axis], why, i + 1, (long long)a, (long long)b);
+      tl_fmt(err, err_size, "%s ('%s'): %s (at token %d, with operands %lld and %lld)", what, text, why,
+             i + 1, (long long)a, (long long)b);
       st = TL_ERR_BAD_ARGUMENT;
       break;
     }
@@ -767,4 +892,27 @@ tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values,
   if (stack != small)
     free(stack);
   return st;
+}
+
+tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values, const bool *known,
+                       int64_t num_sms, int64_t *out, char *err, size_t err_size)
+{
+  char what[32];
+  snprintf(what, sizeof what, "grid axis %d", axis);
+  return program_eval(k, k->grid[axis], what, k->grid_text[axis], values, known, NULL, num_sms, out, err,
+                      err_size);
+}
+
+tl_status tl_consts_eval(const tl_kernel_info *k, const int64_t *values, const bool *known, int64_t num_sms,
+                         int64_t *consts, char *err, size_t err_size)
+{
+  for (int i = 0; i < k->nconsts; i++) {
+    char what[300];
+    snprintf(what, sizeof what, "launch constant '%s'", k->consts[i].name);
+    tl_status st = program_eval(k, k->consts[i].program, what, k->consts[i].text, values, known, consts,
+                                num_sms, &consts[i], err, err_size);
+    if (st != TL_OK)
+      return st;
+  }
+  return TL_OK;
 }

@@ -365,6 +365,11 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
   tl_status st = check_call(k, args, nargs, num_sms, err, err_size);
   if (st != TL_OK)
     return st;
+  if (k->nconsts < 0 || k->nconsts > TL_MAX_LAUNCH_CONSTS || (k->nconsts && !k->consts)) {
+    tl_fmt(err, err_size, "kernel '%s' has %d launch constants (at most %d)", k->name, k->nconsts,
+           TL_MAX_LAUNCH_CONSTS);
+    return TL_ERR_BAD_ARGUMENT;
+  }
   scratch s;
   uint64_t *slots;
   st = allocate(plan, k->nparams, &slots, &s, err, err_size);
@@ -373,6 +378,12 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
   st = encode_arguments(k, args, nargs, slots, &s, err, err_size);
   if (st == TL_OK)
     st = encode_sizes(k, nargs, slots, &s, err, err_size);
+  if (st == TL_OK && k->nconsts > 0) {
+    st = tl_consts_eval(k, s.values, s.known, num_sms, plan->consts, err, err_size);
+    plan->nconsts = k->nconsts;
+    for (int i = 0; st == TL_OK && i < k->nconsts; i++)
+      plan->variant |= plan->consts[i] != k->consts[i].value;
+  }
   if (st == TL_OK)
     st = plan_grid(k, num_sms, &s, plan, err, err_size);
   free(s.heap);

@@ -20,17 +20,29 @@
 #include "file.h"
 #include "runtime_internal.h"
 
+/* A variant of a kernel with launch constants: the kernel compiled for other values of them. */
+typedef struct tl_variant {
+  int64_t values[TL_MAX_LAUNCH_CONSTS];
+  tl_module *module; /* its own module (the JIT's), owned by the kernel it specializes */
+  tl_kernel *kernel;
+} tl_variant;
+
 struct tl_kernel {
   tl_module *module;
   const tl_kernel_info *info; /* owned by module->meta */
   CUfunction function;
+  tl_variant *variants;       /* made at launches whose sizes ask for them (module->variant_ops) */
+  int nvariants, cap_variants;
+  int last_variant;           /* the one the previous launch used: looked at first */
 };
 
 struct tl_module {
   tl_context *ctx;
-  CUmodule cu_module;             /* NULL on the CPU device */
-  const tl_host_module_ops *host; /* the CPU device's: what runs the kernels; NULL on a GPU */
+  CUmodule cu_module;                /* NULL on the CPU device */
+  const tl_host_module_ops *host;    /* the CPU device's: what runs the kernels; NULL on a GPU */
   void *host_state;
+  const tl_variant_ops *variant_ops; /* the JIT's: compiles variants; NULL for loaded PTX */
+  void *variant_state;
   tl_meta *meta;
   int nkernels;
   tl_kernel *kernels;
@@ -649,9 +661,81 @@ static tl_status module_new(tl_context *ctx, const char *ptx, tl_module **out)
 
 static void module_free(tl_module *m)
 {
+  for (int i = 0; i < m->nkernels; i++) {
+    for (int v = 0; v < m->kernels[i].nvariants; v++)
+      tl_module_unload(m->kernels[i].variants[v].module);
+    free(m->kernels[i].variants);
+  }
+  if (m->variant_ops && m->variant_ops->destroy)
+    m->variant_ops->destroy(m->variant_state);
   tl_meta_free(m->meta);
   free(m->kernels);
   free(m);
+}
+
+void tl_module_set_variants(tl_module *m, const tl_variant_ops *ops, void *state)
+{
+  if (m->variant_ops && m->variant_ops->destroy)
+    m->variant_ops->destroy(m->variant_state);
+  m->variant_ops = ops;
+  m->variant_state = state;
+}
+
+/* The kernel's variant for the launch constants' values `values`: found among those made, else
+ * compiled through the module's variant_ops and kept. The variant's module leaves the context's
+ * list: its kernel owns it. */
+static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, tl_kernel **out)
+{
+  const int n = kernel->info->nconsts;
+  const size_t bytes = sizeof(int64_t) * (size_t)n;
+  if (kernel->last_variant < kernel->nvariants &&
+      !memcmp(kernel->variants[kernel->last_variant].values, values, bytes)) {
+    *out = kernel->variants[kernel->last_variant].kernel;
+    return TL_OK;
+  }
+  for (int v = 0; v < kernel->nvariants; v++)
+    if (!memcmp(kernel->variants[v].values, values, bytes)) {
+      kernel->last_variant = v;
+      *out = kernel->variants[v].kernel;
+      return TL_OK;
+    }
+  tl_module *base = kernel->module;
+  tl_context *ctx = base->ctx;
+  if (kernel->nvariants == kernel->cap_variants) {
+    int cap = kernel->cap_variants ? 2 * kernel->cap_variants : 4;
+    tl_variant *grown = realloc(kernel->variants, sizeof *grown * (size_t)cap);
+    if (!grown)
+      return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+    kernel->variants = grown;
+    kernel->cap_variants = cap;
+  }
+  tl_module *vm = NULL;
+  tl_status st = base->variant_ops->compile(ctx, base->variant_state, kernel->info, values, &vm);
+  if (st != TL_OK)
+    return st;
+  for (tl_module **link = &ctx->modules; *link; link = &(*link)->next)
+    if (*link == vm) {
+      *link = vm->next;
+      break;
+    }
+  vm->next = NULL;
+  tl_kernel *vk = NULL;
+  for (int i = 0; i < vm->nkernels; i++)
+    if (!strcmp(vm->kernels[i].info->name, kernel->info->name))
+      vk = &vm->kernels[i];
+  if (!vk || vk->info->nconsts != 0) {
+    tl_module_unload(vm);
+    return set_message(ctx, TL_ERR_BAD_METADATA, "the variant of '%s' compiled for its launch constants %s",
+                       kernel->info->name, vk ? "still has launch constants" : "lacks the kernel");
+  }
+  tl_variant *v = &kernel->variants[kernel->nvariants];
+  memset(v->values, 0, sizeof v->values);
+  memcpy(v->values, values, bytes);
+  v->module = vm;
+  v->kernel = vk;
+  kernel->last_variant = kernel->nvariants++;
+  *out = vk;
+  return TL_OK;
 }
 
 /* The module joins its context, which unloads it at the latest when it is destroyed. */
@@ -921,6 +1005,20 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
   tl_status st = tl_plan_launch_sms(k, args, nargs, ctx->device.sm_count, &plan, why, sizeof why);
   if (st != TL_OK)
     return set_message(ctx, st, "launch of '%s': %s", k->name, why);
+  if (plan.variant && kernel->module->variant_ops) {
+    /* Launch constants whose values at these sizes differ from the compiled ones: the variant
+     * for them (made once, kept), planned again (its grid, threads and shared memory differ). */
+    tl_kernel *v = NULL;
+    st = kernel_variant(kernel, plan.consts, &v);
+    tl_launch_plan_release(&plan);
+    if (st != TL_OK)
+      return st;
+    kernel = v;
+    k = v->info;
+    st = tl_plan_launch_sms(k, args, nargs, ctx->device.sm_count, &plan, why, sizeof why);
+    if (st != TL_OK)
+      return set_message(ctx, st, "launch of '%s' (variant): %s", k->name, why);
+  }
   if (plan.empty) {
     tl_launch_plan_release(&plan);
     return ok(ctx);

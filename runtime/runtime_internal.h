@@ -55,11 +55,22 @@ typedef enum tl_rpn_op {
   TL_RPN_MAX,
   TL_RPN_CEILDIV,
   TL_RPN_NUM_SMS, /* push the device's multiprocessor count (token `num_sms`) */
+  TL_RPN_LT,      /* comparisons and logic push 1 or 0 */
+  TL_RPN_LE,
+  TL_RPN_GT,
+  TL_RPN_GE,
+  TL_RPN_EQ,
+  TL_RPN_NE,
+  TL_RPN_AND,
+  TL_RPN_OR,
+  TL_RPN_NEXT_POW2, /* unary: the smallest power of two >= a (1 for a <= 1) */
+  TL_RPN_SELECT,    /* ternary: c a b select is a if c != 0, else b */
+  TL_RPN_LCONST,    /* push the value of launch constant `param` (an earlier one) */
 } tl_rpn_op;
 
 typedef struct tl_rpn_token {
   tl_rpn_op op;
-  int param;     /* TL_RPN_PARAM */
+  int param;     /* TL_RPN_PARAM, TL_RPN_LCONST */
   int64_t value; /* TL_RPN_CONST */
 } tl_rpn_token;
 
@@ -75,6 +86,10 @@ struct tl_grid_program {
  * Errors are TL_ERR_BAD_ARGUMENT: the program is well formed, the values are what fail. */
 tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *values, const bool *known,
                        int64_t num_sms, int64_t *out, char *err, size_t err_size);
+/* The same for the launch constants: consts[i] for every i < kernel->nconsts, in order (each may
+ * read the ones before it). */
+tl_status tl_consts_eval(const tl_kernel_info *kernel, const int64_t *values, const bool *known,
+                         int64_t num_sms, int64_t *consts, char *err, size_t err_size);
 
 /* ------------------------------------------------------------------------------------------ cpu.c */
 
@@ -142,5 +157,20 @@ bool tl_context_is_cpu(const tl_context *ctx);
  * (then it is destroyed at once). TL_ERR_UNSUPPORTED on a GPU context. */
 tl_status tl_module_load_host(tl_context *ctx, const char *ptx, const tl_host_module_ops *ops, void *state,
                               tl_module **out);
+
+/* The JIT's hook for launch constants (tl_launch_const). A module compiled from source carries the
+ * function that compiles one of its kernels for other values of its launch constants; tl_launch
+ * calls it when a launch's sizes give values that differ from the compiled ones (and no variant
+ * made earlier has them), keeps the variant, and launches it. `compile` returns a loaded module
+ * (in the context's list, as tl_module_compile leaves it: the runtime takes it out and owns it)
+ * holding the kernel info->name with no launch constants left, or a status with the context's
+ * message set. The base module owns `state` (destroy at unload). */
+typedef struct tl_variant_ops {
+  tl_status (*compile)(tl_context *ctx, void *state, const tl_kernel_info *info, const int64_t *values,
+                       tl_module **out);
+  void (*destroy)(void *state);
+} tl_variant_ops;
+
+void tl_module_set_variants(tl_module *module, const tl_variant_ops *ops, void *state);
 
 #endif /* TILEC_RUNTIME_INTERNAL_H */

@@ -26,6 +26,8 @@ static const char USAGE[] =
     "  -o FILE             write the output to FILE ('-' for stdout; default: FILE.ptx beside the input)\n"
     "  --arch=ARCH         target: %s (default %s)\n"
     "  -D NAME=VALUE       override the kernel constant NAME (also -DNAME=VALUE)\n"
+    "  --size N=V[,M=V..]  the sizes launch constants are chosen for (constants whose default\n"
+    "                      uses sizes; without it, the variant for large sizes)\n"
     "  --kernel NAME       compile only the kernel NAME\n"
     "  --emit=KIND         tokens, ast, tir, llvm, ptx (default) or header (C launchers\n"
     "                      with the PTX embedded; see docs/cli.md)\n"
@@ -82,10 +84,62 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 typedef struct {
   tilec_options opt;
   const char *input, *output;
-  tilec_define *defs; /* argc of them at most */
-  char **owned;       /* the -D names, strndup'd */
+  tilec_define *defs;  /* argc of them at most */
+  char **owned;        /* the -D names, strndup'd */
   int ndefs, nowned;
+  tilec_define *sizes; /* --size NAME=VALUE, names and values strndup'd (size_text) */
+  char *size_text;
+  size_t size_len;     /* bytes of size_text in use */
+  int nsizes;
 } Command;
+
+/* --size N=1024,M=64 (repeatable): appends each NAME=VALUE; false with the usage error reported. */
+static bool parse_sizes(Command *cmd, const char *v)
+{
+  if (!v || !*v) {
+    usage_error("--size needs NAME=VALUE[,NAME=VALUE...], got '%s'", v ? v : "");
+    return false;
+  }
+  size_t old = cmd->size_len;
+  int n = 1;
+  for (const char *c = v; *c; c++)
+    n += *c == ',';
+  /* Names and values point into size_text, so keep every item there: old ones are rebased. */
+  char *text = malloc(old + strlen(v) + 1);
+  tilec_define *sizes = calloc((size_t)(cmd->nsizes + n), sizeof *sizes);
+  if (!text || !sizes) {
+    free(text);
+    free(sizes);
+    return false;
+  }
+  if (old)
+    memcpy(text, cmd->size_text, old);
+  for (int i = 0; i < cmd->nsizes; i++)
+    sizes[i] = (tilec_define){text + (cmd->sizes[i].name - cmd->size_text),
+                              text + (cmd->sizes[i].value - cmd->size_text)};
+  free(cmd->size_text);
+  free(cmd->sizes);
+  cmd->size_text = text;
+  cmd->sizes = sizes;
+  char *item = text + old;
+  strcpy(item, v);
+  cmd->size_len = old + strlen(v) + 1;
+  for (;;) {
+    char *comma = strchr(item, ',');
+    if (comma)
+      *comma = 0;
+    char *eq = strchr(item, '=');
+    if (!eq || eq == item || !eq[1]) {
+      usage_error("--size needs NAME=VALUE[,NAME=VALUE...], got '%s'", v);
+      return false;
+    }
+    *eq = 0;
+    cmd->sizes[cmd->nsizes++] = (tilec_define){item, eq + 1};
+    if (!comma)
+      return true;
+    item = comma + 1;
+  }
+}
 
 /* Exit status of parse_args when the command line asks for a compilation. */
 enum { COMPILE = -1 };
@@ -130,6 +184,9 @@ static int parse_args(int argc, char **argv, Command *cmd)
         return 1;
       cmd->owned[cmd->nowned++] = name;
       cmd->defs[cmd->ndefs++] = (tilec_define){name, eq + 1};
+    } else if (!strcmp(a, "--size") || !strncmp(a, "--size=", 7)) {
+      if (!parse_sizes(cmd, a[6] == '=' ? a + 7 : (++i < argc ? argv[i] : NULL)))
+        return 1;
     } else if (!strcmp(a, "--kernel") || !strncmp(a, "--kernel=", 9)) {
       const char *v = a[8] == '=' ? a + 9 : (++i < argc ? argv[i] : NULL);
       if (!v || !*v)
@@ -192,6 +249,8 @@ static int compile(Command *cmd)
   cmd->opt.filename = strcmp(cmd->input, "-") ? cmd->input : "<stdin>";
   cmd->opt.defines = cmd->defs;
   cmd->opt.ndefines = cmd->ndefs;
+  cmd->opt.sizes = cmd->sizes;
+  cmd->opt.nsizes = cmd->nsizes;
   tilec_result *r = NULL;
   tilec_status st = tilec_compile(src, len, &cmd->opt, &r);
   fputs(tilec_result_diagnostics_text(r), stderr);
@@ -233,5 +292,7 @@ int main(int argc, char **argv)
     free(cmd.owned[i]);
   free(cmd.owned);
   free(cmd.defs);
+  free(cmd.sizes);
+  free(cmd.size_text);
   return rc;
 }

@@ -276,6 +276,8 @@ static Kernel *build_math(Arena *a)
         continue;
       if (fn == FN_SHFL_BFLY && t != TY_F32)
         continue; /* shuffles move 32-bit values; the lane offset is an i32 */
+      if (fn == FN_NEXT_POW2)
+        continue; /* sema folds it or evaluates it at launch: codegen never sees it */
       int n = intrinsic_nargs((IntrinsicKind)fn);
       Expr **args = ARENA_ARRAY(a, Expr *, n);
       for (int k = 0; k < n; k++)

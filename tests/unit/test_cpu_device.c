@@ -426,6 +426,102 @@ static void test_num_sms(void)
   tl_context_destroy(ctx);
 }
 
+/* Launch constants: one tl_launch call per shape, each compiled on first use for its constants'
+ * values (the kernel writes them into C, so the test sees which variant ran), then served from
+ * the kernel's variants; shapes whose values are the compiled ones run the module's own code;
+ * a variant that does not compile is the launch's TL_ERR_COMPILE. */
+static void test_launch_consts(void)
+{
+  const char *src = "kernel twice[BN = min(next_pow2(N), 4096), THREADS = clamp(BN / 8, 32, 256)]\n"
+                    "    (X: f32[N], Y: f32[N], C: i32[2]) grid(ceildiv(N, BN)) as (b) threads(THREADS)\n"
+                    "{\n"
+                    "    let x = alloc_fragment([BN], f32);\n"
+                    "    copy(X[b * BN], x);\n"
+                    "    for i in parallel(BN) {\n"
+                    "        x[i] = x[i] * 2.0;\n"
+                    "    }\n"
+                    "    copy(x, Y[b * BN]);\n"
+                    "    if b == 0 {\n"
+                    "        C[0] = BN;\n"
+                    "        C[1] = THREADS;\n"
+                    "    }\n"
+                    "}\n"
+                    "kernel bad[T = select(N == 1000, 0, 32)](X: f32[N]) grid(1) threads(T) {\n"
+                    "    X[0] = 1.0;\n"
+                    "}\n";
+  tl_kernel *k = NULL, *bad = NULL;
+  tl_context *ctx = cpu_context();
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  tl_jit_options o = memory_cache_only();
+  tl_module *m = NULL;
+  CHECK_STATUS(tl_module_compile(ctx, src, strlen(src), &o, &m), TL_OK, msg);
+  if (!m || tl_module_get_kernel(m, "twice", &k) != TL_OK || tl_module_get_kernel(m, "bad", &bad) != TL_OK) {
+    CHECK(0, "no module or kernels: %s", msg);
+    tl_context_destroy(ctx);
+    return;
+  }
+  const tl_kernel_info *info = tl_kernel_get_info(k);
+  CHECK(info->nconsts == 2 && info->consts[0].value == 4096 && info->consts[1].value == 256 &&
+            info->threads == 256,
+        "compiled for large sizes: %d consts, threads %u", info->nconsts, info->threads);
+  tl_jit_stats before, after;
+  tl_jit_cache_stats(tl_context_jit_cache(ctx), &before);
+  static const struct {
+    int n, bn, threads, compiles; /* compiles: new compilations this launch needs */
+  } cases[] = {
+      {1000, 1024, 128, 1}, {1000, 1024, 128, 0}, {3, 4, 32, 1},        {10000, 4096, 256, 0},
+      {4096, 4096, 256, 0}, {1024, 1024, 128, 0}, {2049, 4096, 256, 0}, {5, 8, 32, 1},
+  };
+  enum { MAXN = 10000 + 16 }; /* room for a poisoned element past the largest N */
+  float *x = malloc(sizeof(float) * MAXN), *y = malloc(sizeof(float) * MAXN);
+  for (int i = 0; i < MAXN; i++)
+    x[i] = (float)(i % 97) - 40.0f;
+  tl_devptr dx = upload(ctx, x, sizeof(float) * MAXN), dy = 0, dc = 0;
+  CHECK_STATUS(tl_malloc(ctx, sizeof(float) * MAXN, &dy), TL_OK, msg);
+  CHECK_STATUS(tl_malloc(ctx, 2 * sizeof(int32_t), &dc), TL_OK, msg);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int n = cases[c].n;
+    tl_jit_cache_stats(tl_context_jit_cache(ctx), &before);
+    CHECK_STATUS(tl_memset_d8(ctx, dy, 0xFF, sizeof(float) * MAXN), TL_OK, msg);
+    int64_t shape[1] = {n}, two[1] = {2};
+    tl_arg args[3] = {tl_arg_tensor(dx, TL_F32, 1, shape), tl_arg_tensor(dy, TL_F32, 1, shape),
+                      tl_arg_tensor(dc, TL_I32, 1, two)};
+    CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, msg);
+    tl_jit_cache_stats(tl_context_jit_cache(ctx), &after);
+    int32_t got[2] = {0, 0};
+    CHECK_STATUS(tl_memcpy_dtoh(ctx, got, dc, sizeof got), TL_OK, msg);
+    CHECK_STATUS(tl_memcpy_dtoh(ctx, y, dy, sizeof(float) * MAXN), TL_OK, msg);
+    int wrong = 0;
+    for (int i = 0; i < n; i++)
+      wrong += y[i] != 2 * x[i];
+    uint32_t poison;
+    memcpy(&poison, &y[n], sizeof poison);
+    CHECK(got[0] == cases[c].bn && got[1] == cases[c].threads && wrong == 0 && poison == 0xFFFFFFFFu &&
+              after.compiles - before.compiles == (uint64_t)cases[c].compiles,
+          "N=%d: ran BN=%d THREADS=%d (expected %d, %d), %d wrong, %llu compilations (expected %d)", n,
+          got[0], got[1], cases[c].bn, cases[c].threads, wrong,
+          (unsigned long long)(after.compiles - before.compiles), cases[c].compiles);
+  }
+  free(x);
+  free(y);
+
+  /* 0 threads at N = 1000: that variant does not compile, and the launch says why */
+  {
+    int64_t shape[1] = {1000};
+    tl_devptr dz = 0;
+    CHECK_STATUS(tl_malloc(ctx, sizeof(float) * 1000, &dz), TL_OK, msg);
+    tl_arg arg = tl_arg_tensor(dz, TL_F32, 1, shape);
+    tl_status st = tl_launch(bad, &arg, 1, NULL);
+    CHECK_STATUS(st, TL_ERR_COMPILE, msg);
+    CHECK_CONTAINS(msg, "the thread count must be between 1 and 1024, got 0");
+    shape[0] = 50; /* 32 threads: compiles, and runs */
+    CHECK_STATUS(tl_launch(bad, &arg, 1, NULL), TL_OK, msg);
+  }
+  tl_context_destroy(ctx);
+}
+
 /* A kernel that stores past the end of its tensor: TL_ERR_KERNEL_FAILED, with the interpreter's
  * message (file, line, the tensor, the block), and the context still usable. */
 static void test_kernel_error(void)
@@ -538,6 +634,7 @@ int main(void)
     test_matmul();
     test_num_sms();
     test_kernel_error();
+    test_launch_consts();
     unsetenv("TILEC_INTERP_LEVEL");
   }
   test_disk_cache();

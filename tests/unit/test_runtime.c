@@ -224,11 +224,12 @@ static void test_malformed_blocks(void)
              "line 5: size param 'Q' is not a dimension of any tensor param");
 
   /* grid lines */
-  EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N +"), "line 7: grid 0: operator '+' needs two operands");
+  EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N +"),
+             "line 7: grid 0: operator '+' needs 2 operands, the stack holds 1");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N 4096"),
              "line 7: grid 0: the program 'N 4096' leaves 2 values");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N Q ceildiv"),
-             "line 7: grid 0: 'Q' is not an operator, a number, num_sms or a param");
+             "line 7: grid 0: 'Q' is not an operator, a number, num_sms, a param or an earlier const");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 A 1 +"), "line 7: grid 0: 'A' is a tensor of f32");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 12x"), "line 7: grid 0: '12x' is not a decimal integer");
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0"), "line 7: a grid line is");
@@ -655,6 +656,103 @@ static void test_grid_programs(void)
              "line 4: grid 0: 'x' is a scalar f32; only sizes and integer scalars can be used");
 }
 
+/* Launch constants: const lines parsed, evaluated at plan time for the launch's sizes (earlier
+ * constants, the new operators), compared with the compiled value; malformed ones refused. */
+static void test_launch_consts(void)
+{
+  const char *text = "// tilec-meta v1\n"
+                     "// tilec-meta kernel rs threads=1024 smem=0 params=4\n"
+                     "// tilec-meta param 0 tensor X f16 rank=2 dims=M,N\n"
+                     "// tilec-meta param 1 tensor Y f16 rank=2 dims=M,N\n"
+                     "// tilec-meta param 2 size M i32\n"
+                     "// tilec-meta param 3 size N i32\n"
+                     "// tilec-meta const BN 8192 N next_pow2 8192 min\n"
+                     "// tilec-meta const THREADS 1024 BN 8 / 32 max 1024 min\n"
+                     "// tilec-meta const SPLIT 1 M 64 < N 4096 >= && 4 1 select\n"
+                     "// tilec-meta grid 0 M\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n"
+                     "// tilec-meta end\n";
+  tl_meta *meta = PARSE_OK(text);
+  if (!meta)
+    return;
+  const tl_kernel_info *k = tl_meta_kernel(meta, 0);
+  CHECK(k->nconsts == 3 && !strcmp(k->consts[0].name, "BN") && k->consts[0].value == 8192 &&
+            !strcmp(k->consts[1].text, "BN 8 / 32 max 1024 min") && k->consts[2].value == 1,
+        "consts parsed: %d", k->nconsts);
+  static const struct {
+    int64_t m, n, bn, threads, split;
+    bool variant;
+  } cases[] = {
+      {4096, 8192, 8192, 1024, 1, false}, {4096, 1000, 1024, 128, 1, true},
+      {8, 4096, 4096, 512, 4, true},      {8, 1, 1, 32, 1, true},
+      {64, 100000, 8192, 1024, 1, false}, {1, 0, 1, 32, 1, true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t shape[2] = {cases[i].m, cases[i].n};
+    tl_arg args[2] = {tl_arg_tensor(256, TL_F16, 2, shape), tl_arg_tensor(512, TL_F16, 2, shape)};
+    tl_launch_plan plan;
+    char err[512] = "";
+    tl_status st = tl_plan_launch(k, args, 2, &plan, err, sizeof err);
+    CHECK(st == TL_OK && plan.nconsts == 3 && plan.consts[0] == cases[i].bn &&
+              plan.consts[1] == cases[i].threads && plan.consts[2] == cases[i].split &&
+              plan.variant == cases[i].variant,
+          "M=%lld N=%lld: %s, consts %lld %lld %lld variant %d (%s)", (long long)cases[i].m,
+          (long long)cases[i].n, tl_status_name(st), (long long)plan.consts[0], (long long)plan.consts[1],
+          (long long)plan.consts[2], plan.variant, err);
+    tl_launch_plan_release(&plan);
+  }
+  tl_meta_free(meta);
+
+  /* an evaluation that fails is the launch's error */
+  meta = PARSE_OK(
+      "// tilec-meta v1\n// tilec-meta kernel d threads=32 smem=0 params=2\n"
+      "// tilec-meta param 0 tensor X f32 rank=1 dims=N\n// tilec-meta param 1 size N i32\n"
+      "// tilec-meta const Q 1 64 N /\n"
+      "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n");
+  if (meta) {
+    int64_t shape[1] = {0};
+    tl_arg arg = tl_arg_tensor(256, TL_F32, 1, shape);
+    tl_launch_plan plan;
+    char err[512] = "";
+    tl_status st = tl_plan_launch(tl_meta_kernel(meta, 0), &arg, 1, &plan, err, sizeof err);
+    CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);
+    CHECK_CONTAINS(err, "launch constant 'Q' ('64 N /'): division by zero");
+    tl_meta_free(meta);
+  }
+
+  const char *head = "// tilec-meta v1\n// tilec-meta kernel d threads=32 smem=0 params=2\n"
+                     "// tilec-meta param 0 tensor X f32 rank=1 dims=N\n// tilec-meta param 1 size N i32\n";
+  const char *tail =
+      "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n";
+  static const struct {
+    const char *lines, *needle;
+  } bad[] = {
+      {"// tilec-meta const A 1\n", "line 5: a const line is 'const NAME VALUE RPN...'"},
+      {"// tilec-meta const 9A 1 N\n", "line 5: const name '9A' is not an identifier"},
+      {"// tilec-meta const A x N\n", "line 5: const 'A': value 'x' is not a decimal integer"},
+      {"// tilec-meta const A 1 N\n// tilec-meta const A 1 N\n",
+       "line 6: kernel 'd' has two consts named 'A'"},
+      {"// tilec-meta const A 1 B\n// tilec-meta const B 1 N\n", "line 5: const A: 'B' is not an operator"},
+      {"// tilec-meta const A 1 N select\n", "line 5: const A: operator 'select' needs 3 operands"},
+      {"// tilec-meta const A 1 X\n", "line 5: const A: 'X' is a tensor of f32"},
+      {"// tilec-meta const A 1 N N\n", "leaves 2 values on the stack"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s%s%s", head, bad[i].lines, tail);
+    EXPECT_BAD(buf, bad[i].needle);
+  }
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s%s// tilec-meta const A 1 N\n// tilec-meta end\n", head,
+           "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n");
+  EXPECT_BAD(buf, "line 7: a const line outside a kernel, or after its grid lines");
+  /* more than TL_MAX_LAUNCH_CONSTS */
+  snprintf(buf, sizeof buf, "%s", head);
+  for (int i = 0; i <= TL_MAX_LAUNCH_CONSTS; i++)
+    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "// tilec-meta const C%d 1 N\n", i);
+  strcat(buf, tail);
+  EXPECT_BAD(buf, "kernel 'd' has more than 16 consts");
+}
+
 static void test_many_params(void)
 {
   /* more parameters than a plan holds inline: the plan allocates, and must still be right */
@@ -943,6 +1041,7 @@ int main(void)
   test_plan_scalars_and_dims();
   test_grid_programs();
   test_grid_num_sms();
+  test_launch_consts();
   test_many_params();
   test_half_conversions();
   test_names();
