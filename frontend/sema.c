@@ -1684,7 +1684,7 @@ static bool launch_eval(Sema *s, const Expr *e, int64_t *out, StrBuf *rpn)
       *out = size_value(s, v);
       return true;
     }
-    if (v->kind == VAR_CONST && !v->cval_is_float && type_is_int(v->type)) {
+    if (v->kind == VAR_CONST && !v->cval_is_float && (type_is_int(v->type) || v->type == TY_BOOL)) {
       if (v->launch)
         sb_printf(rpn, " %s", v->name);
       else
@@ -1778,10 +1778,11 @@ static bool launch_eval(Sema *s, const Expr *e, int64_t *out, StrBuf *rpn)
 /* The default of constant v uses sizes: evaluate it for the sizes compiled for and record it. */
 static void check_launch_const(Sema *s, const Node *c, Var *v, const Expr *dflt)
 {
-  if (!type_is_int(v->type) || v->type == TY_BOOL) {
-    error_at(s->d, c->a->loc,
-             "constant '%s' uses sizes, so it is evaluated at launch and must be an integer, not %s", c->name,
-             type_name(v->type));
+  if (!type_is_int(v->type) && v->type != TY_BOOL) {
+    error_at(
+        s->d, c->a->loc,
+        "constant '%s' uses sizes, so it is evaluated at launch and must be an integer or a bool, not %s",
+        c->name, type_name(v->type));
     return;
   }
   StrBuf rpn = {0};

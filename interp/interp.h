@@ -105,6 +105,17 @@ Module *interp_compile(Arena *a, Diags *d, const char *src, size_t len, const Co
 Module *interp_compile_thread(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs,
                               int ndefs, const char *kernel, const Target *target);
 
+/* Either of the two, with the sizes launch constants are evaluated at (sizes[0..nsizes): NAME and a
+ * decimal value, as --size; docs/language.md, "Launch constants"): a kernel whose constants depend
+ * on the sizes runs as the variant the GPU would launch at them. */
+Module *interp_compile_at(Arena *a, Diags *d, const char *src, size_t len, const ConstDef *defs, int ndefs,
+                          const ConstDef *sizes, int nsizes, const char *kernel, const Target *target,
+                          bool thread);
+
+/* The sizes of a launch of k with args (matched by name, as interp_bind_args), for
+ * interp_compile_at; *n of them, in the arena. */
+ConstDef *interp_launch_sizes(Arena *a, const Kernel *k, const InterpArg *args, int nargs, int *n);
+
 /* The kernel named name in m, or NULL. */
 Kernel *interp_find_kernel(const Module *m, const char *name);
 

@@ -47,6 +47,13 @@ has '[1.000e+00 2.000e+00 3.000e+00 ... 4.998e+03 4.999e+03 5.000e+03]'       # 
 ok run "$ex/vector_add.tl" --arg A=a.npy --arg B=c.npy --arg C=sum.npy        # C only written: its file
 ok run "$ex/vector_add.tl" --arg A=sum.npy --arg B=zeros --size N=5000 --print C
 has '[2.000e+00 3.000e+00 4.000e+00 ... 4.999e+03 5.000e+03 5.001e+03]'
+# launch constants (docs/language.md): each run is the variant for its sizes, at both levels
+g=$(dirname "$0")/golden/launch_consts.tl
+for level in tile thread; do
+  ok run "$g" --size M=2,N=3 --arg X=ones --print Y --level "$level"; has '[[9. 9. 9.]'     # SMALL_M = 1
+  ok run "$g" --size M=100 --size N=3 --arg X=ones --print Y --level "$level"; has '[8. 8. 8.]'
+done
+bad 1 "--size needs NAME=N, got 'M=2,N'" run "$g" --size M=2,N --arg X=ones
 # the examples of README.md and docs/cli.md
 ok run "$ex/vector_add.tl" --arg A=arange --arg B=ones --size N=8 --print C; has '[1. 2. 3. 4. 5. 6. 7. 8.]'
 ok run "$ex/saxpy.tl" --arg X=arange --arg Y=ones --arg a=0.5 --size N=6 --print Z; has '[1.  1.5 2.  2.5 3.  3.5]'

@@ -41,7 +41,8 @@ static const char USAGE[] =
     "                         rand[:SEED]   uniform in [-1, 1) (integers: -8 to 7, unsigned 0 to 15)\n"
     "                         zeros, ones, arange (0, 1, 2, ... in row-major order)\n"
     "                         a number      for a scalar (as -D takes it)\n"
-    "  --size NAME=N        a symbolic size (default: from an .npy argument's shape)\n"
+    "  --size NAME=N        a symbolic size (default: from an .npy argument's shape); also\n"
+    "                       --size M=4,N=5\n"
     "  -D NAME=VALUE        override the kernel constant NAME (also -DNAME=VALUE)\n"
     "  --out NAME=FILE.npy  write the tensor NAME to FILE.npy after the run\n"
     "  --print NAME         print the tensor NAME after the run\n"
@@ -128,7 +129,11 @@ static bool parse_count(const char *text, int64_t max, int64_t *v)
 static int parse_run_args(Arena *a, int argc, char **argv, RunOptions *o)
 {
   o->defs = ARENA_ARRAY(a, ConstDef, argc);
-  o->sizes = ARENA_ARRAY(a, NameValue, argc);
+  size_t commas = 0; /* --size M=4,N=5 gives two sizes */
+  for (int i = 0; i < argc; i++)
+    for (const char *c = argv[i]; *c; c++)
+      commas += *c == ',';
+  o->sizes = ARENA_ARRAY(a, NameValue, (size_t)argc + commas);
   o->args = ARENA_ARRAY(a, NameValue, argc);
   o->outs = ARENA_ARRAY(a, NameValue, argc);
   o->prints = ARENA_ARRAY(a, const char *, argc);
@@ -146,7 +151,13 @@ static int parse_run_args(Arena *a, int argc, char **argv, RunOptions *o)
     int l = 0;
     while (l < NLISTS && !option(lists[l].option, argc, argv, &i, &v))
       l++;
-    if (l < NLISTS) {
+    if (l < NLISTS && lists[l].list == o->sizes && v && strchr(v, ',')) {
+      /* --size M=4,N=5: as two --size options (the compiler's --size takes both forms too) */
+      char *copy = arena_strdup(a, v);
+      for (char *item = strtok(copy, ","); item; item = strtok(NULL, ","))
+        if (!name_value(a, lists[l].option, item, &o->sizes[o->nsizes++]))
+          return usage_error("%s needs %s, got '%s'", lists[l].option, lists[l].form, v);
+    } else if (l < NLISTS) {
       if (!name_value(a, lists[l].option, v, &lists[l].list[(*lists[l].n)++]))
         return usage_error("%s needs %s, got '%s'", lists[l].option, lists[l].form, v ? v : "");
     } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -952,10 +963,19 @@ static bool execute(Arena *a, const RunOptions *o, const char *src, size_t len, 
                     const InterpArg *args, int nargs, InterpStats *stats, Diags *d)
 {
   InterpOptions opt = {.num_sms = o->num_sms, .stats = stats};
+  /* Launch constants (docs/language.md): the variant for these sizes, as tl_launch would run it. */
+  int nsizes = 0;
+  ConstDef *sizes = k->nlconsts ? interp_launch_sizes(a, k, args, nargs, &nsizes) : NULL;
+  if (k->nlconsts && !o->thread) {
+    Module *m = interp_compile_at(a, d, src, len, o->defs, o->ndefs, sizes, nsizes, k->name, NULL, false);
+    k = m ? interp_find_kernel(m, k->name) : NULL;
+    if (!k)
+      return false;
+  }
   if (!o->thread)
     return interp_tile_run(k, args, nargs, &opt, d);
   const Target *target = o->target ? o->target : target_find("sm_90a");
-  Module *m = interp_compile_thread(a, d, src, len, o->defs, o->ndefs, k->name, target);
+  Module *m = interp_compile_at(a, d, src, len, o->defs, o->ndefs, sizes, nsizes, k->name, target, true);
   const Kernel *tk = m ? interp_find_kernel(m, k->name) : NULL;
   return tk && interp_thread_run(tk, args, nargs, &opt, d);
 }

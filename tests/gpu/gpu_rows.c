@@ -165,14 +165,15 @@ static const struct shape {
 static const tl_dtype types[] = {TL_F16, TL_BF16, TL_F32};
 #define NTYPES (sizeof types / sizeof types[0])
 
-/* The .tl defaults of BN and THREADS, for when there is no variants.txt (stdlib/softmax.tl:
- * BN = 65536 / sizeof(T), 1024 threads; stdlib/norms.tl: BN = 8192, RMSNorm 256 threads, LayerNorm
- * 128 * sizeof(T)). */
+/* BN and THREADS of the generic variant (launch constants compiled for large sizes: tilec without
+ * --size), for when there is no variants.txt (stdlib/softmax.tl: BN = 65536 / sizeof(T), 1024
+ * threads; stdlib/norms.tl: RMSNorm streams tiles of 32 KB with 512 threads, LayerNorm BN = 8192
+ * with 128 * sizeof(T) threads). */
 static void default_config(kernel_kind k, tl_dtype t, int *bn, int *threads)
 {
   const int size = (int)tl_dtype_size(t);
-  *bn = k == SOFTMAX ? 65536 / size : 8192;
-  *threads = k == SOFTMAX ? 1024 : k == RMSNORM ? 256 : 128 * size;
+  *bn = k == SOFTMAX ? 65536 / size : k == RMSNORM ? 32768 / size : 8192;
+  *threads = k == SOFTMAX ? 1024 : k == RMSNORM ? 512 : 128 * size;
 }
 
 static void tolerance(kernel_kind k, tl_dtype t, double *atol, double *rtol)

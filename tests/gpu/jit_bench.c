@@ -3,6 +3,7 @@
  *   jit_bench cold   SOURCE.tl [RESULTS_FILE]    the cache folder ($TILEC_CACHE_DIR) must be empty
  *   jit_bench warm   SOURCE.tl [RESULTS_FILE]    the same folder, filled by the cold run
  *   jit_bench launch SOURCE.tl [RESULTS_FILE] [--launches L]
+ *   jit_bench variants SOFTMAX.tl [RESULTS_FILE]
  *
  * SOURCE.tl is examples/vector_add.tl (tests/gpu/run.sh passes it and sets the folder). Run the
  * first two with CUDA_CACHE_DISABLE=1, so that the driver's own compute cache cannot stand in for
@@ -21,11 +22,20 @@
  *         program) and the --emit=header launcher, interleaved, each batch's order rotated. Target:
  *         tl_launch at most 1.2x the bare call. Also tl_plan_launch alone (the checks, no driver).
  *
+ * variants: launch constants on the GPU. SOFTMAX.tl is stdlib/softmax.tl, compiled once with
+ *         tl_module_compile (f16); one tl_launch per shape, at shapes whose launch constants differ
+ *         (1 x 1, 7 x 1000, 64 x 4096, 5 x 8193, 1024 x 512, 33 x 2048, 3 x 100003, and 7 x 1000
+ *         again), each output poisoned with NaN and checked against a softmax computed in double
+ *         from the same f16 inputs; the count of compilations must be one per distinct variant.
+ *         Then the host time of a launch that takes a cached variant against one of the module's
+ *         own code (median of batches, as `launch`), reported, not a target.
+ *
  * Prints a table, appends it to RESULTS_FILE if given; exit 0 when the mode's target is met, 1 when
  * not (or on an error or a wrong result), 2 when there is no GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,11 +352,147 @@ static int run_launch(tl_context *ctx, const char *src, size_t len, int launches
   return met && !wrong ? 0 : 1;
 }
 
+/* ------------------------------------------------------------------------------------- variants */
+
+typedef struct variant_case {
+  int64_t m, n;
+} variant_case;
+
+/* Softmax of `rows` rows of n f16 values (x) against y, in double; the largest error of a row over
+ * its largest value, across the rows. NaN if any output is NaN. */
+static double softmax_error(const uint16_t *x, const uint16_t *y, int64_t rows, int64_t n)
+{
+  double worst = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const uint16_t *xr = x + r * n, *yr = y + r * n;
+    double mx = -1e300, sum = 0, top = 0, err = 0;
+    for (int64_t j = 0; j < n; j++)
+      mx = tl_f16_to_float(xr[j]) > mx ? tl_f16_to_float(xr[j]) : mx;
+    for (int64_t j = 0; j < n; j++)
+      sum += exp(tl_f16_to_float(xr[j]) - mx);
+    for (int64_t j = 0; j < n; j++) {
+      double want = exp(tl_f16_to_float(xr[j]) - mx) / sum, got = tl_f16_to_float(yr[j]);
+      if (got != got)
+        return NAN;
+      top = want > top ? want : top;
+      err = fabs(got - want) > err ? fabs(got - want) : err;
+    }
+    err /= top;
+    worst = err > worst ? err : worst;
+  }
+  return worst;
+}
+
+static int run_variants(tl_context *ctx, const char *src, size_t len)
+{
+  static const variant_case cases[] = {{1, 1},      {7, 1000},  {64, 4096},  {5, 8193},
+                                       {1024, 512}, {33, 2048}, {3, 100003}, {7, 1000}};
+  const int ncases = (int)(sizeof cases / sizeof cases[0]);
+  tl_module *m = NULL;
+  tl_kernel *k = NULL;
+  tl_jit_options opt = tl_jit_default_options();
+  opt.flags = TL_JIT_NO_DISK_CACHE;
+  opt.filename = "softmax.tl";
+  tl_status st = tl_module_compile(ctx, src, len, &opt, &m);
+  if (st == TL_OK)
+    st = tl_module_get_kernel(m, "softmax", &k);
+  if (st != TL_OK) {
+    printf("jit_bench: %s: %s\n", tl_status_name(st), tl_context_message(ctx));
+    return 1;
+  }
+  size_t most = 0; /* elements of the largest case */
+  for (int c = 0; c < ncases; c++)
+    most = (size_t)(cases[c].m * cases[c].n) > most ? (size_t)(cases[c].m * cases[c].n) : most;
+  uint16_t *x = malloc(most * 2), *y = malloc(most * 2);
+  tl_devptr dx = 0, dy = 0;
+  if (!x || !y || tl_malloc(ctx, most * 2, &dx) != TL_OK || tl_malloc(ctx, most * 2, &dy) != TL_OK) {
+    printf("jit_bench: out of memory\n");
+    free(x);
+    free(y);
+    return 1;
+  }
+  uint64_t state = 12345;
+  for (size_t i = 0; i < most; i++)
+    x[i] = tl_f16_from_float(gpu_random_float(&state, -8.0f, 8.0f));
+  int rc = tl_memcpy_htod(ctx, dx, x, most * 2) == TL_OK ? 0 : 1;
+  report(
+      "\n### launch constants: stdlib/softmax.tl (f16) through tl_module_compile, one tl_launch per shape\n\n"
+      "| M | N | compilations | first launch ms | max error |\n|---|---|---|---|---|\n");
+  int variants = 0;
+  for (int c = 0; c < ncases && rc == 0; c++) {
+    const int64_t shape[2] = {cases[c].m, cases[c].n};
+    const size_t elems = (size_t)(cases[c].m * cases[c].n);
+    tl_arg args[2] = {tl_arg_tensor(dx, TL_F16, 2, shape), tl_arg_tensor(dy, TL_F16, 2, shape)};
+    tl_jit_stats before, after;
+    tl_jit_cache_stats(tl_context_jit_cache(ctx), &before);
+    tl_memset_d8(ctx, dy, 0xFF, most * 2); /* f16 0xFFFF is a NaN */
+    double t0 = test_now_ms();
+    st = tl_launch(k, args, 2, NULL);
+    if (st == TL_OK)
+      st = tl_synchronize(ctx);
+    double ms = test_now_ms() - t0;
+    tl_jit_cache_stats(tl_context_jit_cache(ctx), &after);
+    if (st != TL_OK || tl_memcpy_dtoh(ctx, y, dy, most * 2) != TL_OK) {
+      printf("jit_bench: %lld x %lld: %s: %s\n", (long long)cases[c].m, (long long)cases[c].n,
+             tl_status_name(st), tl_context_message(ctx));
+      rc = 1;
+      break;
+    }
+    double err = softmax_error(x, y, cases[c].m, cases[c].n);
+    size_t poisoned = 0;
+    for (size_t i = elems; i < most; i++)
+      poisoned += y[i] == 0xFFFF;
+    unsigned long long made = (unsigned long long)(after.compiles - before.compiles);
+    variants += (int)made;
+    report("| %lld | %lld | %llu | %.2f | %.2e%s |\n", (long long)cases[c].m, (long long)cases[c].n, made, ms,
+           err, !(err <= 1e-2) || poisoned != most - elems ? " WRONG" : "");
+    if (!(err <= 1e-2) || poisoned != most - elems)
+      rc = 1;
+    /* the repeat of 7 x 1000 must be served by the variant the first one made */
+    if (c == ncases - 1 && made != 0) {
+      report("the repeated shape compiled again\n");
+      rc = 1;
+    }
+  }
+  /* host time per launch: a cached variant (1 x 1000) against the module's own code (1 x 100003,
+   * whose launch constants are the compiled ones) */
+  if (rc == 0) {
+    int64_t small[2] = {1, 1000}, big[2] = {1, 100003};
+    tl_arg a_small[2] = {tl_arg_tensor(dx, TL_F16, 2, small), tl_arg_tensor(dy, TL_F16, 2, small)};
+    tl_arg a_big[2] = {tl_arg_tensor(dx, TL_F16, 2, big), tl_arg_tensor(dy, TL_F16, 2, big)};
+    enum { BATCHES = 40, PER = 100 };
+    double t_var[BATCHES], t_own[BATCHES];
+    for (int b = 0; b < BATCHES && rc == 0; b++) {
+      for (int which = 0; which < 2; which++) {
+        const tl_arg *a = (b + which) % 2 ? a_small : a_big;
+        double t0 = test_now_ms();
+        for (int i = 0; i < PER; i++)
+          if (tl_launch(k, a, 2, NULL) != TL_OK)
+            rc = 1;
+        double us = (test_now_ms() - t0) * 1e3 / PER;
+        ((b + which) % 2 ? t_var : t_own)[b] = us;
+        tl_synchronize(ctx);
+      }
+    }
+    double var = test_median(t_var, BATCHES), own = test_median(t_own, BATCHES);
+    report(
+        "\n%d variants compiled for %d shapes; host time per tl_launch: cached variant %.2f us, the module's "
+        "own code %.2f us (%.2fx)\n",
+        variants, ncases, var, own, var / own);
+  }
+  tl_free(ctx, dx);
+  tl_free(ctx, dy);
+  free(x);
+  free(y);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   const double t_process = test_now_ms();
-  if (argc < 3 || (strcmp(argv[1], "cold") && strcmp(argv[1], "warm") && strcmp(argv[1], "launch"))) {
-    fprintf(stderr, "usage: jit_bench cold|warm|launch SOURCE.tl [RESULTS_FILE] [--launches L]\n");
+  if (argc < 3 || (strcmp(argv[1], "cold") && strcmp(argv[1], "warm") && strcmp(argv[1], "launch") &&
+                   strcmp(argv[1], "variants"))) {
+    fprintf(stderr, "usage: jit_bench cold|warm|launch|variants SOURCE.tl [RESULTS_FILE] [--launches L]\n");
     return 1;
   }
   int launches = 10000;
@@ -376,7 +522,9 @@ int main(int argc, char **argv)
   if (results_path && !(results = fopen(results_path, "a")))
     fprintf(stderr, "jit_bench: cannot append to %s\n", results_path);
   int rc = !strcmp(argv[1], "launch") ? run_launch(ctx, src, len, launches)
-                                      : run_load(!strcmp(argv[1], "cold"), ctx, t_process, t_ctx, src, len);
+           : !strcmp(argv[1], "variants")
+               ? run_variants(ctx, src, len)
+               : run_load(!strcmp(argv[1], "cold"), ctx, t_process, t_ctx, src, len);
   if (results)
     fclose(results);
   tl_context_destroy(ctx);

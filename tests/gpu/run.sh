@@ -117,6 +117,11 @@ if [ -x "$bindir/jit_bench" ]; then
     jit_rc=${PIPESTATUS[0]}
     [ "$jit_rc" -eq 0 ] || failures+=("jit_bench $mode (exit $jit_rc)")
   done
+  echo "== jit_bench variants (launch constants of stdlib/softmax.tl)" | tee -a "$out/jit.log"
+  TILEC_CACHE_DIR="$jit_cache" "$bindir/jit_bench" variants "$root/stdlib/softmax.tl" "$out/jit.txt" 2>&1 |
+    tee -a "$out/jit.log"
+  jit_rc=${PIPESTATUS[0]}
+  [ "$jit_rc" -eq 0 ] || failures+=("jit_bench variants (exit $jit_rc)")
 else
   echo "SKIP jit_bench: not in $bindir (built with the compiler: build/tests/gpu/jit_bench)" |
     tee -a "$out/jit.log"

@@ -4,8 +4,9 @@ their peers in the same process (issue 14: "sweeps replace single shapes").
 
     python3 tests/gpu/sweep_rows.py TILEC OUTDIR [--dtypes f16,bf16] [--reps 20] [--quick]
 
-For each kernel and dtype, stdlib/KERNEL.tl is compiled by TILEC at its defaults (no tuning flags:
--D T=DTYPE only) for the device (sm_90a on an H200), loaded with cuModuleLoadData through ctypes into
+For each kernel, dtype and shape, stdlib/KERNEL.tl is compiled by TILEC at its defaults (no tuning
+flags: -D T=DTYPE only) for the shape's sizes (--size M=..,N=..: the variant whose launch constants
+tl_launch would pick through the JIT; docs/language.md) for the device (sm_90a on an H200), loaded with cuModuleLoadData through ctypes into
 torch's context, and launched with cuLaunchKernel on torch's stream, its grid from the PTX's
 tilec-meta block (docs/abi.md). At every shape it is checked against torch (a sample of rows, f32
 math) and timed with CUDA events around a CUDA graph of 10 calls (median of --reps replays, divided by
@@ -90,11 +91,13 @@ def parse_meta(ptx):
         if w[0] == "kernel":
             kv = dict(x.split("=") for x in w[2:])
             cur = kernels[w[1]] = {"threads": int(kv["threads"]), "smem": int(kv["smem"]), "params": [],
-                                   "grid": [None] * 3}
+                                   "grid": [None] * 3, "consts": []}
         elif w[0] == "param":
             cur["params"].append((w[2], w[3], w[4]))
         elif w[0] == "grid":
             cur["grid"][int(w[1])] = w[2:]
+        elif w[0] == "const":
+            cur["consts"].append((w[1], int(w[2])))
     return kernels
 
 
@@ -113,11 +116,17 @@ def rpn(tokens, env):
 
 
 class Kernel:
-    def __init__(self, drv, tilec, path, name, dtype):
+    def __init__(self, drv, tilec, path, name, dtype, sizes=None, flags=(), quiet=False):
+        """sizes: {"M": m, "N": n} compiles the variant a launch at those sizes gets (--size: the
+        launch constants' values there, as the JIT's tl_launch would); None: the generic variant.
+        flags: more tilec flags (-D settings: explore_rows.py)."""
         out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sweep_{name}_{dtype}.ptx")
-        subprocess.run([tilec, path, "--kernel", name, "-D", f"T={dtype}", "-o", out], check=True)
+        flags = list(flags) + (["--size", ",".join(f"{k}={v}" for k, v in sizes.items())] if sizes else [])
+        subprocess.run([tilec, path, "--kernel", name, "-D", f"T={dtype}", *flags, "-o", out], check=True,
+                       stderr=subprocess.DEVNULL if quiet else None)
         ptx = open(out).read()
         self.meta = parse_meta(ptx)[name]
+        self.variant = " ".join(f"{k}={v}" for k, v in self.meta["consts"])
         self.drv, self.name = drv, name
         self.fn = drv.function(drv.load(ptx), name, self.meta["smem"])
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -281,13 +290,13 @@ def main():
                  "(CUDA events), per call; "
                  "bandwidth of the bytes the kernel must move; ratios are of the device copy's.",
                  "",
-                 "| dtype | M | N | tilec µs | floor µs | tilec TB/s | copy TB/s | tilec / copy | torch / copy | triton / copy | tilec / triton | max error |",
-                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                 "| dtype | M | N | variant (launch constants) | tilec µs | floor µs | tilec TB/s | copy TB/s | tilec / copy | torch / copy | triton / copy | tilec / triton | max error |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for dtype in dtypes:
-            k = Kernel(drv, tilec, os.path.join(ROOT, paths[kind]), kind, dtype)
             t = DT[dtype]
             elem = torch.tensor([], dtype=t).element_size()
             for (m, n) in shapes(elem, quick):
+                k = Kernel(drv, tilec, os.path.join(ROOT, paths[kind]), kind, dtype, {"M": m, "N": n})
                 torch.manual_seed(m * 131 + n)
                 x = (torch.rand(m, n, device="cuda") * 8 - 4).to(t)
                 w = (torch.rand(n, device="cuda") + 0.5).to(t)
@@ -317,7 +326,7 @@ def main():
                 copy_bw = 2 * m * n * elem / (t_copy * 1e-3) / 1e12
                 bw = lambda ms: moved / (ms * 1e-3) / 1e12
                 r = lambda ms: f"{bw(ms) / copy_bw:.3f}" if ms else "-"
-                line = (f"| {dtype} | {m} | {n} | {t_ours * 1e3:.1f} | {t_floor * 1e3:.1f} | {bw(t_ours):.3f} | {copy_bw:.3f} | **{bw(t_ours) / copy_bw:.3f}** | "
+                line = (f"| {dtype} | {m} | {n} | {k.variant} | {t_ours * 1e3:.1f} | {t_floor * 1e3:.1f} | {bw(t_ours):.3f} | {copy_bw:.3f} | **{bw(t_ours) / copy_bw:.3f}** | "
                         f"{r(t_torch)} | {r(t_triton)} | "
                         f"{(t_triton / t_ours if t_triton else float('nan')):.3f} | {err:.2e}{'' if ok else ' WRONG'} |")
                 lines.append(line)

@@ -200,6 +200,21 @@ static void run_levels(const char *path, const char *src, size_t len, const char
   }
   InterpOptions opt = {.num_sms = 4};
   launch_use(&L, 0);
+  /* Launch constants: every level runs the variant for this launch's sizes, as the GPU's tl_launch
+   * does (the sizes were drawn for the generic variant's parameters, which are the same). */
+  int nsizes = 0;
+  ConstDef *sizes = k->nlconsts ? interp_launch_sizes(a, k, L.args, L.nargs, &nsizes) : NULL;
+  if (k->nlconsts) {
+    Module *sm = interp_compile_at(a, &d, src, len, NULL, 0, sizes, nsizes, name, NULL, false);
+    Kernel *sk = sm ? interp_find_kernel(sm, name) : NULL;
+    CHECK(sk != NULL, "%s: kernel %s does not compile at its launch's sizes", path, name);
+    if (!sk) {
+      launch_release(&L);
+      arena_free(a);
+      return;
+    }
+    k = sk;
+  }
   if (!interp_tile_run(k, L.args, L.nargs, &opt, &d)) {
     char *msg = render(&d);
     if (verbose)
@@ -227,7 +242,8 @@ static void run_levels(const char *path, const char *src, size_t len, const char
       ok = false;
 #endif
     } else {
-      Module *tm = interp_compile_thread(ta, &td, src, len, NULL, 0, name, target_find(targets[c - 1]));
+      Module *tm = interp_compile_at(ta, &td, src, len, NULL, 0, sizes, nsizes, name,
+                                     target_find(targets[c - 1]), true);
       Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
       ok = tk && interp_thread_run(tk, L.args, L.nargs, &opt, &td);
     }

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""explore_rows.py: candidate settings of the stdlib's row kernels at each shape of the sweep, timed
+side by side, so that the launch constants' formulas (issue 14) come from measurements.
+
+    python3 tests/gpu/explore_rows.py TILEC OUTDIR [--kernels softmax,rmsnorm,layernorm] [--dtype f16]
+
+For every kernel and shape (sweep_rows.py's grid), every candidate (-D settings, pinned) is compiled
+by TILEC, checked against torch on sampled rows, and timed as sweep_rows.py times (CUDA graph of 10
+calls, median of 10 replays); the copy and the stdlib default (no -D but T, --size M,N) in the same
+run. Writes OUTDIR/explore_KERNEL.md: per shape the default, the best candidate and every
+candidate's ratio of the copy's bandwidth. Exit 1 if a result is wrong.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_rows as sw  # noqa: E402
+import torch  # noqa: E402
+
+
+def pow2(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def candidates(kind, n, elem):
+    """-D settings to try at row length n (elem bytes per element)."""
+    out = []
+    cap = 65536 // elem  # a 64 KB row in registers at most
+    bn = min(pow2(n), cap)
+    threads_opts = sorted({t for t in (32, 64, bn // 32, bn // 16, bn // 8) if 32 <= t <= 1024 and t <= bn})
+    if n > cap:  # the long-row path
+        for b, t, bps, mb in ((cap, 1024, 1, 0), (cap // 2, 1024, 1, 0), (cap // 4, 256, 1, 2), (cap // 4, 512, 2, 2)):
+            if kind == "softmax":
+                out.append(dict(BN=b, THREADS=t, BPS=bps, MINB=mb))
+            elif kind == "rmsnorm":
+                out.append(dict(BN=b, THREADS=t, MINB=mb))
+            else:
+                out.append(dict(BN=b, THREADS=t, RPB=1, MINB=mb))
+        return out
+    for t in threads_opts:
+        occ = min(32, max(1, 2048 // t))
+        if kind == "softmax":
+            for bps, st in ((occ, 2), (65536, 1), (65536, 2)):
+                for mb in sorted({0, occ if occ > 1 else 0}):
+                    if st * bn * elem * min(bps, occ) > 200 * 1024:
+                        continue
+                    out.append(dict(BN=bn, THREADS=t, BPS=bps, STAGES=st, MINB=mb))
+        elif kind == "rmsnorm":
+            for mb in (0, 2, 4):
+                out.append(dict(BN=bn, THREADS=t, MINB=mb))
+        else:
+            for rpb in (1, 4):
+                for mb in (0, 2, 4):
+                    if 3 * bn * elem * max(mb, 1) > 200 * 1024:
+                        continue
+                    out.append(dict(BN=bn, THREADS=t, RPB=rpb, STAGES=3, MINB=mb))
+    if n > 8192:  # also the long-row path with 8192-element tiles (the old default)
+        if kind == "rmsnorm":
+            out.append(dict(BN=8192, THREADS=256, MINB=0))
+        elif kind == "layernorm":
+            out.append(dict(BN=8192, THREADS=256, RPB=4, STAGES=3, MINB=2))
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2:
+        print(__doc__)
+        return 2
+    tilec, outdir = args[0], args[1]
+    kinds, dtype = ["softmax", "rmsnorm", "layernorm"], "f16"
+    i = 2
+    while i < len(args):
+        if args[i] == "--kernels":
+            kinds = args[i + 1].split(",")
+            i += 1
+        elif args[i] == "--dtype":
+            dtype = args[i + 1]
+            i += 1
+        i += 1
+    os.makedirs(outdir, exist_ok=True)
+    drv = sw.Driver()
+    paths = {"softmax": "stdlib/softmax.tl", "rmsnorm": "stdlib/norms.tl", "layernorm": "stdlib/norms.tl"}
+    t = sw.DT[dtype]
+    elem = torch.tensor([], dtype=t).element_size()
+    wrong = 0
+    for kind in kinds:
+        path = os.path.join(sw.ROOT, paths[kind])
+        lines = [f"# {kind} ({dtype}): candidates per shape, ratio of the copy's bandwidth", ""]
+        for (m, n) in sw.shapes(elem, False):
+            torch.manual_seed(m * 7 + n)
+            x = (torch.rand(m, n, device="cuda") * 8 - 4).to(t)
+            w = (torch.rand(n, device="cuda") + 0.5).to(t)
+            b = (torch.rand(n, device="cuda") - 0.5).to(t)
+            y = torch.empty_like(x)
+            y2 = torch.empty_like(x)
+            eps = 1e-5
+            rows = torch.randint(0, m, (min(m, 64),), device="cuda")
+            ref = sw.reference(kind, x, w, b, eps, rows)
+            t_copy = sw.timed(lambda: y2.copy_(x), 10)
+            moved = 2 * m * n * elem + (n * elem if kind == "rmsnorm" else 2 * n * elem if kind == "layernorm" else 0)
+            ratio = lambda ms: moved / (ms * 1e-3) / (2 * m * n * elem / (t_copy * 1e-3))
+            results = []
+            cands = [("default", ["--size", f"M={m},N={n}"])]
+            for c in candidates(kind, n, elem):
+                flags = []
+                for k2, v in c.items():
+                    flags += ["-D", f"{k2}={v}"]
+                cands.append((" ".join(f"{k2}={v}" for k2, v in c.items()), flags))
+            for j, (label, flags) in enumerate(cands):
+                try:
+                    k = sw.Kernel(drv, tilec, path, kind, dtype, flags=flags, quiet=True)
+                except Exception as e:  # a candidate that does not compile (registers, shared memory)
+                    results.append((label, None, f"no: {str(e)[:60]}"))
+                    continue
+                call = {"softmax": lambda: k(X=x, Y=y, M=m, N=n),
+                        "rmsnorm": lambda: k(X=x, W=w, Y=y, eps=eps, M=m, N=n),
+                        "layernorm": lambda: k(X=x, W=w, B=b, Y=y, eps=eps, M=m, N=n)}[kind]
+                y.fill_(float("nan"))
+                call()
+                torch.cuda.synchronize()
+                err = ((y[rows].float() - ref).abs().amax(-1) / ref.abs().amax(-1)).max().item()
+                ok = err == err and err <= (1e-2 if dtype == "f16" else 4e-2)
+                if not ok:
+                    wrong += 1
+                    results.append((label, None, f"WRONG {err:.2e}"))
+                    continue
+                ms = sw.timed(call, 10)
+                results.append((label, ms, ""))
+            good = [r for r in results[1:] if r[1]]
+            best = min(good, key=lambda r: r[1]) if good else None
+            d = results[0]
+            head = (f"M={m} N={n}: copy {t_copy * 1e3:.1f} µs; default {d[1] * 1e3 if d[1] else 0:.1f} µs "
+                    f"({ratio(d[1]) if d[1] else 0:.3f}); best {best[0] if best else '-'} "
+                    f"{best[1] * 1e3 if best else 0:.1f} µs ({ratio(best[1]) if best else 0:.3f})")
+            print(kind, head, flush=True)
+            lines.append(f"## {head}")
+            lines.append("")
+            for label, ms, note in results:
+                lines.append(f"- {label}: " + (f"{ms * 1e3:.1f} µs, {ratio(ms):.3f}" if ms else note))
+            lines.append("")
+            del x, y, y2
+        with open(os.path.join(outdir, f"explore_{kind}.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print(f"explore_rows: {'all right' if not wrong else f'{wrong} WRONG'}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
