@@ -194,3 +194,10 @@ int cli_write_file(const char *path, const char *data, size_t len)
 {
   return write_path(path, path, data, len, 0);
 }
+
+void cli_verror(const char *fmt, va_list ap)
+{
+  fprintf(stderr, "tilec: error: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+}

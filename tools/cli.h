@@ -21,4 +21,8 @@ int cli_write_file(const char *path, const char *data, size_t len);
  * "cannot write" (could not create, open or put in place) or "writing" (a write failed). */
 int cli_output_error(const char *what, const char *path, int err);
 
+/* "tilec: error: " fmt "\n" on standard error (tilec run's and tilec tune's errors). */
+#include <stdarg.h>
+void cli_verror(const char *fmt, va_list ap);
+
 #endif

@@ -3,6 +3,7 @@
 #include "passes.h" /* passes/passes.h: the pipeline's steps, for --help */
 #include "run.h"    /* tilec run */
 #include "target.h" /* ir/target.h */
+#include "tune.h"   /* tilec tune */
 #include "tilec.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 static const char USAGE[] =
     "usage: tilec [options] FILE.tl\n"
     "       tilec run FILE.tl [options]   (runs a kernel on the CPU: tilec run --help)\n"
+    "       tilec tune FILE.tl [options]  (times candidate constants: tilec tune --help)\n"
     "\n"
     "Compiles a .tl tile program to PTX.\n"
     "\n"
@@ -280,8 +282,9 @@ int main(int argc, char **argv)
    * temporary removed) instead of the process being killed. */
   signal(SIGXFSZ, SIG_IGN);
   /* `tilec run FILE.tl ...` runs a kernel on the CPU (run.c); anything else compiles. */
-  int rc = argc > 1 && !strcmp(argv[1], "run") ? run_command(argc - 1, argv + 1)
-                                               : parse_args(argc, argv, &cmd);
+  int rc = argc > 1 && !strcmp(argv[1], "run")    ? run_command(argc - 1, argv + 1)
+           : argc > 1 && !strcmp(argv[1], "tune") ? tune_command(argc - 1, argv + 1)
+                                                  : parse_args(argc, argv, &cmd);
   if (rc == COMPILE)
     rc = compile(&cmd);
   /* A file system may report a failed write only when the file is closed.

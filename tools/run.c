@@ -83,9 +83,7 @@ __attribute__((format(printf, 1, 2))) static bool run_error(const char *fmt, ...
 {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "tilec: error: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
+  cli_verror(fmt, ap);
   va_end(ap);
   return false;
 }
