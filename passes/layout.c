@@ -116,6 +116,10 @@ static void check_access(Inference *l, int buf, Expr **idx, int n, SrcLoc loc)
   }
   const Stmt *p = l->loop;
   bool full = shape_is(b, p, false), rows = !full && shape_is(b, p, true);
+  /* A 1-D loop of extent 1: a [1] fragment has both shapes; read as m[0] it is the rows (the
+   * broadcast of softmax's max beside x[j] when a launch constant makes the row one element). */
+  if (full && p->nvars == 1 && n == 1 && idx[0]->kind == EX_INT && idx[0]->i == 0 && shape_is(b, p, true))
+    full = false, rows = true;
   if (!full && !rows) {
     error_at(l->pc->diags, loc, "fragment '%s' does not have the shape of the parallel loop around it",
              b->name);
