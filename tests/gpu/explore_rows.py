@@ -2,7 +2,7 @@
 """explore_rows.py: candidate settings of the stdlib's row kernels at each shape of the sweep, timed
 side by side, so that the launch constants' formulas (issue 14) come from measurements.
 
-    python3 tests/gpu/explore_rows.py TILEC OUTDIR [--kernels softmax,rmsnorm,layernorm] [--dtype f16]
+    python3 tests/gpu/explore_rows.py TILEC OUTDIR [--kernels softmax,rmsnorm,layernorm] [--dtype f16] [--n 1024,4096]
 
 For every kernel and shape (sweep_rows.py's grid), every candidate (-D settings, pinned) is compiled
 by TILEC, checked against torch on sampled rows, and timed as sweep_rows.py times (CUDA graph of 10
@@ -40,6 +40,13 @@ def candidates(kind, n, elem):
             else:
                 out.append(dict(BN=b, THREADS=t, RPB=1, MINB=mb))
         return out
+    if kind == "layernorm" and bn * elem > 16384:  # x, w, b and the f32 squares in registers: >= 64 B a thread
+        for t in (512, 1024):
+            for rpb in (1, 4):
+                for st in (2, 3):
+                    out.append(dict(BN=bn, THREADS=t, RPB=rpb, STAGES=st, MINB=0))
+        out.append(dict(BN=8192, THREADS=256, RPB=4, STAGES=3, MINB=2))
+        return out
     for t in threads_opts:
         occ = min(32, max(1, 2048 // t))
         if kind == "softmax":
@@ -71,7 +78,7 @@ def main():
         print(__doc__)
         return 2
     tilec, outdir = args[0], args[1]
-    kinds, dtype = ["softmax", "rmsnorm", "layernorm"], "f16"
+    kinds, dtype, only_n = ["softmax", "rmsnorm", "layernorm"], "f16", None
     i = 2
     while i < len(args):
         if args[i] == "--kernels":
@@ -79,6 +86,9 @@ def main():
             i += 1
         elif args[i] == "--dtype":
             dtype = args[i + 1]
+            i += 1
+        elif args[i] == "--n":  # only these row lengths
+            only_n = [int(v) for v in args[i + 1].split(",")]
             i += 1
         i += 1
     os.makedirs(outdir, exist_ok=True)
@@ -91,6 +101,8 @@ def main():
         path = os.path.join(sw.ROOT, paths[kind])
         lines = [f"# {kind} ({dtype}): candidates per shape, ratio of the copy's bandwidth", ""]
         for (m, n) in sw.shapes(elem, False):
+            if only_n and n not in only_n:
+                continue
             torch.manual_seed(m * 7 + n)
             x = (torch.rand(m, n, device="cuda") * 8 - 4).to(t)
             w = (torch.rand(n, device="cuda") + 0.5).to(t)
