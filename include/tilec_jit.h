@@ -176,6 +176,29 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
 tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit_options *opt,
                                  tl_module **out);
 
+/* ========================================================================================== tuning */
+
+/* What `tilec tune` found best for a kernel, kept beside the cache's entries (DIR/tune/, one file
+ * per source, arch, -O, defines and kernel) and used by later launches: a module from
+ * tl_module_compile with the same source and options reads the results of its kernels, and a
+ * tl_launch whose sizes fall in a stored bucket runs the kernel compiled with the stored defines
+ * (a variant, made once and kept, as for launch constants). A bucket is the kernel's sizes each
+ * rounded up to a power of two ("K=4096,M=16,N=4096"), so one result serves a range of shapes.
+ *
+ * opt->kernel names the kernel and opt->arch must be a target (not NULL or "device": the device's
+ * is tl_jit_arch_for); the other options as the modules that should use the result will be
+ * compiled with (defines, opt_level). sizes: every size of the kernel, NAME and a decimal value;
+ * best: the winning defines. TL_ERR_BAD_ARGUMENT for a bad argument, TL_ERR_IO when the cache has
+ * no folder (or it cannot be written), with the message in err. */
+tl_status tl_jit_tune_store(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
+                            const tilec_define *sizes, int nsizes, const tilec_define *best, int nbest,
+                            char *err, size_t err_size);
+/* The defines stored for the bucket of sizes, as "NAME=VALUE NAME=VALUE" in defines (size bytes):
+ * TL_OK, TL_ERR_NOT_FOUND when there are none, or as tl_jit_tune_store. */
+tl_status tl_jit_tune_lookup(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
+                             const tilec_define *sizes, int nsizes, char *defines, size_t size, char *err,
+                             size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -797,8 +797,11 @@ typedef struct variant_source {
   char *src;
   size_t len;
   tl_jit_options opt;
-  tilec_define *defines; /* opt.ndefines of the caller's, then room for TL_MAX_LAUNCH_CONSTS */
-  char *strings;         /* the defines' names and values, the filename, the arch */
+  tilec_define *defines;   /* opt.ndefines of the caller's, then room for TL_MAX_LAUNCH_CONSTS */
+  char *strings;           /* the defines' names and values, the filename, the arch */
+  int nkernels;            /* of the module, in its metadata's order: */
+  char **names;            /*   their names */
+  tl_tune_entries *tuning; /*   their stored tuning results (n == 0: none) */
 } variant_source;
 
 static void variant_destroy(void *state)
@@ -809,38 +812,94 @@ static void variant_destroy(void *state)
   free(v->src);
   free(v->defines);
   free(v->strings);
+  for (int i = 0; i < v->nkernels; i++) {
+    if (v->names)
+      free(v->names[i]);
+    if (v->tuning)
+      tl_tune_entries_free(&v->tuning[i]);
+  }
+  free(v->names);
+  free(v->tuning);
   free(v);
 }
 
+/* The kernel's index in the module, or -1. */
+static int variant_kernel(const variant_source *v, const char *name)
+{
+  for (int i = 0; i < v->nkernels; i++)
+    if (!strcmp(v->names[i], name))
+      return i;
+  return -1;
+}
+
+/* The tuning result for this launch's bucket of sizes (tl_tune_bucket over the size params), or
+ * -1. Costs nothing for a kernel that has none. */
+static int variant_tuned(void *state, const tl_kernel_info *info, const tl_launch_plan *plan)
+{
+  const variant_source *v = state;
+  int k = variant_kernel(v, info->name);
+  if (k < 0 || v->tuning[k].n == 0 || info->nparams - info->nargs > 64)
+    return -1;
+  tilec_define sizes[64];
+  char values[64][16];
+  int n = 0;
+  for (int p = info->nargs; p < info->nparams; p++) {
+    int32_t value;
+    memcpy(&value, plan->params[p], sizeof value);
+    snprintf(values[n], sizeof values[n], "%d", (int)value);
+    sizes[n] = (tilec_define){info->params[p].name, values[n]};
+    n++;
+  }
+  char bucket[1024];
+  int index = -1;
+  if (n && tl_tune_bucket(sizes, n, bucket, sizeof bucket))
+    tl_tune_find(&v->tuning[k], bucket, &index);
+  return index;
+}
+
+/* The variant: the module's defines, then each launch constant pinned to its value, then the
+ * tuning result's defines (last, so that they win: a tuned BN beats the formula's). */
 static tl_status variant_compile(tl_context *ctx, void *state, const tl_kernel_info *info,
-                                 const int64_t *values, tl_module **out)
+                                 const int64_t *values, int tuned, tl_module **out)
 {
   const variant_source *v = state;
   tl_jit_options o = v->opt;
   const int n = o.ndefines;
+  int k = variant_kernel(v, info->name);
+  const char *extra = k >= 0 && tuned >= 0 && tuned < v->tuning[k].n ? v->tuning[k].lines[tuned].defines : "";
+  char *tuned_text = strdup(extra);
+  int ntuned = 0;
+  for (const char *c = extra; *c; c++)
+    ntuned += *c == '=';
   char text[TL_MAX_LAUNCH_CONSTS][24];
-  tilec_define defs[256 + TL_MAX_LAUNCH_CONSTS];
-  tilec_define *d = n + info->nconsts <= (int)(sizeof defs / sizeof defs[0])
-                        ? defs
-                        : malloc(sizeof *d * (size_t)(n + info->nconsts));
-  if (!d)
+  tilec_define *d = malloc(sizeof *d * (size_t)(n + info->nconsts + ntuned + 1));
+  if (!d || !tuned_text) {
+    free(d);
+    free(tuned_text);
     return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  }
   if (n)
     memcpy(d, v->defines, sizeof *d * (size_t)n);
   for (int i = 0; i < info->nconsts; i++) {
     snprintf(text[i], sizeof text[i], "%lld", (long long)values[i]);
     d[n + i] = (tilec_define){info->consts[i].name, text[i]};
   }
+  int nd = n + info->nconsts;
+  for (char *item = strtok(tuned_text, " "); item; item = strtok(NULL, " ")) {
+    char *eq = strchr(item, '=');
+    *eq = 0; /* tl_tune_read checked every item has one */
+    d[nd++] = (tilec_define){item, eq + 1};
+  }
   o.defines = d;
-  o.ndefines = n + info->nconsts;
+  o.ndefines = nd;
   o.kernel = info->name;
   tl_status st = module_compile(ctx, v->src, v->len, &o, out);
-  if (d != defs)
-    free(d);
+  free(d);
+  free(tuned_text);
   return st;
 }
 
-static const tl_variant_ops variant_ops = {variant_compile, variant_destroy};
+static const tl_variant_ops variant_ops = {variant_tuned, variant_compile, variant_destroy};
 
 /* A copy of what compiled the module, for variant_compile; NULL when out of memory. */
 static variant_source *variant_source_new(const char *src, size_t len, const tl_jit_options *opt)
@@ -897,12 +956,47 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
   if (st != TL_OK)
     return st;
   const tl_meta *meta = tl_module_meta(*out);
+  const int nk = tl_meta_kernel_count(meta);
+  /* tilec tune's stored results for each kernel (tl_jit_tune_store), by the same settings */
+  tl_jit_cache *cache = tl_context_jit_cache(ctx);
+  tl_device_info dev;
+  tl_context_device(ctx, &dev);
+  const char *arch = opt && opt->arch && strcmp(opt->arch, "device")
+                         ? opt->arch
+                         : tl_jit_arch_for(dev.cc_major, dev.cc_minor);
+  tl_tune_entries *tuning = calloc((size_t)nk + 1, sizeof *tuning);
   bool any = false;
-  for (int i = 0; i < tl_meta_kernel_count(meta); i++)
-    any |= tl_meta_kernel(meta, i)->nconsts > 0;
+  for (int i = 0; i < nk && tuning; i++) {
+    char path[TL_CACHE_PATH_MAX];
+    const tl_jit_options o = opt ? *opt : tl_jit_default_options();
+    if (cache && !cache->off && arch &&
+        tl_tune_path(cache->dir, src, len, arch, o.opt_level, o.defines, o.ndefines,
+                     tl_meta_kernel(meta, i)->name, path, sizeof path) &&
+        tl_tune_read(path, &tuning[i]))
+      debug(cache, "kernel %s: %d tuning results from %s", tl_meta_kernel(meta, i)->name, tuning[i].n, path);
+    any |= tl_meta_kernel(meta, i)->nconsts > 0 || tuning[i].n > 0;
+  }
+  variant_source *v = any && tuning ? variant_source_new(src, len, opt) : NULL;
+  if (v) {
+    v->nkernels = nk;
+    v->tuning = tuning;
+    v->names = calloc((size_t)nk + 1, sizeof *v->names);
+    for (int i = 0; i < nk && v->names; i++)
+      v->names[i] = strdup(tl_meta_kernel(meta, i)->name);
+    tuning = NULL;
+    bool named = v->names != NULL;
+    for (int i = 0; named && i < nk; i++)
+      named = v->names[i] != NULL;
+    if (!named) {
+      variant_destroy(v);
+      v = NULL;
+    }
+  }
+  for (int i = 0; tuning && i < nk; i++)
+    tl_tune_entries_free(&tuning[i]);
+  free(tuning);
   if (!any)
     return st;
-  variant_source *v = variant_source_new(src, len, opt);
   if (!v) {
     tl_module_unload(*out);
     *out = NULL;
@@ -939,4 +1033,87 @@ tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit
   tl_status st = tl_module_compile(ctx, text, len, &o, out);
   free(text);
   return st;
+}
+
+/* ------------------------------------------------------------------------------------ tuning */
+
+/* The tuning file and the bucket for (cache, src, opt, sizes); false with the message in err. */
+static tl_status tune_where(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
+                            const tilec_define *sizes, int nsizes, char *path, char *bucket, char *err,
+                            size_t err_size)
+{
+  if (!cache || !opt || (!src && len) || !opt->kernel || !*opt->kernel || !opt->arch ||
+      !tilec_arch_supported(opt->arch) || (nsizes && !sizes) || nsizes < 1 || opt->ndefines < 0 ||
+      (opt->ndefines && !opt->defines)) {
+    tl_fmt(err, err_size,
+           "tuning results need a cache, the source, options naming the kernel and a target (not "
+           "\"device\"), and the kernel's sizes");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (!tl_tune_bucket(sizes, nsizes, bucket, 1024)) {
+    tl_fmt(err, err_size, "the sizes must be NAME=VALUE with a whole number from 0 (at most 64 of them)");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  if (cache->off || !cache->dir[0] ||
+      !tl_tune_path(cache->dir, src ? src : "", len, opt->arch, opt->opt_level, opt->defines, opt->ndefines,
+                    opt->kernel, path, TL_CACHE_PATH_MAX)) {
+    tl_fmt(err, err_size, "the cache has no folder to keep tuning results in");
+    return TL_ERR_IO;
+  }
+  return TL_OK;
+}
+
+tl_status tl_jit_tune_store(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
+                            const tilec_define *sizes, int nsizes, const tilec_define *best, int nbest,
+                            char *err, size_t err_size)
+{
+  char path[TL_CACHE_PATH_MAX], bucket[1024], defines[4096];
+  tl_status st = tune_where(cache, src, len, opt, sizes, nsizes, path, bucket, err, err_size);
+  if (st != TL_OK)
+    return st;
+  size_t used = 0;
+  if (nbest < 1 || !best) {
+    tl_fmt(err, err_size, "no defines to store");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  for (int i = 0; i < nbest; i++) {
+    const char *n = best[i].name, *v = best[i].value;
+    if (!n || !v || !*n || !*v || strpbrk(n, " =\n") || strpbrk(v, " \n")) {
+      tl_fmt(err, err_size, "define %d is not NAME=VALUE without spaces", i);
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    int w = snprintf(defines + used, sizeof defines - used, "%s%s=%s", i ? " " : "", n, v);
+    if (w < 0 || (size_t)w >= sizeof defines - used) {
+      tl_fmt(err, err_size, "the defines are too long to store");
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    used += (size_t)w;
+  }
+  if (!tl_tune_write(path, bucket, defines, err, err_size))
+    return TL_ERR_IO;
+  debug(cache, "stored tuning result %s for %s in %s", defines, bucket, path);
+  return TL_OK;
+}
+
+tl_status tl_jit_tune_lookup(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
+                             const tilec_define *sizes, int nsizes, char *defines, size_t size, char *err,
+                             size_t err_size)
+{
+  char path[TL_CACHE_PATH_MAX], bucket[1024];
+  if (!defines || !size) {
+    tl_fmt(err, err_size, "tl_jit_tune_lookup: no buffer for the defines");
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  defines[0] = 0;
+  tl_status st = tune_where(cache, src, len, opt, sizes, nsizes, path, bucket, err, err_size);
+  if (st != TL_OK)
+    return st;
+  tl_tune_entries t;
+  const char *found = tl_tune_read(path, &t) ? tl_tune_find(&t, bucket, NULL) : NULL;
+  if (found)
+    snprintf(defines, size, "%s", found);
+  else
+    tl_fmt(err, err_size, "no tuning result for %s of kernel '%s'", bucket, opt->kernel);
+  tl_tune_entries_free(&t);
+  return found ? TL_OK : TL_ERR_NOT_FOUND;
 }

@@ -183,4 +183,31 @@ bool tl_cache_trim(const char *dir, uint64_t limit, const char *keep, int64_t st
 tl_status tl_jit_load_cpu(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
                           const char *arch, const char *ptx, tl_module **out);
 
+/* ---------------------------------------------------------------------------------------- tune.c */
+
+/* A kernel's stored tuning results: one line per bucket, pointing into text. */
+typedef struct tl_tune_entries {
+  char *text;
+  struct tl_tune_line {
+    const char *bucket;  /* "K=4096,M=16,N=4096" */
+    const char *defines; /* "BM=64 BN=128" */
+  } *lines;
+  int n;
+} tl_tune_entries;
+
+/* The bucket of sizes (NAME and a decimal value each): sorted by name, each rounded up to a power of
+ * two, "K=4096,M=16,N=4096". false for no sizes or a bad value. */
+bool tl_tune_bucket(const tilec_define *sizes, int n, char *out, size_t size);
+/* DIR/tune/KEYHEX.tltune for compiling `kernel` of src alone with these settings. */
+bool tl_tune_path(const char *dir, const char *src, size_t len, const char *arch, int opt_level,
+                  const tilec_define *defines, int ndefines, const char *kernel, char *path, size_t size);
+/* The file's entries; false (and *out empty) if absent, untrusted or malformed. */
+bool tl_tune_read(const char *path, tl_tune_entries *out);
+void tl_tune_entries_free(tl_tune_entries *t);
+/* The defines stored for bucket (and its line's index), or NULL. */
+const char *tl_tune_find(const tl_tune_entries *t, const char *bucket, int *index);
+/* Stores defines for bucket in the file at path (the folder made if absent), replacing that
+ * bucket's line; false with a message in why. */
+bool tl_tune_write(const char *path, const char *bucket, const char *defines, char *why, size_t why_size);
+
 #endif /* TILEC_JIT_INTERNAL_H */

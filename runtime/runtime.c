@@ -23,6 +23,7 @@
 /* A variant of a kernel with launch constants: the kernel compiled for other values of them. */
 typedef struct tl_variant {
   int64_t values[TL_MAX_LAUNCH_CONSTS];
+  int tuned;         /* the tuning result it was compiled with, or -1 */
   tl_module *module; /* its own module (the JIT's), owned by the kernel it specializes */
   tl_kernel *kernel;
 } tl_variant;
@@ -684,17 +685,17 @@ void tl_module_set_variants(tl_module *m, const tl_variant_ops *ops, void *state
 /* The kernel's variant for the launch constants' values `values`: found among those made, else
  * compiled through the module's variant_ops and kept. The variant's module leaves the context's
  * list: its kernel owns it. */
-static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, tl_kernel **out)
+static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tuned, tl_kernel **out)
 {
   const int n = kernel->info->nconsts;
   const size_t bytes = sizeof(int64_t) * (size_t)n;
-  if (kernel->last_variant < kernel->nvariants &&
+  if (kernel->last_variant < kernel->nvariants && kernel->variants[kernel->last_variant].tuned == tuned &&
       !memcmp(kernel->variants[kernel->last_variant].values, values, bytes)) {
     *out = kernel->variants[kernel->last_variant].kernel;
     return TL_OK;
   }
   for (int v = 0; v < kernel->nvariants; v++)
-    if (!memcmp(kernel->variants[v].values, values, bytes)) {
+    if (kernel->variants[v].tuned == tuned && !memcmp(kernel->variants[v].values, values, bytes)) {
       kernel->last_variant = v;
       *out = kernel->variants[v].kernel;
       return TL_OK;
@@ -710,7 +711,7 @@ static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, tl_ker
     kernel->cap_variants = cap;
   }
   tl_module *vm = NULL;
-  tl_status st = base->variant_ops->compile(ctx, base->variant_state, kernel->info, values, &vm);
+  tl_status st = base->variant_ops->compile(ctx, base->variant_state, kernel->info, values, tuned, &vm);
   if (st != TL_OK)
     return st;
   for (tl_module **link = &ctx->modules; *link; link = &(*link)->next)
@@ -731,6 +732,7 @@ static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, tl_ker
   tl_variant *v = &kernel->variants[kernel->nvariants];
   memset(v->values, 0, sizeof v->values);
   memcpy(v->values, values, bytes);
+  v->tuned = tuned;
   v->module = vm;
   v->kernel = vk;
   kernel->last_variant = kernel->nvariants++;
@@ -1005,11 +1007,14 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
   tl_status st = tl_plan_launch_sms(k, args, nargs, ctx->device.sm_count, &plan, why, sizeof why);
   if (st != TL_OK)
     return set_message(ctx, st, "launch of '%s': %s", k->name, why);
-  if (plan.variant && kernel->module->variant_ops) {
-    /* Launch constants whose values at these sizes differ from the compiled ones: the variant
-     * for them (made once, kept), planned again (its grid, threads and shared memory differ). */
+  const tl_variant_ops *vops = kernel->module->variant_ops;
+  const int tuned = vops && vops->tuned ? vops->tuned(kernel->module->variant_state, k, &plan) : -1;
+  if ((plan.variant || tuned >= 0) && vops) {
+    /* Launch constants whose values at these sizes differ from the compiled ones, or a tuning
+     * result for these sizes: the variant for them (made once, kept), planned again (its grid,
+     * threads and shared memory differ). */
     tl_kernel *v = NULL;
-    st = kernel_variant(kernel, plan.consts, &v);
+    st = kernel_variant(kernel, plan.consts, tuned, &v);
     tl_launch_plan_release(&plan);
     if (st != TL_OK)
       return st;

@@ -160,14 +160,18 @@ tl_status tl_module_load_host(tl_context *ctx, const char *ptx, const tl_host_mo
 
 /* The JIT's hook for launch constants (tl_launch_const). A module compiled from source carries the
  * function that compiles one of its kernels for other values of its launch constants; tl_launch
- * calls it when a launch's sizes give values that differ from the compiled ones (and no variant
- * made earlier has them), keeps the variant, and launches it. `compile` returns a loaded module
+ * calls it when a launch's sizes give values that differ from the compiled ones, or when a tuning
+ * result applies to the launch (and no variant made earlier has them), keeps the variant, and
+ * launches it. `compile` returns a loaded module
  * (in the context's list, as tl_module_compile leaves it: the runtime takes it out and owns it)
  * holding the kernel info->name with no launch constants left, or a status with the context's
  * message set. The base module owns `state` (destroy at unload). */
 typedef struct tl_variant_ops {
+  /* tuned: the tuning result (tilec tune) that applies to this launch of the kernel, an index >= 0,
+   * or -1: none (NULL: never). It makes a variant too, even at the compiled constants' values. */
+  int (*tuned)(void *state, const tl_kernel_info *info, const tl_launch_plan *plan);
   tl_status (*compile)(tl_context *ctx, void *state, const tl_kernel_info *info, const int64_t *values,
-                       tl_module **out);
+                       int tuned, tl_module **out);
   void (*destroy)(void *state);
 } tl_variant_ops;
 

@@ -34,6 +34,14 @@ has 'at N=3000: 6 candidates, median of 1 runs each'
 count '^\| [1-4] \| BLOCK=(256|1024) THREADS=(64|128) \|' 4                   # four ran, ranked
 count 'THREADS=4096 .*error: the thread count must be between 1 and 1024, got 4096' 2
 grep -qE '^best: -D BLOCK=(256|1024) -D THREADS=(64|128)  \(' "$tmp/o" || { echo "FAIL: no best line"; cat "$tmp/o"; fail=1; }
+# --save: the winner becomes the kernel's tuning result (tests/unit/test_cpu_device.c checks that
+# later launches use it)
+ok tune "$tmp/scale.tl" --size N=3000 --try THREADS=64,128 --reps 1 --save
+has "saved in $TILEC_CACHE_DIR/tune: launches of 'scale' through the JIT"
+ls "$TILEC_CACHE_DIR"/tune/*.tltune >/dev/null 2>&1 || { echo "FAIL: no tuning file"; fail=1; }
+grep -qE '^N=4096 THREADS=(64|128)$' "$TILEC_CACHE_DIR"/tune/*.tltune || { echo "FAIL: the file lacks N=4096"; cat "$TILEC_CACHE_DIR"/tune/*; fail=1; }
+TILEC_CACHE_DIR= HOME= XDG_CACHE_HOME= bad 1 '--save: the cache has no folder to keep tuning results in' \
+  tune "$tmp/scale.tl" --size N=3000 --try THREADS=64 --reps 1 --save
 # the same table order in --deterministic runs, apart from the times
 ok tune "$tmp/scale.tl" --size N=3000 --try BLOCK=256,1024 --deterministic --reps 1
 has '(1 threads:'

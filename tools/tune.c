@@ -14,7 +14,8 @@
  *                     --reps runs), on the CPU device the interpreter's wall time
  *   report            the table, ranked; ties keep the candidates' order
  *
- * The winner is printed, not stored: later launches do not use it yet (issue 14's cache entry).
+ * --save keeps the winner as the kernel's tuning result for the bucket of these sizes
+ * (tl_jit_tune_store): later modules from tl_module_compile launch it there.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -57,6 +58,8 @@ static const char USAGE[] =
     "  --budget SECONDS   stop starting candidates after this long (compile and time; the first\n"
     "                     always runs); the rest are listed as not tried\n"
     "  --deterministic    one compiling thread, a fixed seed: the same table order every run\n"
+    "  --save             keep the winner in the JIT's cache folder: later tl_module_compile modules\n"
+    "                     of this source (same -D, target) launch it at sizes of the same bucket\n"
     "  --help             show this help\n";
 
 typedef struct {
@@ -74,6 +77,7 @@ typedef struct {
   int reps, jobs;
   double budget_s; /* 0: none */
   bool deterministic;
+  bool save;       /* --save: the winner into the JIT cache's tuning results */
   char **owned;    /* the --size copies the sizes point into */
   int nowned;
 } TuneOptions;
@@ -225,6 +229,8 @@ static int parse_tune_args(int argc, char **argv, TuneOptions *o)
       o->budget_s = b;
     } else if (!strcmp(argv[i], "--deterministic")) {
       o->deterministic = true;
+    } else if (!strcmp(argv[i], "--save")) {
+      o->save = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return tune_error("unknown option '%s' (run 'tilec tune --help' for usage)", argv[i]);
     } else if (o->input) {
@@ -566,6 +572,30 @@ static int report(const TuneOptions *o, Candidate *c, int n, const char *device,
   return 0;
 }
 
+/* --save: the fastest candidate's --try values as the kernel's tuning result for this bucket. */
+static int save_winner(tl_context *ctx, const TuneOptions *o, const char *src, size_t len, const char *arch,
+                       const char *kernel, const Candidate *c, int n)
+{
+  const Candidate *best = NULL;
+  for (int i = 0; i < n; i++)
+    if (c[i].ms > 0 && (!best || c[i].ms < best->ms))
+      best = &c[i];
+  tl_jit_options jo = tl_jit_default_options();
+  jo.arch = arch;
+  jo.kernel = kernel;
+  jo.defines = o->defs;
+  jo.ndefines = o->ndefs;
+  char err[1024] = "";
+  tl_jit_cache *cache = tl_context_jit_cache(ctx);
+  if (tl_jit_tune_store(cache, src, len, &jo, o->sizes, o->nsizes, best->defs + o->ndefs, o->ntries, err,
+                        sizeof err) != TL_OK)
+    return tune_error("--save: %s", err);
+  printf("saved in %s/tune: launches of '%s' through the JIT (the same -D and target) at sizes that round up "
+         "to the same powers of two use it\n",
+         tl_jit_cache_dir(cache), kernel);
+  return 0;
+}
+
 static int tune_file(const TuneOptions *o)
 {
   size_t len = 0;
@@ -641,6 +671,8 @@ static int tune_file(const TuneOptions *o)
       time_one(ctx, o, src, len, arch, &c[i], args, k->nargs, k->name);
     }
     rc = report(o, c, n, dev.name, compiled - start, now_ms() - compiled);
+    if (rc == 0 && o->save)
+      rc = save_winner(ctx, o, src, len, arch, k->name, c, n);
   }
   for (int i = 0; i < k->nargs; i++)
     if (ptrs[i])

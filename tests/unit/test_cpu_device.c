@@ -426,29 +426,144 @@ static void test_num_sms(void)
   tl_context_destroy(ctx);
 }
 
+static const char twice_src[] =
+    "kernel twice[BN = min(next_pow2(N), 4096), THREADS = clamp(BN / 8, 32, 256)]\n"
+    "    (X: f32[N], Y: f32[N], C: i32[2]) grid(ceildiv(N, BN)) as (b) threads(THREADS)\n"
+    "{\n"
+    "    let x = alloc_fragment([BN], f32);\n"
+    "    copy(X[b * BN], x);\n"
+    "    for i in parallel(BN) {\n"
+    "        x[i] = x[i] * 2.0;\n"
+    "    }\n"
+    "    copy(x, Y[b * BN]);\n"
+    "    if b == 0 {\n"
+    "        C[0] = BN;\n"
+    "        C[1] = THREADS;\n"
+    "    }\n"
+    "}\n"
+    "kernel bad[T = select(N == 1000, 0, 32)](X: f32[N]) grid(1) threads(T) {\n"
+    "    X[0] = 1.0;\n"
+    "}\n";
+
+/* Launches `twice` of module m at n elements and reads back which constants ran (C). */
+static bool run_twice(tl_context *ctx, tl_kernel *k, int n, int32_t got[2])
+{
+  tl_devptr dx = 0, dy = 0, dc = 0;
+  bool ok = tl_malloc(ctx, sizeof(float) * (size_t)n, &dx) == TL_OK &&
+            tl_malloc(ctx, sizeof(float) * (size_t)n, &dy) == TL_OK && tl_malloc(ctx, 8, &dc) == TL_OK &&
+            tl_memset_d8(ctx, dx, 0, sizeof(float) * (size_t)n) == TL_OK;
+  int64_t shape[1] = {n}, two[1] = {2};
+  tl_arg args[3] = {tl_arg_tensor(dx, TL_F32, 1, shape), tl_arg_tensor(dy, TL_F32, 1, shape),
+                    tl_arg_tensor(dc, TL_I32, 1, two)};
+  ok = ok && tl_launch(k, args, 3, NULL) == TL_OK && tl_memcpy_dtoh(ctx, got, dc, 8) == TL_OK;
+  tl_free(ctx, dx);
+  tl_free(ctx, dy);
+  tl_free(ctx, dc);
+  return ok;
+}
+
+/* Tuning results (tl_jit_tune_store, what `tilec tune --save` writes): stored, looked up by bucket,
+ * used by the launches of a later module whose sizes fall in the bucket (the tuned THREADS beside
+ * the launch constant BN), ignored outside it and when the file is damaged; bad arguments refused. */
+static void test_tuning(void)
+{
+  tl_context *ctx = cpu_context();
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  tl_jit_cache *cache = tl_context_jit_cache(ctx);
+  tl_jit_options o = memory_cache_only();
+  o.arch = "sm_90a"; /* the CPU device's, as tl_module_compile resolves it */
+  o.kernel = "twice";
+  const tilec_define at1000[] = {{"N", "1000"}}, at700[] = {{"N", "700"}}, at3000[] = {{"N", "3000"}};
+  const tilec_define best[] = {{"THREADS", "64"}};
+  char err[512] = "", found[256];
+  CHECK_STATUS(
+      tl_jit_tune_store(cache, twice_src, strlen(twice_src), &o, at1000, 1, best, 1, err, sizeof err), TL_OK,
+      err);
+  tl_status st = tl_jit_tune_lookup(cache, twice_src, strlen(twice_src), &o, at700, 1, found, sizeof found,
+                                    err, sizeof err);
+  CHECK(st == TL_OK && !strcmp(found, "THREADS=64"), "lookup in the bucket N=1024: %s '%s' (%s)",
+        tl_status_name(st), found, err);
+  st = tl_jit_tune_lookup(cache, twice_src, strlen(twice_src), &o, at3000, 1, found, sizeof found, err,
+                          sizeof err);
+  CHECK_STATUS(st, TL_ERR_NOT_FOUND, err);
+  CHECK_CONTAINS(err, "no tuning result for N=4096 of kernel 'twice'");
+
+  /* a later module: the launches in the bucket run the tuned variant */
+  tl_jit_options mo = memory_cache_only();
+  tl_module *m = NULL;
+  tl_kernel *k = NULL;
+  CHECK_STATUS(tl_module_compile(ctx, twice_src, strlen(twice_src), &mo, &m), TL_OK, msg);
+  if (m && tl_module_get_kernel(m, "twice", &k) == TL_OK) {
+    static const struct {
+      int n, bn, threads;
+    } cases[] = {{1000, 1024, 64}, {600, 1024, 64}, {3000, 4096, 256}, {5000, 4096, 256}, {513, 1024, 64}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      int32_t got[2] = {0, 0};
+      bool ran = run_twice(ctx, k, cases[c].n, got);
+      CHECK(ran && got[0] == cases[c].bn && got[1] == cases[c].threads,
+            "N=%d ran BN=%d THREADS=%d, expected %d %d (%s)", cases[c].n, got[0], got[1], cases[c].bn,
+            cases[c].threads, msg);
+    }
+  }
+  tl_module_unload(m);
+
+  /* a damaged file reads as no results */
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/tune", tl_jit_cache_dir(cache));
+  DIR *d = opendir(dir);
+  int damaged = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strstr(e->d_name, ".tltune")) {
+      char path[2048];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      FILE *f = fopen(path, "w");
+      if (f) {
+        fputs("tilec-tune v1\nN=1024 THREADS\n", f);
+        fclose(f);
+        damaged++;
+      }
+    }
+  if (d)
+    closedir(d);
+  CHECK(damaged == 1, "%d tuning files in %s", damaged, dir);
+  CHECK_STATUS(tl_module_compile(ctx, twice_src, strlen(twice_src), &mo, &m), TL_OK, msg);
+  if (m && tl_module_get_kernel(m, "twice", &k) == TL_OK) {
+    int32_t got[2] = {0, 0};
+    CHECK(run_twice(ctx, k, 1000, got) && got[0] == 1024 && got[1] == 128, "damaged: ran BN=%d THREADS=%d",
+          got[0], got[1]);
+  }
+  tl_module_unload(m);
+
+  /* bad arguments */
+  tl_jit_options no_arch = o;
+  no_arch.arch = NULL;
+  const tilec_define bad_size[] = {{"N", "12x"}}, spaced[] = {{"THREADS", "6 4"}};
+  CHECK_STATUS(
+      tl_jit_tune_store(cache, twice_src, strlen(twice_src), &no_arch, at1000, 1, best, 1, err, sizeof err),
+      TL_ERR_BAD_ARGUMENT, err);
+  CHECK_STATUS(
+      tl_jit_tune_store(cache, twice_src, strlen(twice_src), &o, bad_size, 1, best, 1, err, sizeof err),
+      TL_ERR_BAD_ARGUMENT, err);
+  CHECK_STATUS(
+      tl_jit_tune_store(cache, twice_src, strlen(twice_src), &o, at1000, 1, spaced, 1, err, sizeof err),
+      TL_ERR_BAD_ARGUMENT, err);
+  CHECK_STATUS(
+      tl_jit_tune_store(cache, twice_src, strlen(twice_src), &o, at1000, 1, best, 0, err, sizeof err),
+      TL_ERR_BAD_ARGUMENT, err);
+  CHECK_STATUS(tl_jit_tune_store(NULL, twice_src, strlen(twice_src), &o, at1000, 1, best, 1, err, sizeof err),
+               TL_ERR_BAD_ARGUMENT, err);
+  tl_context_destroy(ctx);
+}
+
 /* Launch constants: one tl_launch call per shape, each compiled on first use for its constants'
  * values (the kernel writes them into C, so the test sees which variant ran), then served from
  * the kernel's variants; shapes whose values are the compiled ones run the module's own code;
  * a variant that does not compile is the launch's TL_ERR_COMPILE. */
 static void test_launch_consts(void)
 {
-  const char *src = "kernel twice[BN = min(next_pow2(N), 4096), THREADS = clamp(BN / 8, 32, 256)]\n"
-                    "    (X: f32[N], Y: f32[N], C: i32[2]) grid(ceildiv(N, BN)) as (b) threads(THREADS)\n"
-                    "{\n"
-                    "    let x = alloc_fragment([BN], f32);\n"
-                    "    copy(X[b * BN], x);\n"
-                    "    for i in parallel(BN) {\n"
-                    "        x[i] = x[i] * 2.0;\n"
-                    "    }\n"
-                    "    copy(x, Y[b * BN]);\n"
-                    "    if b == 0 {\n"
-                    "        C[0] = BN;\n"
-                    "        C[1] = THREADS;\n"
-                    "    }\n"
-                    "}\n"
-                    "kernel bad[T = select(N == 1000, 0, 32)](X: f32[N]) grid(1) threads(T) {\n"
-                    "    X[0] = 1.0;\n"
-                    "}\n";
+  const char *src = twice_src;
   tl_kernel *k = NULL, *bad = NULL;
   tl_context *ctx = cpu_context();
   if (!ctx)
@@ -602,8 +717,8 @@ static void remove_folder(const char *dir)
   while (d && (e = readdir(d))) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-      unlink(path);
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlink(path) != 0)
+      remove_folder(path); /* tune/ */
   }
   if (d)
     closedir(d);
@@ -638,6 +753,7 @@ int main(void)
     unsetenv("TILEC_INTERP_LEVEL");
   }
   test_disk_cache();
+  test_tuning();
   remove_folder(cache_dir);
   printf("test_cpu_device: %d checks, %d failures\n", checks, failures);
   return failures != 0;
