@@ -165,7 +165,11 @@ static bool count_in(const char *v, long max, int *out)
 static int parse_tune_args(int argc, char **argv, TuneOptions *o)
 {
   o->defs = calloc((size_t)argc + 1, sizeof *o->defs);
-  o->sizes = calloc((size_t)argc * 8 + 1, sizeof *o->sizes);
+  size_t commas = 0; /* --size M=4,N=5 gives two sizes */
+  for (int i = 0; i < argc; i++)
+    for (const char *c = argv[i]; *c; c++)
+      commas += *c == ',';
+  o->sizes = calloc((size_t)argc + commas + 1, sizeof *o->sizes);
   o->tries = calloc((size_t)argc + 1, sizeof *o->tries);
   o->owned = calloc((size_t)argc + 1, sizeof *o->owned);
   o->reps = 20;
@@ -177,30 +181,32 @@ static int parse_tune_args(int argc, char **argv, TuneOptions *o)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       return cli_write_file("-", USAGE, strlen(USAGE)) ? 1 : 0;
     } else if ((v = option_value(argc, argv, &i, "--size"))) {
-      const char *name;
-      char **values;
-      int n;
-      if (!split_values(v, &name, &values, &n))
-        return tune_error("--size needs NAME=N[,NAME=N...], got '%s'", v);
+      const char *name = NULL;
+      char **values = NULL;
+      int n = 0;
+      bool ok = split_values(v, &name, &values, &n);
+      o->owned[o->nowned++] = (char *)name; /* the copy the sizes point into, freed at the end */
       /* "M=4,N=5" splits into M and the values "4", "N=5": each item is NAME=VALUE */
-      o->owned[o->nowned++] = (char *)name;
-      o->sizes[o->nsizes++] = (tilec_define){name, values[0]};
-      for (int k = 1; k < n; k++) {
+      if (ok)
+        o->sizes[o->nsizes++] = (tilec_define){name, values[0]};
+      for (int k = 1; ok && k < n; k++) {
         char *eq = strchr(values[k], '=');
-        if (!eq || eq == values[k] || !eq[1])
-          return tune_error("--size needs NAME=N[,NAME=N...], got '%s'", v);
-        *eq = 0;
-        o->sizes[o->nsizes++] = (tilec_define){values[k], eq + 1};
+        ok = eq && eq != values[k] && eq[1];
+        if (ok) {
+          *eq = 0;
+          o->sizes[o->nsizes++] = (tilec_define){values[k], eq + 1};
+        }
       }
       free(values);
+      if (!ok)
+        return tune_error("--size needs NAME=N[,NAME=N...], got '%s'", v);
     } else if ((v = option_value(argc, argv, &i, "--try"))) {
-      Try *t = &o->tries[o->ntries];
+      Try *t = &o->tries[o->ntries++]; /* counted at once: tune_command frees what it holds */
       if (!split_values(v, &t->name, &t->values, &t->nvalues))
         return tune_error("--try needs NAME=V1,V2,..., got '%s'", v);
-      for (int k = 0; k < o->ntries; k++)
+      for (int k = 0; k < o->ntries - 1; k++)
         if (!strcmp(o->tries[k].name, t->name))
           return tune_error("--try %s is given twice: list all its values in one --try", t->name);
-      o->ntries++;
     } else if (!strncmp(argv[i], "-D", 2)) {
       const char *d = argv[i][2] ? argv[i] + 2 : (++i < argc ? argv[i] : "");
       const char *eq = strchr(d, '=');
