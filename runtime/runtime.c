@@ -25,7 +25,9 @@ typedef struct tl_variant {
   int64_t values[TL_MAX_LAUNCH_CONSTS];
   int tuned;         /* the tuning result it was compiled with, or -1 */
   tl_module *module; /* its own module (the JIT's), owned by the kernel it specializes */
-  tl_kernel *kernel;
+  tl_kernel *kernel; /* NULL: it did not compile; `failed` is why, returned again without retrying */
+  tl_status failed;
+  char *message;
 } tl_variant;
 
 struct tl_kernel {
@@ -663,8 +665,10 @@ static tl_status module_new(tl_context *ctx, const char *ptx, tl_module **out)
 static void module_free(tl_module *m)
 {
   for (int i = 0; i < m->nkernels; i++) {
-    for (int v = 0; v < m->kernels[i].nvariants; v++)
+    for (int v = 0; v < m->kernels[i].nvariants; v++) {
       tl_module_unload(m->kernels[i].variants[v].module);
+      free(m->kernels[i].variants[v].message);
+    }
     free(m->kernels[i].variants);
   }
   if (m->variant_ops && m->variant_ops->destroy)
@@ -682,24 +686,31 @@ void tl_module_set_variants(tl_module *m, const tl_variant_ops *ops, void *state
   m->variant_state = state;
 }
 
+/* A variant found: its kernel, or the failure of its compilation again. */
+static tl_status variant_found(tl_kernel *kernel, int v, tl_kernel **out)
+{
+  const tl_variant *x = &kernel->variants[v];
+  kernel->last_variant = v;
+  *out = x->kernel;
+  if (x->kernel)
+    return TL_OK;
+  return set_message(kernel->module->ctx, x->failed, "%s", x->message ? x->message : "");
+}
+
 /* The kernel's variant for the launch constants' values `values`: found among those made, else
  * compiled through the module's variant_ops and kept. The variant's module leaves the context's
- * list: its kernel owns it. */
+ * list: its kernel owns it. A variant that does not compile is kept as its status and message, so
+ * that later launches that need it fail at once rather than compile it again. */
 static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tuned, tl_kernel **out)
 {
   const int n = kernel->info->nconsts;
   const size_t bytes = sizeof(int64_t) * (size_t)n;
   if (kernel->last_variant < kernel->nvariants && kernel->variants[kernel->last_variant].tuned == tuned &&
-      !memcmp(kernel->variants[kernel->last_variant].values, values, bytes)) {
-    *out = kernel->variants[kernel->last_variant].kernel;
-    return TL_OK;
-  }
+      !memcmp(kernel->variants[kernel->last_variant].values, values, bytes))
+    return variant_found(kernel, kernel->last_variant, out);
   for (int v = 0; v < kernel->nvariants; v++)
-    if (kernel->variants[v].tuned == tuned && !memcmp(kernel->variants[v].values, values, bytes)) {
-      kernel->last_variant = v;
-      *out = kernel->variants[v].kernel;
-      return TL_OK;
-    }
+    if (kernel->variants[v].tuned == tuned && !memcmp(kernel->variants[v].values, values, bytes))
+      return variant_found(kernel, v, out);
   tl_module *base = kernel->module;
   tl_context *ctx = base->ctx;
   if (kernel->nvariants == kernel->cap_variants) {
@@ -712,8 +723,18 @@ static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tu
   }
   tl_module *vm = NULL;
   tl_status st = base->variant_ops->compile(ctx, base->variant_state, kernel->info, values, tuned, &vm);
-  if (st != TL_OK)
+  if (st != TL_OK) {
+    if (st == TL_ERR_COMPILE || st == TL_ERR_PTX_REJECTED) { /* the same inputs fail the same way */
+      tl_variant *f = &kernel->variants[kernel->nvariants];
+      memset(f, 0, sizeof *f);
+      memcpy(f->values, values, bytes);
+      f->tuned = tuned;
+      f->failed = st;
+      f->message = strdup(ctx->message);
+      kernel->last_variant = kernel->nvariants++;
+    }
     return st;
+  }
   for (tl_module **link = &ctx->modules; *link; link = &(*link)->next)
     if (*link == vm) {
       *link = vm->next;
@@ -730,7 +751,7 @@ static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tu
                        kernel->info->name, vk ? "still has launch constants" : "lacks the kernel");
   }
   tl_variant *v = &kernel->variants[kernel->nvariants];
-  memset(v->values, 0, sizeof v->values);
+  memset(v, 0, sizeof *v);
   memcpy(v->values, values, bytes);
   v->tuned = tuned;
   v->module = vm;

@@ -631,6 +631,17 @@ static void test_launch_consts(void)
     tl_status st = tl_launch(bad, &arg, 1, NULL);
     CHECK_STATUS(st, TL_ERR_COMPILE, msg);
     CHECK_CONTAINS(msg, "the thread count must be between 1 and 1024, got 0");
+    /* again: the same failure at once, not a second compilation */
+    tl_jit_stats s0, s1;
+    tl_jit_cache_stats(tl_context_jit_cache(ctx), &s0);
+    st = tl_launch(bad, &arg, 1, NULL);
+    tl_jit_cache_stats(tl_context_jit_cache(ctx), &s1);
+    CHECK_STATUS(st, TL_ERR_COMPILE, msg);
+    CHECK_CONTAINS(msg, "the thread count must be between 1 and 1024, got 0");
+    CHECK(s1.compiles == s0.compiles && s1.memory_hits == s0.memory_hits,
+          "the failed variant was compiled again (%llu compilations, %llu hits)",
+          (unsigned long long)(s1.compiles - s0.compiles),
+          (unsigned long long)(s1.memory_hits - s0.memory_hits));
     shape[0] = 50; /* 32 threads: compiles, and runs */
     CHECK_STATUS(tl_launch(bad, &arg, 1, NULL), TL_OK, msg);
   }
