@@ -87,10 +87,14 @@ static bool stmt_uses(const Kernel *k, const Stmt *s, const Stmt *skip, int buf,
     return false;
   if (s->kind == ST_FOR && s->for_kind == FOR_PIPELINED && s->stages == stages && fills(k, s, buf))
     return false;
+  /* The tile statements, and what an earlier pipelined loop was already lowered to (its gemm is
+   * ldmatrix / mma / wgmma by now, its copies vcopy / cp.async). */
   if (((s->kind == ST_STORE || s->kind == ST_FILL || s->kind == ST_ATOMIC) && s->buf == buf) ||
       (s->kind == ST_COPY && (s->src.buf == buf || s->dst.buf == buf)) ||
-      (s->kind == ST_GEMM && (s->a == buf || s->b == buf || s->c == buf)) ||
-      (s->kind == ST_REDUCE && (s->src_buf == buf || s->buf == buf)))
+      ((s->kind == ST_GEMM || s->kind == ST_MMA || s->kind == ST_WGMMA) &&
+       (s->a == buf || s->b == buf || s->c == buf)) ||
+      ((s->kind == ST_REDUCE || s->kind == ST_VCOPY || s->kind == ST_CP_ASYNC || s->kind == ST_LDMATRIX) &&
+       (s->src_buf == buf || s->buf == buf)))
     return true;
   if (expr_uses(s->value, buf) || expr_uses(s->cond, buf))
     return true;
