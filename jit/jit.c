@@ -797,7 +797,7 @@ typedef struct variant_source {
   char *src;
   size_t len;
   tl_jit_options opt;
-  tilec_define *defines;   /* opt.ndefines of the caller's, then room for TL_MAX_LAUNCH_CONSTS */
+  tilec_define *defines;   /* copies of the caller's opt.ndefines (variant_compile adds its own) */
   char *strings;           /* the defines' names and values, the filename, the arch */
   int nkernels;            /* of the module, in its metadata's order: */
   char **names;            /*   their names */
