@@ -196,6 +196,7 @@ static LLVMValueRef emit_var(Cg *cg, int vi)
     return LLVMBuildLoad2(cg->b, cg_reg_type(cg, v->type), cg->vals[vi], v->name);
   case VAR_SIZE:
   case VAR_SCALAR:
+  case VAR_TMA_OK:
   case VAR_LET:
   case VAR_LOOP:
     if (!cg->vals[vi])

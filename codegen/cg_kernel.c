@@ -5,10 +5,12 @@
  *           allocas of the LOCAL arrays and the mutable variables
  *           ...the body...
  *   }
+ *   (then, for TMA, tensor maps: ptr byval([128 x i8]) align 64, "grid_constant", and an i32 flag)
  *   @NAME$smem = internal addrspace(3) global [BYTES x i8] undef, align 128
  *                (or an external [0 x i8] when the kernel needs dynamic smem;
  *                align 1024 when wgmma reads tiles in it)
- *   !nvvm.annotations: kernel, maxntidx = threads, minctasm (when the IR asks)
+ *   !nvvm.annotations: kernel, maxntidx = threads, minctasm (when the IR asks), grid_constant
+ *   (the tensor maps: read in place, as `.param` memory, where the copy engine wants them)
  */
 #include "cg.h"
 
@@ -23,10 +25,10 @@ static void set_name(LLVMValueRef v, const char *name)
 
 static LLVMTypeRef param_type(const Cg *cg, const struct KParam *p)
 {
-  if (p->is_buffer)
-    return cg->t.ptr; /* generic, per docs/abi.md; cast to global below */
+  if (p->is_buffer || p->is_tmap)
+    return cg->t.ptr; /* generic, per docs/abi.md; cast to global below (a tensor map: byval) */
   const Var *v = &cg->k->vars[p->index];
-  if (v->kind == VAR_SIZE)
+  if (v->kind == VAR_SIZE || v->kind == VAR_TMA_OK)
     return cg->t.i32;
   if (v->kind != VAR_SCALAR)
     DIE("parameter '%s' is neither a size nor a scalar", v->name);
@@ -43,6 +45,14 @@ static LLVMValueRef add_function(Cg *cg)
   free(types);
   LLVMValueRef fn = LLVMAddFunction(cg->mod, k->name, fty);
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  /* A tensor map is 128 bytes passed by value, 64-byte aligned (CUtensorMap). */
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5), align = LLVMGetEnumAttributeKindForName("align", 5);
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].is_tmap) {
+      LLVMTypeRef map = LLVMArrayType2(cg->t.i8, 128);
+      LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateTypeAttribute(cg->ctx, byval, map));
+      LLVMAddAttributeAtIndex(fn, (unsigned)i + 1, LLVMCreateEnumAttribute(cg->ctx, align, 64));
+    }
   unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, nounwind, 0));
   return fn;
@@ -54,6 +64,10 @@ static void bind_params(Cg *cg)
   for (int i = 0; i < k->nparams; i++) {
     const struct KParam *p = &k->params[i];
     LLVMValueRef v = LLVMGetParam(cg->fn, (unsigned)i);
+    if (p->is_tmap) {
+      cg->tmaps[p->index] = v;
+      continue;
+    }
     if (p->is_buffer) {
       const Buffer *b = &k->bufs[p->index];
       if (b->scope != SCOPE_GLOBAL)
@@ -64,7 +78,7 @@ static void bind_params(Cg *cg)
     }
     const Var *var = &k->vars[p->index];
     set_name(v, var->name);
-    if (var->kind == VAR_SIZE)
+    if (var->kind == VAR_SIZE || var->kind == VAR_TMA_OK)
       cg->vals[p->index] = cg_convert(cg, v, TY_I32, var->type);
     else
       cg->vals[p->index] = cg_from_mem(cg, v, var->type);
@@ -142,6 +156,23 @@ static void annotate(Cg *cg, const char *key, int value)
   LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
 }
 
+/* !{fn, !"grid_constant", !{i32 P, ...}}: the tensor maps' parameters, counted from 1. */
+static void annotate_grid_constants(Cg *cg)
+{
+  const Kernel *k = cg->k;
+  LLVMMetadataRef *idx = malloc(sizeof *idx * (size_t)k->ntmaps);
+  for (int i = 0; i < k->ntmaps; i++)
+    idx[i] = LLVMValueAsMetadata(LLVMConstInt(cg->t.i32, (unsigned long long)k->tmaps[i].param + 1, 0));
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(cg->fn),
+      LLVMMDStringInContext2(cg->ctx, "grid_constant", 13),
+      LLVMMDNodeInContext2(cg->ctx, idx, (size_t)k->ntmaps),
+  };
+  free(idx);
+  LLVMValueRef node = LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, md, 3));
+  LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
+}
+
 void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k)
 {
   if (k->nthreads <= 0 || !k->body)
@@ -157,6 +188,7 @@ void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k)
              LLVMFastMathNoSignedZeros;
   cg.vals = calloc((size_t)k->nvars + 1, sizeof *cg.vals);
   cg.bases = calloc((size_t)k->nbufs + 1, sizeof *cg.bases);
+  cg.tmaps = calloc((size_t)k->ntmaps + 1, sizeof *cg.tmaps);
   cg.b = LLVMCreateBuilderInContext(ctx);
 
   cg.fn = add_function(&cg);
@@ -171,8 +203,11 @@ void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k)
   annotate(&cg, "maxntidx", k->nthreads);
   if (k->min_blocks_per_sm > 0) /* ptxas may then use every register a block of this size allows */
     annotate(&cg, "minctasm", k->min_blocks_per_sm);
+  if (k->ntmaps)
+    annotate_grid_constants(&cg);
 
   LLVMDisposeBuilder(cg.b);
   free(cg.vals);
   free(cg.bases);
+  free(cg.tmaps);
 }

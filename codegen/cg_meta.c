@@ -45,7 +45,7 @@ static bool cast_keeps_value(TypeKind from, TypeKind to)
 static bool is_param(const Kernel *k, int var)
 {
   for (int i = 0; i < k->nparams; i++)
-    if (!k->params[i].is_buffer && k->params[i].index == var)
+    if (!k->params[i].is_buffer && !k->params[i].is_tmap && k->params[i].index == var)
       return true;
   return false;
 }
@@ -156,9 +156,21 @@ static bool meta_kernel(const Kernel *k, Diags *d, StrBuf *out)
         return false;
       continue;
     }
+    if (p->is_tmap) {
+      const struct TensorMap *m = &k->tmaps[p->index];
+      const Buffer *b = &k->bufs[m->buf];
+      sb_printf(out, META "param %d tmap %s.tmap%d %s tensor=%d box=", i, b->name, p->index, type_name(b->elem),
+                b->param_index);
+      for (int j = 0; j < b->rank; j++)
+        sb_printf(out, "%s%lld", j ? "," : "", (long long)m->box[j]);
+      sb_puts(out, " swizzle=128\n");
+      continue;
+    }
     const Var *v = &k->vars[p->index];
     if (v->kind == VAR_SIZE)
       sb_printf(out, META "param %d size %s i32\n", i, v->name);
+    else if (v->kind == VAR_TMA_OK)
+      sb_printf(out, META "param %d tmap_ok %s u32\n", i, v->name);
     else
       sb_printf(out, META "param %d scalar %s %s\n", i, v->name, type_name(v->type));
   }

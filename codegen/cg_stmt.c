@@ -245,6 +245,11 @@ void emit_stmt(Cg *cg, const Stmt *s)
   case ST_WGMMA_COMMIT: emit_wgmma_commit(cg); return;
   case ST_WGMMA_WAIT: emit_wgmma_wait(cg, s); return;
   case ST_FENCE_PROXY_ASYNC: emit_fence_proxy_async(cg); return;
+  case ST_MBAR_INIT:
+  case ST_MBAR_ARRIVE:
+  case ST_MBAR_EXPECT_TX:
+  case ST_MBAR_WAIT: emit_mbarrier(cg, s); return;
+  case ST_TMA_LOAD: emit_tma_load(cg, s); return;
   case ST_COPY:
   case ST_FILL:
   case ST_GEMM:

@@ -8,6 +8,8 @@
  *   cp.async.commit_group / cp.async.wait_group N
  *   wgmma.fence / mma_async / commit_group / wait_group N   sm_90a warpgroup MMA
  *   fence.proxy.async.shared::cta                           generic -> async proxy
+ *   mbarrier.init / arrive / arrive.expect_tx / try_wait.parity   sm_90 barriers
+ *   cp.async.bulk.tensor.Nd ... mbarrier::complete_tx::bytes     TMA: global -> shared
  *
  * Instructions that touch memory are volatile with a memory clobber, so LLVM
  * keeps them in order with barriers and ordinary loads and stores; mma is pure.
@@ -207,4 +209,58 @@ void emit_wgmma_wait(Cg *cg, const Stmt *s)
 void emit_fence_proxy_async(Cg *cg)
 {
   inline_asm(cg, cg->t.void_t, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
+}
+
+/* ---------------------------------------------------------------- mbarrier, TMA (sm_90) */
+
+void emit_mbarrier(Cg *cg, const Stmt *s)
+{
+  LLVMValueRef args[2];
+  args[0] = shared_addr(cg, s->bar, &s->bar_idx, 1);
+  if (s->value)
+    args[1] = emit_index(cg, s->value, cg->t.i32);
+  switch (s->kind) {
+  case ST_MBAR_INIT:
+    inline_asm(cg, cg->t.void_t,
+               "mbarrier.init.shared::cta.b64 [$0], $1;\n\tfence.mbarrier_init.release.cluster;",
+               "r,r,~{memory}", args, 2, true);
+    return;
+  case ST_MBAR_ARRIVE:
+    inline_asm(cg, cg->t.void_t, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", args, 1, true);
+    return;
+  case ST_MBAR_EXPECT_TX:
+    inline_asm(cg, cg->t.void_t, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+               args, 2, true);
+    return;
+  case ST_MBAR_WAIT: /* labels inside { } are local to the block */
+    inline_asm(cg, cg->t.void_t,
+               "{\n\t.reg .pred p;\n\tWAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n\t"
+               "@!p bra WAIT;\n\t}",
+               "r,r,~{memory}", args, 2, true);
+    return;
+  default: DIE("%s is not an mbarrier statement", stmt_spelling(s->kind));
+  }
+}
+
+void emit_tma_load(Cg *cg, const Stmt *s)
+{
+  int R = s->nsrc_idx;
+  LLVMValueRef args[3 + TL_MAX_RANK];
+  args[0] = shared_addr(cg, s->buf, s->idx, s->nidx);
+  args[1] = LLVMBuildPtrToInt(cg->b, cg->tmaps[s->tmap], cg->t.i64, ""); /* cvta.param */
+  args[2] = shared_addr(cg, s->bar, &s->bar_idx, 1);
+  StrBuf text = {0}, cons = {0};
+  sb_printf(&text, "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {",
+            R);
+  sb_puts(&cons, "r,l,r");
+  for (int d = 0; d < R; d++) { /* the coordinates, innermost first */
+    args[3 + d] = emit_index(cg, s->src_idx[R - 1 - d], cg->t.i32);
+    sb_printf(&text, "%s$%d", d ? ", " : "", 3 + d);
+    sb_puts(&cons, ",r");
+  }
+  sb_puts(&text, "}], [$2];");
+  sb_puts(&cons, ",~{memory}");
+  inline_asm(cg, cg->t.void_t, text.data, cons.data, args, 3 + R, true);
+  free(text.data);
+  free(cons.data);
 }

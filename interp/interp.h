@@ -65,8 +65,10 @@ bool val_close(TypeKind t, Val a, Val b, bool loose);
 typedef struct InterpArg InterpArg;
 /* Matches args to k's parameters by name (each must name one, each parameter
  * must have one, a tensor's with data): sizes, scalars and constants into
- * vars[var handle], tensors' data into data[buffer handle].  false with an
- * error in d (no block: nothing ran). */
+ * vars[var handle], tensors' data into data[buffer handle].  Tensor maps (TMA)
+ * take no argument (the interpreter reads their tensors), and the flag that says
+ * they are valid (tma.ok) reads 1 unless an argument of that name says 0 (the
+ * kernel's other path).  false with an error in d (no block: nothing ran). */
 bool interp_bind_args(const Kernel *k, const InterpArg *args, int nargs, Val *vars, void **data, Diags *d);
 
 /* Which block last wrote each element of each tensor during a launch.  Blocks run

@@ -38,6 +38,13 @@
  *     bytes written while a wgmma may still read them, or written through the
  *     generic proxy without a fence.proxy.async before the wgmma reads them;
  *     descriptors that differ between the threads of a warpgroup;
+ *   - mbarriers (sm_90): a wait for a phase that has not completed when the thread
+ *     reaches it (in lockstep nothing else would complete it: a deadlock), more
+ *     arrivals than the phase expects, an mbarrier used before its init; TMA
+ *     loads land when issued (their bytes count down the mbarrier's expected
+ *     ones) into a 1024-byte aligned panel of a swizzled tile, elements outside
+ *     the tensor reading 0, and are published by the mbarrier, not a barrier
+ *     (a read before the consumer's wait is not detected);
  *   - integer division by zero, out-of-range shifts (value.c). */
 #include "interp.h"
 
@@ -62,7 +69,15 @@ typedef struct {
   uint16_t inflight;         /* cp.async copies into this byte not yet waited for */
   uint16_t async_reads;      /* wgmma reads of this byte not yet waited for */
   uint8_t written, r_many;
+  uint8_t w_async;           /* last written by a TMA load: published by its mbarrier */
 } Shadow;
+typedef struct {
+  int64_t byte;     /* the mbarrier's shared address */
+  int count;        /* arrivals per phase */
+  int pending;      /* arrivals the open phase still needs */
+  int64_t tx;       /* bytes the open phase still expects */
+  int64_t complete; /* phases completed */
+} Mbar;
 
 typedef struct {
   int64_t byte; /* shared destination */
@@ -112,6 +127,8 @@ typedef struct {
   uint32_t *fences;
   CpQueue *cp;      /* per thread */
   WgQueue *wg;      /* per warpgroup */
+  Mbar *mbars;      /* the block's initialized mbarriers */
+  int nmbars, cap_mbars;
   Val *stage;       /* [thread * (1 + TL_MAX_RANK)]: a statement's values before its writes */
   int *pool;        /* masks, carved as statements nest */
   int64_t pool_top; /* ints used */
@@ -305,7 +322,7 @@ static bool shared_read(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, c
       fail(th, loc, t, "%s is read before anything wrote it", elem_text(e, sizeof e, th, b, idx, nidx));
       return false;
     }
-    if (s->w_epoch == th->epoch && s->w_thread != t) {
+    if (s->w_epoch == th->epoch && s->w_thread != t && !s->w_async) {
       fail(th, loc, t, "data race on %s: written by thread %d and read by thread %d with no barrier between",
            elem_text(e, sizeof e, th, b, idx, nidx), s->w_thread, t);
       return false;
@@ -358,6 +375,7 @@ static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, const u
     s->w_epoch = th->epoch;
     s->w_thread = t;
     s->w_fences = th->fences[t];
+    s->w_async = 0;
   }
   memcpy(th->smem + byte, bits, (size_t)n);
   return true;
@@ -717,6 +735,153 @@ static bool cp_wait(Th *th, const Stmt *s, int t)
   return true;
 }
 
+/* ---------------------------------------------------------------- mbarriers and TMA */
+
+/* The mbarrier statement s names, for thread t; init: made (or reset) there. */
+static Mbar *mbar_at(Th *th, const Stmt *s, int t, bool init)
+{
+  int64_t idx, byte;
+  if (!eval_indices(th, &s->bar_idx, 1, t, &idx) || !locate(th, s->loc, t, s->bar, &idx, 1, 1, &byte))
+    return NULL;
+  for (int i = 0; i < th->nmbars; i++)
+    if (th->mbars[i].byte == byte)
+      return &th->mbars[i];
+  if (!init) {
+    fail(th, s->loc, t, "%s on %s[%lld], which no mbarrier.init initialized", stmt_spelling(s->kind),
+         th->k->bufs[s->bar].name, (long long)idx);
+    return NULL;
+  }
+  if (th->nmbars == th->cap_mbars) {
+    int cap = th->cap_mbars ? 2 * th->cap_mbars : 8;
+    Mbar *m = realloc(th->mbars, sizeof *m * (size_t)cap);
+    if (!m) {
+      fail(th, s->loc, t, "out of memory");
+      return NULL;
+    }
+    th->mbars = m;
+    th->cap_mbars = cap;
+  }
+  th->mbars[th->nmbars] = (Mbar){.byte = byte};
+  return &th->mbars[th->nmbars++];
+}
+
+/* The open phase completes once it has its arrivals and its bytes. */
+static void mbar_settle(Mbar *m)
+{
+  if (m->pending == 0 && m->tx == 0) {
+    m->complete++;
+    m->pending = m->count;
+  }
+}
+
+static bool mbar_arrive(Th *th, const Stmt *s, int t, Mbar *m)
+{
+  if (m->pending <= 0) {
+    fail(th, s->loc, t, "more arrivals on %s than its phase expects (%d)", th->k->bufs[s->bar].name, m->count);
+    return false;
+  }
+  m->pending--;
+  mbar_settle(m);
+  return true;
+}
+
+static bool mbarrier(Th *th, const Stmt *s, int t)
+{
+  Mbar *m = mbar_at(th, s, t, s->kind == ST_MBAR_INIT);
+  if (!m)
+    return false;
+  int64_t v = s->value ? eval(th, s->value, t).i : 0;
+  switch (s->kind) {
+  case ST_MBAR_INIT:
+    if (v < 1 || v > (1 << 20)) {
+      fail(th, s->loc, t, "mbarrier.init with a count of %lld", (long long)v);
+      return false;
+    }
+    *m = (Mbar){.byte = m->byte, .count = (int)v, .pending = (int)v};
+    return true;
+  case ST_MBAR_ARRIVE: return mbar_arrive(th, s, t, m);
+  case ST_MBAR_EXPECT_TX:
+    m->tx += v;
+    return mbar_arrive(th, s, t, m);
+  case ST_MBAR_WAIT:
+    /* try_wait.parity P returns once the phase of parity P completed: the open phase's parity differs */
+    if ((m->complete & 1) == v) {
+      fail(th, s->loc, t,
+           "mbarrier wait on %s for a phase that has not completed (%lld completed, %d arrivals and %lld bytes "
+           "missing): nothing else would complete it, a deadlock",
+           th->k->bufs[s->bar].name, (long long)m->complete, m->pending, (long long)m->tx);
+      return false;
+    }
+    return true;
+  default: DIE("%s is not an mbarrier statement", stmt_spelling(s->kind));
+  }
+}
+
+/* A TMA load: the box lands at once, zeros outside the tensor, its bytes counted on the mbarrier. */
+static bool tma_load(Th *th, const Stmt *s, int t)
+{
+  const Kernel *k = th->k;
+  const struct TensorMap *map = &k->tmaps[s->tmap];
+  const Buffer *G = &k->bufs[s->src_buf], *D = &k->bufs[s->buf];
+  int R = G->rank;
+  int64_t o[TL_MAX_RANK], di[TL_MAX_RANK], at;
+  if (!eval_indices(th, s->src_idx, R, t, o) || !eval_indices(th, s->idx, s->nidx, t, di) ||
+      !locate(th, s->loc, t, s->buf, di, s->nidx, 1, &at))
+    return false;
+  int64_t rows = map->box[R - 2], cols = map->box[R - 1];
+  if (D->swizzle != SWIZZLE_128B || at % 1024 || cols * 2 != 128 || di[s->nidx - 1] % 64 ||
+      di[s->nidx - 2] + rows > D->tile_shape[D->rank - 2]) {
+    fail(th, s->loc, t, "TMA box [%lld, %lld] into %s at byte %lld: not a 1024-byte aligned 128-byte swizzled panel",
+         (long long)rows, (long long)cols, D->name, (long long)at);
+    return false;
+  }
+  Mbar *m = mbar_at(th, s, t, false);
+  if (!m)
+    return false;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      int64_t gi[TL_MAX_RANK], li[TL_MAX_RANK], byte;
+      bool inside = true;
+      for (int d = 0; d < R; d++) {
+        gi[d] = o[d] + (d == R - 2 ? r : d == R - 1 ? c : 0);
+        inside &= gi[d] >= 0 && gi[d] < th->dims[s->src_buf][d];
+      }
+      uint8_t bits[2] = {0, 0};
+      if (inside) {
+        int64_t off = 0;
+        for (int d = 0; d < R; d++)
+          off = off * th->dims[s->src_buf][d] + gi[d];
+        if (!tensor_order(th, s->loc, t, s->src_buf, gi, R, off, 1, NULL))
+          return false;
+        memcpy(bits, (const char *)th->data[s->src_buf] + off * 2, 2);
+      }
+      for (int d = 0; d < s->nidx; d++)
+        li[d] = di[d] + (d == s->nidx - 2 ? r : d == s->nidx - 1 ? c : 0);
+      if (!locate(th, s->loc, t, s->buf, li, s->nidx, 1, &byte))
+        return false;
+      for (int64_t i = byte; i < byte + 2; i++) {
+        Shadow *sh = &th->shadow[i];
+        if (sh->inflight || sh->async_reads) {
+          char e[160];
+          fail(th, s->loc, t, "TMA load into %s while %s", elem_text(e, sizeof e, th, s->buf, li, s->nidx),
+               sh->inflight ? "a cp.async into it is in flight" : "a wgmma may still read it");
+          return false;
+        }
+        *sh = (Shadow){.written = 1, .w_thread = t, .w_async = 1};
+      }
+      memcpy(th->smem + byte, bits, 2);
+    }
+  th->stats.async_copies++;
+  m->tx -= rows * cols * 2;
+  if (m->tx < 0) {
+    fail(th, s->loc, t, "TMA load of %lld bytes on %s, which expected fewer", (long long)(rows * cols * 2),
+         k->bufs[s->bar].name);
+    return false;
+  }
+  mbar_settle(m);
+  return true;
+}
+
 static bool exec_one(Th *th, const Stmt *s, int t)
 {
   switch (s->kind) {
@@ -726,6 +891,11 @@ static bool exec_one(Th *th, const Stmt *s, int t)
   case ST_CP_COMMIT: th->cp[t].committed++; return true;
   case ST_CP_WAIT: return cp_wait(th, s, t);
   case ST_FENCE_PROXY_ASYNC: th->fences[t]++; return true;
+  case ST_MBAR_INIT:
+  case ST_MBAR_ARRIVE:
+  case ST_MBAR_EXPECT_TX:
+  case ST_MBAR_WAIT: return mbarrier(th, s, t);
+  case ST_TMA_LOAD: return tma_load(th, s, t);
   case ST_EVAL: eval(th, s->value, t); return !th->failed;
   default: DIE("statement %s is not per thread", stmt_spelling(s->kind));
   }
@@ -883,6 +1053,12 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
     fail(th, s->loc, t, "wgmma reads %s %s", elem_text(e, sizeof e, th, b, &idx, 1),
          sh->inflight ? "while a cp.async into it is in flight" : "before anything wrote it");
     return false;
+  }
+  if (sh->w_async) { /* a TMA load: async proxy to async proxy, published by its mbarrier */
+    op->bytes[op->nbytes++] = (int32_t)byte;
+    th->stats.shared_bytes += 2;
+    *out = val_load(s->elem, th->smem + byte, 0).f;
+    return true;
   }
   if (sh->w_epoch == th->epoch) { /* wgmma reads the whole tile: any writer needs a barrier first */
     fail(th, s->loc, t, "data race on %s: written by thread %d and read by wgmma with no barrier between",
@@ -1274,6 +1450,7 @@ static void start_block(Th *th, int64_t blk)
   memset(th->shadow, 0, sizeof *th->shadow * (size_t)th->smem_bytes);
   memset(th->fences, 0, sizeof *th->fences * (size_t)T);
   th->epoch = 1;
+  th->nmbars = 0;
   for (int t = 0; t < T; t++)
     th->cp[t].n = th->cp[t].committed = 0;
   for (int g = 0; g <= T / WARPGROUP; g++) {
@@ -1298,6 +1475,7 @@ static void release(Th *th)
     free(th->wg[g].ops);
   }
   interp_blocks_free(&th->written);
+  free(th->mbars);
   free(th->uni);
   free(th->vars);
   free(th->data);

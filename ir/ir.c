@@ -53,8 +53,40 @@ void kernel_add_param(Arena *a, Kernel *k, bool is_buffer, int index)
 {
   k->params = grow(a, k->params, k->nparams, &k->cap_params, sizeof(struct KParam));
   k->params[k->nparams].is_buffer = is_buffer;
+  k->params[k->nparams].is_tmap = false;
   k->params[k->nparams].index = index;
   k->nparams++;
+}
+
+int kernel_add_tmap(Arena *a, Kernel *k, int buf, const int64_t *box)
+{
+  int rank = k->bufs[buf].rank;
+  for (int i = 0; i < k->ntmaps; i++)
+    if (k->tmaps[i].buf == buf && !memcmp(k->tmaps[i].box, box, sizeof *box * (size_t)rank))
+      return i;
+  if (!k->ntmaps) {
+    Var v = {.name = "tma.ok", .kind = VAR_TMA_OK, .type = TY_I32, .param_index = -1};
+    k->tma_ok = kernel_add_var(a, k, v);
+  }
+  int cap = k->ntmaps;
+  k->tmaps = grow(a, k->tmaps, k->ntmaps, &cap, sizeof *k->tmaps);
+  struct TensorMap *m = &k->tmaps[k->ntmaps];
+  *m = (struct TensorMap){.buf = buf, .param = -1};
+  memcpy(m->box, box, sizeof *box * (size_t)rank);
+  return k->ntmaps++;
+}
+
+void kernel_add_tmap_params(Arena *a, Kernel *k)
+{
+  if (!k->ntmaps || k->tmaps[0].param >= 0)
+    return;
+  for (int i = 0; i < k->ntmaps; i++) {
+    k->tmaps[i].param = k->nparams;
+    kernel_add_param(a, k, false, i);
+    k->params[k->nparams - 1].is_tmap = true;
+  }
+  kernel_add_param(a, k, false, k->tma_ok);
+  k->vars[k->tma_ok].param_index = k->nparams - 1;
 }
 
 static Expr *ex_new(Arena *a, ExprKind kind, TypeKind t)

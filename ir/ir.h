@@ -213,6 +213,8 @@ typedef enum {
   VAR_THREAD_IDX, /* threadIdx.x, introduced by lowering */
   VAR_GRID_DIM,   /* gridDim.{x,y,z}: .dim, from num_blocks(axis) or lowering */
   VAR_NUM_SMS,    /* the launching device's multiprocessor count: grid expressions only */
+  VAR_TMA_OK,     /* a hidden u32 parameter the lowering adds after the tensor maps: 1 when the host
+                     passed a valid map in each (docs/abi.md), else 0 (the kernel takes its other path) */
 } VarKind;
 
 typedef struct {
@@ -407,6 +409,21 @@ typedef enum {
  *                .c[0 .. .acc_regs) may be read
  *   FENCE_PROXY_ASYNC  fence.proxy.async.shared::cta: this thread's earlier shared-memory
  *                writes become visible to the async proxy (wgmma) after the next barrier
+ *
+ * Hopper (sm_90) mbarriers and the tensor memory accelerator (TMA).  An mbarrier
+ * is a u64 element .bar[.bar_idx] of a SHARED buffer; a phase completes when it
+ * has had its count of arrivals and the bytes it was told to expect arrived:
+ *
+ *   MBAR_INIT       mbarrier.init: count .value arrivals per phase, phase 0 open
+ *   MBAR_ARRIVE     one arrival
+ *   MBAR_EXPECT_TX  one arrival that also expects .value more bytes (arrive.expect_tx)
+ *   MBAR_WAIT       wait until the phase of parity .value (0 or 1) has completed
+ *   TMA_LOAD        cp.async.bulk.tensor: the box of tensor map .tmap (Kernel.tmaps)
+ *                   at tensor coordinates .src_idx (of .src_buf, the map's tensor:
+ *                   its dimensions, outermost first; elements outside read as 0) ->
+ *                   shared tile .buf from element .idx on (a 1024-byte aligned
+ *                   panel of the SWIZZLE_128B layout: the box's rows of 128 bytes),
+ *                   its bytes completing on .bar[.bar_idx]
  *   EVAL      evaluate .value for effect (never produced yet)
  */
 #define TL_STMT_KINDS(X)                                    \
@@ -433,6 +450,11 @@ typedef enum {
   X(ST_WGMMA_COMMIT, "wgmma.commit", STMT_THREAD)           \
   X(ST_WGMMA_WAIT, "wgmma.wait", STMT_THREAD)               \
   X(ST_FENCE_PROXY_ASYNC, "fence.proxy.async", STMT_THREAD) \
+  X(ST_MBAR_INIT, "mbarrier.init", STMT_THREAD)             \
+  X(ST_MBAR_ARRIVE, "mbarrier.arrive", STMT_THREAD)         \
+  X(ST_MBAR_EXPECT_TX, "mbarrier.expect_tx", STMT_THREAD)   \
+  X(ST_MBAR_WAIT, "mbarrier.wait", STMT_THREAD)             \
+  X(ST_TMA_LOAD, "tma.load", STMT_THREAD)                   \
   X(ST_EVAL, "eval", STMT_ANY)
 
 typedef enum { STMT_ANY, STMT_TILE, STMT_THREAD } StmtLevel;
@@ -509,6 +531,11 @@ struct Stmt {
   ReduceKind reduce;
   int dim;
   bool accumulate;
+  /* MBAR_*, TMA_LOAD: the mbarrier .bar[.bar_idx] (.value: MBAR_INIT's count, EXPECT_TX's bytes,
+   * WAIT's parity) */
+  int bar;
+  Expr *bar_idx;
+  int tmap; /* TMA_LOAD: the tensor map, an index into Kernel.tmaps */
 };
 
 typedef struct {
@@ -518,12 +545,24 @@ typedef struct {
   int nvars, cap_vars;
   Buffer *bufs;
   int nbufs, cap_bufs;
-  /* PTX parameters, in order: each is a GLOBAL buffer, a SCALAR or a SIZE var. */
+  /* PTX parameters, in order: each is a GLOBAL buffer, a SCALAR or a SIZE var, then (added by the
+   * lowering) the tensor maps and the TMA_OK var. */
   struct KParam {
     bool is_buffer;
-    int index; /* buffer or var handle */
+    bool is_tmap; /* a CUtensorMap passed by value (128 bytes): .index is into .tmaps */
+    int index;    /* buffer, var or tensor-map handle */
   } *params;
   int nparams, cap_params;
+  /* Tensor maps (sm_90a TMA loads, software_pipeline.c): each describes boxes of .box elements
+   * (one per dimension of GLOBAL buffer .buf, outermost first) read from .buf with the 128-byte
+   * swizzle; .param is its position among the parameters. */
+  struct TensorMap {
+    int buf;
+    int64_t box[TL_MAX_RANK];
+    int param;
+  } *tmaps;
+  int ntmaps;
+  int tma_ok; /* the VAR_TMA_OK var (made with the first tensor map; none while ntmaps is 0) */
   Expr *grid[3];         /* launch grid, over SIZE/CONST vars; NULL beyond .grid_rank */
   int grid_rank;
   Expr *threads;         /* threads per block; a constant after specialization */
@@ -557,6 +596,11 @@ int64_t buffer_elems(const Buffer *b);                    /* tiles: product of t
 bool buffer_same_shape(const Buffer *a, const Buffer *b); /* tiles: same rank and tile_shape */
 int kernel_add_buffer(Arena *a, Kernel *k, Buffer b);
 void kernel_add_param(Arena *a, Kernel *k, bool is_buffer, int index);
+/* A tensor map of GLOBAL buffer buf with boxes of box[] (buf's rank), shared when the same one is
+ * asked again; its parameter is added by kernel_add_tmap_params. */
+int kernel_add_tmap(Arena *a, Kernel *k, int buf, const int64_t *box);
+/* The parameters of the tensor maps, then of the TMA_OK var (after every other parameter). */
+void kernel_add_tmap_params(Arena *a, Kernel *k);
 
 Expr *ex_int(Arena *a, TypeKind t, int64_t v);
 Expr *ex_float(Arena *a, TypeKind t, double v);

@@ -234,6 +234,27 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
   case ST_WGMMA_WAIT:
     sb_printf(sb, "wgmma.wait %d %s[%d]", s->pending, k->bufs[s->c].name, s->acc_regs);
     break;
+  case ST_MBAR_INIT:
+  case ST_MBAR_ARRIVE:
+  case ST_MBAR_EXPECT_TX:
+  case ST_MBAR_WAIT:
+    sb_printf(sb, "%s %s[", stmt_spelling(s->kind), k->bufs[s->bar].name);
+    ir_print_expr(sb, k, s->bar_idx);
+    sb_puts(sb, "]");
+    if (s->value) {
+      sb_puts(sb, s->kind == ST_MBAR_INIT ? ", count " : s->kind == ST_MBAR_WAIT ? ", parity " : ", bytes ");
+      ir_print_expr(sb, k, s->value);
+    }
+    break;
+  case ST_TMA_LOAD:
+    sb_printf(sb, "tma.load map %d %s[", s->tmap, k->bufs[s->src_buf].name);
+    print_exprs(sb, k, s->src_idx, s->nsrc_idx);
+    sb_printf(sb, "] -> %s[", k->bufs[s->buf].name);
+    print_exprs(sb, k, s->idx, s->nidx);
+    sb_printf(sb, "], mbarrier %s[", k->bufs[s->bar].name);
+    ir_print_expr(sb, k, s->bar_idx);
+    sb_puts(sb, "]");
+    break;
   case ST_EVAL: ir_print_expr(sb, k, s->value); break;
   }
   sb_puts(sb, "\n");
@@ -260,9 +281,16 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
       sb_printf(sb, "  param %s: %s[", b->name, type_name(b->elem));
       print_exprs(sb, k, (Expr **)b->shape, b->rank);
       sb_puts(sb, "]\n");
+    } else if (p->is_tmap) {
+      const struct TensorMap *m = &k->tmaps[p->index];
+      sb_printf(sb, "  param tensor map %d of %s, box [", p->index, k->bufs[m->buf].name);
+      for (int d = 0; d < k->bufs[m->buf].rank; d++)
+        sb_printf(sb, "%s%lld", d ? ", " : "", (long long)m->box[d]);
+      sb_puts(sb, "]\n");
     } else {
       const Var *v = &k->vars[p->index];
-      sb_printf(sb, "  param %s: %s %s\n", v->name, v->kind == VAR_SIZE ? "size" : "scalar",
+      sb_printf(sb, "  param %s: %s %s\n", v->name,
+                v->kind == VAR_SIZE ? "size" : v->kind == VAR_TMA_OK ? "tensor maps valid" : "scalar",
                 type_name(v->type));
     }
   }

@@ -219,6 +219,28 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
       return fail(v, "wgmma reads f16 or bf16 shared tiles in the 128-byte swizzle layout");
     return true;
   }
+  case ST_MBAR_INIT:
+  case ST_MBAR_ARRIVE:
+  case ST_MBAR_EXPECT_TX:
+  case ST_MBAR_WAIT:
+  case ST_TMA_LOAD: {
+    if (!buf_ok(v, s->bar, 1, "mbarrier") || !expr_ok(v, s->bar_idx) ||
+        v->k->bufs[s->bar].scope != SCOPE_SHARED || v->k->bufs[s->bar].elem != TY_U64)
+      return fail(v, "an mbarrier is a u64 element of a shared buffer");
+    if (s->kind != ST_TMA_LOAD)
+      return (s->kind == ST_MBAR_ARRIVE) == !s->value && (!s->value || expr_ok(v, s->value))
+                 ? true
+                 : fail(v, "malformed mbarrier statement");
+    if (s->tmap < 0 || s->tmap >= v->k->ntmaps || v->k->tmaps[s->tmap].buf != s->src_buf ||
+        !buf_ok(v, s->buf, s->nidx, "tma.load") || !buf_ok(v, s->src_buf, s->nsrc_idx, "tma.load") ||
+        !exprs_ok(v, s->idx, s->nidx) || !exprs_ok(v, s->src_idx, s->nsrc_idx))
+      return fail(v, "malformed tma.load");
+    const Buffer *D = &v->k->bufs[s->buf], *G = &v->k->bufs[s->src_buf];
+    if (D->scope != SCOPE_SHARED || G->scope != SCOPE_GLOBAL || D->swizzle != SWIZZLE_128B ||
+        D->elem != G->elem || type_bytes(D->elem) != 2)
+      return fail(v, "tma.load copies a 16-bit global tensor into a 128-byte swizzled shared tile");
+    return true;
+  }
   case ST_EVAL: return expr_ok(v, s->value);
   }
   return fail(v, "unknown statement kind");
@@ -229,7 +251,8 @@ const char *ir_verify(Arena *a, const Kernel *k, VerifyLevel level)
   Verifier v = {a, k, level, NULL};
   for (int i = 0; i < k->nparams; i++) {
     const struct KParam *p = &k->params[i];
-    if (p->is_buffer ? (p->index < 0 || p->index >= k->nbufs || k->bufs[p->index].scope != SCOPE_GLOBAL)
+    if (p->is_buffer  ? (p->index < 0 || p->index >= k->nbufs || k->bufs[p->index].scope != SCOPE_GLOBAL)
+        : p->is_tmap ? (p->index < 0 || p->index >= k->ntmaps || k->tmaps[p->index].param != i)
                      : (p->index < 0 || p->index >= k->nvars))
       return arena_printf(a, "parameter %d is malformed", i);
   }

@@ -234,6 +234,7 @@ bool pass_lower_tile_ops(PassContext *pc, Kernel *k)
   Lw w = lw_begin(pc, k);
   int errors = pc->diags->nerrors;
   k->body = lw_lower_stmt(&w, k->body);
+  kernel_add_tmap_params(pc->arena, k); /* after every other parameter (docs/abi.md) */
   return pc->diags->nerrors == errors;
 }
 

@@ -420,6 +420,195 @@ static void steady_iteration(Lw *w, StmtList *it, int S, bool proxy, Stmt *issue
     stlist_push(w->a, it, use);
 }
 
+/* ---------------------------------------------------------------- TMA (sm_90a)
+ *
+ * When every producer copies a 16-bit global tile into a SWIZZLE_128B shared
+ * tile (what wgmma reads) and every consumer is a gemm lowered to wgmma, the
+ * copy engine fills the stages instead of the threads: one thread issues a
+ * cp.async.bulk.tensor per 64-column panel of each tile (the box [R, 64] lands
+ * in the panel exactly as SWIZZLE_128B places it; elements outside the tensor
+ * are zeros), and mbarriers replace the block-wide barrier:
+ *
+ *   tid 0: init full[s] (1 arrival), empty[s] (every thread), s < S; fence; barrier
+ *   tid 0: for p in 0 .. S-2: if p < n { fill(p) }                   prologue
+ *   for k in 0 .. n-1:
+ *       wait full[k % S], parity (k / S) % 2     -- stage k landed
+ *       wgmma on stage k; commit; wgmma.wait 1   -- the multiplies of k-1 are done
+ *       if k >= 1: arrive empty[(k-1) % S]       -- this thread no longer reads stage k-1
+ *       if tid == 0 and k + S-1 < n:
+ *           if k >= 1: wait empty[(k-1) % S], parity ((k-1) / S) % 2
+ *           fill(k + S-1)                        -- into stage (k-1) % S
+ *   wgmma.wait 0
+ *
+ * fill(i): arrive.expect_tx(full[i % S], the tiles' bytes), then the loads.
+ * The tensor maps are hidden parameters, with a flag the host sets when it
+ * could make them (docs/abi.md): the kernel runs this loop if the flag is set,
+ * the cp.async one otherwise (a pointer or row stride the copy engine cannot
+ * take, a host without the driver's encoder). */
+
+/* Can pipelined loop s fill its stages with TMA (see above)?  Asked before staging. */
+static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const StmtList *consumers)
+{
+  const Kernel *k = w->k;
+  if (w->pc->target->sm != 90 || !w->pc->target->arch_specific || s->stages < 2 || !consumers->n)
+    return false;
+  for (int i = 0; i < producers->n; i++) {
+    const Stmt *p = producers->items[i];
+    const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
+    if (T->stages || G->elem != T->elem || type_bytes(T->elem) != 2 || T->swizzle != SWIZZLE_128B ||
+        T->rank != 2 || G->rank < 2 || G->rank > 5 || p->src.rank != G->rank || T->tile_shape[1] % 64 ||
+        T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
+      return false;
+  }
+  for (int i = 0; i < consumers->n; i++)
+    if (consumers->items[i]->kind != ST_GEMM || !lw_gemm_uses_wgmma(w, consumers->items[i]))
+      return false;
+  return true;
+}
+
+static Stmt *mbar_stmt(Lw *w, StmtKind kind, int bar, Expr *idx, Expr *value)
+{
+  Stmt *s = st_new(w->a, kind, NO_LOC);
+  s->bar = bar;
+  s->bar_idx = idx;
+  s->value = value;
+  return s;
+}
+
+static Stmt *wgmma_wait_stmt(Lw *w, int acc, int pending)
+{
+  Stmt *s = st_new(w->a, ST_WGMMA_WAIT, NO_LOC);
+  s->c = acc;
+  s->acc_regs = w->k->bufs[acc].layout.regs;
+  s->pending = pending;
+  return s;
+}
+
+/* fill(iter): expect the tiles' bytes on full[stage], then one TMA load per
+ * 64-column panel of each producer's tile. */
+static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter, Expr *stage, int mbar)
+{
+  Kernel *k = w->k;
+  StmtList out = {0};
+  int64_t bytes = 0;
+  for (int i = 0; i < producers->n; i++) {
+    const Buffer *T = &k->bufs[producers->items[i]->dst.buf];
+    bytes += T->tile_shape[1] * T->tile_shape[2] * 2; /* staged: [S, R, C] */
+  }
+  stlist_push(w->a, &out, mbar_stmt(w, ST_MBAR_EXPECT_TX, mbar, lw_clone(w, stage), lw_i32(w, bytes)));
+  Stage st = {w, NULL, NULL, loop_var, iter, true};
+  for (int i = 0; i < producers->n; i++) {
+    const Stmt *p = producers->items[i];
+    const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
+    int R = G->rank;
+    int64_t box[TL_MAX_RANK];
+    for (int d = 0; d < R; d++)
+      box[d] = d < R - 2 ? 1 : d == R - 2 ? T->tile_shape[1] : 64;
+    int map = kernel_add_tmap(w->a, k, p->src.buf, box);
+    for (int64_t c = 0; c < T->tile_shape[2]; c += 64) {
+      Stmt *t = st_new(w->a, ST_TMA_LOAD, p->loc);
+      t->tmap = map;
+      t->buf = p->dst.buf;
+      t->nidx = 3;
+      t->idx = ARENA_ARRAY(w->a, Expr *, 3);
+      t->idx[0] = lw_clone(w, stage);
+      t->idx[1] = lw_i32(w, 0);
+      t->idx[2] = lw_i32(w, c);
+      t->src_buf = p->src.buf;
+      t->nsrc_idx = R;
+      t->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+      for (int d = 0; d < R; d++) {
+        Expr *o = expr_rewrite(ex_clone(w->a, p->src.origin[d]), subst_iter, &st);
+        t->src_idx[d] = d == R - 1 ? lw_add(w, o, lw_i32(w, c)) : o;
+      }
+      t->bar = mbar;
+      t->bar_idx = lw_clone(w, stage);
+      stlist_push(w->a, &out, t);
+    }
+  }
+  return stlist_seq(w->a, &out, NO_LOC);
+}
+
+/* The TMA form of pipelined loop s (see above); gemms: its consumers, not yet staged. */
+static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms, const bool *staged,
+                          bool reused)
+{
+  Kernel *k = w->k;
+  int S = s->stages, kv = s->vars[0];
+  int mbar = lw_new_buffer(w, "mbar", SCOPE_SHARED, TY_U64, 2 * (int64_t)S); /* full[S], empty[S] */
+  Expr *tid0 = lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, 0));
+  StmtList out = {0};
+  if (reused || w->loops) /* every thread is done with the barriers' last phases */
+    stlist_push(w->a, &out, lw_barrier(w));
+  StmtList init = {0};
+  for (int i = 0; i < S; i++) {
+    stlist_push(w->a, &init, mbar_stmt(w, ST_MBAR_INIT, mbar, lw_i32(w, i), lw_i32(w, 1)));
+    stlist_push(w->a, &init, mbar_stmt(w, ST_MBAR_INIT, mbar, lw_i32(w, S + i), lw_i32(w, k->nthreads)));
+  }
+  stlist_push(w->a, &init, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
+  stlist_push(w->a, &out, lw_if(w, ex_clone(w->a, tid0), stlist_seq(w->a, &init, NO_LOC), NULL));
+  stlist_push(w->a, &out, lw_barrier(w));
+  int n = lw_let(w, &out, "n", ex_clone(w->a, s->extents[0]));
+  StmtList pro = {0};
+  for (int p = 0; p < S - 1; p++)
+    stlist_push(w->a, &pro,
+                lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)),
+                      tma_fill(w, producers, kv, lw_i32(w, p), lw_i32(w, p), mbar), NULL));
+  stlist_push(w->a, &out, lw_if(w, ex_clone(w->a, tid0), stlist_seq(w->a, &pro, NO_LOC), NULL));
+
+  StmtList it = {0};
+  int stage = lw_let(w, &it, "stage", lw_mod_c(w, lw_var(w, kv), S));
+  stlist_push(w->a, &it,
+              mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, kv), S), 2)));
+  int accs[16], naccs = 0;
+  for (int i = 0; i < gemms->n; i++) {
+    Stmt *g = gemms->items[i];
+    if (staged[g->a])
+      g->stage_a = lw_var(w, stage);
+    if (staged[g->b])
+      g->stage_b = lw_var(w, stage);
+    StmtList flat = {0};
+    flatten(w->a, lw_lower_stmt(w, g), &flat);
+    for (int j = 0; j < flat.n; j++)
+      if (flat.items[j]->kind != ST_WGMMA_WAIT)
+        stlist_push(w->a, &it, flat.items[j]);
+    bool seen = false;
+    for (int j = 0; j < naccs; j++)
+      seen |= accs[j] == g->c;
+    if (!seen && naccs < 16)
+      accs[naccs++] = g->c;
+  }
+  for (int j = 0; j < naccs; j++)
+    stlist_push(w->a, &it, wgmma_wait_stmt(w, accs[j], 1));
+  Expr *after_first = lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1));
+  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
+  stlist_push(w->a, &it,
+              lw_if(w, ex_clone(w->a, after_first),
+                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, ex_clone(w->a, prev), lw_i32(w, S)), NULL),
+                    NULL));
+  int next = lw_let(w, &it, "next", lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)));
+  StmtList fill = {0};
+  Expr *parity = lw_mod_c(w, lw_div_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, -1)), S), 2);
+  stlist_push(w->a, &fill,
+              lw_if(w, after_first,
+                    mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_add(w, ex_clone(w->a, prev), lw_i32(w, S)), parity),
+                    NULL));
+  stlist_push(w->a, &fill, tma_fill(w, producers, kv, lw_var(w, next), ex_clone(w->a, prev), mbar));
+  stlist_push(w->a, &it,
+              lw_if(w, lw_and(w, tid0, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n))),
+                    stlist_seq(w->a, &fill, NO_LOC), NULL));
+  Stmt *loop = st_new(w->a, ST_FOR, s->loc);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = kv;
+  loop->extents[0] = lw_var(w, n);
+  loop->then_s = stlist_seq(w->a, &it, s->loc);
+  stlist_push(w->a, &out, loop);
+  for (int j = 0; j < naccs; j++)
+    stlist_push(w->a, &out, wgmma_wait_stmt(w, accs[j], 0));
+  return stlist_seq(w->a, &out, s->loc);
+}
+
 Stmt *lower_pipelined(Lw *w, Stmt *s)
 {
   Kernel *k = w->k;
@@ -432,6 +621,14 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
     return s;
   }
   int S = s->stages;
+  /* The TMA form lowers its own copies of the gemms (staging changes them). */
+  StmtList gemms = {0};
+  if (tma_eligible(w, s, &producers, &consumers))
+    for (int i = 0; i < consumers.n; i++) {
+      Stmt *g = st_new(w->a, ST_GEMM, NO_LOC);
+      *g = *consumers.items[i];
+      stlist_push(w->a, &gemms, g);
+    }
   bool reused = false;
   bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
   if (!stage_tiles(w, s, &producers, S, staged, &reused))
@@ -479,5 +676,9 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   stlist_push(w->a, &out, loop);
   /* Epilogue: no copy may still be landing when the tiles are reused. */
   stlist_push(w->a, &out, async_stmt(w, ST_CP_WAIT, 0));
-  return stlist_seq(w->a, &out, s->loc);
+  Stmt *cp_async = stlist_seq(w->a, &out, s->loc);
+  if (!gemms.n)
+    return cp_async;
+  Stmt *tma = tma_pipeline(w, s, &producers, &gemms, staged, reused);
+  return lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma, cp_async);
 }

@@ -23,10 +23,7 @@ kernel must move (X read, Y written, W and B read once); each ratio is of the co
 approaches). Writes OUTDIR/sweep_KERNEL.md (one table per kernel, every dtype) and prints them. Exit 1 when a
 result is wrong, 2 without a GPU or torch; speed never changes the exit status.
 """
-import ctypes
 import os
-import statistics
-import subprocess
 import sys
 
 try:
@@ -41,110 +38,7 @@ try:
 except ImportError:
     triton = None
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
-
-# ---------------------------------------------------------------------------------- the driver
-
-
-class Driver:
-    """cuModuleLoadData / cuLaunchKernel in torch's (primary) context."""
-
-    def __init__(self):
-        self.cu = ctypes.CDLL("libcuda.so.1")
-        torch.cuda.init()
-        torch.zeros(1, device="cuda")  # makes the primary context current
-
-    def check(self, rc, what):
-        if rc != 0:
-            raise RuntimeError(f"{what}: CUresult {rc}")
-
-    def load(self, ptx):
-        mod = ctypes.c_void_p()
-        self.check(self.cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx.encode() + b"\0")),
-                   "cuModuleLoadData")
-        return mod
-
-    def function(self, mod, name, smem):
-        fn = ctypes.c_void_p()
-        self.check(self.cu.cuModuleGetFunction(ctypes.byref(fn), mod, name.encode()), "cuModuleGetFunction")
-        if smem > 48 * 1024:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            self.check(self.cu.cuFuncSetAttribute(fn, 8, ctypes.c_int(smem)), "cuFuncSetAttribute")
-        return fn
-
-    def launch(self, fn, grid, threads, smem, params):
-        arr = (ctypes.c_void_p * len(params))(*[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in params])
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        self.check(self.cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2], threads, 1, 1, smem, stream, arr, None),
-                   "cuLaunchKernel")
-
-
-def parse_meta(ptx):
-    """{kernel: {threads, smem, params: [(kind, name, type)], grid: [rpn tokens] x 3}} of docs/abi.md."""
-    kernels, cur = {}, None
-    for line in ptx.splitlines():
-        if not line.startswith("// tilec-meta"):
-            if kernels:
-                break
-            continue
-        w = line.split()[2:]
-        if w[0] == "kernel":
-            kv = dict(x.split("=") for x in w[2:])
-            cur = kernels[w[1]] = {"threads": int(kv["threads"]), "smem": int(kv["smem"]), "params": [],
-                                   "grid": [None] * 3, "consts": []}
-        elif w[0] == "param":
-            cur["params"].append((w[2], w[3], w[4]))
-        elif w[0] == "grid":
-            cur["grid"][int(w[1])] = w[2:]
-        elif w[0] == "const":
-            cur["consts"].append((w[1], int(w[2])))
-    return kernels
-
-
-def rpn(tokens, env):
-    st = []
-    for t in tokens:
-        if t in ("+", "-", "*", "/", "%", "min", "max", "ceildiv"):
-            b, a = st.pop(), st.pop()
-            st.append({"+": a + b, "-": a - b, "*": a * b, "/": int(a / b), "%": a - int(a / b) * b,
-                       "min": min(a, b), "max": max(a, b), "ceildiv": (a + b - 1) // b}[t])
-        elif t.lstrip("-").isdigit():
-            st.append(int(t))
-        else:
-            st.append(env[t])
-    return st[0]
-
-
-class Kernel:
-    def __init__(self, drv, tilec, path, name, dtype, sizes=None, flags=(), quiet=False):
-        """sizes: {"M": m, "N": n} compiles the variant a launch at those sizes gets (--size: the
-        launch constants' values there, as the JIT's tl_launch would); None: the generic variant.
-        flags: more tilec flags (-D settings: explore_rows.py)."""
-        out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sweep_{name}_{dtype}.ptx")
-        flags = list(flags) + (["--size", ",".join(f"{k}={v}" for k, v in sizes.items())] if sizes else [])
-        subprocess.run([tilec, path, "--kernel", name, "-D", f"T={dtype}", *flags, "-o", out], check=True,
-                       stderr=subprocess.DEVNULL if quiet else None)
-        ptx = open(out).read()
-        self.meta = parse_meta(ptx)[name]
-        self.variant = " ".join(f"{k}={v}" for k, v in self.meta["consts"])
-        self.drv, self.name = drv, name
-        self.fn = drv.function(drv.load(ptx), name, self.meta["smem"])
-        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
-
-    def __call__(self, **args):
-        env, params = {"num_sms": self.sms}, []
-        for kind, pname, ptype in self.meta["params"]:
-            v = args[pname]
-            if kind == "tensor":
-                params.append(ctypes.c_void_p(v.data_ptr()))
-            elif kind == "size":
-                env[pname] = v
-                params.append(ctypes.c_int32(v))
-            else:
-                params.append(ctypes.c_float(v) if ptype == "f32" else ctypes.c_int32(v))
-        grid = [rpn(g, env) for g in self.meta["grid"]]
-        if min(grid) > 0:
-            self.drv.launch(self.fn, grid, self.meta["threads"], self.meta["smem"], params)
+from tlcuda import DT, ROOT, Driver, Kernel, timed  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------- the peers
@@ -212,35 +106,6 @@ def reference(kind, x, w, b, eps, rows):
     mu = xs.mean(-1, keepdim=True)
     var = ((xs - mu) ** 2).mean(-1, keepdim=True)
     return (xs - mu) * torch.rsqrt(var + eps) * w.float() + b.float()
-
-
-def timed(fn, reps, per_graph=10):
-    """Milliseconds per call on the GPU: per_graph calls captured in a CUDA graph, the graph replayed
-    reps times between events, the median divided by per_graph. So a small launch is timed on the GPU,
-    not at the pace Python issues launches (ctypes or torch dispatch: tens of microseconds)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()  # warm-up on the capture stream (allocations, Triton's first launch)
-        with torch.cuda.graph(g, stream=s):
-            for _ in range(per_graph):
-                fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / per_graph)
-    return statistics.median(times)
 
 
 def shapes(elem, quick):

@@ -1,4 +1,4 @@
-/* launch.h: one launch of a kernel on the interpreter with made-up arguments, in three copies (one per
+/* launch.h: one launch of a kernel on the interpreter with made-up arguments, in four copies (one per
  * run to compare), for tests/unit/test_levels.c (and gpu_levels) and tests/fuzz/fuzz_interp.c.
  * Header-only: each program includes it once. The caller picks the sizes and scalars (launch_scalar),
  * then launch_tensors makes every tensor from them: multiples of 1/8 in [-2, 2] (integers 0 to 7), so
@@ -12,7 +12,7 @@
 
 #include "interp.h"
 
-enum { LAUNCH_MAX_ARGS = 64, LAUNCH_COPIES = 3 };
+enum { LAUNCH_MAX_ARGS = 64, LAUNCH_COPIES = 4 };
 
 typedef struct {
   InterpArg args[LAUNCH_MAX_ARGS];
@@ -53,7 +53,7 @@ static inline void launch_scalars(Launch *L, const Kernel *k,
                                   void (*pick)(void *state, const Var *v, InterpArg *a), void *state)
 {
   for (int p = 0; p < k->nparams; p++)
-    if (!k->params[p].is_buffer) {
+    if (!k->params[p].is_buffer && !k->params[p].is_tmap && k->vars[k->params[p].index].kind != VAR_TMA_OK) {
       const Var *v = &k->vars[k->params[p].index];
       InterpArg *a = &L->args[L->nargs++];
       a->name = v->name;

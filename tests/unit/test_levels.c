@@ -4,7 +4,9 @@
  * Every kernel of every .tl file in examples/, stdlib/ and tests/golden/ runs at the tile level (the
  * language's meaning, interp/tile.c) and at the thread level of its sm_80 and its sm_90a lowering
  * (what codegen translates, interp/thread.c), on the same random inputs at small random sizes (ragged
- * ones: the sizes are drawn, not chosen), and every tensor must come out the same within the storage
+ * ones: the sizes are drawn, not chosen; sm_90a twice when its lowering loads tiles with TMA: once
+ * with the tensor maps, once without, the kernel's cp.async path), and every tensor must come out the
+ * same within the storage
  * type's rounding. The inputs are multiples of 1/8 in [-2, 2] (as in tests/gpu/gpu_conform.c), so
  * that sums and products of them are exact in f32 in any order: the levels, which sum in different
  * orders, then agree but for what follows a transcendental function. A run the tile level rejects
@@ -225,15 +227,15 @@ static void run_levels(const char *path, const char *src, size_t len, const char
     arena_free(a);
     return;
   }
-  static const char *const targets[] = {"sm_80", "sm_90a", "the GPU"};
-  for (int c = 1; c < 3; c++) {
-    if (gpu_mode && c == 1)
+  static const char *const targets[] = {"sm_80", "sm_90a", "sm_90a without TMA", "the GPU"};
+  for (int c = 1; c < 4; c++) {
+    if (gpu_mode && c != 2)
       continue; /* copy 2 is the GPU's */
     Arena *ta = arena_new();
     Diags td = {.arena = ta, .filename = path};
     launch_use(&L, c);
     bool ok;
-    const char *target = gpu_mode ? targets[2] : targets[c - 1];
+    const char *target = gpu_mode ? targets[3] : targets[c - 1];
     char gpu_why[1024] = "";
     if (gpu_mode) {
 #ifdef TILEC_LEVELS_GPU
@@ -243,9 +245,16 @@ static void run_levels(const char *path, const char *src, size_t len, const char
 #endif
     } else {
       Module *tm = interp_compile_at(ta, &td, src, len, NULL, 0, sizes, nsizes, name,
-                                     target_find(targets[c - 1]), true);
+                                     target_find(c == 1 ? "sm_80" : "sm_90a"), true);
       Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
-      ok = tk && interp_thread_run(tk, L.args, L.nargs, &opt, &td);
+      if (tk && c == 3 && !tk->ntmaps) { /* no TMA: the same program as copy 2's */
+        arena_free(ta);
+        continue;
+      }
+      InterpArg args[LAUNCH_MAX_ARGS + 1];
+      memcpy(args, L.args, sizeof *args * (size_t)L.nargs);
+      args[L.nargs] = (InterpArg){.name = "tma.ok", .i = 0};
+      ok = tk && interp_thread_run(tk, args, L.nargs + (c == 3), &opt, &td);
     }
     char sizes[256] = "";
     size_t used = 0;

@@ -1,0 +1,203 @@
+"""tlcuda.py: what the GPU scripts share (sweep_rows.py, sweep_gemm.py, explore_rows.py): tilec's PTX
+loaded with cuModuleLoadData through ctypes into torch's context and launched with cuLaunchKernel on
+torch's stream, its parameters and grid from the PTX's tilec-meta block (docs/abi.md), tensor maps
+(TMA) encoded with cuTensorMapEncodeTiled as docs/abi.md says a host does; and timing with CUDA events.
+
+Not a binding for users (issue 19 is): a test harness, with torch as the only dependency.
+"""
+import ctypes
+import os
+import statistics
+import subprocess
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+# CUtensorMapDataType of the element types a tensor map may have
+TMAP_DTYPE = {"u8": 0, "i8": 0, "u16": 1, "i16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7,
+              "f64": 8, "bf16": 9}
+ESIZE = {"u8": 1, "i8": 1, "u16": 2, "i16": 2, "f16": 2, "bf16": 2, "u32": 4, "i32": 4, "f32": 4, "u64": 8,
+         "i64": 8, "f64": 8}
+SWIZZLE = {"none": 0, "32": 1, "64": 2, "128": 3}
+
+
+class Driver:
+    """cuModuleLoadData / cuLaunchKernel / cuTensorMapEncodeTiled in torch's (primary) context."""
+
+    def __init__(self):
+        self.cu = ctypes.CDLL("libcuda.so.1")
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # makes the primary context current
+        enc = getattr(self.cu, "cuTensorMapEncodeTiled", None)
+        if enc is not None:
+            P64, P32 = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+            enc.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, P64, P64, P32, P32,
+                            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+            enc.restype = ctypes.c_int
+        self.encode = None if os.environ.get("TILEC_NO_TMA") == "1" else enc
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what}: CUresult {rc}")
+
+    def load(self, ptx):
+        mod = ctypes.c_void_p()
+        self.check(self.cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx.encode() + b"\0")),
+                   "cuModuleLoadData")
+        return mod
+
+    def function(self, mod, name, smem):
+        fn = ctypes.c_void_p()
+        self.check(self.cu.cuModuleGetFunction(ctypes.byref(fn), mod, name.encode()), "cuModuleGetFunction")
+        if smem > 48 * 1024:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            self.check(self.cu.cuFuncSetAttribute(fn, 8, ctypes.c_int(smem)), "cuFuncSetAttribute")
+        return fn
+
+    def tensor_map(self, ptr, dims, elem, box, swizzle):
+        """A CUtensorMap (128 bytes, 64-byte aligned) in a buffer kept by the caller, or None if the
+        driver cannot make one (no encoder, TILEC_NO_TMA=1, an alignment the copy engine refuses)."""
+        if self.encode is None or elem not in TMAP_DTYPE:
+            return None
+        r, e = len(dims), ESIZE[elem]
+        strides, s = [], e
+        for d in reversed(dims[1:]):
+            s *= d
+            strides.append(s)
+        buf = ctypes.create_string_buffer(128 + 64)
+        addr = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
+        rc = self.encode(ctypes.c_void_p(addr), TMAP_DTYPE[elem], r, ctypes.c_void_p(ptr),
+                         (ctypes.c_uint64 * r)(*reversed(dims)), (ctypes.c_uint64 * max(1, r - 1))(*strides),
+                         (ctypes.c_uint32 * r)(*reversed(box)), (ctypes.c_uint32 * r)(*([1] * r)), 0,
+                         SWIZZLE[swizzle], 2, 0)
+        return (buf, addr) if rc == 0 else None
+
+    def launch(self, fn, grid, threads, smem, addrs):
+        """addrs: the address of each parameter's bytes (cuLaunchKernel's kernelParams)."""
+        arr = (ctypes.c_void_p * len(addrs))(*addrs)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        self.check(self.cu.cuLaunchKernel(fn, grid[0], grid[1], grid[2], threads, 1, 1, smem, stream, arr, None),
+                   "cuLaunchKernel")
+
+
+def parse_meta(ptx):
+    """{kernel: {threads, smem, params: [(kind, name, type, {key: value})], grid: [rpn tokens] x 3,
+    consts: [(name, value)]}} of docs/abi.md."""
+    kernels, cur = {}, None
+    for line in ptx.splitlines():
+        if not line.startswith("// tilec-meta"):
+            if kernels:
+                break
+            continue
+        w = line.split()[2:]
+        if w[0] == "kernel":
+            kv = dict(x.split("=") for x in w[2:])
+            cur = kernels[w[1]] = {"threads": int(kv["threads"]), "smem": int(kv["smem"]), "params": [],
+                                   "grid": [None] * 3, "consts": []}
+        elif w[0] == "param":
+            cur["params"].append((w[2], w[3], w[4], dict(x.split("=", 1) for x in w[5:] if "=" in x)))
+        elif w[0] == "grid":
+            cur["grid"][int(w[1])] = w[2:]
+        elif w[0] == "const":
+            cur["consts"].append((w[1], int(w[2])))
+    return kernels
+
+
+def rpn(tokens, env):
+    st = []
+    for t in tokens:
+        if t in ("+", "-", "*", "/", "%", "min", "max", "ceildiv"):
+            b, a = st.pop(), st.pop()
+            st.append({"+": a + b, "-": a - b, "*": a * b, "/": int(a / b), "%": a - int(a / b) * b,
+                       "min": min(a, b), "max": max(a, b), "ceildiv": (a + b - 1) // b}[t])
+        elif t.lstrip("-").isdigit():
+            st.append(int(t))
+        else:
+            st.append(env[t])
+    return st[0]
+
+
+class Kernel:
+    def __init__(self, drv, tilec, path, name, dtype, sizes=None, flags=(), quiet=False, tag=""):
+        """sizes: {"M": m, "N": n} compiles the variant a launch at those sizes gets (--size: the
+        launch constants' values there, as the JIT's tl_launch would); None: the generic variant.
+        flags: more tilec flags (-D settings)."""
+        out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlcuda_{name}_{dtype}{tag}.ptx")
+        flags = list(flags) + (["--size", ",".join(f"{k}={v}" for k, v in sizes.items())] if sizes else [])
+        subprocess.run([tilec, path, "--kernel", name, "-D", f"T={dtype}", *flags, "-o", out], check=True,
+                       stderr=subprocess.DEVNULL if quiet else None)
+        ptx = open(out).read()
+        self.meta = parse_meta(ptx)[name]
+        self.variant = " ".join(f"{k}={v}" for k, v in self.meta["consts"])
+        self.drv, self.name = drv, name
+        self.fn = drv.function(drv.load(ptx), name, self.meta["smem"])
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
+        self.maps = {}  # (param index, pointer, dims) -> encoded map, as the runtime caches them
+        self.tma = None  # whether the last launch passed tensor maps
+
+    def __call__(self, **args):
+        env, keep, addrs, tensors, ok = {"num_sms": self.sms}, [], [], [], True
+        for i, (kind, pname, ptype, kv) in enumerate(self.meta["params"]):
+            if kind == "tensor":
+                v = args[pname]
+                tensors.append(v)
+                p = ctypes.c_void_p(v.data_ptr())
+            elif kind == "size":
+                env[pname] = args[pname]
+                p = ctypes.c_int32(args[pname])
+            elif kind == "scalar":
+                v = args[pname]
+                p = ctypes.c_float(v) if ptype == "f32" else ctypes.c_int32(v)
+            elif kind == "tmap":
+                t = tensors[int(kv["tensor"])] if int(kv["tensor"]) < len(tensors) else None
+                box = [int(b) for b in kv["box"].split(",")]
+                key = (i, t.data_ptr(), tuple(t.shape))
+                if key not in self.maps:
+                    self.maps[key] = self.drv.tensor_map(t.data_ptr(), list(t.shape), ptype, box, kv["swizzle"])
+                m = self.maps[key]
+                if m is None:
+                    ok = False
+                    p = ctypes.create_string_buffer(128)
+                else:
+                    keep.append(m[0])
+                    addrs.append(m[1])
+                    continue
+            elif kind == "tmap_ok":
+                self.tma = ok
+                p = ctypes.c_uint32(1 if ok else 0)
+            else:
+                raise RuntimeError(f"parameter kind {kind} unknown to tlcuda.py")
+            keep.append(p)
+            addrs.append(ctypes.addressof(p))
+        grid = [rpn(g, env) for g in self.meta["grid"]]
+        if min(grid) > 0:
+            self.drv.launch(self.fn, grid, self.meta["threads"], self.meta["smem"], addrs)
+
+
+def timed(fn, reps, per_graph=10):
+    """Milliseconds per call on the GPU: per_graph calls captured in a CUDA graph, the graph replayed
+    reps times between events, the median divided by per_graph. So a small launch is timed on the GPU,
+    not at the pace Python issues launches (ctypes or torch dispatch: tens of microseconds)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()  # warm-up on the capture stream (allocations, Triton's first launch)
+        with torch.cuda.graph(g, stream=s):
+            for _ in range(per_graph):
+                fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / per_graph)
+    return statistics.median(times)
