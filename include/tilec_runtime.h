@@ -383,7 +383,13 @@ const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
  * context's stream, tl_context_set_stream, which is itself the legacy default stream unless set).
  * A grid with an axis of 0 launches nothing and returns TL_OK. The launch is asynchronous: errors
  * the kernel hits while running come back from a later synchronizing call. No allocation and no
- * parsing happen here (for kernels of up to TL_PLAN_INLINE_PARAMS parameters).
+ * parsing happen here (for kernels of up to TL_PLAN_INLINE_PARAMS parameters and
+ * TL_PLAN_INLINE_TMAPS tensor maps).
+ * A kernel with tensor maps (TL_PARAM_TMAP): each is encoded with the driver's
+ * cuTensorMapEncodeTiled, or reused from the kernel's previous launch when its tensor has the same
+ * pointer and dims, and tmap_ok is 1 when every map is valid; else (no such entry point in the
+ * driver, $TILEC_NO_TMA set when the context was made, a tensor the TMA cannot take) the maps are
+ * zeros and tmap_ok is 0, which the kernel runs correctly without TMA. Never an error.
  * On the CPU device the same checks, then every non-empty tensor must lie inside one allocation of
  * the context; the interpreter runs the kernel, blocks one after another, before tl_launch returns
  * (the stream is ignored), and a check it fails is TL_ERR_KERNEL_FAILED from this call. */
