@@ -1,14 +1,15 @@
 /* ---- tilec ahead-of-time launchers: what every generated header shares (tools/aot_prelude.h,
  * copied into each header by tilec --emit=header; one copy per translation unit, however many
  * generated headers it includes). */
-#ifndef TILEC_AOT_COMMON_V2
-#define TILEC_AOT_COMMON_V2
+#ifndef TILEC_AOT_COMMON_V3
+#define TILEC_AOT_COMMON_V3
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The driver library, opened with dlopen on first use: nothing links against it. */
@@ -45,9 +46,13 @@ typedef struct tilec_aot_module {
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuCtxGetCurrent)(CUcontext *);
   int num_sms; /* the multiprocessor count of the context's device, for grids that use num_sms */
+  /* Optional (CUDA 12+), for kernels that take TMA tensor maps: NULL when the driver lacks it or
+   * $TILEC_NO_TMA was set (and not "0") at load; then such launches pass tmap_ok = 0. */
+  CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned int, void *, const uint64_t *, const uint64_t *,
+                                     const uint32_t *, const uint32_t *, int, int, int, int);
 } tilec_aot_module;
 
-#define TILEC_AOT_MODULE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0}
+#define TILEC_AOT_MODULE_INIT {PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL}
 
 static inline int tilec_aot_ready(tilec_aot_module *m)
 {
@@ -108,6 +113,12 @@ static inline CUresult tilec_aot_load(tilec_aot_module *m, const char *ptx, int 
     goto fail;
   }
   m->cuCtxGetCurrent = get_current;
+  {
+    const char *no_tma = getenv("TILEC_NO_TMA");
+    m->cuTensorMapEncodeTiled = NULL;
+    if (!no_tma || !*no_tma || !strcmp(no_tma, "0"))
+      tilec_aot_sym(library, "cuTensorMapEncodeTiled", &m->cuTensorMapEncodeTiled);
+  }
   if ((r = get_current(&context)) != TILEC_AOT_SUCCESS)
     goto fail;
   if (!context) {
@@ -163,6 +174,7 @@ static inline void tilec_aot_unload(tilec_aot_module *m)
     m->module = NULL;
     m->context = NULL;
     m->num_sms = 0;
+    m->cuTensorMapEncodeTiled = NULL;
 #if defined(__GNUC__) || defined(__clang__)
     __atomic_store_n(&m->ready, 0, __ATOMIC_RELEASE);
 #else
@@ -220,6 +232,47 @@ static inline int tilec_aot_axis(int64_t v, int axis, unsigned int *out)
   return 1;
 }
 
+/* Kernels that load with the TMA take one 128-byte tensor map per (tensor, box), 64-byte aligned,
+ * and a u32 flag (docs/abi.md, "Tensor maps"). The maps live in the launcher's frame. */
+static inline unsigned char *tilec_aot_align64(unsigned char *p)
+{
+  return p + (64u - (unsigned)((uintptr_t)p % 64u)) % 64u;
+}
+
+/* Encode one tensor map into map (128 bytes): dims and box outermost first, as the .tl tensor
+ * writes them; the driver takes them innermost first, with the strides in bytes. 1 when encoded,
+ * 0 when not (no entry point, an address not 16-byte aligned, an empty dim or one over 2^32, a
+ * stride that is not a multiple of 16 bytes): the kernel then loads without TMA, as correctly. */
+static inline int tilec_aot_tmap(const tilec_aot_module *m, unsigned char *map, int data_type, int rank,
+                                 const void *address, const int64_t *dims, uint64_t elem_bytes,
+                                 const uint32_t *box, int swizzle)
+{
+  uint64_t global_dim[5] = {0, 0, 0, 0, 0}, global_strides[4] = {0, 0, 0, 0}, stride = elem_bytes;
+  uint32_t box_dim[5] = {0, 0, 0, 0, 0}, element_strides[5] = {1, 1, 1, 1, 1};
+  int i;
+  if (!m->cuTensorMapEncodeTiled || rank < 1 || rank > 5 || (uintptr_t)address % 16u != 0)
+    return 0;
+  for (i = 0; i < rank; i++) {
+    const int64_t d = dims[rank - 1 - i];
+    if (d < 1 || d > (INT64_C(1) << 32))
+      return 0;
+    global_dim[i] = (uint64_t)d;
+    box_dim[i] = box[rank - 1 - i];
+    if (i == rank - 1)
+      break;
+    if ((uint64_t)d > (UINT64_C(1) << 40) / stride)
+      return 0;
+    stride *= (uint64_t)d;
+    if (stride % 16u != 0 || stride >= (UINT64_C(1) << 40))
+      return 0;
+    global_strides[i] = stride;
+  }
+  /* interleave NONE (0), L2 promotion 128B (2), out-of-bounds fill NONE (0: zeros) */
+  return m->cuTensorMapEncodeTiled(map, data_type, (unsigned int)rank, (void *)(uintptr_t)address,
+                                   global_dim, global_strides, box_dim, element_strides, 0, swizzle, 2,
+                                   0) == TILEC_AOT_SUCCESS;
+}
+
 /* f16 and bf16 scalars are passed as their bits: float -> bits, round to nearest even, overflow to
  * infinity, NaN stays a (quiet) NaN. */
 static inline uint16_t tilec_aot_f16(float f)
@@ -262,4 +315,4 @@ static inline uint16_t tilec_aot_bf16(float f)
   return (uint16_t)(x >> 16);
 }
 
-#endif /* TILEC_AOT_COMMON_V2 */
+#endif /* TILEC_AOT_COMMON_V3 */

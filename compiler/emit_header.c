@@ -7,7 +7,8 @@
  *   STEM_load(), STEM_unload() the module, in the context current at load
  *   per kernel K:
  *     K_grid(scalars, sizes, grid[3])        the metadata's grid programs, in C
- *     K_launch(stream, tensors, scalars, sizes)
+ *     K_launch(stream, tensors, scalars, sizes): tensor maps (TMA) encoded in
+ *       its frame, tmap_ok 1 if every one was, else 0 (docs/abi.md)
  *
  * Grid programs are turned into straight-line C: the RPN stack depth at every
  * token is known, so each stack slot becomes a local. */
@@ -153,6 +154,10 @@ static void put_int64(StrBuf *sb, int64_t v)
 
 /* ---------------------------------------------------------------- one kernel */
 
+/* Tensor maps and their flag are hidden: the launcher makes them itself. */
+static bool is_hidden(const tl_param *p) { return p->kind == TL_PARAM_TMAP || p->kind == TL_PARAM_TMAP_OK; }
+
+
 typedef struct {
   const tl_kernel_info *k;
   char *cname;   /* C name of the kernel */
@@ -192,7 +197,7 @@ static int put_params(StrBuf *sb, const KernelNames *kn, bool with_tensors)
   }
   for (int i = 0; i < k->nparams; i++) {
     const tl_param *p = &k->params[i];
-    if (p->kind == TL_PARAM_TENSOR && !with_tensors)
+    if ((p->kind == TL_PARAM_TENSOR && !with_tensors) || is_hidden(p))
       continue;
     sb_puts(sb, written++ ? ", " : "");
     if (p->kind == TL_PARAM_TENSOR)
@@ -220,7 +225,7 @@ static void put_grid_function(StrBuf *sb, const KernelNames *kn)
     sb_puts(sb, "\tif (num_sms < 1)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n");
   /* every non-tensor param is read or explicitly ignored, so no warning either way */
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].kind != TL_PARAM_TENSOR)
+    if (k->params[i].kind != TL_PARAM_TENSOR && !is_hidden(&k->params[i]))
       sb_printf(sb, "\t(void)%s;\n", kn->pnames[i]);
   for (int axis = 0; axis < 3; axis++) {
     const struct tl_grid_program *g = k->grid[axis];
@@ -257,6 +262,52 @@ static void put_grid_function(StrBuf *sb, const KernelNames *kn)
   sb_puts(sb, "\treturn TILEC_AOT_SUCCESS;\n}\n\n");
 }
 
+/* The tensor maps of a launch, in its frame: tlc_maps (TL_TMAP_BYTES each, aligned) and
+ * tlc_tmap_ok, 1 only if every map was encoded. */
+static void put_tmaps(StrBuf *sb, const char *stem, const KernelNames *kn)
+{
+  const tl_kernel_info *k = kn->k;
+  if (k->ntmaps == 0)
+    return;
+  sb_printf(sb,
+            "\t/* TMA tensor maps: when one cannot be encoded, tmap_ok = 0 and the kernel\n"
+            "\t * loads without them. */\n"
+            "\tunsigned char tlc_map_bytes[%d * %d + 64];\n"
+            "\tunsigned char *tlc_maps = tilec_aot_align64(tlc_map_bytes);\n"
+            "\tuint32_t tlc_tmap_ok = 1;\n"
+            "\tmemset(tlc_maps, 0, %d * %d);\n",
+            k->ntmaps, TL_TMAP_BYTES, k->ntmaps, TL_TMAP_BYTES);
+  for (int i = 0, t = 0; i < k->nparams; i++) {
+    const tl_param *p = &k->params[i];
+    if (p->kind != TL_PARAM_TMAP)
+      continue;
+    const tl_param *tensor = &k->params[p->tmap.tensor];
+    int data_type = 0; /* every ELEM has one */
+    tl_tmap_data_type(p->dtype, &data_type);
+    sb_printf(sb, "\t{ /* %s: tensor %s, box ", p->name, tensor->name);
+    for (int d = 0; d < p->tmap.rank; d++)
+      sb_printf(sb, "%s%u", d ? "x" : "", p->tmap.box[d]);
+    sb_puts(sb, " */\n\t\tstatic const uint32_t tlc_box[] = {");
+    for (int d = 0; d < p->tmap.rank; d++)
+      sb_printf(sb, "%s%uu", d ? ", " : "", p->tmap.box[d]);
+    sb_puts(sb, "};\n\t\tconst int64_t tlc_dims[] = {");
+    for (int d = 0; d < tensor->rank; d++) {
+      sb_puts(sb, d ? ", " : "");
+      if (tensor->dims[d].size_param >= 0)
+        sb_printf(sb, "(int64_t)%s", kn->pnames[tensor->dims[d].size_param]);
+      else
+        put_int64(sb, tensor->dims[d].extent);
+    }
+    sb_printf(
+        sb,
+        "};\n\t\ttlc_tmap_ok = tlc_tmap_ok && tilec_aot_tmap(&%s_module_, tlc_maps + %d, %d, %d,\n"
+        "\t\t                                           (const void *)%s, tlc_dims, %zuu, tlc_box, %d);\n"
+        "\t}\n",
+        stem, TL_TMAP_BYTES * t++, data_type, p->tmap.rank, kn->pnames[p->tmap.tensor],
+        tl_dtype_size(p->dtype), (int)p->tmap.swizzle);
+  }
+}
+
 static void put_launch_function(StrBuf *sb, const char *stem, int index, const KernelNames *kn)
 {
   const tl_kernel_info *k = kn->k;
@@ -272,7 +323,8 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
   put_params(sb, kn, true);
   sb_puts(sb, ")\n{\n\tunsigned int tlc_grid[3];\n\tCUresult tlc_r;\n");
   for (int i = k->nargs; i < k->nparams; i++)
-    sb_printf(sb, "\tif (%s < 0)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n", kn->pnames[i]);
+    if (k->params[i].kind == TL_PARAM_SIZE)
+      sb_printf(sb, "\tif (%s < 0)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n", kn->pnames[i]);
   /* Load on first use: after the grid, so that an empty grid loads nothing, except where the
    * grid reads num_sms, which the load takes from the current context's device. */
   static const char load[] =
@@ -284,7 +336,7 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
   if (k->uses_num_sms)
     sb_printf(sb, "%s_module_.num_sms, ", stem);
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].kind != TL_PARAM_TENSOR)
+    if (k->params[i].kind != TL_PARAM_TENSOR && !is_hidden(&k->params[i]))
       sb_printf(sb, "%s, ", kn->pnames[i]);
   sb_puts(sb, "tlc_grid);\n\tif (tlc_r != TILEC_AOT_SUCCESS)\n\t\treturn tlc_r;\n");
   sb_puts(sb, "\tif (tlc_grid[0] == 0 || tlc_grid[1] == 0 || tlc_grid[2] == 0)\n"
@@ -298,12 +350,17 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
       sb_printf(sb, "\tuint16_t tlc_bits_%d = tilec_aot_%s(%s);\n", i, p->dtype == TL_F16 ? "f16" : "bf16",
                 kn->pnames[i]);
   }
+  put_tmaps(sb, stem, kn);
   if (k->nparams) {
     sb_puts(sb, "\tvoid *tlc_params[] = {");
-    for (int i = 0; i < k->nparams; i++) {
+    for (int i = 0, t = 0; i < k->nparams; i++) {
       const tl_param *p = &k->params[i];
       if (p->kind == TL_PARAM_SCALAR && (p->dtype == TL_F16 || p->dtype == TL_BF16))
         sb_printf(sb, "%s&tlc_bits_%d", i ? ", " : "", i);
+      else if (p->kind == TL_PARAM_TMAP)
+        sb_printf(sb, "%stlc_maps + %d", i ? ", " : "", TL_TMAP_BYTES * t++);
+      else if (p->kind == TL_PARAM_TMAP_OK)
+        sb_printf(sb, "%s&tlc_tmap_ok", i ? ", " : "");
       else
         sb_printf(sb, "%s&%s", i ? ", " : "", kn->pnames[i]);
     }

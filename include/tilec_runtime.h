@@ -93,7 +93,33 @@ typedef enum tl_param_kind {
   TL_PARAM_TENSOR = 1, /* a .tl tensor parameter: passed as a 64-bit device pointer */
   TL_PARAM_SCALAR,     /* a .tl scalar parameter: passed by value in its own type */
   TL_PARAM_SIZE,       /* a symbolic size: a 32-bit integer the runtime binds from tensor shapes */
+  TL_PARAM_TMAP,       /* a Hopper TMA tensor map of a tensor param: 128 bytes (a CUtensorMap) by
+                          value, which tl_launch encodes (docs/abi.md, "Tensor maps") */
+  TL_PARAM_TMAP_OK,    /* a u32: 1 when every TL_PARAM_TMAP holds a valid map, else 0 */
 } tl_param_kind;
+
+/* A tensor map parameter's bytes: a CUtensorMap, 64-byte aligned. */
+#define TL_TMAP_BYTES 128
+#define TL_TMAP_ALIGN 64
+/* The highest rank a tensor map (cuTensorMapEncodeTiled) takes. */
+#define TL_TMAP_MAX_RANK 5
+
+/* The shared-memory swizzle of a tensor map; the values are CUtensorMapSwizzle's. */
+typedef enum tl_tmap_swizzle {
+  TL_SWIZZLE_NONE = 0,
+  TL_SWIZZLE_32B = 1,
+  TL_SWIZZLE_64B = 2,
+  TL_SWIZZLE_128B = 3,
+} tl_tmap_swizzle;
+
+/* What a TL_PARAM_TMAP maps: one box of one tensor param, in the tensor's own dimension order
+ * (outermost first). */
+typedef struct tl_tmap_info {
+  int tensor;                     /* index in tl_kernel_info.params of the TL_PARAM_TENSOR */
+  int rank;                       /* that tensor's rank, 1..TL_TMAP_MAX_RANK */
+  uint32_t box[TL_TMAP_MAX_RANK]; /* rank entries, each 1..256; 0 beyond */
+  tl_tmap_swizzle swizzle;
+} tl_tmap_info;
 
 /* One dimension of a tensor parameter: either a symbolic size or a fixed extent. */
 typedef struct tl_dim {
@@ -105,8 +131,9 @@ typedef struct tl_param {
   tl_param_kind kind;
   const char *name;
   tl_dtype dtype;     /* element type of a tensor, type of a scalar, TL_I32 for a size */
-  int rank;           /* tensors: number of dims; 0 otherwise */
+  int rank;           /* tensors: number of dims; 0 otherwise (also for tensor maps) */
   const tl_dim *dims; /* tensors: rank entries; NULL otherwise */
+  tl_tmap_info tmap;  /* TL_PARAM_TMAP: what it maps; zero otherwise */
 } tl_param;
 
 struct tl_grid_program; /* a compiled grid RPN program (private) */
@@ -130,8 +157,11 @@ typedef struct tl_kernel_info {
   int line;                 /* line of its "kernel" line in the PTX text, for messages */
   uint32_t threads;         /* threads per block (x; the block is threads x 1 x 1) */
   uint32_t smem;            /* dynamic shared memory bytes per block */
-  int nparams;              /* every PTX parameter: the .tl parameters, then the sizes */
+  int nparams;              /* every PTX parameter: the .tl parameters, the sizes, the tensor maps */
   int nargs;                /* the .tl parameters alone: what a launch passes (params[0 .. nargs-1]) */
+  int nsizes;               /* the sizes: params[nargs .. nargs+nsizes-1] */
+  int ntmaps;               /* the tensor maps: params[nargs+nsizes .. nargs+nsizes+ntmaps-1], and
+                               then, when ntmaps > 0, the TL_PARAM_TMAP_OK (the last param) */
   const tl_param *params;   /* nparams entries, in PTX parameter order */
   const char *grid_text[3]; /* each axis's RPN program, as written */
   const struct tl_grid_program *grid[3]; /* the same, compiled (private) */
@@ -202,11 +232,17 @@ static inline tl_arg tl_arg_i64(int64_t v) { return tl_arg_int(TL_I64, v); }
 static inline tl_arg tl_arg_f32(float v) { return tl_arg_float(TL_F32, v); }
 static inline tl_arg tl_arg_f64(double v) { return tl_arg_float(TL_F64, v); }
 
-/* Room inside a plan for this many kernel parameters before it allocates. */
+/* Room inside a plan for this many kernel parameters, and tensor maps among them, before it
+ * allocates. */
 #define TL_PLAN_INLINE_PARAMS 32
+#define TL_PLAN_INLINE_TMAPS 4
 
 /* Everything cuLaunchKernel needs, checked. Filled by tl_plan_launch; params points into the plan
- * itself, so a plan must not be copied (pass it by pointer). */
+ * itself, so a plan must not be copied (pass it by pointer). The plan cannot encode tensor maps
+ * (that needs the driver): a TL_PARAM_TMAP's params[i] points at TL_TMAP_BYTES zero bytes,
+ * TL_TMAP_ALIGN-aligned, and the TL_PARAM_TMAP_OK's at a u32 0, which is a valid launch (the kernel
+ * then takes its path without TMA). tl_launch encodes the maps (tl_tmap_encoding_of) and points
+ * the params at them, setting the flag to 1. */
 typedef struct tl_launch_plan {
   uint32_t grid[3];
   uint32_t block[3];
@@ -218,9 +254,10 @@ typedef struct tl_launch_plan {
   int64_t consts[TL_MAX_LAUNCH_CONSTS]; /* the launch constants' values at this launch's sizes */
   bool variant; /* some value differs from the one compiled in: the JIT would launch a variant */
   /* private: */
-  void *heap_;
+  void *heap_, *tmap_heap_;
   void *inline_params_[TL_PLAN_INLINE_PARAMS];
   uint64_t inline_slots_[TL_PLAN_INLINE_PARAMS]; /* one 8-byte slot per parameter */
+  unsigned char inline_tmaps_[TL_PLAN_INLINE_TMAPS * TL_TMAP_BYTES + TL_TMAP_ALIGN]; /* aligned inside */
 } tl_launch_plan;
 
 /* Check `args` against the kernel's metadata and build the launch: count, kind, element type and
@@ -237,6 +274,30 @@ tl_status tl_plan_launch(const tl_kernel_info *kernel, const tl_arg *args, int n
 tl_status tl_plan_launch_sms(const tl_kernel_info *kernel, const tl_arg *args, int nargs, int num_sms,
                              tl_launch_plan *plan, char *err, size_t err_size);
 void tl_launch_plan_release(tl_launch_plan *plan);
+
+/* The arguments of cuTensorMapEncodeTiled (cuda.h, CUDA 12+) for one tensor map, in the driver's
+ * order and units (docs/abi.md, "Tensor maps"): dims innermost first, strides in bytes. */
+typedef struct tl_tmap_encoding {
+  int data_type;                                 /* CUtensorMapDataType */
+  uint32_t rank;
+  tl_devptr address;                             /* the tensor's pointer */
+  uint64_t global_dim[TL_TMAP_MAX_RANK];         /* rank entries, innermost first */
+  uint64_t global_strides[TL_TMAP_MAX_RANK - 1]; /* rank - 1 entries: bytes per step of dims 1.. */
+  uint32_t box_dim[TL_TMAP_MAX_RANK];            /* rank entries, innermost first */
+  uint32_t element_strides[TL_TMAP_MAX_RANK];    /* all 1 */
+  int interleave;                                /* CU_TENSOR_MAP_INTERLEAVE_NONE (0) */
+  int swizzle;                                   /* CUtensorMapSwizzle: tl_tmap_swizzle's value */
+  int l2_promotion;                              /* CU_TENSOR_MAP_L2_PROMOTION_L2_128B (2) */
+  int oob_fill; /* CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (0): elements out of bounds read as 0 */
+} tl_tmap_encoding;
+
+/* How to encode tensor map param `param` (a TL_PARAM_TMAP) for a launch with `args` (already
+ * accepted by tl_plan_launch): true with *out filled, or false with the reason in `why` when the
+ * map cannot be encoded for these arguments (a pointer not 16-byte aligned, a row stride that is
+ * not a multiple of 16 bytes, an empty dim, ...): then the launch passes tmap_ok = 0. Needs no
+ * driver. */
+bool tl_tmap_encoding_of(const tl_kernel_info *kernel, int param, const tl_arg *args, int nargs,
+                         tl_tmap_encoding *out, char *why, size_t why_size);
 
 /* ====================================================================== contexts (runtime.c) */
 
@@ -322,7 +383,13 @@ const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
  * context's stream, tl_context_set_stream, which is itself the legacy default stream unless set).
  * A grid with an axis of 0 launches nothing and returns TL_OK. The launch is asynchronous: errors
  * the kernel hits while running come back from a later synchronizing call. No allocation and no
- * parsing happen here (for kernels of up to TL_PLAN_INLINE_PARAMS parameters).
+ * parsing happen here (for kernels of up to TL_PLAN_INLINE_PARAMS parameters and
+ * TL_PLAN_INLINE_TMAPS tensor maps).
+ * A kernel with tensor maps (TL_PARAM_TMAP): each is encoded with the driver's
+ * cuTensorMapEncodeTiled, or reused from the kernel's previous launch when its tensor has the same
+ * pointer and dims, and tmap_ok is 1 when every map is valid; else (no such entry point in the
+ * driver, $TILEC_NO_TMA set when the context was made, a tensor the TMA cannot take) the maps are
+ * zeros and tmap_ok is 0, which the kernel runs correctly without TMA. Never an error.
  * On the CPU device the same checks, then every non-empty tensor must lie inside one allocation of
  * the context; the interpreter runs the kernel, blocks one after another, before tl_launch returns
  * (the stream is ignored), and a check it fails is TL_ERR_KERNEL_FAILED from this call. */

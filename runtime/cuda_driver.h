@@ -29,6 +29,12 @@ typedef int CUdevice_attribute;
 typedef int CUfunction_attribute;
 typedef struct CUlinkState_st *CUlinkState;
 typedef int CUjitInputType;
+/* A TMA tensor map (cuda.h's CUtensorMap): opaque bytes the driver encodes and kernels take by
+ * value. */
+typedef struct CUtensorMap {
+  _Alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+_Static_assert(sizeof(CUtensorMap) == TL_TMAP_BYTES, "a CUtensorMap is 128 bytes");
 
 enum {
   CUDA_SUCCESS = 0,
@@ -150,12 +156,20 @@ typedef struct tl_cuda_driver {
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 if exported */
+
+  /* Optional (CUDA 12+): NULL when the driver lacks it, and then no tensor map can be encoded
+   * (launches pass tmap_ok = 0). The int arguments are cuda.h's enums: CUtensorMapDataType,
+   * CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill. */
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *map, int data_type, unsigned int rank, void *address,
+                                     const uint64_t *global_dim, const uint64_t *global_strides,
+                                     const uint32_t *box_dim, const uint32_t *element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill);
 } tl_cuda_driver;
 
 /* dlopen libcuda.so.1 (or the file named by $TILEC_CUDA_LIBRARY, when set and not empty) and
  * resolve every entry point. TL_ERR_NO_DRIVER, with the dlerror() text, if the library or any
- * function is missing; *drv is then all NULL. Each call opens its own handle (dlopen counts
- * references), so there is no process-wide state. */
+ * function is missing (except the optional ones, left NULL); *drv is then all NULL. Each call opens its own
+ * handle (dlopen counts references), so there is no process-wide state. */
 tl_status tl_cuda_driver_load(tl_cuda_driver *drv, char *err, size_t err_size);
 void tl_cuda_driver_unload(tl_cuda_driver *drv);
 

@@ -114,6 +114,11 @@ tl_status tl_cuda_driver_load(tl_cuda_driver *drv, char *err, size_t err_size)
   /* CUDA 12.8 added the _v2 (same signature, better defined for events of other contexts) and
    * CUDA 13's cuda.h maps the plain name onto it; older drivers have only the plain one. */
   RESOLVE(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+
+  /* optional: a driver older than CUDA 12 has no tensor maps, and launches do without them */
+  void *sym = dlsym(drv->library, "cuTensorMapEncodeTiled");
+  if (sym)
+    memcpy(&drv->cuTensorMapEncodeTiled, &sym, sizeof sym);
   return TL_OK;
 
 fail:

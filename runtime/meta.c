@@ -177,6 +177,24 @@ static bool is_identifier(const char *s)
   return true;
 }
 
+/* A tensor map's name: identifiers joined by dots ("A.tmap0"); it names no PTX symbol. */
+static bool is_dotted_name(const char *s)
+{
+  char part[256];
+  for (;;) {
+    size_t n = strcspn(s, ".");
+    if (n == 0 || n >= sizeof part)
+      return false;
+    memcpy(part, s, n);
+    part[n] = 0;
+    if (!is_identifier(part))
+      return false;
+    if (!s[n])
+      return true;
+    s += n + 1;
+  }
+}
+
 /* field is "key=value" with a decimal value in [min, max]. */
 static tl_status parse_key_uint(parser *p, const char *field, const char *key, int64_t min, int64_t max,
                                 int64_t *out)
@@ -304,9 +322,127 @@ static void free_pending(pending_dims *pending, const tl_kernel_info *k)
   }
 }
 
+/* The ABI's order of param kinds: the .tl params, the sizes, the tensor maps, the tmap flag. */
+static int kind_order(tl_param_kind kind)
+{
+  switch (kind) {
+  case TL_PARAM_TENSOR:
+  case TL_PARAM_SCALAR: return 0;
+  case TL_PARAM_SIZE: return 1;
+  case TL_PARAM_TMAP: return 2;
+  case TL_PARAM_TMAP_OK: return 3;
+  }
+  return 0;
+}
+
+static const char *kind_name(tl_param_kind kind)
+{
+  switch (kind) {
+  case TL_PARAM_TENSOR: return "tensor";
+  case TL_PARAM_SCALAR: return "scalar";
+  case TL_PARAM_SIZE: return "size";
+  case TL_PARAM_TMAP: return "tmap";
+  case TL_PARAM_TMAP_OK: return "tmap_ok";
+  }
+  return "?";
+}
+
+/* box=B0,B1,...: one extent per dim of the tensor, each 1..256 (the TMA's box limit). */
+static tl_status parse_box(parser *p, tl_param *param, const char *field)
+{
+  tl_tmap_info *t = &param->tmap;
+  if (strncmp(field, "box=", 4) != 0)
+    return fail(p, "expected 'box=...', got '%s'", field);
+  const char *s = field + 4;
+  for (int d = 0;; d++) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    char item[32];
+    int64_t v;
+    if (d == t->rank)
+      return fail(p, "tmap '%s': '%s' has more than %d extents (the tensor's rank)", param->name, field,
+                  t->rank);
+    if (len == 0 || len >= sizeof item)
+      return fail(p, "tmap '%s': box extent %d in '%s' is empty or too long", param->name, d, field);
+    memcpy(item, s, len);
+    item[len] = 0;
+    if (!parse_uint(item, 1, 256, &v))
+      return fail(p, "tmap '%s': box extent %d ('%s') is not a whole number in 1..256", param->name, d, item);
+    t->box[d] = (uint32_t)v;
+    if (!end) {
+      if (d + 1 != t->rank)
+        return fail(p, "tmap '%s': '%s' has %d extents but the tensor has rank %d", param->name, field, d + 1,
+                    t->rank);
+      return TL_OK;
+    }
+    s = end + 1;
+  }
+}
+
+/* param INDEX tmap NAME ELEM tensor=T box=B0,... swizzle=S: a TMA tensor map of tensor param T. */
+static tl_status parse_tmap(parser *p, tl_param *param)
+{
+  tl_kernel_info *k = current_kernel(p);
+  if (p->nfields != 8)
+    return fail(p,
+                "a tmap param line is 'param INDEX tmap NAME ELEM tensor=T box=B0,... swizzle=S' "
+                "(%d fields, not 8)",
+                p->nfields);
+  param->kind = TL_PARAM_TMAP;
+  tl_tmap_info *t = &param->tmap;
+  int64_t tensor;
+  tl_status st = parse_key_uint(p, p->fields[5], "tensor", 0, INT_MAX, &tensor);
+  if (st != TL_OK)
+    return st;
+  if (tensor >= p->params_seen || k->params[tensor].kind != TL_PARAM_TENSOR)
+    return fail(p, "tmap '%s': tensor=%lld is not the index of a tensor param of kernel '%s'", param->name,
+                (long long)tensor, k->name);
+  const tl_param *of = &k->params[tensor];
+  if (param->dtype != of->dtype)
+    return fail(p, "tmap '%s' has element type %s but tensor '%s' is %s", param->name,
+                tl_dtype_name(param->dtype), of->name, tl_dtype_name(of->dtype));
+  if (of->rank < 1 || of->rank > TL_TMAP_MAX_RANK)
+    return fail(p, "tmap '%s': tensor '%s' has rank %d; a tensor map takes rank 1..%d", param->name, of->name,
+                of->rank, TL_TMAP_MAX_RANK);
+  t->tensor = (int)tensor;
+  t->rank = of->rank;
+  if ((st = parse_box(p, param, p->fields[6])) != TL_OK)
+    return st;
+  const char *sw = p->fields[7];
+  if (strncmp(sw, "swizzle=", 8) != 0)
+    return fail(p, "expected 'swizzle=...', got '%s'", sw);
+  sw += 8;
+  static const struct {
+    const char *name;
+    tl_tmap_swizzle swizzle;
+    uint32_t bytes;
+  } swizzles[] = {{"none", TL_SWIZZLE_NONE, 0},
+                  {"32", TL_SWIZZLE_32B, 32},
+                  {"64", TL_SWIZZLE_64B, 64},
+                  {"128", TL_SWIZZLE_128B, 128}};
+  int found = -1;
+  for (int i = 0; i < 4; i++)
+    if (strcmp(sw, swizzles[i].name) == 0)
+      found = i;
+  if (found < 0)
+    return fail(p, "tmap '%s': swizzle '%s' is not one of none, 32, 64, 128", param->name, sw);
+  t->swizzle = swizzles[found].swizzle;
+  /* A swizzled box's inner extent is whole 16-byte chunks within one swizzle span. */
+  const uint32_t inner = t->box[t->rank - 1] * (uint32_t)tl_dtype_size(param->dtype);
+  if (found > 0 && (inner % 16 != 0 || inner > swizzles[found].bytes))
+    return fail(p,
+                "tmap '%s': the box's inner extent is %u bytes (%u x %s); swizzle=%s needs a multiple "
+                "of 16 bytes, at most %u",
+                param->name, inner, t->box[t->rank - 1], tl_dtype_name(param->dtype), sw,
+                swizzles[found].bytes);
+  return TL_OK;
+}
+
 /* param INDEX tensor NAME ELEM rank=R dims=D0,...
  * param INDEX scalar NAME ELEM
- * param INDEX size NAME i32 */
+ * param INDEX size NAME i32
+ * param INDEX tmap NAME ELEM tensor=T box=B0,... swizzle=S
+ * param INDEX tmap_ok NAME u32 */
 static tl_status parse_param_line(parser *p, pending_dims *pending)
 {
   tl_kernel_info *k = current_kernel(p);
@@ -320,7 +456,7 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
                 (long long)index);
   tl_param *param = (tl_param *)&k->params[p->params_seen];
   const char *kind = p->fields[2], *name = p->fields[3], *elem = p->fields[4];
-  if (!is_identifier(name))
+  if (strcmp(kind, "tmap") == 0 ? !is_dotted_name(name) : !is_identifier(name))
     return fail(p, "param name '%s' is not an identifier", name);
   if (find_param(k, p->params_seen, name) >= 0)
     return fail(p, "kernel '%s' has two params named '%s'", k->name, name);
@@ -334,8 +470,8 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
                 "u16 u32 u64 f16 bf16 f32 f64)",
                 name, elem);
 
-  /* The ABI orders params: every .tl parameter, then every size. */
-  const bool after_sizes = p->params_seen > 0 && k->params[p->params_seen - 1].kind == TL_PARAM_SIZE;
+  /* The ABI orders params: every .tl parameter, then every size, every tmap, the tmap flag. */
+  const tl_param_kind before = p->params_seen > 0 ? k->params[p->params_seen - 1].kind : TL_PARAM_TENSOR;
   if (strcmp(kind, "tensor") == 0) {
     if (p->nfields != 7)
       return fail(p,
@@ -360,12 +496,36 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
     if (param->dtype != TL_I32)
       return fail(p, "size param '%s' must be i32, not %s", name, elem);
     param->kind = TL_PARAM_SIZE;
+  } else if (strcmp(kind, "tmap") == 0) {
+    tl_status st = parse_tmap(p, param);
+    if (st != TL_OK)
+      return st;
+  } else if (strcmp(kind, "tmap_ok") == 0) {
+    if (p->nfields != 5)
+      return fail(p, "a tmap_ok param line is 'param INDEX tmap_ok NAME u32' (%d fields, not 5)", p->nfields);
+    if (param->dtype != TL_U32)
+      return fail(p, "tmap_ok param '%s' must be u32, not %s", name, elem);
+    if (before == TL_PARAM_TMAP_OK)
+      return fail(p, "kernel '%s' has a second tmap_ok param ('%s'); it takes at most one", k->name, name);
+    if (before != TL_PARAM_TMAP)
+      return fail(p, "tmap_ok param '%s' does not follow a tmap param; it comes right after the last one",
+                  name);
+    param->kind = TL_PARAM_TMAP_OK;
   } else {
-    return fail(p, "unknown param kind '%s' (expected tensor, scalar or size)", kind);
+    return fail(p, "unknown param kind '%s' (expected tensor, scalar, size, tmap or tmap_ok)", kind);
   }
-  if (after_sizes && param->kind != TL_PARAM_SIZE)
-    return fail(p, "param %d ('%s') is a %s after a size param; sizes must come last", p->params_seen, name,
-                kind);
+  if (kind_order(param->kind) < kind_order(before)) {
+    if (before == TL_PARAM_SIZE)
+      return fail(p, "param %d ('%s') is a %s after a size param; sizes must come last", p->params_seen, name,
+                  kind);
+    return fail(p,
+                "param %d ('%s') is a %s after a %s param; the order is the .tl params, the sizes, the "
+                "tmaps, then tmap_ok",
+                p->params_seen, name, kind, kind_name(before));
+  }
+  if (before == TL_PARAM_TMAP_OK)
+    return fail(p, "param %d ('%s') comes after the tmap_ok param, which must be the last", p->params_seen,
+                name);
   if (++p->params_seen == k->nparams)
     p->state = EXPECT_GRID;
   return TL_OK;
@@ -377,13 +537,24 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
 static tl_status finish_params(parser *p, pending_dims *pending)
 {
   tl_kernel_info *k = current_kernel(p);
-  int first_size = k->nparams, expected_next = 0;
+  int first_size = k->nparams, expected_next = 0, end_sizes = k->nparams;
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].kind == TL_PARAM_SIZE) {
+    if (kind_order(k->params[i].kind) > 0) {
       first_size = i;
       break;
     }
+  for (int i = first_size; i < k->nparams; i++)
+    if (k->params[i].kind != TL_PARAM_SIZE) {
+      end_sizes = i;
+      break;
+    }
   k->nargs = first_size;
+  k->nsizes = end_sizes - first_size;
+  k->ntmaps = 0;
+  for (int i = end_sizes; i < k->nparams; i++)
+    k->ntmaps += k->params[i].kind == TL_PARAM_TMAP;
+  if (k->ntmaps > 0 && k->params[k->nparams - 1].kind != TL_PARAM_TMAP_OK)
+    return fail(p, "kernel '%s' has tmap params but no tmap_ok param after them", k->name);
   for (int i = 0; i < first_size; i++) {
     tl_param *param = (tl_param *)&k->params[i];
     if (param->kind != TL_PARAM_TENSOR)
@@ -413,7 +584,7 @@ static tl_status finish_params(parser *p, pending_dims *pending)
       dims[d].size_param = s;
     }
   }
-  if (first_size + expected_next != k->nparams) {
+  if (first_size + expected_next != end_sizes) {
     p->line = p->param_lines[first_size + expected_next];
     return fail(p, "size param '%s' is not a dimension of any tensor param, so no launch can bind it",
                 k->params[first_size + expected_next].name);
@@ -514,6 +685,9 @@ static tl_status parse_program(parser *p, int first, const char *what, int ncons
             what, tok, k->name);
       } else {
         const tl_param *param = &k->params[s];
+        if (param->kind == TL_PARAM_TMAP || param->kind == TL_PARAM_TMAP_OK)
+          return fail(p, "%s: '%s' is a %s param; only sizes and integer scalars can be used", what, tok,
+                      kind_name(param->kind));
         if (param->kind == TL_PARAM_TENSOR ||
             (param->kind == TL_PARAM_SCALAR && !is_integer_dtype(param->dtype)))
           return fail(p, "%s: '%s' is a %s %s; only sizes and integer scalars can be used", what, tok,

@@ -6,10 +6,12 @@
  * tensor's, or a size that wraps in 32 bits, is an out-of-bounds access on the GPU, reported (if at
  * all) as CUDA_ERROR_ILLEGAL_ADDRESS by some later call. Here it is one sentence naming the argument.
  *
- * Parameter layout: one 8-byte slot per PTX parameter, the value at the start of its slot:
+ * Parameter layout: one 8-byte slot per PTX parameter, the value at the start of its slot, except
+ * tensor maps, which take 128 bytes each in an area of their own, 64-byte aligned:
  *
- *   tensor -> u64 device pointer     scalar -> its own size (bool 1 byte, f16/bf16 2 bytes of bits)
- *   size   -> i32
+ *   tensor -> u64 device pointer     scalar  -> its own size (bool 1 byte, f16/bf16 2 bytes of bits)
+ *   size   -> i32                    tmap_ok -> u32 0
+ *   tmap   -> 128 zero bytes (only the driver can encode a map: tl_launch does, when it can)
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -22,7 +24,8 @@ void tl_launch_plan_release(tl_launch_plan *plan)
   if (!plan)
     return;
   free(plan->heap_);
-  plan->heap_ = NULL;
+  free(plan->tmap_heap_);
+  plan->heap_ = plan->tmap_heap_ = NULL;
   plan->params = NULL;
   plan->nparams = 0;
 }
@@ -228,10 +231,33 @@ typedef struct scratch {
   bool small_known[TL_PLAN_INLINE_PARAMS];
 } scratch;
 
-/* The plan's slots and parameter pointers, and the scratch: inline, or one allocation each. */
-static tl_status allocate(tl_launch_plan *plan, int n, uint64_t **slots_out, scratch *s, char *err,
-                          size_t err_size)
+/* The plan's tensor-map area, TL_TMAP_ALIGN-aligned and zero: inline, or allocated. NULL when out
+ * of memory. */
+static unsigned char *tmap_area(tl_launch_plan *plan, int ntmaps)
 {
+  unsigned char *area = plan->inline_tmaps_; /* zero: the plan was cleared */
+  if (ntmaps > TL_PLAN_INLINE_TMAPS) {
+    plan->tmap_heap_ = calloc((size_t)ntmaps * TL_TMAP_BYTES + TL_TMAP_ALIGN, 1);
+    if (!plan->tmap_heap_)
+      return NULL;
+    area = plan->tmap_heap_;
+  }
+  return area + (TL_TMAP_ALIGN - (uintptr_t)area % TL_TMAP_ALIGN) % TL_TMAP_ALIGN;
+}
+
+/* The plan's slots and parameter pointers, and the scratch: inline, or one allocation each. */
+static tl_status allocate(tl_launch_plan *plan, const tl_kernel_info *k, uint64_t **slots_out, scratch *s,
+                          char *err, size_t err_size)
+{
+  const int n = k->nparams;
+  int ntmaps = 0;
+  for (int i = 0; i < n; i++)
+    ntmaps += k->params[i].kind == TL_PARAM_TMAP;
+  unsigned char *tmaps = ntmaps ? tmap_area(plan, ntmaps) : NULL;
+  if (ntmaps && !tmaps) {
+    tl_fmt(err, err_size, "out of memory");
+    return TL_ERR_OUT_OF_MEMORY;
+  }
   uint64_t *slots = plan->inline_slots_;
   void **ptrs = plan->inline_params_;
   s->sizes = s->small_sizes;
@@ -253,10 +279,10 @@ static tl_status allocate(tl_launch_plan *plan, int n, uint64_t **slots_out, scr
     s->values = (int64_t *)(s->sizes + n);
     s->known = (bool *)(s->values + n);
   }
-  for (int i = 0; i < n; i++) {
+  for (int i = 0, t = 0; i < n; i++) {
     s->sizes[i].arg = -1;
     s->known[i] = false;
-    ptrs[i] = &slots[i];
+    ptrs[i] = k->params[i].kind == TL_PARAM_TMAP ? (void *)(tmaps + TL_TMAP_BYTES * t++) : &slots[i];
   }
   plan->params = ptrs;
   *slots_out = slots;
@@ -312,6 +338,8 @@ static tl_status encode_sizes(const tl_kernel_info *k, int nargs, uint64_t *slot
                               size_t err_size)
 {
   for (int i = nargs; i < k->nparams; i++) {
+    if (k->params[i].kind != TL_PARAM_SIZE) /* tmaps and tmap_ok: zero, from allocate */
+      continue;
     const size_binding *b = &s->sizes[i];
     if (b->arg < 0) { /* unreachable for parsed metadata; kept for hand-built tl_kernel_info */
       tl_fmt(err, err_size, "size %s is not bound by any argument", k->params[i].name);
@@ -372,7 +400,7 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
   }
   scratch s;
   uint64_t *slots;
-  st = allocate(plan, k->nparams, &slots, &s, err, err_size);
+  st = allocate(plan, k, &slots, &s, err, err_size);
   if (st != TL_OK)
     return st;
   st = encode_arguments(k, args, nargs, slots, &s, err, err_size);
@@ -396,4 +424,86 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
   plan->smem = k->smem;
   plan->nparams = k->nparams;
   return TL_OK;
+}
+
+/* ------------------------------------------------------------------------------- tensor maps */
+
+bool tl_tmap_data_type(tl_dtype t, int *out)
+{
+  switch (t) {
+  case TL_BOOL:
+  case TL_I8:
+  case TL_U8: *out = 0; return true;  /* UINT8 */
+  case TL_I16:
+  case TL_U16: *out = 1; return true; /* UINT16 */
+  case TL_U32: *out = 2; return true;
+  case TL_I32: *out = 3; return true;
+  case TL_U64: *out = 4; return true;
+  case TL_I64: *out = 5; return true;
+  case TL_F16: *out = 6; return true;
+  case TL_F32: *out = 7; return true;
+  case TL_F64: *out = 8; return true;
+  case TL_BF16: *out = 9; return true;
+  }
+  return false;
+}
+
+bool tl_tmap_encoding_of(const tl_kernel_info *k, int param, const tl_arg *args, int nargs,
+                         tl_tmap_encoding *out, char *why, size_t why_size)
+{
+  if (!k || !out || param < 0 || param >= k->nparams || k->params[param].kind != TL_PARAM_TMAP) {
+    tl_fmt(why, why_size, "tl_tmap_encoding_of: param %d is not a tmap param of the kernel", param);
+    return false;
+  }
+  const tl_param *p = &k->params[param];
+  const tl_tmap_info *t = &p->tmap;
+  const tl_arg *a = args && t->tensor >= 0 && t->tensor < nargs ? &args[t->tensor] : NULL;
+  if (!a || a->kind != TL_ARG_TENSOR || a->rank != t->rank || t->rank < 1 || t->rank > TL_TMAP_MAX_RANK ||
+      !a->shape) {
+    tl_fmt(why, why_size, "tmap '%s': no tensor argument of rank %d at index %d", p->name, t->rank,
+           t->tensor);
+    return false;
+  }
+  memset(out, 0, sizeof *out);
+  if (!tl_tmap_data_type(a->dtype, &out->data_type)) {
+    tl_fmt(why, why_size, "tmap '%s': no tensor map data type for %s", p->name, tl_dtype_name(a->dtype));
+    return false;
+  }
+  /* cuTensorMapEncodeTiled's rules for an interleave of NONE */
+  if (a->ptr % 16 != 0) {
+    tl_fmt(why, why_size, "tmap '%s': the tensor's address 0x%llx is not 16-byte aligned", p->name, a->ptr);
+    return false;
+  }
+  const int r = t->rank;
+  uint64_t stride = tl_dtype_size(a->dtype);
+  for (int i = 0; i < r; i++) {
+    const int64_t d = a->shape[r - 1 - i];
+    if (d < 1 || (uint64_t)d > (UINT64_C(1) << 32)) {
+      tl_fmt(why, why_size, "tmap '%s': dimension %d of the tensor is %lld, outside 1..2^32", p->name,
+             r - 1 - i, (long long)d);
+      return false;
+    }
+    out->global_dim[i] = (uint64_t)d;
+    out->box_dim[i] = t->box[r - 1 - i];
+    out->element_strides[i] = 1;
+    if (i == r - 1)
+      break;
+    const bool overflow = __builtin_mul_overflow(stride, (uint64_t)d, &stride);
+    if (overflow || stride >= (UINT64_C(1) << 40) || stride % 16 != 0) {
+      tl_fmt(why, why_size,
+             "tmap '%s': dimension %d of the tensor steps %s%llu bytes; a tensor map needs a multiple of "
+             "16 below 2^40",
+             p->name, r - 2 - i, overflow ? "more than " : "",
+             (unsigned long long)(overflow ? UINT64_MAX : stride));
+      return false;
+    }
+    out->global_strides[i] = stride;
+  }
+  out->rank = (uint32_t)r;
+  out->address = a->ptr;
+  out->interleave = 0;
+  out->swizzle = (int)t->swizzle;
+  out->l2_promotion = 2;
+  out->oob_fill = 0;
+  return true;
 }

@@ -30,10 +30,21 @@ typedef struct tl_variant {
   char *message;
 } tl_variant;
 
+/* The last tensor map a kernel's tmap param was encoded to, with what it was encoded for: a launch
+ * with the same tensor (pointer and dims) reuses it instead of calling the driver again. */
+typedef struct tl_tmap_entry {
+  CUtensorMap map;
+  tl_devptr ptr; /* the key */
+  int64_t dims[TL_TMAP_MAX_RANK];
+  bool filled;   /* the key is set */
+  bool valid;    /* map holds the encoding for the key; false: the key cannot be encoded */
+} tl_tmap_entry;
+
 struct tl_kernel {
   tl_module *module;
   const tl_kernel_info *info; /* owned by module->meta */
   CUfunction function;
+  tl_tmap_entry *tmaps;       /* info->ntmaps entries (GPU only), aligned for CUtensorMap */
   tl_variant *variants;       /* made at launches whose sizes ask for them (module->variant_ops) */
   int nvariants, cap_variants;
   int last_variant;           /* the one the previous launch used: looked at first */
@@ -59,6 +70,7 @@ struct tl_context {
   CUdevice cu_device;
   CUcontext cu_context;
   CUstream stream; /* for launches that pass NULL */
+  bool no_tma;     /* $TILEC_NO_TMA: launches pass tmap_ok = 0 and encode no tensor map */
   tl_module *modules;
   void *jit;       /* tilec_jit's state (its cache), destroyed with the context */
   void (*jit_destroy)(void *jit);
@@ -260,6 +272,14 @@ static bool pick_device(device_pick *out, char *err, size_t err_size)
 
 static tl_status create_gpu(int ordinal, tl_context **out, char *err, size_t err_size);
 
+/* $TILEC_NO_TMA, read once per context: set and neither "" nor "0", the context's launches take the
+ * kernels' paths without TMA (tmap_ok = 0), so that tests run them on a GPU that has TMA. */
+static bool no_tma_requested(void)
+{
+  const char *v = getenv("TILEC_NO_TMA");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
 tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err_size)
 {
   if (out)
@@ -276,11 +296,14 @@ tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err
   device_pick pick;
   if (!pick_device(&pick, err, err_size))
     return TL_ERR_BAD_ARGUMENT;
+  tl_status st;
   if (ordinal == TL_DEVICE_CPU || pick == PICK_CPU)
-    return create_cpu(out, err, err_size);
-  tl_status st = create_gpu(ordinal, out, err, err_size);
-  if (pick == PICK_AUTO && (st == TL_ERR_NO_DRIVER || st == TL_ERR_NO_DEVICE))
-    return create_cpu(out, err, err_size);
+    st = create_cpu(out, err, err_size);
+  else if ((st = create_gpu(ordinal, out, err, err_size)) != TL_OK && pick == PICK_AUTO &&
+           (st == TL_ERR_NO_DRIVER || st == TL_ERR_NO_DEVICE))
+    st = create_cpu(out, err, err_size);
+  if (st == TL_OK)
+    (*out)->no_tma = no_tma_requested();
   return st;
 }
 
@@ -634,6 +657,8 @@ static tl_status refuse_ptx(tl_context *ctx, const char *call)
                      call);
 }
 
+static void module_free(tl_module *m);
+
 /* A new module of ctx with the metadata of `ptx`, not yet in ctx->modules. */
 static tl_status module_new(tl_context *ctx, const char *ptx, tl_module **out)
 {
@@ -655,8 +680,18 @@ static tl_status module_new(tl_context *ctx, const char *ptx, tl_module **out)
     return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int i = 0; i < m->nkernels; i++) {
-    m->kernels[i].module = m;
-    m->kernels[i].info = tl_meta_kernel(m->meta, i);
+    tl_kernel *kernel = &m->kernels[i];
+    kernel->module = m;
+    kernel->info = tl_meta_kernel(m->meta, i);
+    const size_t bytes = sizeof(tl_tmap_entry) * (size_t)kernel->info->ntmaps;
+    if (bytes && !ctx->cpu) {
+      kernel->tmaps = aligned_alloc(_Alignof(tl_tmap_entry), bytes); /* a multiple of the alignment */
+      if (!kernel->tmaps) {
+        module_free(m);
+        return set_message(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+      }
+      memset(kernel->tmaps, 0, bytes);
+    }
   }
   *out = m;
   return TL_OK;
@@ -665,6 +700,7 @@ static tl_status module_new(tl_context *ctx, const char *ptx, tl_module **out)
 static void module_free(tl_module *m)
 {
   for (int i = 0; i < m->nkernels; i++) {
+    free(m->kernels[i].tmaps);
     for (int v = 0; v < m->kernels[i].nvariants; v++) {
       tl_module_unload(m->kernels[i].variants[v].module);
       free(m->kernels[i].variants[v].message);
@@ -1015,6 +1051,48 @@ static tl_status launch_on_host(tl_kernel *kernel, const tl_arg *args, int nargs
   return m->host->launch(ctx, m->host_state, (int)(kernel - m->kernels), k, args, nargs, plan);
 }
 
+/* The map of a kernel's tmap param for tensor argument `a`: the one kept from an earlier launch with
+ * the same pointer and dims, else encoded now (and kept, also when it cannot be encoded, so that
+ * the fallback costs no driver call either). */
+static const tl_tmap_entry *tmap_for(tl_kernel *kernel, int j, int param, const tl_arg *args, int nargs)
+{
+  tl_tmap_entry *e = &kernel->tmaps[j];
+  const tl_arg *a = &args[kernel->info->params[param].tmap.tensor];
+  const size_t dims_bytes = sizeof(int64_t) * (size_t)a->rank; /* the plan checked rank == tmap.rank */
+  if (e->filled && e->ptr == a->ptr && !memcmp(e->dims, a->shape, dims_bytes))
+    return e;
+  e->filled = true;
+  e->ptr = a->ptr;
+  memcpy(e->dims, a->shape, dims_bytes);
+  tl_tmap_encoding x;
+  e->valid = tl_tmap_encoding_of(kernel->info, param, args, nargs, &x, NULL, 0) &&
+             kernel->module->ctx->drv.cuTensorMapEncodeTiled(
+                 &e->map, x.data_type, x.rank, (void *)(uintptr_t)x.address, x.global_dim, x.global_strides,
+                 x.box_dim, x.element_strides, x.interleave, x.swizzle, x.l2_promotion,
+                 x.oob_fill) == CUDA_SUCCESS;
+  return e;
+}
+
+/* A kernel with tensor maps: when every map can be encoded (the driver has
+ * cuTensorMapEncodeTiled, $TILEC_NO_TMA is not set, each tensor suits the TMA), the plan's tmap
+ * params point at the kernel's maps and tmap_ok is 1; otherwise the plan stays as made (zero maps,
+ * tmap_ok = 0) and the kernel loads without TMA. Never a failure. */
+static void bind_tmaps(tl_kernel *kernel, const tl_arg *args, int nargs, tl_launch_plan *plan)
+{
+  const tl_kernel_info *k = kernel->info;
+  const tl_context *ctx = kernel->module->ctx;
+  if (!kernel->tmaps || ctx->no_tma || !ctx->drv.cuTensorMapEncodeTiled)
+    return;
+  const int first = k->nargs + k->nsizes;
+  for (int j = 0; j < k->ntmaps; j++)
+    if (!tmap_for(kernel, j, first + j, args, nargs)->valid)
+      return;
+  for (int j = 0; j < k->ntmaps; j++)
+    plan->params[first + j] = &kernel->tmaps[j].map;
+  const uint32_t one = 1;
+  memcpy(plan->params[k->nparams - 1], &one, sizeof one);
+}
+
 tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream)
 {
   if (!kernel)
@@ -1058,6 +1136,8 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
     tl_launch_plan_release(&plan);
     return st;
   }
+  if (k->ntmaps > 0)
+    bind_tmaps(kernel, args, nargs, &plan);
   CUstream on = stream ? (CUstream)stream : ctx->stream;
   CUresult r = ctx->drv.cuLaunchKernel(kernel->function, plan.grid[0], plan.grid[1], plan.grid[2],
                                        plan.block[0], plan.block[1], plan.block[2], plan.smem, on,

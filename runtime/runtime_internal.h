@@ -1,6 +1,6 @@
 /* runtime_internal.h: what the runtime's own files share and hosts never see.
- * Sections: messages (used everywhere), meta.c (grid programs), cpu.c (the CPU device's memory),
- * runtime.c (what the JIT library, tilec_jit, reaches inside a context, and the hook through which
+ * Sections: messages (used everywhere), meta.c (grid programs), plan.c (tensor maps), cpu.c (the CPU device's
+ * memory), runtime.c (what the JIT library, tilec_jit, reaches inside a context, and the hook through which
  * it runs the CPU device's kernels).
  */
 #ifndef TILEC_RUNTIME_INTERNAL_H
@@ -90,6 +90,12 @@ tl_status tl_grid_eval(const tl_kernel_info *kernel, int axis, const int64_t *va
  * read the ones before it). */
 tl_status tl_consts_eval(const tl_kernel_info *kernel, const int64_t *values, const bool *known,
                          int64_t num_sms, int64_t *consts, char *err, size_t err_size);
+
+/* ----------------------------------------------------------------------------------------- plan.c */
+
+/* The CUtensorMapDataType of an element type (bytes are bytes to a load: bool and i8 are UINT8);
+ * false for none. tl_tmap_encoding_of and the AOT launchers (compiler/emit_header.c) use it. */
+bool tl_tmap_data_type(tl_dtype dtype, int *out);
 
 /* ------------------------------------------------------------------------------------------ cpu.c */
 

@@ -185,6 +185,7 @@ typedef struct function {
   char name[128];
   int nparams;
   unsigned size[FAKE_CUDA_MAX_PARAMS];
+  unsigned align[FAKE_CUDA_MAX_PARAMS];
   int dynamic_smem;
 } function;
 
@@ -233,7 +234,9 @@ static CUresult parse_ptx(const char *ptx, module *m)
       if (f->nparams == FAKE_CUDA_MAX_PARAMS)
         return INVALID_PTX;
       const char *type = q + strlen(".param ");
+      unsigned align = 0;
       if (strncmp(type, ".align ", 7) == 0) {
+        align = (unsigned)atoi(type + 7);
         type = strchr(type + 7, ' ');
         if (!type)
           return INVALID_PTX;
@@ -244,8 +247,9 @@ static CUresult parse_ptx(const char *ptx, module *m)
       const char *bracket = strchr(type, '[');
       if (bracket && end && bracket < end)
         size *= (unsigned)atoi(bracket + 1);
-      if (!size || size > 8)
+      if (!size || size > FAKE_CUDA_MAX_PARAM_BYTES)
         return INVALID_PTX;
+      f->align[f->nparams] = align ? align : size;
       f->size[f->nparams++] = size;
     }
   }
@@ -382,7 +386,9 @@ EXPORT CUresult cuLaunchKernel(void *p, unsigned gx, unsigned gy, unsigned gz, u
   l->nparams = f->nparams;
   for (int i = 0; i < f->nparams; i++) {
     l->param_size[i] = f->size[i];
+    l->param_align[i] = f->align[i];
     memcpy(l->param[i], params[i], f->size[i]); /* exactly the bytes the kernel reads */
+    state.misaligned_params += (uintptr_t)params[i] % f->align[i] != 0;
   }
   state.launches++;
   pthread_mutex_unlock(&lock);
@@ -588,3 +594,67 @@ EXPORT CUresult cuEventElapsedTime_v2(float *ms, void *start, void *end)
   *ms = 0.0f;
   return OK;
 }
+
+/* -------------------------------------------------------------------------------- tensor maps */
+
+#ifndef FAKE_CUDA_NO_TMAP
+/* The driver's documented rules for a tiled map with interleave NONE. */
+static bool tmap_arguments_valid(const void *map, int data_type, unsigned rank, const void *address,
+                                 const uint64_t *dim, const uint64_t *strides, const uint32_t *box,
+                                 const uint32_t *element_strides, int interleave, int swizzle, int l2,
+                                 int oob)
+{
+  static const unsigned elem_bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2};
+  if (!map || (uintptr_t)map % 64 || data_type < 0 || data_type > 9 || rank < 1 || rank > 5 || !address ||
+      (uintptr_t)address % 16 || interleave != 0 || swizzle < 0 || swizzle > 3 || l2 < 0 || l2 > 3 ||
+      oob < 0 || oob > 1)
+    return false;
+  for (unsigned i = 0; i < rank; i++)
+    if (dim[i] < 1 || dim[i] > (UINT64_C(1) << 32) || box[i] < 1 || box[i] > 256 || element_strides[i] < 1 ||
+        element_strides[i] > 8)
+      return false;
+  for (unsigned i = 0; i + 1 < rank; i++)
+    if (strides[i] % 16 || strides[i] >= (UINT64_C(1) << 40))
+      return false;
+  const unsigned inner = box[0] * elem_bytes[data_type];
+  static const unsigned span[] = {0, 32, 64, 128};
+  return swizzle == 0 || inner <= span[swizzle];
+}
+
+EXPORT CUresult cuTensorMapEncodeTiled(void *map, int data_type, unsigned rank, void *address,
+                                       const uint64_t *dim, const uint64_t *strides, const uint32_t *box,
+                                       const uint32_t *element_strides, int interleave, int swizzle, int l2,
+                                       int oob)
+{
+  pthread_mutex_lock(&lock);
+  CUresult r = state.tmap_fail ? INVALID_VALUE : OK;
+  if (!tmap_arguments_valid(map, data_type, rank, address, dim, strides, box, element_strides, interleave,
+                            swizzle, l2, oob))
+    r = INVALID_VALUE;
+  if (state.tmap_encodes < FAKE_CUDA_MAX_TMAP_CALLS) {
+    fake_cuda_tmap_call *c = &state.tmap_calls[state.tmap_encodes];
+    memset(c, 0, sizeof *c);
+    c->data_type = data_type;
+    c->rank = rank;
+    c->address = (uint64_t)(uintptr_t)address;
+    for (unsigned i = 0; i < rank && i < 5; i++) {
+      c->global_dim[i] = dim[i];
+      c->box_dim[i] = box[i];
+      c->element_strides[i] = element_strides[i];
+      if (i + 1 < rank)
+        c->global_strides[i] = strides[i];
+    }
+    c->interleave = interleave, c->swizzle = swizzle, c->l2_promotion = l2, c->oob_fill = oob;
+    c->result = r;
+  }
+  state.tmap_encodes++;
+  pthread_mutex_unlock(&lock);
+  if (r == OK && map) {
+    memset(map, 0, 128);
+    const uint64_t a = (uint64_t)(uintptr_t)address;
+    memcpy(map, &a, sizeof a);
+    memcpy((char *)map + 8, "TMAP", 4);
+  }
+  return r;
+}
+#endif

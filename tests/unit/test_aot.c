@@ -8,7 +8,10 @@
  * parameter bytes the kernel reads (f16 / bf16 scalars rounded to nearest even) with the grid,
  * block and stream; no context, no driver, negative sizes and empty grids; the f16 / bf16
  * conversions against the runtime's; load / unload, and eight threads racing to the first launch
- * load the module once.
+ * load the module once. Tensor maps, from the hand-written unit/tmap_kernels.ptx (aot_header_gen):
+ * the launcher encodes them with the driver's arguments (dims innermost first, strides in bytes),
+ * passes tmap_ok = 1, and 0 when a map cannot be encoded, the driver fails or lacks the entry point
+ * (test_aot_notmap.c), or $TILEC_NO_TMA was set at load.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -22,6 +25,7 @@
 #include "aot_kernels.h"
 #include "gelu.h"
 #include "saxpy.h"
+#include "tmap_kernels.h"
 #include "vector_add.h"
 
 #include "fake_cuda.h"
@@ -29,6 +33,7 @@
 #include "../support/check.h"
 
 int aot_no_driver_result(void); /* test_aot_nodriver.c */
+int aot_notmap_flag(void);      /* test_aot_notmap.c */
 
 static fake_cuda_state *fake;
 
@@ -202,6 +207,77 @@ static void test_launches(void)
   CHECK(fake->launches == launches, "an empty grid launched");
 }
 
+/* ---------------------------------------------------------------------------- tensor maps */
+
+static uint32_t tmap_flag(void)
+{
+  uint32_t flag = 7;
+  CHECK(fake->last.nparams == 8 && fake->last.param_size[7] == 4, "tma_copy has %d params",
+        fake->last.nparams);
+  memcpy(&flag, fake->last.param[7], sizeof flag);
+  return flag;
+}
+
+static void test_tmap_launches(void)
+{
+  uint16_t *A = (uint16_t *)(uintptr_t)0x10000;
+  float *B = (float *)(uintptr_t)0x20000;
+  fake->tmap_encodes = 0;
+  fake->misaligned_params = 0;
+  CUresult r = tma_copy_launch(NULL, A, B, 100, 256, 64);
+  CHECK(r == TILEC_AOT_SUCCESS && fake->last.grid[0] == 2, "tma_copy_launch: %d", r);
+  CHECK(tmap_flag() == 1 && fake->tmap_encodes == 2, "flag %u, %d encodes", tmap_flag(), fake->tmap_encodes);
+  const fake_cuda_tmap_call *a = &fake->tmap_calls[0], *b = &fake->tmap_calls[1];
+  CHECK(a->data_type == 6 && a->rank == 2 && a->address == 0x10000 && a->global_dim[0] == 256 &&
+            a->global_dim[1] == 100 && a->global_strides[0] == 512 && a->box_dim[0] == 64 &&
+            a->box_dim[1] == 64 && a->element_strides[0] == 1 && a->element_strides[1] == 1 &&
+            a->swizzle == 3 && a->interleave == 0 && a->l2_promotion == 2 && a->oob_fill == 0,
+        "A's map: type %d rank %u dims %llu,%llu stride %llu box %u,%u swizzle %d", a->data_type, a->rank,
+        (unsigned long long)a->global_dim[0], (unsigned long long)a->global_dim[1],
+        (unsigned long long)a->global_strides[0], a->box_dim[0], a->box_dim[1], a->swizzle);
+  CHECK(b->data_type == 7 && b->rank == 3 && b->global_dim[0] == 64 && b->global_dim[1] == 100 &&
+            b->global_dim[2] == 2 && b->global_strides[0] == 256 && b->global_strides[1] == 25600 &&
+            b->box_dim[0] == 8 && b->box_dim[1] == 16 && b->box_dim[2] == 1 && b->swizzle == 1,
+        "B's map: dims %llu,%llu,%llu strides %llu,%llu box %u,%u,%u", (unsigned long long)b->global_dim[0],
+        (unsigned long long)b->global_dim[1], (unsigned long long)b->global_dim[2],
+        (unsigned long long)b->global_strides[0], (unsigned long long)b->global_strides[1], b->box_dim[0],
+        b->box_dim[1], b->box_dim[2]);
+  const uint64_t a_addr = 0x10000, b_addr = 0x20000;
+  CHECK(fake->last.param_size[5] == 128 && !memcmp(fake->last.param[5], &a_addr, 8) &&
+            !memcmp(fake->last.param[5] + 8, "TMAP", 4) && !memcmp(fake->last.param[6], &b_addr, 8),
+        "the launch carries the encoded maps");
+  CHECK(fake->misaligned_params == 0, "%d parameters not aligned as the PTX says", fake->misaligned_params);
+
+  /* maps that cannot be encoded: the launch goes on with tmap_ok = 0 */
+  fake->tmap_encodes = 0;
+  CHECK(tma_copy_launch(NULL, A + 1, B, 100, 256, 64) == TILEC_AOT_SUCCESS && tmap_flag() == 0 &&
+            fake->tmap_encodes == 0,
+        "A not 16-byte aligned: flag %u, %d encodes", tmap_flag(), fake->tmap_encodes);
+  CHECK(tma_copy_launch(NULL, A, B, 100, 3, 64) == TILEC_AOT_SUCCESS && tmap_flag() == 0,
+        "a row of 6 bytes: flag %u", tmap_flag());
+  fake->tmap_fail = 1;
+  CHECK(tma_copy_launch(NULL, A, B, 100, 256, 64) == TILEC_AOT_SUCCESS && tmap_flag() == 0 &&
+            fake->tmap_encodes == 1,
+        "the driver fails: flag %u, %d encodes", tmap_flag(), fake->tmap_encodes);
+  fake->tmap_fail = 0;
+  /* $TILEC_NO_TMA, read at load */
+  tmap_kernels_unload();
+  setenv("TILEC_NO_TMA", "1", 1);
+  fake->tmap_encodes = 0;
+  CHECK(tma_copy_launch(NULL, A, B, 100, 256, 64) == TILEC_AOT_SUCCESS && tmap_flag() == 0 &&
+            fake->tmap_encodes == 0,
+        "TILEC_NO_TMA=1: flag %u, %d encodes", tmap_flag(), fake->tmap_encodes);
+  tmap_kernels_unload();
+  unsetenv("TILEC_NO_TMA");
+  CHECK(tma_copy_launch(NULL, A, B, 100, 256, 64) == TILEC_AOT_SUCCESS && tmap_flag() == 1, "loaded again");
+  /* the kernel without maps is untouched, and an empty grid launches nothing */
+  int launches = fake->launches;
+  CHECK(plain_launch(NULL, (int32_t *)A, 5) == TILEC_AOT_SUCCESS && fake->last.nparams == 2, "plain");
+  CHECK(tma_copy_launch(NULL, A, B, 0, 256, 64) == TILEC_AOT_SUCCESS && fake->launches == launches + 1,
+        "M = 0 launched");
+  CHECK(aot_notmap_flag() == 0, "a driver without cuTensorMapEncodeTiled: flag %d", aot_notmap_flag());
+}
+
 /* --------------------------------------------------------------------- load, unload, threads */
 
 /* The driver's own cuCtxSetCurrent and the context to make current on each thread (a tl_context
@@ -308,11 +384,13 @@ int main(void)
   if (st == TL_OK) {
     get_current(&cu_context);
     test_launches();
+    test_tmap_launches();
     test_load_unload();
     vector_add_unload();
     saxpy_unload();
     gelu_unload();
     aot_kernels_unload();
+    tmap_kernels_unload();
     CHECK(fake->modules_live == 0, "%d modules left", fake->modules_live);
     tl_context_destroy(ctx);
   }

@@ -3,8 +3,11 @@
  * Covers the tilec-meta parser (docs/abi.md's example and one malformed block per rule), grid
  * programs, launch-argument checks and the kernel parameter layout (tl_plan_launch: everything
  * tl_launch does short of the driver call), f16/bf16 conversions, NULL handling, and context
- * creation where libcuda.so.1 is absent. Links only tilec_runtime; exits 0 when every check passes,
- * printing each failure with its line.
+ * creation where libcuda.so.1 is absent. Tensor maps (TMA): their metadata lines, good and
+ * malformed, their zeroed 64-byte-aligned slots in the plan, their encoding, and tl_launch through
+ * the stand-in driver (fake_cuda.c): the arguments of cuTensorMapEncodeTiled, tmap_ok, the map
+ * cache, $TILEC_NO_TMA and a driver without the entry point. Links only tilec_runtime; exits 0 when
+ * every check passes, printing each failure with its line.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -14,8 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dlfcn.h>
+
+#include "fake_cuda.h"
 #include "tilec_runtime.h"
 #include "../support/check.h"
+#include "../support/read_file.h"
 
 /* ------------------------------------------------------------------------------- metadata */
 
@@ -1032,6 +1039,359 @@ static void test_grid_num_sms(void)
   tl_meta_free(meta);
 }
 
+/* ---------------------------------------------------------------------------- tensor maps */
+
+/* A kernel with two tensor maps, in the order the ABI gives: tensors, sizes, tmaps, tmap_ok. */
+static const char tmap_head[] = "// tilec-meta v1\n"
+                                "// tilec-meta kernel t threads=128 smem=0 params=%d\n"
+                                "// tilec-meta param 0 tensor A f16 rank=2 dims=M,K\n"
+                                "// tilec-meta param 1 tensor S f32 rank=6 dims=1,1,1,1,1,M\n"
+                                "// tilec-meta param 2 size M i32\n"
+                                "// tilec-meta param 3 size K i32\n";
+static const char tmap_tail[] = "// tilec-meta grid 0 M\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n"
+                                "// tilec-meta end\n";
+
+/* tmap_head for a kernel of `nparams` params, then `lines`, then tmap_tail */
+static const char *tmap_block_n(int nparams, const char *lines)
+{
+  static char buf[16384];
+  int n = snprintf(buf, sizeof buf, tmap_head, nparams);
+  snprintf(buf + n, sizeof buf - (size_t)n, "%s%s", lines, tmap_tail);
+  return buf;
+}
+static const char *tmap_block(const char *lines) { return tmap_block_n(6, lines); }
+
+static void test_tmap_metadata(void)
+{
+  char *ptx = test_read_file(TMAP_PTX_PATH, NULL);
+  CHECK(ptx != NULL, "cannot read %s", TMAP_PTX_PATH);
+  tl_meta *meta = ptx ? PARSE_OK(ptx) : NULL;
+  const tl_kernel_info *k = meta ? tl_meta_find_kernel(meta, "tma_copy") : NULL;
+  CHECK(k && k->nparams == 8 && k->nargs == 2 && k->nsizes == 3 && k->ntmaps == 2, "tma_copy: %d %d %d %d",
+        k ? k->nparams : -1, k ? k->nargs : -1, k ? k->nsizes : -1, k ? k->ntmaps : -1);
+  if (k && k->nparams == 8) {
+    const tl_param *a = &k->params[5], *b = &k->params[6], *ok = &k->params[7];
+    CHECK(a->kind == TL_PARAM_TMAP && !strcmp(a->name, "A.tmap0") && a->dtype == TL_F16 && a->rank == 0 &&
+              !a->dims && a->tmap.tensor == 0 && a->tmap.rank == 2 && a->tmap.box[0] == 64 &&
+              a->tmap.box[1] == 64 && a->tmap.box[2] == 0 && a->tmap.swizzle == TL_SWIZZLE_128B,
+          "A.tmap0");
+    CHECK(b->kind == TL_PARAM_TMAP && b->tmap.tensor == 1 && b->tmap.rank == 3 && b->tmap.box[0] == 1 &&
+              b->tmap.box[1] == 16 && b->tmap.box[2] == 8 && b->tmap.swizzle == TL_SWIZZLE_32B,
+          "B.tmap0");
+    CHECK(ok->kind == TL_PARAM_TMAP_OK && ok->dtype == TL_U32 && !strcmp(ok->name, "tmap_ok"), "tmap_ok");
+  }
+  k = meta ? tl_meta_find_kernel(meta, "plain") : NULL;
+  CHECK(k && k->nargs == 1 && k->nsizes == 1 && k->ntmaps == 0, "plain");
+  tl_meta_free(meta);
+  free(ptx);
+
+  /* no sizes at all: the .tl params end where the tmaps begin */
+  meta = PARSE_OK(
+      "// tilec-meta v1\n// tilec-meta kernel f threads=32 smem=0 params=3\n"
+      "// tilec-meta param 0 tensor X u8 rank=1 dims=4096\n"
+      "// tilec-meta param 1 tmap X.tmap0 u8 tensor=0 box=256 swizzle=none\n"
+      "// tilec-meta param 2 tmap_ok ok u32\n"
+      "// tilec-meta grid 0 16\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n");
+  k = meta ? tl_meta_kernel(meta, 0) : NULL;
+  CHECK(k && k->nargs == 1 && k->nsizes == 0 && k->ntmaps == 1 &&
+            k->params[1].tmap.swizzle == TL_SWIZZLE_NONE,
+        "fixed dims");
+  tl_meta_free(meta);
+  /* every swizzle, at its widest box */
+  meta = PARSE_OK(tmap_block_n(9, "// tilec-meta param 4 tmap A.t0 f16 tensor=0 box=1,8 swizzle=none\n"
+                                  "// tilec-meta param 5 tmap A.t1 f16 tensor=0 box=2,16 swizzle=32\n"
+                                  "// tilec-meta param 6 tmap A.t2 f16 tensor=0 box=256,32 swizzle=64\n"
+                                  "// tilec-meta param 7 tmap A.t3 f16 tensor=0 box=3,64 swizzle=128\n"
+                                  "// tilec-meta param 8 tmap_ok ok u32\n"));
+  tl_meta_free(meta);
+}
+
+static void test_tmap_malformed(void)
+{
+  char buf[8192];
+  const char *ok_line = "// tilec-meta param 5 tmap_ok ok u32\n";
+  static const struct {
+    const char *tmap, *needle;
+  } bad[] = {
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64\n", "a tmap param line is"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=9 box=64,64 swizzle=none\n",
+       "line 7: tmap 'A.t': tensor=9 is not the index of a tensor param"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=2 box=64,64 swizzle=none\n", "tensor=2 is not the index"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=x box=64,64 swizzle=none\n", "'tensor=x' is not a whole"},
+      {"// tilec-meta param 4 tmap A.t f16 dims=0 box=64,64 swizzle=none\n", "expected 'tensor=...'"},
+      {"// tilec-meta param 4 tmap A.t f32 tensor=0 box=64,64 swizzle=none\n",
+       "tmap 'A.t' has element type f32 but tensor 'A' is f16"},
+      {"// tilec-meta param 4 tmap S.t f32 tensor=1 box=1,1,1,1,1,1 swizzle=none\n",
+       "tensor 'S' has rank 6; a tensor map takes rank 1..5"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64 swizzle=none\n",
+       "has 1 extents but the tensor has rank 2"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64,1 swizzle=none\n", "more than 2 extents"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=0,64 swizzle=none\n", "box extent 0 ('0') is not"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,257 swizzle=none\n",
+       "('257') is not a whole number in 1..256"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,,64 swizzle=none\n", "is empty or too long"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 size=64,64 swizzle=none\n", "expected 'box=...'"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64 swizzle=16\n", "swizzle '16' is not one of"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64 swizzle=64\n",
+       "the box's inner extent is 128 bytes (64 x f16); swizzle=64 needs a multiple of 16 bytes, at most 64"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,4 swizzle=32\n", "inner extent is 8 bytes"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64 mode=none\n", "expected 'swizzle=...'"},
+      {"// tilec-meta param 4 tmap A..t f16 tensor=0 box=64,64 swizzle=none\n",
+       "'A..t' is not an identifier"},
+      {"// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64 swizzle=none\n"
+       "// tilec-meta param 5 size N i32\n",
+       "param 5 ('N') is a size after a tmap param; the order is"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    snprintf(buf, sizeof buf, "%s%s", bad[i].tmap, strstr(bad[i].tmap, "size N") ? "" : ok_line);
+    const char *text = tmap_block(buf);
+    expect_bad(text, bad[i].needle, __LINE__);
+  }
+  const char *tmap = "// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64 swizzle=none\n";
+  snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u16\n", tmap);
+  EXPECT_BAD(tmap_block(buf), "tmap_ok param 'ok' must be u32, not u16");
+  snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u32 x\n", tmap);
+  EXPECT_BAD(tmap_block(buf), "a tmap_ok param line is");
+  EXPECT_BAD(tmap_block("// tilec-meta param 4 tmap_ok ok u32\n// tilec-meta param 5 size N i32\n"),
+             "tmap_ok param 'ok' does not follow a tmap param");
+  snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u32\n// tilec-meta param 6 tmap_ok ok2 u32\n",
+           tmap);
+  EXPECT_BAD(tmap_block(buf), "params=6");
+  EXPECT_BAD(tmap_block("// tilec-meta param 4 tmap A.t f16 tensor=0 box=64,64 swizzle=none\n"
+                        "// tilec-meta param 5 tmap A.u f16 tensor=0 box=64,64 swizzle=none\n"),
+             "kernel 't' has tmap params but no tmap_ok param after them");
+  snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u32\n// tilec-meta param 6 tmap_ok ok2 u32\n",
+           tmap);
+  EXPECT_BAD(tmap_block_n(7, buf), "line 9: kernel 't' has a second tmap_ok param ('ok2')");
+  snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u32\n%s", tmap,
+           "// tilec-meta param 6 tmap A.u f16 tensor=0 box=64,64 swizzle=none\n");
+  EXPECT_BAD(tmap_block_n(7, buf), "param 6 ('A.u') is a tmap after a tmap_ok param");
+  char prog[16384];
+  int n = snprintf(prog, sizeof prog, tmap_head, 6);
+  snprintf(prog + n, sizeof prog - (size_t)n,
+           "%s// tilec-meta param 5 tmap_ok ok u32\n// tilec-meta grid 0 M ok +\n// tilec-meta grid 1 1\n"
+           "// tilec-meta grid 2 1\n// tilec-meta end\n",
+           tmap);
+  EXPECT_BAD(prog, "grid 0: 'ok' is a tmap_ok param; only sizes and integer scalars can be used");
+}
+
+static void test_tmap_plan(void)
+{
+  char *ptx = test_read_file(TMAP_PTX_PATH, NULL);
+  tl_meta *meta = ptx ? PARSE_OK(ptx) : NULL;
+  free(ptx);
+  const tl_kernel_info *k = meta ? tl_meta_find_kernel(meta, "tma_copy") : NULL;
+  if (!k)
+    return;
+  const int64_t a_shape[2] = {100, 256}, b_shape[3] = {2, 100, 64};
+  tl_arg args[2] = {tl_arg_tensor(0x10000, TL_F16, 2, a_shape), tl_arg_tensor(0x20000, TL_F32, 3, b_shape)};
+  tl_launch_plan plan;
+  char err[512] = "";
+  tl_status st = tl_plan_launch(k, args, 2, &plan, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  if (st == TL_OK) {
+    static const unsigned char zero[TL_TMAP_BYTES];
+    CHECK(plan.nparams == 8 && plan.grid[0] == 2 && *(int32_t *)plan.params[2] == 100 &&
+              *(int32_t *)plan.params[3] == 256 && *(int32_t *)plan.params[4] == 64,
+          "sizes");
+    for (int i = 5; i < 7; i++)
+      CHECK((uintptr_t)plan.params[i] % TL_TMAP_ALIGN == 0 && !memcmp(plan.params[i], zero, TL_TMAP_BYTES),
+            "tmap slot %d at %p", i, plan.params[i]);
+    CHECK((char *)plan.params[6] - (char *)plan.params[5] == TL_TMAP_BYTES, "tmap slots overlap");
+    CHECK(*(uint32_t *)plan.params[7] == 0, "tmap_ok from the plan");
+  }
+  tl_launch_plan_release(&plan);
+
+  tl_tmap_encoding x;
+  CHECK(tl_tmap_encoding_of(k, 6, args, 2, &x, err, sizeof err) && x.data_type == 7 && x.rank == 3 &&
+            x.address == 0x20000 && x.global_dim[0] == 64 && x.global_dim[1] == 100 && x.global_dim[2] == 2 &&
+            x.global_strides[0] == 256 && x.global_strides[1] == 25600 && x.box_dim[0] == 8 &&
+            x.box_dim[1] == 16 && x.box_dim[2] == 1 && x.element_strides[2] == 1 && x.swizzle == 1 &&
+            x.interleave == 0 && x.l2_promotion == 2 && x.oob_fill == 0,
+        "B.tmap0: %s", err);
+  CHECK(tl_tmap_encoding_of(k, 5, args, 2, &x, err, sizeof err) && x.data_type == 6 && x.rank == 2 &&
+            x.global_dim[0] == 256 && x.global_dim[1] == 100 && x.global_strides[0] == 512 && x.swizzle == 3,
+        "A.tmap0: %s", err);
+  tl_arg odd[2] = {tl_arg_tensor(0x10008, TL_F16, 2, a_shape), args[1]};
+  CHECK(!tl_tmap_encoding_of(k, 5, odd, 2, &x, err, sizeof err), "misaligned");
+  CHECK_CONTAINS(err, "tmap 'A.tmap0': the tensor's address 0x10008 is not 16-byte aligned");
+  const int64_t narrow[2] = {100, 12}, empty[2] = {0, 256};
+  odd[0] = tl_arg_tensor(0x10000, TL_F16, 2, narrow);
+  CHECK(!tl_tmap_encoding_of(k, 5, odd, 2, &x, err, sizeof err), "row of 24 bytes");
+  CHECK_CONTAINS(err, "dimension 0 of the tensor steps 24 bytes");
+  odd[0] = tl_arg_tensor(0x10000, TL_F16, 2, empty);
+  CHECK(!tl_tmap_encoding_of(k, 5, odd, 2, &x, err, sizeof err), "empty");
+  CHECK_CONTAINS(err, "dimension 0 of the tensor is 0, outside 1..2^32");
+  CHECK(!tl_tmap_encoding_of(k, 4, args, 2, &x, err, sizeof err), "a size is not a tmap");
+  tl_meta_free(meta);
+
+  /* more maps than the plan holds inline */
+  char text[8192];
+  int len = snprintf(text, sizeof text,
+                     "// tilec-meta v1\n// tilec-meta kernel w threads=32 smem=0 params=9\n"
+                     "// tilec-meta param 0 tensor X f32 rank=1 dims=N\n// tilec-meta param 1 size N i32\n");
+  for (int i = 0; i < 6; i++)
+    len += snprintf(text + len, sizeof text - (size_t)len,
+                    "// tilec-meta param %d tmap X.t%d f32 tensor=0 box=%d swizzle=none\n", 2 + i, i, 4 + i);
+  snprintf(text + len, sizeof text - (size_t)len,
+           "// tilec-meta param 8 tmap_ok ok u32\n// tilec-meta grid 0 N\n// tilec-meta grid 1 1\n"
+           "// tilec-meta grid 2 1\n// tilec-meta end\n");
+  meta = PARSE_OK(text);
+  k = meta ? tl_meta_kernel(meta, 0) : NULL;
+  const int64_t n[1] = {1000};
+  tl_arg x_arg = tl_arg_tensor(0x100, TL_F32, 1, n);
+  st = k ? tl_plan_launch(k, &x_arg, 1, &plan, err, sizeof err) : TL_ERR_BAD_METADATA;
+  CHECK_STATUS(st, TL_OK, err);
+  if (st == TL_OK) {
+    static const unsigned char zero[TL_TMAP_BYTES];
+    for (int i = 2; i < 8; i++)
+      CHECK((uintptr_t)plan.params[i] % TL_TMAP_ALIGN == 0 && !memcmp(plan.params[i], zero, TL_TMAP_BYTES) &&
+                (i == 2 || (char *)plan.params[i] - (char *)plan.params[i - 1] == TL_TMAP_BYTES),
+            "tmap slot %d", i);
+    CHECK(*(int32_t *)plan.params[1] == 1000 && *(uint32_t *)plan.params[8] == 0, "N and tmap_ok");
+  }
+  tl_launch_plan_release(&plan);
+  tl_meta_free(meta);
+}
+
+/* tl_launch of tma_copy through the stand-in driver: what the maps were encoded with, the flag,
+ * the cache. */
+static fake_cuda_state *fake_state(const char *path, void **handle)
+{
+  *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  void *sym = *handle ? dlsym(*handle, "fake_cuda_get_state") : NULL;
+  fake_cuda_state_fn fn = NULL;
+  memcpy(&fn, &sym, sizeof sym);
+  CHECK(fn != NULL, "cannot load %s", path);
+  return fn ? fn() : NULL;
+}
+
+static uint32_t launched_flag(const fake_cuda_state *fake)
+{
+  uint32_t flag = 7;
+  if (fake->last.nparams == 8)
+    memcpy(&flag, fake->last.param[7], sizeof flag);
+  return flag;
+}
+
+/* A context of the driver at `path`, the module of tmap_kernels.ptx, its kernel tma_copy. */
+static tl_context *tmap_context(const char *path, tl_kernel **kernel)
+{
+  setenv("TILEC_CUDA_LIBRARY", path, 1);
+  char err[512] = "", *ptx = test_read_file(TMAP_PTX_PATH, NULL);
+  tl_context *ctx = NULL;
+  tl_module *module = NULL;
+  *kernel = NULL;
+  tl_status st = tl_context_create(0, &ctx, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  if (st == TL_OK && ptx) {
+    st = tl_module_load_ptx(ctx, ptx, &module);
+    CHECK_STATUS(st, TL_OK, tl_context_message(ctx));
+    if (st == TL_OK)
+      tl_module_get_kernel(module, "tma_copy", kernel);
+  }
+  free(ptx);
+  return ctx;
+}
+
+static tl_status launch_tma_copy(tl_kernel *kernel, tl_devptr a, tl_devptr b, int64_t m)
+{
+  const int64_t a_shape[2] = {m, 256}, b_shape[3] = {2, m, 64};
+  tl_arg args[2] = {tl_arg_tensor(a, TL_F16, 2, a_shape), tl_arg_tensor(b, TL_F32, 3, b_shape)};
+  return tl_launch(kernel, args, 2, NULL);
+}
+
+static void test_tmap_launch(void)
+{
+  void *handle;
+  fake_cuda_state *fake = fake_state(FAKE_CUDA_PATH, &handle);
+  tl_kernel *kernel;
+  tl_context *ctx = tmap_context(FAKE_CUDA_PATH, &kernel);
+  if (fake && kernel) {
+    const tl_devptr a = 0x10000, b = 0x20000;
+    fake->tmap_encodes = 0;
+    fake->misaligned_params = 0;
+    CHECK(launch_tma_copy(kernel, a, b, 100) == TL_OK, "%s", tl_context_message(ctx));
+    const fake_cuda_tmap_call *ca = &fake->tmap_calls[0], *cb = &fake->tmap_calls[1];
+    CHECK(fake->tmap_encodes == 2 && launched_flag(fake) == 1, "%d encodes, flag %u", fake->tmap_encodes,
+          launched_flag(fake));
+    CHECK(ca->data_type == 6 && ca->rank == 2 && ca->address == a && ca->global_dim[0] == 256 &&
+              ca->global_dim[1] == 100 && ca->global_strides[0] == 512 && ca->box_dim[0] == 64 &&
+              ca->box_dim[1] == 64 && ca->swizzle == 3 && ca->l2_promotion == 2 && ca->oob_fill == 0 &&
+              ca->interleave == 0 && ca->element_strides[0] == 1 && ca->element_strides[1] == 1,
+          "A's map");
+    CHECK(cb->data_type == 7 && cb->rank == 3 && cb->address == b && cb->global_dim[0] == 64 &&
+              cb->global_dim[1] == 100 && cb->global_dim[2] == 2 && cb->global_strides[0] == 256 &&
+              cb->global_strides[1] == 25600 && cb->box_dim[0] == 8 && cb->box_dim[1] == 16 &&
+              cb->box_dim[2] == 1 && cb->swizzle == 1,
+          "B's map");
+    CHECK(!memcmp(fake->last.param[5], &a, 8) && !memcmp(fake->last.param[5] + 8, "TMAP", 4) &&
+              !memcmp(fake->last.param[6], &b, 8),
+          "the launch carries the maps");
+    /* the cache: the same tensors encode nothing; another pointer re-encodes its map alone;
+     * other dims re-encode both */
+    CHECK(launch_tma_copy(kernel, a, b, 100) == TL_OK && fake->tmap_encodes == 2 && launched_flag(fake) == 1,
+          "same tensors: %d encodes", fake->tmap_encodes);
+    CHECK(launch_tma_copy(kernel, a + 256, b, 100) == TL_OK && fake->tmap_encodes == 3 &&
+              fake->tmap_calls[2].address == a + 256 && launched_flag(fake) == 1 &&
+              !memcmp(fake->last.param[5], &(tl_devptr){a + 256}, 8),
+          "another A: %d encodes", fake->tmap_encodes);
+    CHECK(launch_tma_copy(kernel, a + 256, b, 64) == TL_OK && fake->tmap_encodes == 5 &&
+              launched_flag(fake) == 1,
+          "other dims: %d encodes", fake->tmap_encodes);
+    /* a tensor the TMA cannot take: no driver call, flag 0, launched all the same */
+    int launches = fake->launches;
+    CHECK(launch_tma_copy(kernel, a + 8, b, 64) == TL_OK && fake->launches == launches + 1 &&
+              fake->tmap_encodes == 5 && launched_flag(fake) == 0,
+          "A misaligned: %d encodes, flag %u", fake->tmap_encodes, launched_flag(fake));
+    static const unsigned char zero[TL_TMAP_BYTES];
+    CHECK(!memcmp(fake->last.param[5], zero, TL_TMAP_BYTES) &&
+              !memcmp(fake->last.param[6], zero, TL_TMAP_BYTES),
+          "flag 0 passes the plan's zero maps");
+    /* the driver refuses: flag 0, and the refusal is kept for that key too */
+    fake->tmap_fail = 1;
+    CHECK(launch_tma_copy(kernel, a + 512, b, 64) == TL_OK && fake->tmap_encodes == 6 &&
+              launched_flag(fake) == 0,
+          "the driver fails: %d encodes, flag %u", fake->tmap_encodes, launched_flag(fake));
+    fake->tmap_fail = 0;
+    CHECK(launch_tma_copy(kernel, a + 512, b, 64) == TL_OK && fake->tmap_encodes == 6 &&
+              launched_flag(fake) == 0,
+          "a refused key is not encoded again");
+    CHECK(launch_tma_copy(kernel, a, b, 0) == TL_OK && fake->launches == launches + 3,
+          "an empty grid launched");
+    CHECK(fake->misaligned_params == 0, "%d launch parameters not aligned as the PTX says",
+          fake->misaligned_params);
+  }
+  tl_context_destroy(ctx);
+
+  /* $TILEC_NO_TMA: read when the context is made */
+  setenv("TILEC_NO_TMA", "1", 1);
+  ctx = tmap_context(FAKE_CUDA_PATH, &kernel);
+  unsetenv("TILEC_NO_TMA");
+  if (fake && kernel) {
+    fake->tmap_encodes = 0;
+    CHECK(launch_tma_copy(kernel, 0x10000, 0x20000, 100) == TL_OK && fake->tmap_encodes == 0 &&
+              launched_flag(fake) == 0,
+          "TILEC_NO_TMA=1: %d encodes, flag %u", fake->tmap_encodes, launched_flag(fake));
+  }
+  tl_context_destroy(ctx);
+  if (handle)
+    dlclose(handle);
+
+  /* a driver without cuTensorMapEncodeTiled */
+  fake = fake_state(FAKE_CUDA_NOTMAP_PATH, &handle);
+  ctx = tmap_context(FAKE_CUDA_NOTMAP_PATH, &kernel);
+  if (fake && kernel) {
+    CHECK(launch_tma_copy(kernel, 0x10000, 0x20000, 100) == TL_OK && fake->launches == 1 &&
+              fake->tmap_encodes == 0 && launched_flag(fake) == 0,
+          "no entry point: %d launches, flag %u", fake->launches, launched_flag(fake));
+  }
+  tl_context_destroy(ctx);
+  if (handle)
+    dlclose(handle);
+  unsetenv("TILEC_CUDA_LIBRARY");
+}
+
 int main(void)
 {
   test_abi_example();
@@ -1046,6 +1406,10 @@ int main(void)
   test_half_conversions();
   test_names();
   test_context_and_nulls();
+  test_tmap_metadata();
+  test_tmap_malformed();
+  test_tmap_plan();
+  test_tmap_launch();
   printf("test_runtime: %d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }
