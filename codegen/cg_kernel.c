@@ -46,7 +46,8 @@ static LLVMValueRef add_function(Cg *cg)
   LLVMValueRef fn = LLVMAddFunction(cg->mod, k->name, fty);
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   /* A tensor map is 128 bytes passed by value, 64-byte aligned (CUtensorMap). */
-  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5), align = LLVMGetEnumAttributeKindForName("align", 5);
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5),
+           align = LLVMGetEnumAttributeKindForName("align", 5);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].is_tmap) {
       LLVMTypeRef map = LLVMArrayType2(cg->t.i8, 128);

@@ -159,8 +159,8 @@ static bool meta_kernel(const Kernel *k, Diags *d, StrBuf *out)
     if (p->is_tmap) {
       const struct TensorMap *m = &k->tmaps[p->index];
       const Buffer *b = &k->bufs[m->buf];
-      sb_printf(out, META "param %d tmap %s.tmap%d %s tensor=%d box=", i, b->name, p->index, type_name(b->elem),
-                b->param_index);
+      sb_printf(out, META "param %d tmap %s.tmap%d %s tensor=%d box=", i, b->name, p->index,
+                type_name(b->elem), b->param_index);
       for (int j = 0; j < b->rank; j++)
         sb_printf(out, "%s%lld", j ? "," : "", (long long)m->box[j]);
       sb_puts(out, " swizzle=128\n");

@@ -250,8 +250,8 @@ void emit_tma_load(Cg *cg, const Stmt *s)
   args[1] = LLVMBuildPtrToInt(cg->b, cg->tmaps[s->tmap], cg->t.i64, ""); /* cvta.param */
   args[2] = shared_addr(cg, s->bar, &s->bar_idx, 1);
   StrBuf text = {0}, cons = {0};
-  sb_printf(&text, "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {",
-            R);
+  sb_printf(&text,
+            "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", R);
   sb_puts(&cons, "r,l,r");
   for (int d = 0; d < R; d++) { /* the coordinates, innermost first */
     args[3 + d] = emit_index(cg, s->src_idx[R - 1 - d], cg->t.i32);

@@ -52,9 +52,11 @@ static void collect_kernels(tilec_result *r, const tl_meta *meta)
     tilec_param *params = ARENA_ARRAY(r->arena, tilec_param, k->nparams + 1);
     for (int j = 0; j < k->nparams; j++) {
       const tl_param *p = &k->params[j];
-      params[j].kind = p->kind == TL_PARAM_TENSOR   ? TILEC_PARAM_TENSOR
-                       : p->kind == TL_PARAM_SCALAR ? TILEC_PARAM_SCALAR
-                                                    : TILEC_PARAM_SIZE;
+      params[j].kind = p->kind == TL_PARAM_TENSOR    ? TILEC_PARAM_TENSOR
+                       : p->kind == TL_PARAM_SCALAR  ? TILEC_PARAM_SCALAR
+                       : p->kind == TL_PARAM_TMAP    ? TILEC_PARAM_TMAP
+                       : p->kind == TL_PARAM_TMAP_OK ? TILEC_PARAM_TMAP_OK
+                                                     : TILEC_PARAM_SIZE;
       params[j].name = arena_strdup(r->arena, p->name);
       params[j].dtype = arena_strdup(r->arena, tl_dtype_name(p->dtype));
       params[j].rank = p->rank;
@@ -228,7 +230,8 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
  * after a user error. */
 static Module *lower(tilec_result *r, Diags *d, const Request *rq, Parser *p, StrBuf *text, StrBuf *dump)
 {
-  Module *m = sema_build(r->arena, d, &p->kernels, rq->defs, rq->ndefs, rq->sizes, rq->nsizes, rq->kernel);
+  Module *m = sema_build(r->arena, d, &p->kernels, rq->defs, rq->ndefs, rq->sizes, rq->nsizes, rq->kernel,
+                         rq->target);
   if (!m)
     return NULL;
   PassContext pc = {.arena = r->arena, .diags = d, .target = rq->target};

@@ -134,7 +134,9 @@ DefineKind sema_parse_define(const char *v, int64_t *i, double *f);
  * kernel by name (NULL: all).  Returns NULL if errors were reported. */
 /* defs: -D NAME=VALUE; sizes: --size NAME=VALUE, the sizes launch constants are evaluated at
  * (docs/language.md, "Launch constants"); only: one kernel, or NULL for all. */
+struct Target;
+/* target: what has_wgmma() answers for (NULL: the default target). */
 Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,
-                   const ConstDef *sizes, int nsizes, const char *only);
+                   const ConstDef *sizes, int nsizes, const char *only, const struct Target *target);
 
 #endif

@@ -4,6 +4,7 @@
  * where it can so that one run shows several errors.  A function that fails
  * returns NULL after reporting; callers propagate NULL without reporting again. */
 #include "fe.h"
+#include "target.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,14 +30,15 @@ typedef struct {
   bool *def_used;
   const ConstDef *sizes; /* --size NAME=VALUE: the sizes compiled for (launch constants) */
   int nsizes;
+  const Target *target;  /* what has_wgmma() asks about */
   bool *size_used;
-  bool in_default;     /* checking a constant's default: next_pow2 of a size is allowed */
-  int depth;           /* of check_expr */
-  int block_depth;     /* 1 in the kernel's own block */
+  bool in_default;       /* checking a constant's default: next_pow2 of a size is allowed */
+  int depth;             /* of check_expr */
+  int block_depth;       /* 1 in the kernel's own block */
   bool depth_reported;
-  bool in_grid;        /* checking a grid(...) expression: num_sms is allowed */
-  int num_sms_var;     /* the kernel's VAR_NUM_SMS, -1 until used */
-  int grid_dim_var[3]; /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
+  bool in_grid;          /* checking a grid(...) expression: num_sms is allowed */
+  int num_sms_var;       /* the kernel's VAR_NUM_SMS, -1 until used */
+  int grid_dim_var[3];   /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
 } Sema;
 
 /* ---------------------------------------------------------------- scopes */
@@ -112,6 +114,7 @@ static const struct {
     {"num_sms", BUILTIN_VALUE, NULL},
     {"num_blocks", BUILTIN_VALUE, NULL},
     {"sizeof", BUILTIN_VALUE, NULL},
+    {"has_wgmma", BUILTIN_VALUE, NULL},
 };
 
 /* The row of builtin `name`, or -1. */
@@ -571,6 +574,7 @@ static Expr *check_next_pow2(Sema *s, const Node *n)
 /* postfix = ( IDENT | TYPE ) "(" [ arg { "," arg } ] ")" ;  a call used as a value:
  *   T(x)                          a cast, T a TYPE or a type constant
  *   sizeof(T)  num_blocks(AXIS)   (above)
+ *   has_wgmma()                   whether the target has Hopper's wgmma and TMA (sm_90a): a bool
  *   min(a, b)  max(a, b)  ceildiv(a, b)  select(COND, a, b)
  *   an intrinsic (exp, sqrt, fma, ...: docs/language.md section 8), its arguments of one type
  * A tile operation, alloc_* or a loop iterator here is reported as used in the wrong place. */
@@ -579,6 +583,13 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
   const char *name = n->name;
   if (!strcmp(name, "sizeof"))
     return check_sizeof(s, n);
+  if (!strcmp(name, "has_wgmma")) { /* the target's: a default may differ between targets */
+    if (!check_arity(s, n, 0, 0, NULL))
+      return NULL;
+    Expr *e = ex_int(s->a, TY_BOOL, s->target->sm == 90 && s->target->arch_specific);
+    e->loc = n->loc;
+    return e;
+  }
   for (int i = 0; i < n->list.n; i++)
     if (n->list.items[i]->kind == N_TYPE) {
       error_at(s->d, n->list.items[i]->loc, "a type is not a value here");
@@ -2128,7 +2139,7 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
 }
 
 Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,
-                   const ConstDef *sizes, int nsizes, const char *only)
+                   const ConstDef *sizes, int nsizes, const char *only, const Target *target)
 {
   Module *m = ARENA_NEW(a, Module);
   m->arena = a;
@@ -2141,6 +2152,7 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
   s.def_used = ARENA_ARRAY(a, bool, ndefs + 1);
   s.sizes = sizes;
   s.nsizes = nsizes;
+  s.target = target ? target : target_default();
   int errors = d->nerrors;
   bool found = false;
   for (int i = 0; i < kernels->n; i++) {

@@ -90,6 +90,8 @@ typedef enum {
   TILEC_PARAM_TENSOR = 1, /* passed as a device pointer */
   TILEC_PARAM_SCALAR,     /* passed by value */
   TILEC_PARAM_SIZE,       /* a symbolic size: an i32 bound from the tensors' shapes */
+  TILEC_PARAM_TMAP,       /* a tensor map (sm_90a TMA), 128 bytes by value, made by the host (docs/abi.md) */
+  TILEC_PARAM_TMAP_OK,    /* a u32: 1 when the host passed valid tensor maps (docs/abi.md) */
 } tilec_param_kind;
 
 typedef struct {
@@ -104,7 +106,7 @@ typedef struct {
   const char *name;          /* the PTX .entry */
   unsigned threads;          /* threads per block */
   unsigned smem;             /* dynamic shared memory bytes per block */
-  int nparams;               /* every PTX parameter: the .tl parameters, then the sizes */
+  int nparams;               /* every PTX parameter: the .tl parameters, the sizes, the tensor maps */
   int nargs;                 /* the .tl parameters alone */
   const tilec_param *params; /* nparams entries, in PTX parameter order */
   const char *grid[3];       /* x, y, z: programs in reverse Polish notation (docs/abi.md) */

@@ -23,7 +23,7 @@ static Module *compile_through(Arena *a, Diags *d, const char *src, size_t len, 
   parse_source(&p, copy, len);
   if (d->nerrors)
     return NULL;
-  Module *m = sema_build(a, d, &p.kernels, defs, ndefs, sizes, nsizes, kernel);
+  Module *m = sema_build(a, d, &p.kernels, defs, ndefs, sizes, nsizes, kernel, target);
   if (!m)
     return NULL;
   PassContext pc = {.arena = a, .diags = d, .target = target ? target : target_default()};

@@ -40,7 +40,8 @@ bool interp_bind_args(const Kernel *k, const InterpArg *args, int nargs, Val *va
       continue;
     const InterpArg *a = find_arg(args, nargs, name);
     if (!a && !k->params[p].is_buffer && k->vars[h].kind == VAR_TMA_OK) {
-      vars[h] = (Val){.i = 1}; /* as on a GPU whose driver made the maps; pass tma.ok = 0 for the other path */
+      vars[h] = (Val){
+          .i = 1}; /* as on a GPU whose driver made the maps; pass tma.ok = 0 for the other path */
       continue;
     }
     if (!a || (k->params[p].is_buffer && !a->data)) {

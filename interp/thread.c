@@ -777,7 +777,8 @@ static void mbar_settle(Mbar *m)
 static bool mbar_arrive(Th *th, const Stmt *s, int t, Mbar *m)
 {
   if (m->pending <= 0) {
-    fail(th, s->loc, t, "more arrivals on %s than its phase expects (%d)", th->k->bufs[s->bar].name, m->count);
+    fail(th, s->loc, t, "more arrivals on %s than its phase expects (%d)", th->k->bufs[s->bar].name,
+         m->count);
     return false;
   }
   m->pending--;
@@ -800,16 +801,15 @@ static bool mbarrier(Th *th, const Stmt *s, int t)
     *m = (Mbar){.byte = m->byte, .count = (int)v, .pending = (int)v};
     return true;
   case ST_MBAR_ARRIVE: return mbar_arrive(th, s, t, m);
-  case ST_MBAR_EXPECT_TX:
-    m->tx += v;
-    return mbar_arrive(th, s, t, m);
+  case ST_MBAR_EXPECT_TX: m->tx += v; return mbar_arrive(th, s, t, m);
   case ST_MBAR_WAIT:
     /* try_wait.parity P returns once the phase of parity P completed: the open phase's parity differs */
     if ((m->complete & 1) == v) {
-      fail(th, s->loc, t,
-           "mbarrier wait on %s for a phase that has not completed (%lld completed, %d arrivals and %lld bytes "
-           "missing): nothing else would complete it, a deadlock",
-           th->k->bufs[s->bar].name, (long long)m->complete, m->pending, (long long)m->tx);
+      fail(
+          th, s->loc, t,
+          "mbarrier wait on %s for a phase that has not completed (%lld completed, %d arrivals and %lld bytes "
+          "missing): nothing else would complete it, a deadlock",
+          th->k->bufs[s->bar].name, (long long)m->complete, m->pending, (long long)m->tx);
       return false;
     }
     return true;
@@ -831,7 +831,8 @@ static bool tma_load(Th *th, const Stmt *s, int t)
   int64_t rows = map->box[R - 2], cols = map->box[R - 1];
   if (D->swizzle != SWIZZLE_128B || at % 1024 || cols * 2 != 128 || di[s->nidx - 1] % 64 ||
       di[s->nidx - 2] + rows > D->tile_shape[D->rank - 2]) {
-    fail(th, s->loc, t, "TMA box [%lld, %lld] into %s at byte %lld: not a 1024-byte aligned 128-byte swizzled panel",
+    fail(th, s->loc, t,
+         "TMA box [%lld, %lld] into %s at byte %lld: not a 1024-byte aligned 128-byte swizzled panel",
          (long long)rows, (long long)cols, D->name, (long long)at);
     return false;
   }

@@ -290,7 +290,9 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
     } else {
       const Var *v = &k->vars[p->index];
       sb_printf(sb, "  param %s: %s %s\n", v->name,
-                v->kind == VAR_SIZE ? "size" : v->kind == VAR_TMA_OK ? "tensor maps valid" : "scalar",
+                v->kind == VAR_SIZE     ? "size"
+                : v->kind == VAR_TMA_OK ? "tensor maps valid"
+                                        : "scalar",
                 type_name(v->type));
     }
   }

@@ -251,7 +251,7 @@ const char *ir_verify(Arena *a, const Kernel *k, VerifyLevel level)
   Verifier v = {a, k, level, NULL};
   for (int i = 0; i < k->nparams; i++) {
     const struct KParam *p = &k->params[i];
-    if (p->is_buffer  ? (p->index < 0 || p->index >= k->nbufs || k->bufs[p->index].scope != SCOPE_GLOBAL)
+    if (p->is_buffer ? (p->index < 0 || p->index >= k->nbufs || k->bufs[p->index].scope != SCOPE_GLOBAL)
         : p->is_tmap ? (p->index < 0 || p->index >= k->ntmaps || k->tmaps[p->index].param != i)
                      : (p->index < 0 || p->index >= k->nvars))
       return arena_printf(a, "parameter %d is malformed", i);

@@ -108,12 +108,20 @@ static unsigned char empty_tensor;
 
 /* Argument i of the launch as the interpreter takes it: by the parameter's name, tensors by host
  * address (tl_devptr is one on this device), sizes from the plan (bound and checked there),
- * scalars by value in the interpreter's two fields. */
+ * scalars by value in the interpreter's two fields; no name for a tensor map (the interpreter reads
+ * the tensor itself), and the TMA flag 1 (the path a GPU whose driver encodes the maps runs) unless
+ * TILEC_NO_TMA says otherwise, as for a GPU. */
 static InterpArg interp_arg(const tl_kernel_info *info, int i, const tl_arg *args, const tl_launch_plan *plan)
 {
   const tl_param *p = &info->params[i];
   InterpArg a = {.name = p->name};
   switch (p->kind) {
+  case TL_PARAM_TMAP: a.name = NULL; break;
+  case TL_PARAM_TMAP_OK: {
+    const char *no = getenv("TILEC_NO_TMA");
+    a.i = !(no && *no && strcmp(no, "0"));
+    break;
+  }
   case TL_PARAM_TENSOR: a.data = args[i].ptr ? (void *)(uintptr_t)args[i].ptr : &empty_tensor; break;
   case TL_PARAM_SIZE: {
     int32_t v;
@@ -148,11 +156,13 @@ static tl_status cpu_launch(tl_context *ctx, void *state, int kernel, const tl_k
   InterpArg *iargs = calloc((size_t)info->nparams + 1, sizeof *iargs);
   if (!iargs)
     return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  int n = 0;
   for (int i = 0; i < info->nparams; i++)
-    iargs[i] = interp_arg(info, i, args, plan);
+    if ((iargs[n] = interp_arg(info, i, args, plan)).name)
+      n++;
   const InterpOptions opt = {.num_sms = dev.sm_count};
   Diags d = {.arena = arena_new(), .filename = cm->filename, .src = cm->src, .src_len = cm->src_len};
-  const bool ran = cm->run(cm->kernels[kernel], iargs, info->nparams, &opt, &d);
+  const bool ran = cm->run(cm->kernels[kernel], iargs, n, &opt, &d);
   const tl_status st = ran ? tl_context_succeed(ctx) : fail_with_diagnostics(ctx, TL_ERR_KERNEL_FAILED, &d);
   arena_free(d.arena);
   free(iargs);

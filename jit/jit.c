@@ -838,12 +838,12 @@ static int variant_tuned(void *state, const tl_kernel_info *info, const tl_launc
 {
   const variant_source *v = state;
   int k = variant_kernel(v, info->name);
-  if (k < 0 || v->tuning[k].n == 0 || info->nparams - info->nargs > 64)
+  if (k < 0 || v->tuning[k].n == 0 || info->nsizes > 64)
     return -1;
   tilec_define sizes[64];
   char values[64][16];
   int n = 0;
-  for (int p = info->nargs; p < info->nparams; p++) {
+  for (int p = info->nargs; p < info->nargs + info->nsizes; p++) { /* the sizes; then tensor maps */
     int32_t value;
     memcpy(&value, plan->params[p], sizeof value);
     snprintf(values[n], sizeof values[n], "%d", (int)value);

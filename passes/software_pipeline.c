@@ -530,8 +530,8 @@ static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter
 }
 
 /* The TMA form of pipelined loop s (see above); gemms: its consumers, not yet staged. */
-static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms, const bool *staged,
-                          bool reused)
+static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms,
+                          const bool *staged, bool reused)
 {
   Kernel *k = w->k;
   int S = s->stages, kv = s->vars[0];
@@ -558,8 +558,9 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
 
   StmtList it = {0};
   int stage = lw_let(w, &it, "stage", lw_mod_c(w, lw_var(w, kv), S));
-  stlist_push(w->a, &it,
-              mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, kv), S), 2)));
+  stlist_push(
+      w->a, &it,
+      mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, kv), S), 2)));
   int accs[16], naccs = 0;
   for (int i = 0; i < gemms->n; i++) {
     Stmt *g = gemms->items[i];

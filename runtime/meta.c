@@ -456,7 +456,8 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
                 (long long)index);
   tl_param *param = (tl_param *)&k->params[p->params_seen];
   const char *kind = p->fields[2], *name = p->fields[3], *elem = p->fields[4];
-  if (strcmp(kind, "tmap") == 0 ? !is_dotted_name(name) : !is_identifier(name))
+  if (strcmp(kind, "tmap") == 0 || strcmp(kind, "tmap_ok") == 0 ? !is_dotted_name(name)
+                                                                : !is_identifier(name))
     return fail(p, "param name '%s' is not an identifier", name);
   if (find_param(k, p->params_seen, name) >= 0)
     return fail(p, "kernel '%s' has two params named '%s'", k->name, name);

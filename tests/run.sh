@@ -156,7 +156,12 @@ has '  997.  998.  999. 1000.]'
 ok run "$ex/matmul.tl" -D BM=64 -D BN=64 -D BK=64 -D STAGES=2 -D THREADS=128 --size M=70 --size N=100 \
   --size K=130 --arg A=ones --arg B=ones --level thread
 has 'C: f16[70, 100]  min 130  max 130  mean 130'
-has 'thread level (sm_90a): 4 blocks of 128 threads; 12 barriers, 393216 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 8664 cp.async copies: no errors'
+has 'thread level (sm_90a): 4 blocks of 128 threads; 4 barriers, 196608 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 24 asynchronous copies: no errors'
+# the same without tensor maps: the cp.async form of the pipelined loop
+ok run "$ex/matmul.tl" -D BM=64 -D BN=64 -D BK=64 -D STAGES=2 -D THREADS=128 --size M=70 --size N=100 \
+  --size K=130 --arg A=ones --arg B=ones --level thread --no-tma
+has 'C: f16[70, 100]  min 130  max 130  mean 130'
+has 'thread level (sm_90a): 4 blocks of 128 threads; 12 barriers, 393216 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 8664 asynchronous copies: no errors'
 # a race the tile level cannot see: every iteration of a parallel loop stores into one element
 cat >race.tl <<'EOF'
 kernel race(A: f32[N], B: f32[N]) grid(1) threads(64) {

@@ -50,6 +50,8 @@ static const char USAGE[] =
     "  --level tile|thread  the tile IR as written (default), or the lowered program of --arch, every\n"
     "                       thread of a block, checked as it runs\n"
     "  --arch TARGET        the target the thread level lowers for (default sm_90a; see tilec --help)\n"
+    "  --no-tma             the thread level runs what a host without tensor maps gets on sm_90a: the\n"
+    "                       cp.async form of the pipelined loops, not the TMA one (docs/abi.md)\n"
     "  -h, --help           show this help\n"
     "\n"
     "Without --out and --print, each tensor is summed up after the run. A tensor the kernel only\n"
@@ -72,6 +74,7 @@ typedef struct {
   int ndefs, nsizes, nargs, nouts, nprints;
   int num_sms;
   bool thread;          /* --level thread */
+  bool no_tma;          /* --no-tma: run as a host that passes no tensor maps */
   const Target *target; /* --arch, for the thread level */
 } RunOptions;
 
@@ -183,6 +186,8 @@ static int parse_run_args(Arena *a, int argc, char **argv, RunOptions *o)
       if (!v || (strcmp(v, "tile") && strcmp(v, "thread")))
         return usage_error("--level takes tile or thread, got '%s'", v ? v : "");
       o->thread = !strcmp(v, "thread");
+    } else if (!strcmp(arg, "--no-tma")) {
+      o->no_tma = true;
     } else if (option("--arch", argc, argv, &i, &v)) {
       if (!v || !(o->target = target_find(v)))
         return usage_error("unknown target '%s' for --arch", v ? v : "");
@@ -898,7 +903,7 @@ static void summarize_checks(FILE *f, const RunOptions *o, const InterpStats *st
   }
   fprintf(f,
           "thread level (%s): %lld block%s of %d threads; %lld barrier%s, %lld shared-memory bytes and %lld "
-          "tensor element accesses checked, %lld warp collective%s, %lld cp.async cop%s: no errors\n",
+          "tensor element accesses checked, %lld warp collective%s, %lld asynchronous cop%s: no errors\n",
           o->target ? o->target->name : "sm_90a", (long long)st->blocks, plural(st->blocks), st->threads,
           (long long)st->barriers, plural(st->barriers), (long long)st->shared_bytes,
           (long long)st->tensor_elements, (long long)st->collectives, plural(st->collectives),
@@ -965,7 +970,8 @@ static bool execute(Arena *a, const RunOptions *o, const char *src, size_t len, 
   int nsizes = 0;
   ConstDef *sizes = k->nlconsts ? interp_launch_sizes(a, k, args, nargs, &nsizes) : NULL;
   if (k->nlconsts && !o->thread) {
-    Module *m = interp_compile_at(a, d, src, len, o->defs, o->ndefs, sizes, nsizes, k->name, NULL, false);
+    Module *m = interp_compile_at(a, d, src, len, o->defs, o->ndefs, sizes, nsizes, k->name, o->target,
+                                  false);
     k = m ? interp_find_kernel(m, k->name) : NULL;
     if (!k)
       return false;
@@ -975,7 +981,12 @@ static bool execute(Arena *a, const RunOptions *o, const char *src, size_t len, 
   const Target *target = o->target ? o->target : target_find("sm_90a");
   Module *m = interp_compile_at(a, d, src, len, o->defs, o->ndefs, sizes, nsizes, k->name, target, true);
   const Kernel *tk = m ? interp_find_kernel(m, k->name) : NULL;
-  return tk && interp_thread_run(tk, args, nargs, &opt, d);
+  if (!tk)
+    return false;
+  InterpArg *all = ARENA_ARRAY(a, InterpArg, nargs + 1);
+  memcpy(all, args, sizeof *args * (size_t)nargs);
+  all[nargs] = (InterpArg){.name = "tma.ok", .i = !o->no_tma}; /* when the lowering made tensor maps */
+  return interp_thread_run(tk, all, nargs + (tk->ntmaps > 0), &opt, d);
 }
 
 static int run_file(Arena *a, const RunOptions *o)

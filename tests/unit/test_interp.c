@@ -562,6 +562,22 @@ static bool wgmma_wait_later(Stmt *s)
     s->pending++;
   return true;
 }
+static bool drop_arrives(Stmt *s) /* the consumers never release a stage */
+{
+  if (s->kind == ST_MBAR_ARRIVE)
+    *s = (Stmt){.kind = ST_SEQ, .loc = s->loc};
+  return true;
+}
+static bool expect_more(Stmt *s) /* each stage expects 16 bytes more than its loads bring */
+{
+  static Expr sum, extra;
+  if (s->kind != ST_MBAR_EXPECT_TX)
+    return true;
+  extra = (Expr){.kind = EX_INT, .type = TY_I32, .i = 16};
+  sum = (Expr){.kind = EX_BINARY, .type = TY_I32, .op = OP_ADD, .a = s->value, .b = &extra};
+  s->value = &sum;
+  return false;                       /* one statement: sum is static */
+}
 static bool barrier_in_half(Stmt *s); /* the first barrier runs in threads 0..63 only */
 static Kernel *planted_in;
 static bool barrier_in_half(Stmt *s)
@@ -625,33 +641,51 @@ static void test_thread_checks(void)
   int64_t M = 37, N = 100, K = 70;
   uint16_t *A = h_array(false, M * K, false, -1, 1), *B = h_array(false, K * N, false, -1, 1);
   uint16_t *C = h_array(false, M * N, true, 0, 0);
-  InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "C", .data = C},
-                      {.name = "M", .i = M},    {.name = "N", .i = N},    {.name = "K", .i = K}};
+  /* On sm_90a the bugs below are planted in the cp.async form (tma.ok 0); the TMA form's own after them. */
+  InterpArg args[] = {{.name = "A", .data = A},  {.name = "B", .data = B}, {.name = "C", .data = C},
+                      {.name = "M", .i = M},     {.name = "N", .i = N},    {.name = "K", .i = K},
+                      {.name = "tma.ok", .i = 0}};
+  const int nargs = level == 2 ? 7 : 6;
   const char *matmul = TILEC_SOURCE_DIR "/examples/matmul.tl";
   ConstDef mma[] = {{"BM", "32"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "3"}, {"THREADS", "128"}};
   ConstDef wg[] = {{"BM", "64"}, {"BN", "64"}, {"BK", "64"}, {"STAGES", "3"}, {"THREADS", "128"}};
   const ConstDef *defs = level == 2 ? wg : mma;
 
   const char *race[] = {"matmul.tl:", "data race on shared '", "kernel 'matmul', block 0, 0, 0, thread"};
-  expect_caught("barriers removed", matmul, defs, 5, "matmul", args, 6, drop_barriers, race, 3);
+  expect_caught("barriers removed", matmul, defs, 5, "matmul", args, nargs, drop_barriers, race, 3);
   const char *half[] = {"barrier reached by 64 of the block's 128 threads (thread 64 does not reach it)",
                         "kernel 'matmul'"};
   expect_caught("a barrier in divergent code", matmul, defs, 5, "matmul", args, 6, barrier_in_half, half, 2);
   const char *inflight[] = {"matmul.tl:", "while a cp.async into it is in flight", "thread"};
-  expect_caught("cp.async.wait_group one too deep", matmul, defs, 5, "matmul", args, 6, wait_one_more,
+  expect_caught("cp.async.wait_group one too deep", matmul, defs, 5, "matmul", args, nargs, wait_one_more,
                 inflight, 3);
   const char *unset[] = {"register 'acc'[", "before anything wrote it"};
-  expect_caught("the accumulator never cleared", matmul, defs, 5, "matmul", args, 6, drop_first_fill, unset,
-                2);
+  expect_caught("the accumulator never cleared", matmul, defs, 5, "matmul", args, nargs, drop_first_fill,
+                unset, 2);
   if (level == 2) {
     const char *proxy[] = {"without a fence.proxy.async", "kernel 'matmul'"};
-    expect_caught("no fence.proxy.async before wgmma", matmul, defs, 5, "matmul", args, 6, drop_proxy_fences,
-                  proxy, 2);
+    expect_caught("no fence.proxy.async before wgmma", matmul, defs, 5, "matmul", args, nargs,
+                  drop_proxy_fences, proxy, 2);
     const char *fence[] = {"written since the last wgmma.fence"};
-    expect_caught("no wgmma.fence", matmul, defs, 5, "matmul", args, 6, drop_wgmma_fences, fence, 1);
+    expect_caught("no wgmma.fence", matmul, defs, 5, "matmul", args, nargs, drop_wgmma_fences, fence, 1);
     const char *busy[] = {"register 'acc'[", "while a wgmma writes it"};
-    expect_caught("wgmma.wait_group too shallow", matmul, defs, 5, "matmul", args, 6, wgmma_wait_later, busy,
-                  2);
+    expect_caught("wgmma.wait_group too shallow", matmul, defs, 5, "matmul", args, nargs, wgmma_wait_later,
+                  busy, 2);
+    /* The TMA form (tma.ok 1), with K long enough for stages to be refilled. */
+    int64_t K2 = 300;
+    uint16_t *A2 = h_array(false, M * K2, false, -1, 1), *B2 = h_array(false, K2 * N, false, -1, 1);
+    InterpArg targs[] = {{.name = "A", .data = A2}, {.name = "B", .data = B2}, {.name = "C", .data = C},
+                         {.name = "M", .i = M},     {.name = "N", .i = N},     {.name = "K", .i = K2}};
+    const char *stuck[] = {"mbarrier wait on", "a deadlock", "kernel 'matmul', block 0, 0, 0, thread 0"};
+    expect_caught("no release of a stage (mbarrier.arrive)", matmul, defs, 5, "matmul", targs, 6,
+                  drop_arrives, stuck, 3);
+    const char *bytes[] = {"mbarrier wait on", "16 bytes missing"};
+    expect_caught("expect_tx 16 bytes too many", matmul, defs, 5, "matmul", targs, 6, expect_more, bytes, 2);
+    const char *reread[] = {"matmul.tl:", "TMA load into shared '", "while a wgmma may still read it"};
+    expect_caught("wgmma.wait_group too shallow (TMA)", matmul, defs, 5, "matmul", targs, 6, wgmma_wait_later,
+                  reread, 3);
+    free(A2);
+    free(B2);
   }
   free(A);
   free(B);
