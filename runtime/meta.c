@@ -945,13 +945,31 @@ tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, 
 
 /* ------------------------------------------------------------------------------ grid programs */
 
-/* One program: `what` and `text` name it in messages ("grid axis 0", "launch constant 'BN'");
- * consts the launch constants' values so far (TL_RPN_LCONST reads only earlier ones). */
-static tl_status program_eval(const tl_kernel_info *k, const struct tl_grid_program *prog, const char *what,
+/* A program's name in messages: "grid axis 0", or "launch constant 'BN'" when cname is not NULL.
+ * Made only for a message: a launch that succeeds formats nothing. */
+typedef struct {
+  int axis;
+  const char *cname;
+  char text[300];
+} prog_what;
+
+static const char *what_text(prog_what *w)
+{
+  if (w->cname)
+    snprintf(w->text, sizeof w->text, "launch constant '%s'", w->cname);
+  else
+    snprintf(w->text, sizeof w->text, "grid axis %d", w->axis);
+  return w->text;
+}
+
+/* One program: `name` and `text` name it in messages; consts the launch constants' values so far
+ * (TL_RPN_LCONST reads only earlier ones). */
+static tl_status program_eval(const tl_kernel_info *k, const struct tl_grid_program *prog, prog_what *name,
                               const char *text, const int64_t *values, const bool *known,
                               const int64_t *consts, int64_t num_sms, int64_t *out, char *err,
                               size_t err_size)
 {
+#define what what_text(name)
   int64_t small[32];
   int64_t *stack = prog->max_depth <= 32 ? small : malloc((size_t)prog->max_depth * sizeof *stack);
   if (!stack) {
@@ -1067,14 +1085,16 @@ static tl_status program_eval(const tl_kernel_info *k, const struct tl_grid_prog
   if (stack != small)
     free(stack);
   return st;
+#undef what
 }
 
 tl_status tl_grid_eval(const tl_kernel_info *k, int axis, const int64_t *values, const bool *known,
                        int64_t num_sms, int64_t *out, char *err, size_t err_size)
 {
-  char what[32];
-  snprintf(what, sizeof what, "grid axis %d", axis);
-  return program_eval(k, k->grid[axis], what, k->grid_text[axis], values, known, NULL, num_sms, out, err,
+  prog_what name; /* text: made only for a message */
+  name.axis = axis;
+  name.cname = NULL;
+  return program_eval(k, k->grid[axis], &name, k->grid_text[axis], values, known, NULL, num_sms, out, err,
                       err_size);
 }
 
@@ -1082,9 +1102,10 @@ tl_status tl_consts_eval(const tl_kernel_info *k, const int64_t *values, const b
                          int64_t *consts, char *err, size_t err_size)
 {
   for (int i = 0; i < k->nconsts; i++) {
-    char what[300];
-    snprintf(what, sizeof what, "launch constant '%s'", k->consts[i].name);
-    tl_status st = program_eval(k, k->consts[i].program, what, k->consts[i].text, values, known, consts,
+    prog_what name;
+    name.axis = -1;
+    name.cname = k->consts[i].name;
+    tl_status st = program_eval(k, k->consts[i].program, &name, k->consts[i].text, values, known, consts,
                                 num_sms, &consts[i], err, err_size);
     if (st != TL_OK)
       return st;

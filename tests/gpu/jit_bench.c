@@ -22,6 +22,9 @@
  *         program) and the --emit=header launcher, interleaved, each batch's order rotated. Target:
  *         tl_launch at most 1.2x the bare call. Also tl_plan_launch alone (the checks, no driver).
  *
+ * launch_tma: the same for examples/matmul.tl (f16, 256^3, 128 x 256 tiles pinned by -D): a kernel
+ *         with two tensor maps; cuLaunchKernel with maps encoded once against tl_launch, whose maps
+ *         come from the runtime's cache after the first launch. Target: at most 1.2x (issue 15).
  * variants: launch constants on the GPU. SOFTMAX.tl is stdlib/softmax.tl, compiled once with
  *         tl_module_compile (f16); one tl_launch per shape, at shapes whose launch constants differ
  *         (1 x 1, 7 x 1000, 64 x 4096, 5 x 8193, 1024 x 512, 33 x 2048, 3 x 100003, and 7 x 1000
@@ -352,6 +355,109 @@ static int run_launch(tl_context *ctx, const char *src, size_t len, int launches
   return met && !wrong ? 0 : 1;
 }
 
+/* ----------------------------------------------------------------------------------- launch_tma */
+
+/* The same as `launch` for a kernel with tensor maps: examples/matmul.tl, f16, 128 x 256 tiles
+ * pinned by -D (no launch constants), M = N = K = 256. tl_launch encodes the two maps on the first
+ * launch and reuses them (the runtime's cache per pointer and dims); the bare call passes maps
+ * encoded once, by hand, as docs/abi.md says. */
+static int run_launch_tma(tl_context *ctx, const char *src, size_t len, int launches)
+{
+  const int64_t n = 256;
+  const size_t elems = (size_t)(n * n), bytes = elems * 2;
+  tl_devptr a = 0, b = 0, c = 0;
+  if (tl_malloc(ctx, bytes, &a) != TL_OK || tl_malloc(ctx, bytes, &b) != TL_OK ||
+      tl_malloc(ctx, bytes, &c) != TL_OK || tl_memset_d8(ctx, a, 0, bytes) != TL_OK ||
+      tl_memset_d8(ctx, b, 0, bytes) != TL_OK) {
+    printf("jit_bench: %s\n", tl_context_message(ctx));
+    return 1;
+  }
+  const tilec_define defs[] = {{"BM", "128"}, {"BN", "256"}, {"THREADS", "256"}};
+  tl_jit_options o = tl_jit_default_options();
+  o.defines = defs;
+  o.ndefines = 3;
+  tl_module *m = NULL;
+  tl_kernel *k = NULL;
+  tl_status st = tl_module_compile(ctx, src, len, &o, &m);
+  if (st == TL_OK)
+    st = tl_module_get_kernel(m, "matmul", &k);
+  const int64_t shape[2] = {n, n};
+  const tl_arg args[3] = {tl_arg_tensor(a, TL_F16, 2, shape), tl_arg_tensor(b, TL_F16, 2, shape),
+                          tl_arg_tensor(c, TL_F16, 2, shape)};
+  if (st == TL_OK)
+    st = tl_launch(k, args, 3, NULL); /* loads, sets the shared-memory attribute, encodes the maps */
+  const tl_kernel_info *info = st == TL_OK ? tl_kernel_get_info(k) : NULL;
+  if (st != TL_OK || info->ntmaps != 2) {
+    printf("jit_bench: launch_tma: %s: %s\n", st != TL_OK ? tl_status_name(st) : "not 2 tensor maps",
+           tl_context_message(ctx));
+    return 1;
+  }
+  const tl_cuda_driver *d = tl_context_driver(ctx);
+  if (!d->cuTensorMapEncodeTiled) {
+    printf("jit_bench: launch_tma: the driver has no cuTensorMapEncodeTiled\n");
+    return 1;
+  }
+  /* The bare call's parameters: A, B, C, M, K, N, the maps of A (box 128 x 64) and B (64 x 64). */
+  static CUtensorMap maps[2];
+  const uint64_t dims[2] = {(uint64_t)n, (uint64_t)n}, strides[1] = {(uint64_t)n * 2};
+  const uint32_t boxes[2][2] = {{64, 128}, {64, 64}}, ones[2] = {1, 1};
+  const tl_devptr ptrs[2] = {a, b};
+  for (int i = 0; i < 2; i++)
+    if (d->cuTensorMapEncodeTiled(&maps[i], 6 /* FLOAT16 */, 2, (void *)(uintptr_t)ptrs[i], dims, strides,
+                                  boxes[i], ones, 0, 3 /* 128B */, 2, 0) != CUDA_SUCCESS) {
+      printf("jit_bench: launch_tma: encoding a map failed\n");
+      return 1;
+    }
+  int32_t n32 = (int32_t)n;
+  uint32_t ok = 1;
+  void *params[9] = {&a, &b, &c, &n32, &n32, &n32, &maps[0], &maps[1], &ok};
+  CUfunction fn = tl_kernel_function(k);
+  const int batches = launches / BATCH;
+  double *per[2] = {calloc((size_t)batches, sizeof(double)), calloc((size_t)batches, sizeof(double))};
+  CUresult r = CUDA_SUCCESS;
+  bool failed = false;
+  for (int pass = 0; pass < 2 && !failed; pass++) {
+    const int nb = pass == 0 ? 10 : batches;
+    for (int bi = 0; bi < nb && !failed; bi++)
+      for (int jj = 0; jj < 2 && !failed; jj++) {
+        const int method = (jj + bi) % 2;
+        double t0 = test_now_ms();
+        for (int i = 0; i < BATCH && !failed; i++) {
+          r = method == 0
+                  ? d->cuLaunchKernel(fn, 1, 2, 1, info->threads, 1, 1, info->smem, NULL, params, NULL)
+              : tl_launch(k, args, 3, NULL) == TL_OK ? CUDA_SUCCESS
+                                                     : CUDA_ERROR_INVALID_VALUE;
+          failed = r != CUDA_SUCCESS;
+        }
+        if (pass == 1)
+          per[method][bi] = (test_now_ms() - t0) * 1e3 / BATCH;
+        if (d->cuCtxSynchronize() != CUDA_SUCCESS)
+          failed = true;
+      }
+  }
+  if (failed) {
+    printf("jit_bench: a launch failed (%d): %s\n", (int)r, tl_context_message(ctx));
+    return 1;
+  }
+  const double bare = test_median(per[0], batches), tl = test_median(per[1], batches);
+  report("\n### Launch overhead with tensor maps: host time per launch, examples/matmul.tl f16 %lld^3 "
+         "(2 maps), %d launches per method in batches of %d\n\n",
+         (long long)n, batches * BATCH, BATCH);
+  report("| launch call | median us | vs bare |\n|---|---|---|\n");
+  report("| cuLaunchKernel, prepared parameters and maps (bare) | %.3f | 1.00 |\n", bare);
+  report("| tl_launch (checks, sizes, grid, maps from its cache) | %.3f | %.2f |\n", tl, tl / bare);
+  const bool met = tl <= LAUNCH_TARGET * bare;
+  report("target: tl_launch at most %.1fx bare: %.2fx, %s\n", LAUNCH_TARGET, tl / bare,
+         met ? "met" : "MISSED");
+  free(per[0]);
+  free(per[1]);
+  tl_module_unload(m);
+  tl_free(ctx, a);
+  tl_free(ctx, b);
+  tl_free(ctx, c);
+  return met ? 0 : 1;
+}
+
 /* ------------------------------------------------------------------------------------- variants */
 
 typedef struct variant_case {
@@ -491,8 +597,10 @@ int main(int argc, char **argv)
 {
   const double t_process = test_now_ms();
   if (argc < 3 || (strcmp(argv[1], "cold") && strcmp(argv[1], "warm") && strcmp(argv[1], "launch") &&
-                   strcmp(argv[1], "variants"))) {
-    fprintf(stderr, "usage: jit_bench cold|warm|launch|variants SOURCE.tl [RESULTS_FILE] [--launches L]\n");
+                   strcmp(argv[1], "launch_tma") && strcmp(argv[1], "variants"))) {
+    fprintf(
+        stderr,
+        "usage: jit_bench cold|warm|launch|launch_tma|variants SOURCE.tl [RESULTS_FILE] [--launches L]\n");
     return 1;
   }
   int launches = 10000;
@@ -521,7 +629,8 @@ int main(int argc, char **argv)
   }
   if (results_path && !(results = fopen(results_path, "a")))
     fprintf(stderr, "jit_bench: cannot append to %s\n", results_path);
-  int rc = !strcmp(argv[1], "launch") ? run_launch(ctx, src, len, launches)
+  int rc = !strcmp(argv[1], "launch")       ? run_launch(ctx, src, len, launches)
+           : !strcmp(argv[1], "launch_tma") ? run_launch_tma(ctx, src, len, launches)
            : !strcmp(argv[1], "variants")
                ? run_variants(ctx, src, len)
                : run_load(!strcmp(argv[1], "cold"), ctx, t_process, t_ctx, src, len);

@@ -122,6 +122,11 @@ if [ -x "$bindir/jit_bench" ]; then
     tee -a "$out/jit.log"
   jit_rc=${PIPESTATUS[0]}
   [ "$jit_rc" -eq 0 ] || failures+=("jit_bench variants (exit $jit_rc)")
+  echo "== jit_bench launch_tma (tensor maps: examples/matmul.tl)" | tee -a "$out/jit.log"
+  TILEC_CACHE_DIR="$jit_cache" "$bindir/jit_bench" launch_tma "$root/examples/matmul.tl" "$out/jit.txt" 2>&1 |
+    tee -a "$out/jit.log"
+  jit_rc=${PIPESTATUS[0]}
+  [ "$jit_rc" -eq 0 ] || failures+=("jit_bench launch_tma (exit $jit_rc)")
 else
   echo "SKIP jit_bench: not in $bindir (built with the compiler: build/tests/gpu/jit_bench)" |
     tee -a "$out/jit.log"
