@@ -177,7 +177,7 @@ bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s)
          L->warps_n == 1 && L->frag_m == 1;
 }
 
-static Stmt *wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int pending)
+Stmt *lw_wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int pending)
 {
   Stmt *s = st_new(w->a, kind, NO_LOC);
   s->c = acc;
@@ -208,10 +208,10 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
     w->k->min_blocks_per_sm = 1;
   int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
-  stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0));
+  stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0));
   int kk = lw_fresh(w, "kk", VAR_LOOP);
   Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
-  Stmt *mma = wgmma_stmt(w, ST_WGMMA, s->c, regs, 0);
+  Stmt *mma = lw_wgmma_stmt(w, ST_WGMMA, s->c, regs, 0);
   mma->loc = s->loc;
   mma->a = s->a;
   mma->b = s->b;
@@ -223,7 +223,7 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   mma->b_start = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), lw_clone(w, k0), &mma->nb_start)
                             : start_elem(w, s->stage_b, lw_clone(w, k0), lw_i32(w, 0), &mma->nb_start);
   stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, mma));
-  stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
-  stlist_push(w->a, &out, wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
+  stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
+  stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
   return stlist_seq(w->a, &out, s->loc);
 }

@@ -103,6 +103,8 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s);
 Stmt *lower_gemm(Lw *w, Stmt *s);
 /* gemm_wgmma_eligible, and layout.c gave the accumulator the warpgroup grid. */
 bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s);
+/* A WGMMA_FENCE, WGMMA_COMMIT or WGMMA_WAIT (.pending) on accumulator acc's `regs` registers. */
+Stmt *lw_wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int pending);
 
 /* ---------------------------------------------------------------- software_pipeline.c */
 

@@ -420,6 +420,18 @@ static void steady_iteration(Lw *w, StmtList *it, int S, bool proxy, Stmt *issue
     stlist_push(w->a, it, use);
 }
 
+/* for kv in serial(n) { it }: the steady state of either form. */
+static Stmt *steady_loop(Lw *w, int kv, int n, StmtList *it, SrcLoc loc)
+{
+  Stmt *loop = st_new(w->a, ST_FOR, loc);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = kv;
+  loop->extents[0] = lw_var(w, n);
+  loop->then_s = stlist_seq(w->a, it, loc);
+  return loop;
+}
+
 /* ---------------------------------------------------------------- TMA (sm_90a)
  *
  * When every producer copies a 16-bit global tile into a SWIZZLE_128B shared
@@ -472,15 +484,6 @@ static Stmt *mbar_stmt(Lw *w, StmtKind kind, int bar, Expr *idx, Expr *value)
   s->bar = bar;
   s->bar_idx = idx;
   s->value = value;
-  return s;
-}
-
-static Stmt *wgmma_wait_stmt(Lw *w, int acc, int pending)
-{
-  Stmt *s = st_new(w->a, ST_WGMMA_WAIT, NO_LOC);
-  s->c = acc;
-  s->acc_regs = w->k->bufs[acc].layout.regs;
-  s->pending = pending;
   return s;
 }
 
@@ -580,7 +583,7 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
       accs[naccs++] = g->c;
   }
   for (int j = 0; j < naccs; j++)
-    stlist_push(w->a, &it, wgmma_wait_stmt(w, accs[j], 1));
+    stlist_push(w->a, &it, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 1));
   Expr *after_first = lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1));
   Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
   stlist_push(w->a, &it,
@@ -598,15 +601,9 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
   stlist_push(w->a, &it,
               lw_if(w, lw_and(w, tid0, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n))),
                     stlist_seq(w->a, &fill, NO_LOC), NULL));
-  Stmt *loop = st_new(w->a, ST_FOR, s->loc);
-  loop->for_kind = FOR_SERIAL;
-  loop->nvars = 1;
-  loop->vars[0] = kv;
-  loop->extents[0] = lw_var(w, n);
-  loop->then_s = stlist_seq(w->a, &it, s->loc);
-  stlist_push(w->a, &out, loop);
+  stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
   for (int j = 0; j < naccs; j++)
-    stlist_push(w->a, &out, wgmma_wait_stmt(w, accs[j], 0));
+    stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 0));
   return stlist_seq(w->a, &out, s->loc);
 }
 
@@ -668,13 +665,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   for (int b = 0; b < k->nbufs; b++)
     proxy |= staged[b] && k->bufs[b].swizzle == SWIZZLE_128B;
   steady_iteration(w, &it, S, proxy, issue, use);
-  Stmt *loop = st_new(w->a, ST_FOR, s->loc);
-  loop->for_kind = FOR_SERIAL;
-  loop->nvars = 1;
-  loop->vars[0] = kv;
-  loop->extents[0] = lw_var(w, n);
-  loop->then_s = stlist_seq(w->a, &it, s->loc);
-  stlist_push(w->a, &out, loop);
+  stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
   /* Epilogue: no copy may still be landing when the tiles are reused. */
   stlist_push(w->a, &out, async_stmt(w, ST_CP_WAIT, 0));
   Stmt *cp_async = stlist_seq(w->a, &out, s->loc);
