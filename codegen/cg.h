@@ -62,6 +62,8 @@ void emit_wgmma_commit(Cg *cg);
 LLVMValueRef emit_widen_opaque(Cg *cg, LLVMValueRef v, TypeKind from);
 void emit_wgmma_wait(Cg *cg, const Stmt *s);
 void emit_fence_proxy_async(Cg *cg);
+void emit_barrier(Cg *cg, const Stmt *s);
+void emit_setmaxnreg(Cg *cg, const Stmt *s);
 void emit_mbarrier(Cg *cg, const Stmt *s); /* MBAR_INIT, MBAR_ARRIVE, MBAR_EXPECT_TX, MBAR_WAIT */
 void emit_tma_load(Cg *cg, const Stmt *s);
 

@@ -233,7 +233,8 @@ void emit_stmt(Cg *cg, const Stmt *s)
   case ST_FOR: emit_for(cg, s); return;
   case ST_ATOMIC: emit_atomic(cg, s); return;
   case ST_VCOPY: emit_vcopy(cg, s); return;
-  case ST_BARRIER: cg_call_intrinsic(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); return;
+  case ST_BARRIER: emit_barrier(cg, s); return;
+  case ST_SETMAXNREG: emit_setmaxnreg(cg, s); return;
   case ST_EVAL: emit_expr(cg, s->value); return;
   case ST_LDMATRIX: emit_ldmatrix(cg, s); return;
   case ST_MMA: emit_mma(cg, s); return;

@@ -211,6 +211,27 @@ void emit_fence_proxy_async(Cg *cg)
   inline_asm(cg, cg->t.void_t, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
 }
 
+/* bar.sync 0, or the named barrier .bar_id of .bar_threads threads (LLVM's
+ * intrinsics: convergent, so no pass moves them across control flow). */
+void emit_barrier(Cg *cg, const Stmt *s)
+{
+  if (!s->bar_threads) {
+    cg_call_intrinsic(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    return;
+  }
+  LLVMValueRef args[2] = {LLVMConstInt(cg->t.i32, (unsigned)s->bar_id, 0),
+                          LLVMConstInt(cg->t.i32, (unsigned)s->bar_threads, 0)};
+  cg_call_intrinsic(cg, "llvm.nvvm.barrier.sync.cnt", NULL, 0, args, 2);
+}
+
+/* setmaxnreg.{inc,dec}.sync.aligned.u32 N (sm_90a): every warp of the warpgroup runs it. */
+void emit_setmaxnreg(Cg *cg, const Stmt *s)
+{
+  char text[64];
+  snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", s->inc ? "inc" : "dec", s->nregs);
+  inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
+}
+
 /* ---------------------------------------------------------------- mbarrier, TMA (sm_90) */
 
 void emit_mbarrier(Cg *cg, const Stmt *s)

@@ -386,7 +386,14 @@ typedef enum {
  *   GEMM      .c += op(.a) @ op(.b)
  *   REDUCE    .buf = reduce_.reduce(.src_buf) over dimension .dim
  *   VCOPY     .lanes contiguous elements .src_buf[.src_idx] -> .buf[.idx]
- *   BARRIER   bar.sync 0 (.scratch_role: one of a reduction's, lower_reduce.c)
+ *   BARRIER   bar.sync 0: every thread of the block (.scratch_role: one of a reduction's,
+ *             lower_reduce.c); with .bar_threads > 0, the named barrier .bar_id (1 .. 15)
+ *             of .bar_threads threads (bar.sync .bar_id, .bar_threads: one role's threads)
+ *   IF with .roles: warp specialization's split; the threads of .then_s and of .else_s are
+ *             different warpgroups that run concurrently and talk through mbarriers only
+ *             (neither side may wait for the other at a barrier of the whole block)
+ *   SETMAXNREG  setmaxnreg.inc / .dec (.inc) .nregs: every warp of a warpgroup asks for
+ *             .nregs registers per thread (sm_90a; a role's first statement)
  *   LDMATRIX  warp: .matrices (1, 2, 4) 8x8 b16 matrices from shared .src_buf[.src_idx]
  *             (this lane's row address) into u32 registers .buf[.idx[0] ...]; .trans
  *   MMA       warp: mma.sync m16n8k16 .elem inputs, f32 accumulate:
@@ -455,6 +462,7 @@ typedef enum {
   X(ST_MBAR_EXPECT_TX, "mbarrier.expect_tx", STMT_THREAD)   \
   X(ST_MBAR_WAIT, "mbarrier.wait", STMT_THREAD)             \
   X(ST_TMA_LOAD, "tma.load", STMT_THREAD)                   \
+  X(ST_SETMAXNREG, "setmaxnreg", STMT_THREAD)               \
   X(ST_EVAL, "eval", STMT_ANY)
 
 typedef enum { STMT_ANY, STMT_TILE, STMT_THREAD } StmtLevel;
@@ -496,6 +504,7 @@ struct Stmt {
   /* IF (FOR: .then_s is the body) */
   Expr *cond;
   Stmt *then_s, *else_s;
+  bool roles; /* IF: warp-specialized roles (see ST_IF above) */
   /* The element written: STORE, ATOMIC, VCOPY, CP_ASYNC (.buf[.idx]), FILL (.buf), REDUCE
    * (the destination fragment .buf), LDMATRIX (the first u32 register .buf[.idx[0]]) */
   int buf;
@@ -506,13 +515,16 @@ struct Stmt {
   int src_buf;
   Expr **src_idx;
   int nsrc_idx;
-  int lanes;        /* VCOPY, CP_ASYNC: elements moved */
-  Expr *src_bytes;  /* CP_ASYNC: bytes read, 16 or 0 (zero-fill) */
-  int pending;      /* CP_WAIT, WGMMA_WAIT: committed groups that may stay in flight */
-  int matrices;     /* LDMATRIX: 8x8 matrices, 1, 2 or 4 */
-  int scratch_role; /* BARRIER: 0, or its role around the reduction scratch .buf (lower_reduce.c) */
-  bool trans;       /* LDMATRIX: .trans */
-  Region src, dst;  /* COPY */
+  int lanes;               /* VCOPY, CP_ASYNC: elements moved */
+  Expr *src_bytes;         /* CP_ASYNC: bytes read, 16 or 0 (zero-fill) */
+  int pending;             /* CP_WAIT, WGMMA_WAIT: committed groups that may stay in flight */
+  int matrices;            /* LDMATRIX: 8x8 matrices, 1, 2 or 4 */
+  int scratch_role;        /* BARRIER: 0, or its role around the reduction scratch .buf (lower_reduce.c) */
+  int bar_id, bar_threads; /* BARRIER: a named barrier and its thread count (0: the whole block) */
+  int nregs;               /* SETMAXNREG: registers per thread (24 .. 256, a multiple of 8) */
+  bool inc;                /* SETMAXNREG: .inc (else .dec) */
+  bool trans;              /* LDMATRIX: .trans */
+  Region src, dst;         /* COPY */
   /* GEMM: .c += op(.a) @ op(.b); MMA, WGMMA: the operand buffers */
   int a, b, c;
   bool trans_a, trans_b;       /* GEMM: A is stored [K, M], B [N, K] */

@@ -146,7 +146,7 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
     ir_print_expr(sb, k, s->value);
     break;
   case ST_IF:
-    sb_puts(sb, "if ");
+    sb_puts(sb, s->roles ? "roles if " : "if ");
     ir_print_expr(sb, k, s->cond);
     sb_puts(sb, " ");
     print_block(sb, k, s->then_s, depth);
@@ -194,6 +194,11 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
     sb_puts(sb, "]");
     break;
   case ST_BARRIER:
+    sb_puts(sb, stmt_spelling(s->kind));
+    if (s->bar_threads)
+      sb_printf(sb, " %d, %d", s->bar_id, s->bar_threads);
+    break;
+  case ST_SETMAXNREG: sb_printf(sb, "setmaxnreg.%s %d", s->inc ? "inc" : "dec", s->nregs); break;
   case ST_CP_COMMIT:
   case ST_WGMMA_COMMIT:
   case ST_FENCE_PROXY_ASYNC: sb_puts(sb, stmt_spelling(s->kind)); break;

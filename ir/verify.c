@@ -170,6 +170,13 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     return buf_ok(v, s->buf, s->nidx, "vcopy") && buf_ok(v, s->src_buf, s->nsrc_idx, "vcopy") &&
            exprs_ok(v, s->idx, s->nidx) && exprs_ok(v, s->src_idx, s->nsrc_idx);
   case ST_BARRIER:
+    if (s->bar_threads ? s->bar_id < 1 || s->bar_id > 15 || s->bar_threads % 32 : s->bar_id != 0)
+      return fail(v, "a named barrier is 1 .. 15 over a multiple of 32 threads");
+    return true;
+  case ST_SETMAXNREG:
+    if (s->nregs < 24 || s->nregs > 256 || s->nregs % 8)
+      return fail(v, "setmaxnreg asks for 24 .. 256 registers, a multiple of 8");
+    return true;
   case ST_CP_COMMIT:
   case ST_CP_WAIT: return true;
   case ST_LDMATRIX:
