@@ -85,6 +85,7 @@ static Stmt *check_reduce(Sema *s, const Node *call);
 static Stmt *check_atomic_add(Sema *s, const Node *call);
 static Stmt *check_use_swizzle(Sema *s, const Node *call);
 static Stmt *check_min_blocks(Sema *s, const Node *call);
+static Stmt *check_warp_specialize(Sema *s, const Node *call);
 
 static const struct {
   const char *name;
@@ -101,6 +102,7 @@ static const struct {
     {"atomic_add", BUILTIN_TILE_OP, check_atomic_add},
     {"use_swizzle", BUILTIN_KERNEL, check_use_swizzle},
     {"min_blocks_per_sm", BUILTIN_KERNEL, check_min_blocks},
+    {"warp_specialize", BUILTIN_KERNEL, check_warp_specialize},
     {"alloc_shared", BUILTIN_ALLOC, NULL},
     {"alloc_fragment", BUILTIN_ALLOC, NULL},
     {"alloc_local", BUILTIN_ALLOC, NULL},
@@ -1443,8 +1445,23 @@ static Stmt *check_min_blocks(Sema *s, const Node *call)
   return NULL;
 }
 
+/* warp_specialize(W): 1 asks for a producer warpgroup that feeds the
+ * pipelined loop's stages while the others multiply (sm_90a; an error where it
+ * cannot be done), 0 keeps every warp a consumer.  Without it the compiler
+ * specializes where it can. */
+static Stmt *check_warp_specialize(Sema *s, const Node *call)
+{
+  int64_t v;
+  if (!kernel_setting(s, call, "warp_specialize", 0, 1, s->k->warp_specialize != 0, &v))
+    return NULL;
+  s->k->warp_specialize = v ? 1 : -1;
+  s->k->warp_specialize_loc = call->loc;
+  return NULL;
+}
+
 /* stmt = postfix ";" ;  a call statement: copy, fill, clear, gemm, reduce_sum/max/min, atomic_add,
- * use_swizzle, min_blocks_per_sm.  Anything else computes a value for nothing and is reported. */
+ * use_swizzle, min_blocks_per_sm, warp_specialize.  Anything else computes a value for nothing and is
+ * reported. */
 static Stmt *check_call_stmt(Sema *s, const Node *n)
 {
   const Node *call = n->a;

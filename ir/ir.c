@@ -313,6 +313,7 @@ void stmt_rewrite_exprs(Stmt *s, ExprRewriter fn, void *ctx)
   rewrite_list(s->a_start, s->na_start, fn, ctx);
   rewrite_list(s->src.origin, s->src.rank, fn, ctx);
   rewrite_list(s->dst.origin, s->dst.rank, fn, ctx);
+  s->bar_idx = expr_rewrite(s->bar_idx, fn, ctx);
   stmt_rewrite_exprs(s->then_s, fn, ctx);
   stmt_rewrite_exprs(s->else_s, fn, ctx);
 }

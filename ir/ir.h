@@ -580,6 +580,10 @@ typedef struct {
   Expr *threads;         /* threads per block; a constant after specialization */
   int nthreads;          /* set by specialization */
   int swizzle_panel;     /* use_swizzle(P): blocks visit the grid in panels of P rows (0: row order) */
+  int warp_specialize;   /* warp_specialize(W): 1 asked for (an error where it cannot be done), -1
+                            turned off, 0 the compiler's choice (on where it can be done) */
+  SrcLoc warp_specialize_loc;
+  int producer_threads;  /* threads of the producer role warp specialization added (0: none) */
   int min_blocks_per_sm; /* .minnctapersm for ptxas: min_blocks_per_sm(B), else 1 when gemm is used
                             (registers over occupancy); 0 or -1: none */
   int64_t smem_bytes;    /* shared memory per block, set by the shared-memory planner */

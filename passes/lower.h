@@ -9,6 +9,7 @@
  *   lower_parallel.c        parallel loops
  *   gemm.c                  gemm (mma.sync; wgmma on sm_90a)
  *   software_pipeline.c     pipelined loops
+ *   warp_specialize.c     the producer and consumer roles of a TMA pipeline (sm_90a)
  *   lower_build.c         the builders
  */
 #ifndef TILEC_LOWER_H
@@ -22,6 +23,10 @@ typedef struct {
   Arena *a;
   int tid;   /* the thread index variable */
   int loops; /* serial loops around the statement being lowered */
+  /* Warp specialization (software_pipeline.c builds the parts, warp_specialize.c places them):
+   * the pipelined loop's switch between its TMA and cp.async forms, and the specialized form's
+   * mbarrier set-up, producer role and consumer loop; NULL: none. */
+  Stmt *ws_switch, *ws_setup, *ws_producer, *ws_consumer;
 } Lw;
 
 /* ---------------------------------------------------------------- lower_build.c */
@@ -109,5 +114,12 @@ Stmt *lw_wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int pending);
 /* ---------------------------------------------------------------- software_pipeline.c */
 
 Stmt *lower_pipelined(Lw *w, Stmt *s);
+
+/* ---------------------------------------------------------------- warp_specialize.c */
+
+/* Places the parts of the specialized loop the lowering recorded (w->ws_*): the
+ * block gains a producer warpgroup; false (reported) when the kernel asked for
+ * warp_specialize(1) and it cannot be done. */
+bool lw_warp_specialize(Lw *w);
 
 #endif

@@ -188,7 +188,7 @@ static Stmt *swizzle_blocks(Lw *w)
  * by the first step that asks (every later step finds it). */
 Lw lw_begin(PassContext *pc, Kernel *k)
 {
-  Lw w = {pc, k, pc->arena, -1, 0};
+  Lw w = {.pc = pc, .k = k, .a = pc->arena, .tid = -1};
   for (int i = 0; i < k->nvars; i++)
     if (k->vars[i].kind == VAR_THREAD_IDX && !strcmp(k->vars[i].name, "tid.x"))
       w.tid = i;
@@ -234,6 +234,8 @@ bool pass_lower_tile_ops(PassContext *pc, Kernel *k)
   Lw w = lw_begin(pc, k);
   int errors = pc->diags->nerrors;
   k->body = lw_lower_stmt(&w, k->body);
+  if (pc->diags->nerrors == errors && !lw_warp_specialize(&w))
+    return false;
   kernel_add_tmap_params(pc->arena, k); /* after every other parameter (docs/abi.md) */
   return pc->diags->nerrors == errors;
 }

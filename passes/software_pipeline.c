@@ -532,39 +532,30 @@ static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter
   return stlist_seq(w->a, &out, NO_LOC);
 }
 
-/* The TMA form of pipelined loop s (see above); gemms: its consumers, not yet staged. */
-static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms,
-                          const bool *staged, bool reused)
+/* mbarrier.init full[s] (1 arrival: the expect_tx), empty[s] (every consumer
+ * thread), s < S; then the fence that shows the inits to the copy engine. */
+static Stmt *tma_setup(Lw *w, int mbar, int S, int consumers)
 {
-  Kernel *k = w->k;
-  int S = s->stages, kv = s->vars[0];
-  int mbar = lw_new_buffer(w, "mbar", SCOPE_SHARED, TY_U64, 2 * (int64_t)S); /* full[S], empty[S] */
-  Expr *tid0 = lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, 0));
-  StmtList out = {0};
-  if (reused || w->loops) /* every thread is done with the barriers' last phases */
-    stlist_push(w->a, &out, lw_barrier(w));
   StmtList init = {0};
   for (int i = 0; i < S; i++) {
     stlist_push(w->a, &init, mbar_stmt(w, ST_MBAR_INIT, mbar, lw_i32(w, i), lw_i32(w, 1)));
-    stlist_push(w->a, &init, mbar_stmt(w, ST_MBAR_INIT, mbar, lw_i32(w, S + i), lw_i32(w, k->nthreads)));
+    stlist_push(w->a, &init, mbar_stmt(w, ST_MBAR_INIT, mbar, lw_i32(w, S + i), lw_i32(w, consumers)));
   }
   stlist_push(w->a, &init, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
-  stlist_push(w->a, &out, lw_if(w, ex_clone(w->a, tid0), stlist_seq(w->a, &init, NO_LOC), NULL));
-  stlist_push(w->a, &out, lw_barrier(w));
-  int n = lw_let(w, &out, "n", ex_clone(w->a, s->extents[0]));
-  StmtList pro = {0};
-  for (int p = 0; p < S - 1; p++)
-    stlist_push(w->a, &pro,
-                lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)),
-                      tma_fill(w, producers, kv, lw_i32(w, p), lw_i32(w, p), mbar), NULL));
-  stlist_push(w->a, &out, lw_if(w, ex_clone(w->a, tid0), stlist_seq(w->a, &pro, NO_LOC), NULL));
+  return stlist_seq(w->a, &init, NO_LOC);
+}
 
-  StmtList it = {0};
-  int stage = lw_let(w, &it, "stage", lw_mod_c(w, lw_var(w, kv), S));
+/* The consumers' part of iteration kv, appended to it: wait for the stage,
+ * multiply, release the previous stage once its multiplies are done.  The
+ * accumulators the gemms use go to accs[*naccs] (for the final waits). */
+static void tma_consume(Lw *w, StmtList *it, int kv, int S, int mbar, StmtList *gemms, const bool *staged,
+                        int *accs, int *naccs)
+{
+  int stage = lw_let(w, it, "stage", lw_mod_c(w, lw_var(w, kv), S));
   stlist_push(
-      w->a, &it,
+      w->a, it,
       mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, kv), S), 2)));
-  int accs[16], naccs = 0;
+  *naccs = 0;
   for (int i = 0; i < gemms->n; i++) {
     Stmt *g = gemms->items[i];
     if (staged[g->a])
@@ -575,36 +566,150 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
     flatten(w->a, lw_lower_stmt(w, g), &flat);
     for (int j = 0; j < flat.n; j++)
       if (flat.items[j]->kind != ST_WGMMA_WAIT)
-        stlist_push(w->a, &it, flat.items[j]);
+        stlist_push(w->a, it, flat.items[j]);
     bool seen = false;
-    for (int j = 0; j < naccs; j++)
+    for (int j = 0; j < *naccs; j++)
       seen |= accs[j] == g->c;
-    if (!seen && naccs < 16)
-      accs[naccs++] = g->c;
+    if (!seen && *naccs < 16)
+      accs[(*naccs)++] = g->c;
   }
+  for (int j = 0; j < *naccs; j++)
+    stlist_push(w->a, it, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 1));
+  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
+  stlist_push(w->a, it,
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1)),
+                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, prev, lw_i32(w, S)), NULL), NULL));
+}
+
+static void tma_final_waits(Lw *w, StmtList *out, const int *accs, int naccs)
+{
   for (int j = 0; j < naccs; j++)
-    stlist_push(w->a, &it, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 1));
+    stlist_push(w->a, out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 0));
+}
+
+/* The TMA form of pipelined loop s (see above); gemms: its consumers, not yet
+ * staged; *mbar: the barriers' buffer it made. */
+static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms,
+                          const bool *staged, bool reused, int *mbar_out)
+{
+  Kernel *k = w->k;
+  int S = s->stages, kv = s->vars[0];
+  int mbar = lw_new_buffer(w, "mbar", SCOPE_SHARED, TY_U64, 2 * (int64_t)S); /* full[S], empty[S] */
+  *mbar_out = mbar;
+  Expr *tid0 = lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, 0));
+  StmtList out = {0};
+  if (reused || w->loops) /* every thread is done with the barriers' last phases */
+    stlist_push(w->a, &out, lw_barrier(w));
+  stlist_push(w->a, &out, lw_if(w, ex_clone(w->a, tid0), tma_setup(w, mbar, S, k->nthreads), NULL));
+  stlist_push(w->a, &out, lw_barrier(w));
+  int n = lw_let(w, &out, "n", ex_clone(w->a, s->extents[0]));
+  StmtList pro = {0};
+  for (int p = 0; p < S - 1; p++)
+    stlist_push(w->a, &pro,
+                lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)),
+                      tma_fill(w, producers, kv, lw_i32(w, p), lw_i32(w, p), mbar), NULL));
+  stlist_push(w->a, &out, lw_if(w, ex_clone(w->a, tid0), stlist_seq(w->a, &pro, NO_LOC), NULL));
+
+  StmtList it = {0};
+  int accs[16], naccs;
+  tma_consume(w, &it, kv, S, mbar, gemms, staged, accs, &naccs);
+  int next = lw_let(w, &it, "next", lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)));
   Expr *after_first = lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1));
   Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
-  stlist_push(w->a, &it,
-              lw_if(w, ex_clone(w->a, after_first),
-                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, ex_clone(w->a, prev), lw_i32(w, S)), NULL),
-                    NULL));
-  int next = lw_let(w, &it, "next", lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)));
   StmtList fill = {0};
   Expr *parity = lw_mod_c(w, lw_div_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, -1)), S), 2);
   stlist_push(w->a, &fill,
               lw_if(w, after_first,
                     mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_add(w, ex_clone(w->a, prev), lw_i32(w, S)), parity),
                     NULL));
-  stlist_push(w->a, &fill, tma_fill(w, producers, kv, lw_var(w, next), ex_clone(w->a, prev), mbar));
+  stlist_push(w->a, &fill, tma_fill(w, producers, kv, lw_var(w, next), prev, mbar));
   stlist_push(w->a, &it,
               lw_if(w, lw_and(w, tid0, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n))),
                     stlist_seq(w->a, &fill, NO_LOC), NULL));
   stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
-  for (int j = 0; j < naccs; j++)
-    stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 0));
+  tma_final_waits(w, &out, accs, naccs);
   return stlist_seq(w->a, &out, s->loc);
+}
+
+/* ---------------------------------------------------------------- warp specialization
+ *
+ * The TMA form still has thread 0 stop its warpgroup to refill a stage (it
+ * waits until every consumer released it).  Specialized, the block gains a
+ * producer warpgroup whose one thread only fills stages, and the consumers
+ * only multiply:
+ *
+ *   producer (tid == C, C the consumer threads):
+ *       for i in 0 .. n-1:
+ *           if i >= S: wait empty[i % S], parity (i / S + 1) % 2   -- iteration i - S released it
+ *           fill(i)                                                 -- into stage i % S
+ *   consumers:
+ *       for k in 0 .. n-1: (tma_consume) wait full[k % S]; wgmma; wait 1; release k-1
+ *       wgmma.wait 0
+ *
+ * Here the parts are built; warp_specialize.c places them in the kernel. */
+
+/* Is the loop s the kernel's one pipelined loop, directly in its body (not
+ * in a loop or an if), in a block of whole warpgroups, one block per
+ * multiprocessor (two blocks of C + 128 threads would leave too few registers
+ * for the accumulators)?  Then the producer can be a role of its own for the
+ * whole kernel. */
+static int count_pipelined(const Stmt *s)
+{
+  if (!s)
+    return 0;
+  int n = s->kind == ST_FOR && s->for_kind == FOR_PIPELINED;
+  for (int i = 0; i < s->nbody; i++)
+    n += count_pipelined(s->body[i]);
+  return n + count_pipelined(s->then_s) + count_pipelined(s->else_s);
+}
+
+static bool top_level(const Stmt *body, const Stmt *s)
+{
+  if (body == s)
+    return true;
+  if (body->kind != ST_SEQ)
+    return false;
+  for (int i = 0; i < body->nbody; i++)
+    if (top_level(body->body[i], s))
+      return true;
+  return false;
+}
+
+static bool ws_possible(Lw *w, const Stmt *s)
+{
+  const Kernel *k = w->k;
+  return k->warp_specialize >= 0 && !w->loops && k->nthreads % 128 == 0 && k->nthreads + 128 <= 1024 &&
+         k->min_blocks_per_sm <= 1 && count_pipelined(k->body) == 1 && top_level(k->body, s);
+}
+
+/* Records the specialized form's parts in w (see above). */
+static void ws_build(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms, const bool *staged,
+                     int mbar)
+{
+  Kernel *k = w->k;
+  int S = s->stages, kv = s->vars[0];
+  w->ws_setup = tma_setup(w, mbar, S, k->nthreads);
+  /* The producer's loop. */
+  StmtList pro = {0}, it = {0};
+  int n = lw_let(w, &pro, "n", ex_clone(w->a, s->extents[0]));
+  int i = lw_fresh(w, "i", VAR_LOOP);
+  int stage = lw_let(w, &it, "stage", lw_mod_c(w, lw_var(w, i), S));
+  Expr *parity = lw_mod_c(w, lw_add(w, lw_div_c(w, lw_var(w, i), S), lw_i32(w, 1)), 2);
+  stlist_push(w->a, &it,
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, i), lw_i32(w, S)),
+                    mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_add(w, lw_var(w, stage), lw_i32(w, S)), parity),
+                    NULL));
+  stlist_push(w->a, &it, tma_fill(w, producers, kv, lw_var(w, i), lw_var(w, stage), mbar));
+  stlist_push(w->a, &pro, steady_loop(w, i, n, &it, s->loc));
+  w->ws_producer = stlist_seq(w->a, &pro, s->loc);
+  /* The consumers' loop. */
+  StmtList con = {0}, cit = {0};
+  int cn = lw_let(w, &con, "n", ex_clone(w->a, s->extents[0]));
+  int accs[16], naccs;
+  tma_consume(w, &cit, kv, S, mbar, gemms, staged, accs, &naccs);
+  stlist_push(w->a, &con, steady_loop(w, kv, cn, &cit, s->loc));
+  tma_final_waits(w, &con, accs, naccs);
+  w->ws_consumer = stlist_seq(w->a, &con, s->loc);
 }
 
 Stmt *lower_pipelined(Lw *w, Stmt *s)
@@ -619,13 +724,14 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
     return s;
   }
   int S = s->stages;
-  /* The TMA form lowers its own copies of the gemms (staging changes them). */
-  StmtList gemms = {0};
-  if (tma_eligible(w, s, &producers, &consumers))
-    for (int i = 0; i < consumers.n; i++) {
+  /* The TMA forms lower their own copies of the gemms (staging changes them). */
+  StmtList gemms = {0}, ws_gemms = {0};
+  bool tma = tma_eligible(w, s, &producers, &consumers), ws = tma && ws_possible(w, s);
+  for (int i = 0; tma && i < consumers.n; i++)
+    for (int f = 0; f < 1 + ws; f++) {
       Stmt *g = st_new(w->a, ST_GEMM, NO_LOC);
       *g = *consumers.items[i];
-      stlist_push(w->a, &gemms, g);
+      stlist_push(w->a, f ? &ws_gemms : &gemms, g);
     }
   bool reused = false;
   bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
@@ -671,6 +777,12 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   Stmt *cp_async = stlist_seq(w->a, &out, s->loc);
   if (!gemms.n)
     return cp_async;
-  Stmt *tma = tma_pipeline(w, s, &producers, &gemms, staged, reused);
-  return lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma, cp_async);
+  int mbar;
+  Stmt *tma_form = tma_pipeline(w, s, &producers, &gemms, staged, reused, &mbar);
+  Stmt *sw = lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma_form, cp_async);
+  if (ws) {
+    ws_build(w, s, &producers, &ws_gemms, staged, mbar);
+    w->ws_switch = sw;
+  }
+  return sw;
 }

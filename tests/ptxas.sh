@@ -3,7 +3,8 @@
 # -D T=f32) and assembles it with
 # ptxas -v; fails on any ptxas error, on any spill, and on any note of ptxas
 # about wgmma (instructions serialized, or a warpgroup.wait it had to inject
-# because the accumulator was used too early).  Exits 77 (skip) when
+# because the accumulator was used too early) or setmaxnreg (ignored when ptxas
+# cannot tell the register count at entry).  Exits 77 (skip) when
 # ptxas is not installed.
 set -u
 f=$1; arch=$2; shift 2
@@ -15,6 +16,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat "$tmp/log"
 if grep -E '[1-9][0-9]* bytes spill (stores|loads)' "$tmp/log"; then echo "spills"; exit 1; fi
 if grep -E 'wgmma|warpgroup|GMMA' "$tmp/log"; then echo "ptxas serialized or waited on wgmma"; exit 1; fi
+if grep -E 'setmaxnreg' "$tmp/log"; then echo "ptxas ignored setmaxnreg"; exit 1; fi
 grep -q 'Used [0-9]* registers' "$tmp/log" || { echo "no resource report"; exit 1; }
 if grep -E 'bytes stack frame' "$tmp/log" | grep -vq '^.*0 bytes stack frame'; then echo "stack frame"; exit 1; fi
 echo ok

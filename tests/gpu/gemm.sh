@@ -76,6 +76,8 @@ VARIANTS=(
   "matmul_f16_mma_m2     tune    examples/matmul.tl  T=f16 MINB=2 BK=32 ARCH=sm_80"
   "matmul_f16_mma        tune    examples/matmul.tl  T=f16 ARCH=sm_80"
   "matmul_bf16_mma       tune    examples/matmul.tl  T=bf16 ARCH=sm_80"
+  "matmul_f16_ws0        tune    examples/matmul.tl  T=f16 WS=0"
+  "matmul_bf16_ws0       tune    examples/matmul.tl  T=bf16 WS=0"
 )
 
 # shellcheck source=script_common.sh

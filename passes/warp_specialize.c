@@ -1,0 +1,190 @@
+/* warp_specialize.c: the producer and consumer roles of a TMA pipeline (sm_90a).
+ *
+ * software_pipeline.c built, for the kernel's one pipelined loop, the parts of
+ * its specialized form (w->ws_*): the mbarriers' set-up, the producer's loop
+ * (one thread filling stages) and the consumers' loop.  Here they are placed in
+ * the kernel, whose block gains a producer warpgroup (C consumer threads
+ * before, C + 128 after):
+ *
+ *   pure lets before the loop                 every thread (the producer needs some)
+ *   if tid == 0: mbarrier.init ...; fence
+ *   barrier                                   the whole block, the last one
+ *   roles if tid >= C {                       producer warpgroup
+ *       setmaxnreg.dec P
+ *       if tma.ok != 0 and tid == C: the producer's loop
+ *   } else {                                  consumer warpgroups
+ *       setmaxnreg.inc Q
+ *       the statements before the loop (not the lets above)
+ *       if tma.ok != 0 { the consumers' loop } else { the cp.async form }
+ *       the statements after the loop
+ *   }
+ *
+ * Inside the consumers' branch every barrier becomes the named barrier 1 of
+ * the C consumer threads (the producer never reaches it).  The registers move
+ * with setmaxnreg when there are two consumer warpgroups or more: the producer
+ * keeps 40 per thread, the consumers share the rest of what a block gets at
+ * launch (ptxas gives each thread 65536 / (C + 128), rounded down to 8, when
+ * told the block size and one block per multiprocessor).
+ *
+ * When the kernel's statements around the loop do not allow it (a value the
+ * producer needs is computed from memory, a barrier nested where it cannot be
+ * renamed safely), the loop keeps its unspecialized TMA form; with
+ * warp_specialize(1) that is an error. */
+#include "lower.h"
+
+#include <string.h>
+
+enum { PRODUCER = 128, PRODUCER_REGS = 40, CONSUMER_BARRIER = 1 };
+
+typedef struct {
+  const Kernel *k;
+  bool *defined; /* [var]: a let of the statements before the loop defines it */
+  bool *top;     /* [var]: defined by a let that every thread runs (above the roles) */
+  bool ok;       /* every var seen is available where the walk asked */
+  bool pure;     /* no memory read, no warp shuffle */
+} Uses;
+
+static Expr *use_expr(void *ctx, Expr *e)
+{
+  Uses *u = ctx;
+  if (e->kind == EX_VAR) {
+    const Var *v = &u->k->vars[e->var];
+    if (v->kind == VAR_MUT || (u->defined[e->var] && !u->top[e->var]))
+      u->ok = false;
+  }
+  if (e->kind == EX_LOAD || e->kind == EX_ALIGNED || (e->kind == EX_CALL && e->op == FN_SHFL_BFLY))
+    u->pure = false;
+  return e;
+}
+
+static void flatten_top(Arena *a, Stmt *s, StmtList *out)
+{
+  if (s->kind == ST_SEQ) {
+    for (int i = 0; i < s->nbody; i++)
+      flatten_top(a, s->body[i], out);
+    return;
+  }
+  stlist_push(a, out, s);
+}
+
+static void mark_lets(Stmt *s, bool *defined)
+{
+  if (!s)
+    return;
+  if (s->kind == ST_LET)
+    defined[s->var] = true;
+  for (int i = 0; i < s->nbody; i++)
+    mark_lets(s->body[i], defined);
+  mark_lets(s->then_s, defined);
+  mark_lets(s->else_s, defined);
+}
+
+/* Every barrier of s becomes the consumers' named barrier. */
+static void rename_barriers(Stmt *s, int consumers)
+{
+  if (!s)
+    return;
+  if (s->kind == ST_BARRIER && !s->bar_threads) {
+    s->bar_id = CONSUMER_BARRIER;
+    s->bar_threads = consumers;
+  }
+  for (int i = 0; i < s->nbody; i++)
+    rename_barriers(s->body[i], consumers);
+  rename_barriers(s->then_s, consumers);
+  rename_barriers(s->else_s, consumers);
+}
+
+static Stmt *setmaxnreg(Lw *w, bool inc, int nregs)
+{
+  Stmt *s = st_new(w->a, ST_SETMAXNREG, NO_LOC);
+  s->inc = inc;
+  s->nregs = nregs;
+  return s;
+}
+
+static bool refuse(Lw *w, const char *why)
+{
+  const Target *t = w->pc->target;
+  if (w->k->warp_specialize > 0 && t->sm == 90 && t->arch_specific) { /* elsewhere: nothing to do */
+    error_at(w->pc->diags, w->k->warp_specialize_loc, "the kernel cannot be warp-specialized: %s", why);
+    return false;
+  }
+  return true;
+}
+
+bool lw_warp_specialize(Lw *w)
+{
+  Kernel *k = w->k;
+  if (!w->ws_switch)
+    return refuse(w, "it needs one pipelined loop, directly in the kernel's block, whose copies the copy "
+                     "engine can make (16-bit tiles in wgmma's layout, sm_90a) and whose consumers are "
+                     "gemms on wgmma, in a block of whole warpgroups, one block per multiprocessor");
+  StmtList all = {0};
+  flatten_top(w->a, k->body, &all);
+  int at = 0;
+  while (at < all.n && all.items[at] != w->ws_switch)
+    at++;
+  if (at == all.n)
+    DIE("the pipelined loop's switch is not in the kernel's block");
+  /* Which lets before the loop every thread can run: pure ones over values every thread has. */
+  bool *defined = ARENA_ARRAY(w->a, bool, k->nvars + 1), *top = ARENA_ARRAY(w->a, bool, k->nvars + 1);
+  for (int i = 0; i < at; i++)
+    mark_lets(all.items[i], defined);
+  Uses u = {k, defined, top, true, true};
+  StmtList out = {0}, consumer = {0};
+  for (int i = 0; i < at; i++) {
+    Stmt *s = all.items[i];
+    if (s->kind == ST_LET) {
+      u.ok = u.pure = true;
+      expr_rewrite(s->value, use_expr, &u);
+      if (u.ok && u.pure) {
+        top[s->var] = true;
+        stlist_push(w->a, &out, s);
+        continue;
+      }
+    }
+    stlist_push(w->a, &consumer, s);
+  }
+  /* The producer may use only those. */
+  u.ok = true;
+  stmt_rewrite_exprs(w->ws_producer, use_expr, &u);
+  if (!u.ok)
+    return refuse(w, "the copies' origins use a value computed before the loop from memory");
+  int C = k->nthreads;
+  Expr *tid = lw_var(w, w->tid);
+  stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_EQ, tid, lw_i32(w, 0)), w->ws_setup, NULL));
+  stlist_push(w->a, &out, lw_barrier(w));
+  /* The consumers: what came before the loop, the loop (either form), what comes after. */
+  w->ws_switch->then_s = w->ws_consumer;
+  for (int i = at; i < all.n; i++)
+    stlist_push(w->a, &consumer, all.items[i]);
+  Stmt *cons = stlist_seq(w->a, &consumer, NO_LOC);
+  rename_barriers(cons, C);
+  /* Registers: a block gets 65536 / (C + 128) per thread at launch (rounded
+   * down to 8); the producer gives all but 40 of its own to the consumers. */
+  StmtList pro = {0}, con = {0};
+  bool move = C >= 256;
+  if (move) {
+    int at_launch = 65536 / (C + PRODUCER) / 8 * 8;
+    if (at_launch > 256)
+      at_launch = 256;
+    int more = (at_launch * (C + PRODUCER) - PRODUCER_REGS * PRODUCER) / C / 8 * 8;
+    if (more > 256)
+      more = 256;
+    stlist_push(w->a, &pro, setmaxnreg(w, false, PRODUCER_REGS));
+    stlist_push(w->a, &con, setmaxnreg(w, true, more));
+  }
+  Expr *issuer = lw_and(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)),
+                        lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, C)));
+  stlist_push(w->a, &pro, lw_if(w, issuer, w->ws_producer, NULL));
+  stlist_push(w->a, &con, cons);
+  Stmt *roles = lw_if(w, lw_bin(w, OP_GE, lw_var(w, w->tid), lw_i32(w, C)), stlist_seq(w->a, &pro, NO_LOC),
+                      stlist_seq(w->a, &con, NO_LOC));
+  roles->roles = true;
+  stlist_push(w->a, &out, roles);
+  k->body = stlist_seq(w->a, &out, k->body->loc);
+  k->nthreads = C + PRODUCER;
+  k->threads = lw_i32(w, k->nthreads);
+  k->producer_threads = PRODUCER;
+  return true;
+}
