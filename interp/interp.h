@@ -140,9 +140,10 @@ struct InterpArg {
 typedef struct {
   int64_t blocks;          /* blocks run */
   int threads;             /* threads per block (thread level; 0 at the tile level) */
-  int64_t barriers;        /* barriers every thread of a block reached (thread level) */
+  int64_t barriers;        /* barriers every thread of a block reached, and named barriers (thread level) */
   int64_t shared_bytes;    /* shared-memory bytes read or written, each checked for races (thread level) */
-  int64_t collectives;     /* ldmatrix, mma.sync and wgmma run by a whole warp or warpgroup (thread level) */
+  int64_t collectives;     /* ldmatrix, mma.sync, wgmma and setmaxnreg run by a whole warp or warpgroup
+                              (thread level) */
   int64_t async_copies;    /* cp.async copies that landed after their wait (thread level) */
   int64_t tensor_elements; /* tensor elements read or written, each checked against the other blocks */
 } InterpStats;

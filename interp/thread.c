@@ -17,6 +17,33 @@
  * shuffle evaluates its operand as the partner lane (expressions have no
  * effects, so that is the value the partner holds).
  *
+ * Warp-specialized roles (an `if` with .roles: a producer warpgroup and its
+ * consumers, ir.h) cannot run one branch after the other: each waits on
+ * mbarrier phases only the other completes.  The two branches run as two
+ * coroutines, each in lockstep over its own threads (whole warpgroups), the
+ * then-branch first; a role that reaches an mbarrier wait whose phase has not
+ * completed yields to the other and resumes at the same wait, which checks again.
+ * Both finish before the statement after the `if`, each time it runs (a roles-if
+ * in a loop is fine; roles inside a role are not supported).  It is a deadlock,
+ * reported at the wait, when the other role has finished, or is blocked too and
+ * nothing progressed (an mbarrier arrival, init or TMA byte count, a role
+ * finishing) since it blocked.  Inside a role a barrier of the whole block is an
+ * error (the other role never reaches it); a named barrier (bar.sync id, n) needs
+ * exactly its n threads at it, which run together in lockstep.  An error in one
+ * role stops the other, which unwinds when it resumes.
+ *
+ * Ordering.  A barrier of the whole block starts a new epoch: it orders every
+ * shared-memory access before it before every one after it.  A named barrier
+ * orders only its threads', so it cannot end the epoch; instead every thread has
+ * a named interval (nid: 0 outside roles, a new one for a role's threads when
+ * the role starts and at each named barrier of the whole role), recorded with
+ * each access beside its epoch, and two accesses of one epoch are ordered when
+ * they are of the same role and its interval changed between them (ordered()).
+ * That is sound and conservative: a named barrier orders nothing across roles,
+ * whose shared memory meets only through TMA loads (published by mbarriers, not
+ * checked here), and one of part of a role orders nothing.  Outside roles a
+ * named barrier of the whole block is a barrier of the whole block.
+ *
  * Memory.  Shared memory is the block's bytes (smem_bytes), addressed as codegen
  * addresses it (ir/smem.c); registers are a Val per element per thread, with a
  * written bit; tensors are the caller's arrays.  Beside every shared byte a
@@ -29,8 +56,10 @@
  *   - a read of a shared byte or a register never written;
  *   - a shared-memory race: two threads touch a byte between the same two
  *     barriers, at least one writing (atomics excepted);
- *   - a barrier not reached by every thread of the block; a warp collective
- *     without its whole warp (warpgroup);
+ *   - a barrier not reached by every thread of the block (a named barrier: by
+ *     other than its count of threads); a barrier of the whole block inside a
+ *     role; a warp collective (setmaxnreg too) without its whole warp
+ *     (warpgroup); a setmaxnreg count outside 24 .. 256 or not a multiple of 8;
  *   - cp.async: shared bytes read or written while a copy into them is in
  *     flight (issued, its group not yet waited for);
  *   - wgmma: accumulator registers touched between the wgmma and the
@@ -39,7 +68,8 @@
  *     generic proxy without a fence.proxy.async before the wgmma reads them;
  *     descriptors that differ between the threads of a warpgroup;
  *   - mbarriers (sm_90): a wait for a phase that has not completed when the thread
- *     reaches it (in lockstep nothing else would complete it: a deadlock), more
+ *     reaches it and nothing else would complete it (outside roles: in lockstep
+ *     nothing ever would; in a role: above), a deadlock; more
  *     arrivals than the phase expects, an mbarrier used before its init; TMA
  *     loads land when issued (their bytes count down the mbarrier's expected
  *     ones) into a 1024-byte aligned panel of a swizzled tile, elements outside
@@ -48,6 +78,7 @@
  *   - integer division by zero, out-of-range shifts (value.c). */
 #include "interp.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +95,7 @@ typedef struct {
 
 typedef struct {
   uint32_t w_epoch, r_epoch; /* the barrier interval of the last write / reads (0: none this block) */
+  uint32_t w_named, r_named; /* the same in named intervals (Th.nid; r_named NAMED_MIXED: several) */
   int32_t w_thread, r_thread;
   uint32_t w_fences;         /* the writer's fence.proxy.async count when it wrote */
   uint16_t inflight;         /* cp.async copies into this byte not yet waited for */
@@ -106,6 +138,8 @@ typedef struct {
   int committed;
 } WgQueue;
 
+typedef struct Roles Roles;
+
 typedef struct {
   const Kernel *k;
   Diags *d;
@@ -123,15 +157,21 @@ typedef struct {
   Shadow *shadow;
   int64_t smem_bytes;
   uint32_t epoch;
-  uint8_t *active;  /* [thread]: in the current mask */
+  uint32_t *nid;       /* [thread]: its named interval inside roles, (seq << 1) | role; 0 outside */
+  uint32_t named_seq;  /* the last seq of a named interval */
+  uint32_t roles_base; /* the first seq of the running roles' named intervals */
+  Roles *roles;        /* the warp-specialized roles running (NULL: none) */
+  int role;            /* which of them runs now */
+  uint64_t progress;   /* mbarrier arrivals, bytes and inits, and roles finished: what can unblock a wait */
+  uint8_t *active;     /* [thread]: in the current mask */
   uint32_t *fences;
-  CpQueue *cp;      /* per thread */
-  WgQueue *wg;      /* per warpgroup */
-  Mbar *mbars;      /* the block's initialized mbarriers */
+  CpQueue *cp;         /* per thread */
+  WgQueue *wg;         /* per warpgroup */
+  Mbar *mbars;         /* the block's initialized mbarriers */
   int nmbars, cap_mbars;
-  Val *stage;       /* [thread * (1 + TL_MAX_RANK)]: a statement's values before its writes */
-  int *pool;        /* masks, carved as statements nest */
-  int64_t pool_top; /* ints used */
+  Val *stage;          /* [thread * (1 + TL_MAX_RANK)]: a statement's values before its writes */
+  int *pool;           /* masks, carved as statements nest */
+  int64_t pool_top;    /* ints used */
   int64_t pool_cap;
   int64_t block[3], grid[3];
   int64_t blk;              /* the block's number, x fastest */
@@ -306,6 +346,19 @@ static bool locate(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, 
 
 /* ---------------------------------------------------------------- shared memory */
 
+enum { NAMED_MIXED = 1 }; /* Shadow.r_named of reads in different named intervals (ids are 2 and up) */
+
+/* Whether an access made in barrier interval epoch and named interval named, by a thread other
+ * than t, is ordered before t's access now: a barrier of the whole block since, or a named
+ * barrier of the whole of t's role since the access, made by the same role of the running roles
+ * (Execution, above). */
+static bool ordered(const Th *th, uint32_t epoch, uint32_t named, int t)
+{
+  uint32_t now = th->nid[t];
+  return epoch != th->epoch || (named > NAMED_MIXED && now && named != now && (named & 1) == (now & 1) &&
+                                named >> 1 >= th->roles_base);
+}
+
 /* Thread t reads n bytes at byte (element b[idx], for messages). */
 static bool shared_read(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, const int64_t *idx, int nidx)
 {
@@ -322,17 +375,20 @@ static bool shared_read(Th *th, SrcLoc loc, int t, int64_t byte, int n, int b, c
       fail(th, loc, t, "%s is read before anything wrote it", elem_text(e, sizeof e, th, b, idx, nidx));
       return false;
     }
-    if (s->w_epoch == th->epoch && s->w_thread != t && !s->w_async) {
+    if (s->w_thread != t && !s->w_async && !ordered(th, s->w_epoch, s->w_named, t)) {
       fail(th, loc, t, "data race on %s: written by thread %d and read by thread %d with no barrier between",
            elem_text(e, sizeof e, th, b, idx, nidx), s->w_thread, t);
       return false;
     }
-    if (s->r_epoch != th->epoch) {
+    if (ordered(th, s->r_epoch, s->r_named, t)) { /* the earlier reads are ordered before this one */
       s->r_epoch = th->epoch;
+      s->r_named = th->nid[t];
       s->r_thread = t;
       s->r_many = 0;
     } else if (s->r_thread != t) {
       s->r_many = 1;
+      if (s->r_named != th->nid[t])
+        s->r_named = NAMED_MIXED;
     }
   }
   return true;
@@ -358,12 +414,12 @@ static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, const u
            elem_text(e, sizeof e, th, b, idx, nidx));
       return false;
     }
-    if (s->w_epoch == th->epoch && s->w_thread != t && th->smem[i] != bits[i - byte]) {
+    if (s->w_thread != t && th->smem[i] != bits[i - byte] && !ordered(th, s->w_epoch, s->w_named, t)) {
       fail(th, loc, t, "data race on %s: threads %d and %d write different values with no barrier between",
            elem_text(e, sizeof e, th, b, idx, nidx), s->w_thread, t);
       return false;
     }
-    if (s->r_epoch == th->epoch && (s->r_many || s->r_thread != t)) {
+    if ((s->r_many || s->r_thread != t) && !ordered(th, s->r_epoch, s->r_named, t)) {
       fail(th, loc, t, "data race on %s: read by thread %d and written by thread %d with no barrier between",
            elem_text(e, sizeof e, th, b, idx, nidx), s->r_thread != t ? s->r_thread : -1, t);
       return false;
@@ -373,6 +429,7 @@ static bool shared_write(Th *th, SrcLoc loc, int t, int64_t byte, int n, const u
     Shadow *s = &th->shadow[i];
     s->written = 1;
     s->w_epoch = th->epoch;
+    s->w_named = th->nid[t];
     s->w_thread = t;
     s->w_fences = th->fences[t];
     s->w_async = 0;
@@ -687,7 +744,8 @@ static bool cp_async(Th *th, const Stmt *s, int t)
   for (int64_t i = dst; i < dst + 16; i++) {
     Shadow *sh = &th->shadow[i];
     char e[160];
-    if (sh->inflight || sh->async_reads || (sh->r_epoch == th->epoch && (sh->r_many || sh->r_thread != t))) {
+    if (sh->inflight || sh->async_reads ||
+        ((sh->r_many || sh->r_thread != t) && !ordered(th, sh->r_epoch, sh->r_named, t))) {
       fail(th, s->loc, t, "cp.async into %s while %s", elem_text(e, sizeof e, th, s->buf, di, s->nidx),
            sh->inflight      ? "another cp.async into it is in flight"
            : sh->async_reads ? "a wgmma may still read it"
@@ -765,6 +823,8 @@ static Mbar *mbar_at(Th *th, const Stmt *s, int t, bool init)
   return &th->mbars[th->nmbars++];
 }
 
+static bool role_wait(Th *th, const Stmt *s, int t, char *why, size_t cap);
+
 /* The open phase completes once it has its arrivals and its bytes. */
 static void mbar_settle(Mbar *m)
 {
@@ -782,6 +842,7 @@ static bool mbar_arrive(Th *th, const Stmt *s, int t, Mbar *m)
     return false;
   }
   m->pending--;
+  th->progress++;
   mbar_settle(m);
   return true;
 }
@@ -799,18 +860,25 @@ static bool mbarrier(Th *th, const Stmt *s, int t)
       return false;
     }
     *m = (Mbar){.byte = m->byte, .count = (int)v, .pending = (int)v};
+    th->progress++;
     return true;
   case ST_MBAR_ARRIVE: return mbar_arrive(th, s, t, m);
   case ST_MBAR_EXPECT_TX: m->tx += v; return mbar_arrive(th, s, t, m);
   case ST_MBAR_WAIT:
-    /* try_wait.parity P returns once the phase of parity P completed: the open phase's parity differs */
-    if ((m->complete & 1) == v) {
-      fail(
-          th, s->loc, t,
-          "mbarrier wait on %s for a phase that has not completed (%lld completed, %d arrivals and %lld bytes "
-          "missing): nothing else would complete it, a deadlock",
-          th->k->bufs[s->bar].name, (long long)m->complete, m->pending, (long long)m->tx);
-      return false;
+    /* try_wait.parity P returns once the phase of parity P completed: the open phase's parity differs;
+     * inside warp-specialized roles the other role may complete it (role_wait) */
+    while ((m->complete & 1) == v) {
+      char why[200] = "nothing else would complete it";
+      if (!th->roles || !role_wait(th, s, t, why, sizeof why)) {
+        fail(th, s->loc, t,
+             "mbarrier wait on %s[%lld] (parity %lld) for a phase that has not completed (%lld completed, %d "
+             "arrivals and %lld bytes missing): %s, a deadlock",
+             th->k->bufs[s->bar].name, (long long)eval(th, s->bar_idx, t).i, (long long)v,
+             (long long)m->complete, m->pending, (long long)m->tx, why);
+        return false;
+      }
+      if (th->failed || !(m = mbar_at(th, s, t, false))) /* the other role may have moved th->mbars */
+        return false;
     }
     return true;
   default: DIE("%s is not an mbarrier statement", stmt_spelling(s->kind));
@@ -873,6 +941,7 @@ static bool tma_load(Th *th, const Stmt *s, int t)
       memcpy(th->smem + byte, bits, 2);
     }
   th->stats.async_copies++;
+  th->progress++;
   m->tx -= rows * cols * 2;
   if (m->tx < 0) {
     fail(th, s->loc, t, "TMA load of %lld bytes on %s, which expected fewer", (long long)(rows * cols * 2),
@@ -1061,7 +1130,8 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
     *out = val_load(s->elem, th->smem + byte, 0).f;
     return true;
   }
-  if (sh->w_epoch == th->epoch) { /* wgmma reads the whole tile: any writer needs a barrier first */
+  /* wgmma reads the whole tile: any writer needs a barrier first */
+  if (!ordered(th, sh->w_epoch, sh->w_named, t)) {
     fail(th, s->loc, t, "data race on %s: written by thread %d and read by wgmma with no barrier between",
          elem_text(e, sizeof e, th, b, &idx, 1), sh->w_thread);
     return false;
@@ -1230,6 +1300,8 @@ static bool exec_subset(Th *th, const Stmt *s, Mask m, Mask sub)
   return ok;
 }
 
+static bool exec_roles(Th *th, const Stmt *s, Mask yes, Mask no);
+
 static bool exec_if(Th *th, const Stmt *s, Mask m)
 {
   int64_t top = th->pool_top;
@@ -1246,9 +1318,14 @@ static bool exec_if(Th *th, const Stmt *s, Mask m)
     else
       no[nn++] = m.t[i];
   }
-  bool ok = !ny || exec_subset(th, s->then_s, m, (Mask){yes, ny});
-  if (ok && nn && s->else_s)
-    ok = exec_subset(th, s->else_s, m, (Mask){no, nn});
+  bool ok;
+  if (s->roles) {
+    ok = exec_roles(th, s, (Mask){yes, ny}, (Mask){no, nn});
+  } else {
+    ok = !ny || exec_subset(th, s->then_s, m, (Mask){yes, ny});
+    if (ok && nn && s->else_s)
+      ok = exec_subset(th, s->else_s, m, (Mask){no, nn});
+  }
   th->pool_top = top;
   return ok;
 }
@@ -1284,8 +1361,211 @@ static bool exec_for(Th *th, const Stmt *s, Mask m)
   return ok;
 }
 
+/* ---------------------------------------------------------------- warp-specialized roles */
+
+/* A roles-if's two branches, each a coroutine on a POSIX thread of its own (ucontext's swapcontext
+ * is not followed by the sanitizers) that runs only while it holds the baton: one of them, or the
+ * roles-if that started them, runs at a time, so th needs no locks and a run is deterministic.
+ * What is stack-like in th is per role, saved here while the role does not run: its half of the
+ * mask pool that is left (pool_top, pool_cap; a role releases only its own masks) and th->loc. */
+typedef struct {
+  Roles *rs;
+  const Stmt *s; /* the branch */
+  Mask m;        /* its threads */
+  pthread_t thread;
+  bool started, blocked, done;
+  uint64_t seen;              /* th->progress when it last blocked */
+  const Stmt *wait;           /* where it blocked, as thread wait_t (for messages) */
+  int wait_t;
+  int64_t pool_top, pool_cap; /* its region of the mask pool */
+  SrcLoc loc;
+} Role;
+
+enum { PARENT = 2, ROLE_STACK = 16 << 20 };
+
+struct Roles {
+  Th *th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int baton; /* who runs: role 0 (.then_s), role 1 (.else_s), or the PARENT, the roles-if */
+  Role role[2];
+};
+
+/* Gives the baton to `to`, then waits until it comes back to `from` (-1: a role that finished). */
+static void baton_pass(Roles *rs, int from, int to)
+{
+  pthread_mutex_lock(&rs->mu);
+  rs->baton = to;
+  pthread_cond_broadcast(&rs->cv);
+  while (from >= 0 && rs->baton != from)
+    pthread_cond_wait(&rs->cv, &rs->mu);
+  pthread_mutex_unlock(&rs->mu);
+}
+
+static void role_save(Th *th, Role *r)
+{
+  r->pool_top = th->pool_top;
+  r->pool_cap = th->pool_cap;
+  r->loc = th->loc;
+}
+
+static void role_load(Th *th, int i)
+{
+  Role *r = &th->roles->role[i];
+  th->pool_top = r->pool_top;
+  th->pool_cap = r->pool_cap;
+  th->loc = r->loc;
+  th->role = i;
+}
+
+/* Thread t of the running role waits at s for a phase not completed: the other role runs until it
+ * blocks or finishes, then this one resumes (true: the caller checks again).  False, with why, on
+ * a deadlock: the other role has finished, or it is blocked and nothing progressed since. */
+static bool role_wait(Th *th, const Stmt *s, int t, char *why, size_t cap)
+{
+  Roles *rs = th->roles;
+  int me = th->role;
+  Role *r = &rs->role[me], *o = &rs->role[1 - me];
+  if (o->done) {
+    snprintf(why, cap, "the other warp-specialized role %s", o->m.n ? "has finished" : "has no threads");
+    return false;
+  }
+  if (o->blocked && o->seen == th->progress) {
+    snprintf(why, cap, "the other warp-specialized role waits too (thread %d on %s[%lld])", o->wait_t,
+             th->k->bufs[o->wait->bar].name, (long long)eval(th, o->wait->bar_idx, o->wait_t).i);
+    return false;
+  }
+  r->blocked = true;
+  r->seen = th->progress;
+  r->wait = s;
+  r->wait_t = t;
+  role_save(th, r);
+  baton_pass(rs, me, 1 - me);
+  role_load(th, me);
+  r->blocked = false;
+  return true;
+}
+
+static void *role_main(void *arg)
+{
+  Role *r = arg;
+  Roles *rs = r->rs;
+  Th *th = rs->th;
+  int me = (int)(r - rs->role);
+  pthread_mutex_lock(&rs->mu);
+  while (rs->baton != me)
+    pthread_cond_wait(&rs->cv, &rs->mu);
+  pthread_mutex_unlock(&rs->mu);
+  role_load(th, me);
+  exec(th, r->s, r->m); /* a failure (th->failed) stops the other role too when it resumes */
+  r->done = true;
+  th->progress++;
+  baton_pass(rs, -1, rs->role[1 - me].done ? PARENT : 1 - me);
+  return NULL;
+}
+
+/* A roles-if: the threads of yes run .then_s and those of no .else_s, concurrently (above); both
+ * finish before the statement after it. */
+static bool exec_roles(Th *th, const Stmt *s, Mask yes, Mask no)
+{
+  int t0 = yes.n ? yes.t[0] : no.t[0];
+  if (th->roles) {
+    fail(th, s->loc, t0, "warp-specialized roles inside a role are not supported by the interpreter");
+    return false;
+  }
+  uint8_t side[1024 / WARPGROUP + 1] = {0};
+  for (int i = 0; i < yes.n; i++)
+    side[yes.t[i] / WARPGROUP] |= 1;
+  for (int i = 0; i < no.n; i++)
+    side[no.t[i] / WARPGROUP] |= 2;
+  for (int g = 0; g <= th->T / WARPGROUP; g++)
+    if (side[g] == 3) {
+      fail(th, s->loc, g * WARPGROUP, "warp-specialized roles split warpgroup %d: a role is whole warpgroups",
+           g);
+      return false;
+    }
+  Roles rs = {.th = th, .baton = PARENT};
+  const Stmt *branch[2] = {s->then_s, s->else_s};
+  Mask mask[2] = {yes, no};
+  int64_t top = th->pool_top, cap = th->pool_cap, half = (cap - top) / 2 & ~(int64_t)1;
+  SrcLoc loc = th->loc;
+  th->roles_base = th->named_seq + 1;
+  for (int i = 0; i < 2; i++) {
+    rs.role[i] = (Role){.rs = &rs,
+                        .s = branch[i],
+                        .m = mask[i],
+                        .done = !mask[i].n || !branch[i],
+                        .pool_top = top + i * half,
+                        .pool_cap = i ? cap : top + half,
+                        .loc = loc};
+    uint32_t id = ++th->named_seq << 1 | (uint32_t)i;
+    for (int j = 0; j < mask[i].n; j++)
+      th->nid[mask[i].t[j]] = id;
+  }
+  pthread_attr_t attr;
+  if (pthread_mutex_init(&rs.mu, NULL) || pthread_cond_init(&rs.cv, NULL) || pthread_attr_init(&attr) ||
+      pthread_attr_setstacksize(&attr, ROLE_STACK))
+    DIE("pthread initialization failed");
+  th->roles = &rs;
+  for (int i = 0; i < 2; i++)
+    if (!rs.role[i].done) {
+      rs.role[i].started = !pthread_create(&rs.role[i].thread, &attr, role_main, &rs.role[i]);
+      if (!rs.role[i].started) {
+        fail(th, s->loc, t0, "cannot start a thread for a warp-specialized role");
+        rs.role[i].done = true; /* the other one, if started, finishes at once (th->failed) */
+      }
+    }
+  int first = !rs.role[0].done ? 0 : !rs.role[1].done ? 1 : PARENT;
+  if (first != PARENT)
+    baton_pass(&rs, PARENT, first);
+  for (int i = 0; i < 2; i++)
+    if (rs.role[i].started)
+      pthread_join(rs.role[i].thread, NULL);
+  th->roles = NULL;
+  th->pool_top = top;
+  th->pool_cap = cap;
+  th->loc = loc;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < mask[i].n; j++)
+      th->nid[mask[i].t[j]] = 0;
+  pthread_attr_destroy(&attr);
+  pthread_cond_destroy(&rs.cv);
+  pthread_mutex_destroy(&rs.mu);
+  return !th->failed;
+}
+
+/* bar.sync id, n: exactly n threads, of one role (of the block outside roles).  It orders its
+ * threads' shared-memory accesses when they are a whole role (a new named interval for them) or
+ * the whole block (a new epoch); otherwise it orders nothing (Execution, above). */
+static bool named_barrier(Th *th, const Stmt *s, Mask m)
+{
+  if (m.n != s->bar_threads) {
+    fail(th, s->loc, m.t[0], "named barrier %d of %d threads reached by %d (threads %d to %d)", s->bar_id,
+         s->bar_threads, m.n, m.t[0], m.t[m.n - 1]);
+    return false;
+  }
+  th->stats.barriers++;
+  if (!th->roles) {
+    th->epoch += m.n == th->T;
+    return true;
+  }
+  if (m.n == th->roles->role[th->role].m.n) {
+    uint32_t id = ++th->named_seq << 1 | (uint32_t)th->role;
+    for (int i = 0; i < m.n; i++)
+      th->nid[m.t[i]] = id;
+  }
+  return true;
+}
+
 static bool barrier(Th *th, const Stmt *s, Mask m)
 {
+  if (s->bar_threads > 0)
+    return named_barrier(th, s, m);
+  if (th->roles) {
+    fail(th, s->loc, m.t[0],
+         "a barrier of the whole block inside a warp-specialized role: the other role never reaches it");
+    return false;
+  }
   if (m.n != th->T) {
     int missing = 0;
     while (missing < th->T && th->active[missing])
@@ -1296,6 +1576,19 @@ static bool barrier(Th *th, const Stmt *s, Mask m)
   }
   th->epoch++;
   th->stats.barriers++;
+  return true;
+}
+
+/* setmaxnreg: whole warpgroups ask for a register count (no other effect here). */
+static bool setmaxnreg(Th *th, const Stmt *s, Mask m)
+{
+  if (s->nregs < 24 || s->nregs > 256 || s->nregs % 8) {
+    fail(th, s->loc, m.t[0], "setmaxnreg with %d registers (24 to 256, a multiple of 8)", s->nregs);
+    return false;
+  }
+  if (!whole_groups(th, s, m, WARPGROUP))
+    return false;
+  th->stats.collectives += m.n / WARPGROUP;
   return true;
 }
 
@@ -1332,6 +1625,7 @@ static bool exec_kind(Th *th, const Stmt *s, Mask m)
   case ST_IF: return exec_if(th, s, m);
   case ST_FOR: return exec_for(th, s, m);
   case ST_BARRIER: return barrier(th, s, m);
+  case ST_SETMAXNREG: return setmaxnreg(th, s, m);
   case ST_LET:
   case ST_ASSIGN:
   case ST_STORE: return assign_all(th, s, m);
@@ -1372,6 +1666,7 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
   th->acc_dirty = calloc((size_t)(k->nbufs + 1) * (size_t)T, 1);
   th->active = calloc((size_t)T, 1);
   th->fences = calloc((size_t)T, sizeof *th->fences);
+  th->nid = calloc((size_t)T, sizeof *th->nid);
   th->cp = calloc((size_t)T, sizeof *th->cp);
   th->wg = calloc((size_t)T / WARPGROUP + 1, sizeof *th->wg);
   th->stage = malloc(sizeof *th->stage * (size_t)T * (1 + TL_MAX_RANK));
@@ -1381,8 +1676,8 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
   th->smem = calloc((size_t)k->smem_bytes + 16, 1);
   th->shadow = calloc((size_t)k->smem_bytes + 16, sizeof *th->shadow);
   if (!th->uni || !th->vars || !th->data || !th->dims || !th->elems || !th->reg || !th->reg_set ||
-      !th->acc_busy || !th->acc_dirty || !th->active || !th->fences || !th->cp || !th->wg || !th->pool ||
-      !th->stage || !th->smem || !th->shadow) {
+      !th->acc_busy || !th->acc_dirty || !th->active || !th->fences || !th->nid || !th->cp || !th->wg ||
+      !th->pool || !th->stage || !th->smem || !th->shadow) {
     error_at(th->d, k->loc, "out of memory for the interpreter");
     return false;
   }
@@ -1450,6 +1745,7 @@ static void start_block(Th *th, int64_t blk)
   memset(th->acc_dirty, 0, (size_t)k->nbufs * (size_t)T);
   memset(th->shadow, 0, sizeof *th->shadow * (size_t)th->smem_bytes);
   memset(th->fences, 0, sizeof *th->fences * (size_t)T);
+  memset(th->nid, 0, sizeof *th->nid * (size_t)T);
   th->epoch = 1;
   th->nmbars = 0;
   for (int t = 0; t < T; t++)
@@ -1488,6 +1784,7 @@ static void release(Th *th)
   free(th->acc_dirty);
   free(th->active);
   free(th->fences);
+  free(th->nid);
   free(th->cp);
   free(th->wg);
   free(th->pool);
