@@ -27,6 +27,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm-c/ErrorHandling.h>
+#include <llvm-c/Support.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -51,6 +52,24 @@ static void on_llvm_fatal(const char *reason)
   longjmp(*fatal_jump, 1);
 }
 
+/* LLVM 19's CodeGenPrepare restarts its walk over the whole function after
+ * every change, and one of its rewrites (optimizeExtUses: the uses of x in
+ * other blocks when x's sext/zext is used there too) moves one use per walk:
+ * it edits the use list it iterates over.  A GEMM epilogue has a column
+ * index used in each of its ~200 bounds-check blocks, so the pass walked the
+ * 9k-instruction kernel ~190 times, re-parsing every wgmma's 260-operand
+ * constraint string each time: 40% of matmul.tl's compile time.  Its "huge
+ * function" mode revisits only the blocks that changed and reaches the same
+ * fixed point (the PTX of every example is byte for byte the same); LLVM
+ * enables it only above 10000 blocks, this option makes it the rule.
+ * Options are process-wide and parsed once; with the C API a bad or repeated
+ * option is ignored, never fatal. */
+static void set_llvm_options(void)
+{
+  const char *const argv[] = {"tilec", "-cgpp-huge-func=0"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
+}
+
 static void init_nvptx(void)
 {
   LLVMInitializeNVPTXTargetInfo();
@@ -58,6 +77,7 @@ static void init_nvptx(void)
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
   LLVMInstallFatalErrorHandler(on_llvm_fatal);
+  set_llvm_options();
 }
 
 bool codegen_contained(void (*fn)(void *arg), void *arg, char *reason, size_t reason_size)
