@@ -1445,16 +1445,16 @@ static Stmt *check_min_blocks(Sema *s, const Node *call)
   return NULL;
 }
 
-/* warp_specialize(W): 1 asks for a producer warpgroup that feeds the
- * pipelined loop's stages while the others multiply (sm_90a; an error where it
- * cannot be done), 0 keeps every warp a consumer.  Without it the compiler
- * specializes where it can. */
+/* warp_specialize(W): a producer warpgroup that feeds the pipelined loop's
+ * stages while the others multiply (sm_90a).  W = 0: none, every warp
+ * multiplies; 1: where it can be done (also the default without the call);
+ * 2: required, an error where it cannot be done. */
 static Stmt *check_warp_specialize(Sema *s, const Node *call)
 {
   int64_t v;
-  if (!kernel_setting(s, call, "warp_specialize", 0, 1, s->k->warp_specialize != 0, &v))
+  if (!kernel_setting(s, call, "warp_specialize", 0, 2, s->k->warp_specialize != 0, &v))
     return NULL;
-  s->k->warp_specialize = v ? 1 : -1;
+  s->k->warp_specialize = v == 0 ? -1 : (int)v;
   s->k->warp_specialize_loc = call->loc;
   return NULL;
 }

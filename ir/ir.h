@@ -580,8 +580,8 @@ typedef struct {
   Expr *threads;         /* threads per block; a constant after specialization */
   int nthreads;          /* set by specialization */
   int swizzle_panel;     /* use_swizzle(P): blocks visit the grid in panels of P rows (0: row order) */
-  int warp_specialize;   /* warp_specialize(W): 1 asked for (an error where it cannot be done), -1
-                            turned off, 0 the compiler's choice (on where it can be done) */
+  int warp_specialize;   /* warp_specialize(W): 2 required (an error where it cannot be done), 1 or 0
+                            (no call) where it can be done, -1 turned off */
   SrcLoc warp_specialize_loc;
   int producer_threads;  /* threads of the producer role warp specialization added (0: none) */
   int min_blocks_per_sm; /* .minnctapersm for ptxas: min_blocks_per_sm(B), else 1 when gemm is used

@@ -119,7 +119,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s);
 
 /* Places the parts of the specialized loop the lowering recorded (w->ws_*): the
  * block gains a producer warpgroup; false (reported) when the kernel asked for
- * warp_specialize(1) and it cannot be done. */
+ * warp_specialize(2) and it cannot be done. */
 bool lw_warp_specialize(Lw *w);
 
 #endif

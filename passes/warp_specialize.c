@@ -29,7 +29,7 @@
  * When the kernel's statements around the loop do not allow it (a value the
  * producer needs is computed from memory, a barrier nested where it cannot be
  * renamed safely), the loop keeps its unspecialized TMA form; with
- * warp_specialize(1) that is an error. */
+ * warp_specialize(2) that is an error. */
 #include "lower.h"
 
 #include <string.h>
@@ -105,7 +105,7 @@ static Stmt *setmaxnreg(Lw *w, bool inc, int nregs)
 static bool refuse(Lw *w, const char *why)
 {
   const Target *t = w->pc->target;
-  if (w->k->warp_specialize > 0 && t->sm == 90 && t->arch_specific) { /* elsewhere: nothing to do */
+  if (w->k->warp_specialize == 2 && t->sm == 90 && t->arch_specific) { /* elsewhere: nothing to do */
     error_at(w->pc->diags, w->k->warp_specialize_loc, "the kernel cannot be warp-specialized: %s", why);
     return false;
   }

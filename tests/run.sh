@@ -152,16 +152,17 @@ bad 1 "undef.tl:2:12: error:" run undef.tl --size N=1
 # ---------------------------------------------------------------- the thread level (--level thread)
 ok run "$ex/vector_add.tl" --arg A=arange --arg B=ones --size N=1000 --level thread --arch sm_80 --print C
 has '  997.  998.  999. 1000.]'
-# matmul's wgmma lowering (sm_90a, one warpgroup) at a ragged shape: every element 130
+# matmul's wgmma lowering (sm_90a, one consumer warpgroup and the producer) at a ragged shape: every
+# element 130
 ok run "$ex/matmul.tl" -D BM=64 -D BN=64 -D BK=64 -D STAGES=2 -D THREADS=128 --size M=70 --size N=100 \
   --size K=130 --arg A=ones --arg B=ones --level thread
 has 'C: f16[70, 100]  min 130  max 130  mean 130'
-has 'thread level (sm_90a): 4 blocks of 128 threads; 4 barriers, 196608 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 24 asynchronous copies: no errors'
+has 'thread level (sm_90a): 4 blocks of 256 threads; 4 barriers, 196608 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 24 asynchronous copies: no errors'
 # the same without tensor maps: the cp.async form of the pipelined loop
 ok run "$ex/matmul.tl" -D BM=64 -D BN=64 -D BK=64 -D STAGES=2 -D THREADS=128 --size M=70 --size N=100 \
   --size K=130 --arg A=ones --arg B=ones --level thread --no-tma
 has 'C: f16[70, 100]  min 130  max 130  mean 130'
-has 'thread level (sm_90a): 4 blocks of 128 threads; 12 barriers, 393216 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 8664 asynchronous copies: no errors'
+has 'thread level (sm_90a): 4 blocks of 256 threads; 16 barriers, 393216 shared-memory bytes and 51200 tensor element accesses checked, 48 warp collectives, 8664 asynchronous copies: no errors'
 # a race the tile level cannot see: every iteration of a parallel loop stores into one element
 cat >race.tl <<'EOF'
 kernel race(A: f32[N], B: f32[N]) grid(1) threads(64) {

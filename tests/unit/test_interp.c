@@ -647,29 +647,32 @@ static void test_thread_checks(void)
                       {.name = "tma.ok", .i = 0}};
   const int nargs = level == 2 ? 7 : 6;
   const char *matmul = TILEC_SOURCE_DIR "/examples/matmul.tl";
-  ConstDef mma[] = {{"BM", "32"}, {"BN", "64"}, {"BK", "32"}, {"STAGES", "3"}, {"THREADS", "128"}};
-  ConstDef wg[] = {{"BM", "64"}, {"BN", "64"}, {"BK", "64"}, {"STAGES", "3"}, {"THREADS", "128"}};
+  /* WS = 0: the forms without a producer warpgroup (the specialized one's own bugs after them). */
+  ConstDef mma[] = {{"BM", "32"},    {"BN", "64"},       {"BK", "32"},
+                    {"STAGES", "3"}, {"THREADS", "128"}, {"WS", "0"}};
+  ConstDef wg[] = {{"BM", "64"},    {"BN", "64"},       {"BK", "64"},
+                   {"STAGES", "3"}, {"THREADS", "128"}, {"WS", "0"}};
   const ConstDef *defs = level == 2 ? wg : mma;
 
   const char *race[] = {"matmul.tl:", "data race on shared '", "kernel 'matmul', block 0, 0, 0, thread"};
-  expect_caught("barriers removed", matmul, defs, 5, "matmul", args, nargs, drop_barriers, race, 3);
+  expect_caught("barriers removed", matmul, defs, 6, "matmul", args, nargs, drop_barriers, race, 3);
   const char *half[] = {"barrier reached by 64 of the block's 128 threads (thread 64 does not reach it)",
                         "kernel 'matmul'"};
-  expect_caught("a barrier in divergent code", matmul, defs, 5, "matmul", args, 6, barrier_in_half, half, 2);
+  expect_caught("a barrier in divergent code", matmul, defs, 6, "matmul", args, 6, barrier_in_half, half, 2);
   const char *inflight[] = {"matmul.tl:", "while a cp.async into it is in flight", "thread"};
-  expect_caught("cp.async.wait_group one too deep", matmul, defs, 5, "matmul", args, nargs, wait_one_more,
+  expect_caught("cp.async.wait_group one too deep", matmul, defs, 6, "matmul", args, nargs, wait_one_more,
                 inflight, 3);
   const char *unset[] = {"register 'acc'[", "before anything wrote it"};
-  expect_caught("the accumulator never cleared", matmul, defs, 5, "matmul", args, nargs, drop_first_fill,
+  expect_caught("the accumulator never cleared", matmul, defs, 6, "matmul", args, nargs, drop_first_fill,
                 unset, 2);
   if (level == 2) {
     const char *proxy[] = {"without a fence.proxy.async", "kernel 'matmul'"};
-    expect_caught("no fence.proxy.async before wgmma", matmul, defs, 5, "matmul", args, nargs,
+    expect_caught("no fence.proxy.async before wgmma", matmul, defs, 6, "matmul", args, nargs,
                   drop_proxy_fences, proxy, 2);
     const char *fence[] = {"written since the last wgmma.fence"};
-    expect_caught("no wgmma.fence", matmul, defs, 5, "matmul", args, nargs, drop_wgmma_fences, fence, 1);
+    expect_caught("no wgmma.fence", matmul, defs, 6, "matmul", args, nargs, drop_wgmma_fences, fence, 1);
     const char *busy[] = {"register 'acc'[", "while a wgmma writes it"};
-    expect_caught("wgmma.wait_group too shallow", matmul, defs, 5, "matmul", args, nargs, wgmma_wait_later,
+    expect_caught("wgmma.wait_group too shallow", matmul, defs, 6, "matmul", args, nargs, wgmma_wait_later,
                   busy, 2);
     /* The TMA form (tma.ok 1), with K long enough for stages to be refilled. */
     int64_t K2 = 300;
@@ -677,13 +680,23 @@ static void test_thread_checks(void)
     InterpArg targs[] = {{.name = "A", .data = A2}, {.name = "B", .data = B2}, {.name = "C", .data = C},
                          {.name = "M", .i = M},     {.name = "N", .i = N},     {.name = "K", .i = K2}};
     const char *stuck[] = {"mbarrier wait on", "a deadlock", "kernel 'matmul', block 0, 0, 0, thread 0"};
-    expect_caught("no release of a stage (mbarrier.arrive)", matmul, defs, 5, "matmul", targs, 6,
+    expect_caught("no release of a stage (mbarrier.arrive)", matmul, defs, 6, "matmul", targs, 6,
                   drop_arrives, stuck, 3);
     const char *bytes[] = {"mbarrier wait on", "16 bytes missing"};
-    expect_caught("expect_tx 16 bytes too many", matmul, defs, 5, "matmul", targs, 6, expect_more, bytes, 2);
+    expect_caught("expect_tx 16 bytes too many", matmul, defs, 6, "matmul", targs, 6, expect_more, bytes, 2);
     const char *reread[] = {"matmul.tl:", "TMA load into shared '", "while a wgmma may still read it"};
-    expect_caught("wgmma.wait_group too shallow (TMA)", matmul, defs, 5, "matmul", targs, 6, wgmma_wait_later,
+    expect_caught("wgmma.wait_group too shallow (TMA)", matmul, defs, 6, "matmul", targs, 6, wgmma_wait_later,
                   reread, 3);
+    /* The same bugs in the warp-specialized form (WS at its default): the producer warpgroup waits
+     * for a release that never comes while the consumers wait for it; a phase short of bytes; a
+     * stage refilled while a wgmma reads it. */
+    const char *stuck_ws[] = {"mbarrier wait on", "a deadlock", "kernel 'matmul', block 0, 0, 0, thread"};
+    expect_caught("no release of a stage (warp-specialized)", matmul, defs, 5, "matmul", targs, 6,
+                  drop_arrives, stuck_ws, 3);
+    expect_caught("expect_tx 16 bytes too many (warp-specialized)", matmul, defs, 5, "matmul", targs, 6,
+                  expect_more, bytes, 2);
+    expect_caught("wgmma.wait_group too shallow (warp-specialized)", matmul, defs, 5, "matmul", targs, 6,
+                  wgmma_wait_later, reread, 3);
     free(A2);
     free(B2);
   }
