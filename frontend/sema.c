@@ -1489,7 +1489,7 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 /* stmt = "for" IDENT { "," IDENT } "in" postfix block ;   where postfix is one of
  *   parallel(E, ...)                 one constant extent per variable, each and their product 1 to 2^20
  *   serial(HI) | serial(LO, HI)      one variable, i32 bounds of any value
- *   pipelined(HI [, stages = INT])   one variable, 1 to 4 stages (default 2)
+ *   pipelined(HI [, stages = INT])   one variable, 1 to 8 stages (default 2)
  * With LO the counter runs from 0 and the name is bound to LO + counter in the body. */
 static Stmt *check_for(Sema *s, const Node *n)
 {
@@ -1557,8 +1557,8 @@ static Stmt *check_for(Sema *s, const Node *n)
       const Node *sn = named_arg(it, "stages");
       if (sn && !check_const_int(s, sn, "'stages'", &stages))
         return NULL;
-      if (stages < 1 || stages > 4) {
-        error_at(s->d, sn ? sn->loc : it->loc, "stages must be between 1 and 4, got %" PRId64, stages);
+      if (stages < 1 || stages > 8) {
+        error_at(s->d, sn ? sn->loc : it->loc, "stages must be between 1 and 8, got %" PRId64, stages);
         return NULL;
       }
       st->stages = (int)stages;
