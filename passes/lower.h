@@ -27,6 +27,8 @@ typedef struct {
    * the pipelined loop's switch between its TMA and cp.async forms, and the specialized form's
    * mbarrier set-up, producer role and consumer loop; NULL: none. */
   Stmt *ws_switch, *ws_setup, *ws_producer, *ws_consumer;
+  Stmt *ws_outer;  /* the serial loop around the pipelined one (a persistent kernel's), or NULL */
+  int ws_count[2]; /* with ws_outer: the producer's and the consumers' iteration counts (VAR_MUT) */
 } Lw;
 
 /* ---------------------------------------------------------------- lower_build.c */
@@ -50,6 +52,7 @@ Stmt *lw_unrolled(Lw *w, int var, int64_t n, Stmt *body);
 Stmt *lw_chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers);
 Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s);     /* cond NULL: then_s */
 Stmt *lw_barrier(Lw *w);
+Stmt *lw_assign(Lw *w, int var, Expr *value);                   /* var = value (a VAR_MUT) */
 Stmt *lw_store(Lw *w, int buf, Expr **idx, int n, Expr *value); /* converts value to the element type */
 Stmt *lw_fenced(Lw *w, Stmt *s);                                /* barrier; s; barrier */
 void lw_coords(Lw *w, const int64_t *shape, int rank, Expr *flat, Expr **out);

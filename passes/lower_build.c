@@ -76,6 +76,14 @@ Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s)
 
 Stmt *lw_barrier(Lw *w) { return st_new(w->a, ST_BARRIER, NO_LOC); }
 
+Stmt *lw_assign(Lw *w, int var, Expr *value)
+{
+  Stmt *s = st_new(w->a, ST_ASSIGN, NO_LOC);
+  s->var = var;
+  s->value = value;
+  return s;
+}
+
 Stmt *lw_store(Lw *w, int buf, Expr **idx, int n, Expr *value)
 {
   Stmt *s = st_new(w->a, ST_STORE, NO_LOC);

@@ -548,13 +548,15 @@ static Stmt *tma_setup(Lw *w, int mbar, int S, int consumers)
 /* The consumers' part of iteration kv, appended to it: wait for the stage,
  * multiply, release the previous stage once its multiplies are done.  The
  * accumulators the gemms use go to accs[*naccs] (for the final waits). */
-static void tma_consume(Lw *w, StmtList *it, int kv, int S, int mbar, StmtList *gemms, const bool *staged,
-                        int *accs, int *naccs)
+static void tma_consume(Lw *w, StmtList *it, int kv, int base, int S, int mbar, StmtList *gemms,
+                        const bool *staged, int *accs, int *naccs)
 {
-  int stage = lw_let(w, it, "stage", lw_mod_c(w, lw_var(w, kv), S));
+  /* g: the iteration counted over every run of the loop (base: the count before this run, or -1) */
+  int g = base < 0 ? kv : lw_let(w, it, "g", lw_add(w, lw_var(w, base), lw_var(w, kv)));
+  int stage = lw_let(w, it, "stage", lw_mod_c(w, lw_var(w, g), S));
   stlist_push(
       w->a, it,
-      mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, kv), S), 2)));
+      mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, g), S), 2)));
   *naccs = 0;
   for (int i = 0; i < gemms->n; i++) {
     Stmt *g = gemms->items[i];
@@ -575,7 +577,7 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int S, int mbar, StmtList *
   }
   for (int j = 0; j < *naccs; j++)
     stlist_push(w->a, it, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 1));
-  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
+  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, g), lw_i32(w, S - 1)), S); /* (g-1) % S */
   stlist_push(w->a, it,
               lw_if(w, lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1)),
                     mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, prev, lw_i32(w, S)), NULL), NULL));
@@ -612,7 +614,7 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
 
   StmtList it = {0};
   int accs[16], naccs;
-  tma_consume(w, &it, kv, S, mbar, gemms, staged, accs, &naccs);
+  tma_consume(w, &it, kv, -1, S, mbar, gemms, staged, accs, &naccs);
   int next = lw_let(w, &it, "next", lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)));
   Expr *after_first = lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1));
   Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
@@ -648,11 +650,6 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
  *
  * Here the parts are built; warp_specialize.c places them in the kernel. */
 
-/* Is the loop s the kernel's one pipelined loop, directly in its body (not
- * in a loop or an if), in a block of whole warpgroups, one block per
- * multiprocessor (two blocks of C + 128 threads would leave too few registers
- * for the accumulators)?  Then the producer can be a role of its own for the
- * whole kernel. */
 static int count_pipelined(const Stmt *s)
 {
   if (!s)
@@ -663,6 +660,7 @@ static int count_pipelined(const Stmt *s)
   return n + count_pipelined(s->then_s) + count_pipelined(s->else_s);
 }
 
+/* Is s body, or in it through sequences only? */
 static bool top_level(const Stmt *body, const Stmt *s)
 {
   if (body == s)
@@ -675,40 +673,79 @@ static bool top_level(const Stmt *body, const Stmt *s)
   return false;
 }
 
-static bool ws_possible(Lw *w, const Stmt *s)
+/* Is the loop s the kernel's one pipelined loop, directly in its body or in
+ * the body of a serial loop there (a persistent kernel's loop over tiles),
+ * in a block of whole warpgroups, one block per multiprocessor (two blocks
+ * of C + 128 threads would leave too few registers for the accumulators)?
+ * Then the producer can be a role of its own for the whole kernel; *outer:
+ * the serial loop, or NULL. */
+static bool ws_possible(Lw *w, const Stmt *s, Stmt **outer)
 {
-  const Kernel *k = w->k;
-  return k->warp_specialize >= 0 && !w->loops && k->nthreads % 128 == 0 && k->nthreads + 128 <= 1024 &&
-         k->min_blocks_per_sm <= 1 && count_pipelined(k->body) == 1 && top_level(k->body, s);
+  Kernel *k = w->k;
+  *outer = NULL;
+  if (k->warp_specialize < 0 || w->loops > 1 || k->nthreads % 128 || k->nthreads + 128 > 1024 ||
+      k->min_blocks_per_sm > 1 || count_pipelined(k->body) != 1)
+    return false;
+  if (!w->loops)
+    return top_level(k->body, s);
+  StmtList all = {0};
+  flatten(w->a, k->body, &all);
+  for (int i = 0; i < all.n; i++) {
+    Stmt *l = all.items[i];
+    if (l->kind == ST_FOR && l->for_kind == FOR_SERIAL && l->nvars == 1 && top_level(l->then_s, s)) {
+      *outer = l;
+      return true;
+    }
+  }
+  return false;
 }
 
-/* Records the specialized form's parts in w (see above). */
-static void ws_build(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms, const bool *staged,
-                     int mbar)
+/* Records the specialized form's parts in w (see above).  Inside the outer
+ * loop the stages and parities continue from one run of the loop to the next:
+ * each role counts the iterations it has done (w->ws_count[role], set to 0
+ * before the outer loop), and the consumers release the last stage of a run
+ * when they are done with it. */
+static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producers, StmtList *gemms,
+                     const bool *staged, int mbar)
 {
   Kernel *k = w->k;
   int S = s->stages, kv = s->vars[0];
   w->ws_setup = tma_setup(w, mbar, S, k->nthreads);
+  w->ws_outer = outer;
+  int count[2] = {-1, -1};
+  for (int r = 0; outer && r < 2; r++)
+    count[r] = w->ws_count[r] = lw_fresh(w, r ? "done" : "filled", VAR_MUT);
   /* The producer's loop. */
   StmtList pro = {0}, it = {0};
   int n = lw_let(w, &pro, "n", ex_clone(w->a, s->extents[0]));
   int i = lw_fresh(w, "i", VAR_LOOP);
-  int stage = lw_let(w, &it, "stage", lw_mod_c(w, lw_var(w, i), S));
-  Expr *parity = lw_mod_c(w, lw_add(w, lw_div_c(w, lw_var(w, i), S), lw_i32(w, 1)), 2);
+  int g = count[0] < 0 ? i : lw_let(w, &it, "g", lw_add(w, lw_var(w, count[0]), lw_var(w, i)));
+  int stage = lw_let(w, &it, "stage", lw_mod_c(w, lw_var(w, g), S));
+  Expr *parity = lw_mod_c(w, lw_add(w, lw_div_c(w, lw_var(w, g), S), lw_i32(w, 1)), 2);
   stlist_push(w->a, &it,
-              lw_if(w, lw_bin(w, OP_GE, lw_var(w, i), lw_i32(w, S)),
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, g), lw_i32(w, S)),
                     mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_add(w, lw_var(w, stage), lw_i32(w, S)), parity),
                     NULL));
   stlist_push(w->a, &it, tma_fill(w, producers, kv, lw_var(w, i), lw_var(w, stage), mbar));
   stlist_push(w->a, &pro, steady_loop(w, i, n, &it, s->loc));
+  if (count[0] >= 0)
+    stlist_push(w->a, &pro, lw_assign(w, count[0], lw_add(w, lw_var(w, count[0]), lw_var(w, n))));
   w->ws_producer = stlist_seq(w->a, &pro, s->loc);
   /* The consumers' loop. */
   StmtList con = {0}, cit = {0};
   int cn = lw_let(w, &con, "n", ex_clone(w->a, s->extents[0]));
   int accs[16], naccs;
-  tma_consume(w, &cit, kv, S, mbar, gemms, staged, accs, &naccs);
+  tma_consume(w, &cit, kv, count[1], S, mbar, gemms, staged, accs, &naccs);
   stlist_push(w->a, &con, steady_loop(w, kv, cn, &cit, s->loc));
   tma_final_waits(w, &con, accs, naccs);
+  if (count[1] >= 0) {
+    /* the run's last stage, (done + n - 1) % S, is free once the multiplies are done */
+    Expr *last = lw_mod_c(w, lw_add(w, lw_add(w, lw_var(w, count[1]), lw_var(w, cn)), lw_i32(w, -1)), S);
+    stlist_push(w->a, &con,
+                lw_if(w, lw_bin(w, OP_GE, lw_var(w, cn), lw_i32(w, 1)),
+                      mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, last, lw_i32(w, S)), NULL), NULL));
+    stlist_push(w->a, &con, lw_assign(w, count[1], lw_add(w, lw_var(w, count[1]), lw_var(w, cn))));
+  }
   w->ws_consumer = stlist_seq(w->a, &con, s->loc);
 }
 
@@ -726,7 +763,8 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   int S = s->stages;
   /* The TMA forms lower their own copies of the gemms (staging changes them). */
   StmtList gemms = {0}, ws_gemms = {0};
-  bool tma = tma_eligible(w, s, &producers, &consumers), ws = tma && ws_possible(w, s);
+  Stmt *outer = NULL;
+  bool tma = tma_eligible(w, s, &producers, &consumers), ws = tma && ws_possible(w, s, &outer);
   for (int i = 0; tma && i < consumers.n; i++)
     for (int f = 0; f < 1 + ws; f++) {
       Stmt *g = st_new(w->a, ST_GEMM, NO_LOC);
@@ -781,7 +819,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   Stmt *tma_form = tma_pipeline(w, s, &producers, &gemms, staged, reused, &mbar);
   Stmt *sw = lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma_form, cp_async);
   if (ws) {
-    ws_build(w, s, &producers, &ws_gemms, staged, mbar);
+    ws_build(w, s, outer, &producers, &ws_gemms, staged, mbar);
     w->ws_switch = sw;
   }
   return sw;

@@ -26,6 +26,14 @@
  * launch (ptxas gives each thread 65536 / (C + 128), rounded down to 8, when
  * told the block size and one block per multiprocessor).
  *
+ * When the loop is in the body of a serial loop (a persistent kernel's loop
+ * over tiles), "the loop" above is that outer loop: the consumers run it
+ * whole, with the pipelined loop's consumer form inside; the producer runs a
+ * copy of it that keeps only the pure lets of its body (the tile's
+ * coordinates) around the producer's loop.  Both roles count the iterations
+ * they have done (filled / done, mutable, from 0), so stages and parities go
+ * on from one tile to the next.
+ *
  * When the kernel's statements around the loop do not allow it (a value the
  * producer needs is computed from memory, a barrier nested where it cannot be
  * renamed safely), the loop keeps its unspecialized TMA form; with
@@ -42,6 +50,7 @@ typedef struct {
   bool *top;     /* [var]: defined by a let that every thread runs (above the roles) */
   bool ok;       /* every var seen is available where the walk asked */
   bool pure;     /* no memory read, no warp shuffle */
+  int counter;   /* the producer's own mutable variable (its iteration count), or -1 */
 } Uses;
 
 static Expr *use_expr(void *ctx, Expr *e)
@@ -49,7 +58,7 @@ static Expr *use_expr(void *ctx, Expr *e)
   Uses *u = ctx;
   if (e->kind == EX_VAR) {
     const Var *v = &u->k->vars[e->var];
-    if (v->kind == VAR_MUT || (u->defined[e->var] && !u->top[e->var]))
+    if ((v->kind == VAR_MUT && e->var != u->counter) || (u->defined[e->var] && !u->top[e->var]))
       u->ok = false;
   }
   if (e->kind == EX_LOAD || e->kind == EX_ALIGNED || (e->kind == EX_CALL && e->op == FN_SHFL_BFLY))
@@ -112,50 +121,99 @@ static bool refuse(Lw *w, const char *why)
   return true;
 }
 
+/* The pure lets among list[0 .. n), over values every thread of a role has
+ * (u->top), join u->top and go to out. */
+static void pure_lets(Lw *w, Uses *u, Stmt *const *list, int n, StmtList *out, StmtList *rest)
+{
+  for (int i = 0; i < n; i++) {
+    Stmt *s = list[i];
+    if (s->kind == ST_LET) {
+      u->ok = u->pure = true;
+      expr_rewrite(s->value, use_expr, u);
+      if (u->ok && u->pure) {
+        u->top[s->var] = true;
+        stlist_push(w->a, out, s);
+        continue;
+      }
+    }
+    if (rest)
+      stlist_push(w->a, rest, s);
+  }
+}
+
+static int index_of(const StmtList *l, const Stmt *s)
+{
+  for (int i = 0; i < l->n; i++)
+    if (l->items[i] == s)
+      return i;
+  DIE("the pipelined loop's switch is not where the lowering put it");
+}
+
+/* With an outer loop (a persistent kernel's loop over tiles): the producer's
+ * own copy of it, with the pure lets its body computes before the pipelined
+ * loop (the tile's coordinates), counting its iterations from 0. */
+static Stmt *producer_loop(Lw *w, Uses *u)
+{
+  Stmt *outer = w->ws_outer;
+  StmtList body = {0}, lets = {0};
+  flatten_top(w->a, outer->then_s, &body);
+  int at = index_of(&body, w->ws_switch);
+  for (int i = 0; i < at; i++)
+    mark_lets(body.items[i], u->defined);
+  pure_lets(w, u, body.items, at, &lets, NULL);
+  StmtList l = {0};
+  for (int i = 0; i < lets.n; i++) { /* the consumers keep theirs: a copy of each */
+    Stmt *c = st_new(w->a, ST_LET, lets.items[i]->loc);
+    c->var = lets.items[i]->var;
+    c->value = ex_clone(w->a, lets.items[i]->value);
+    stlist_push(w->a, &l, c);
+  }
+  stlist_push(w->a, &l, w->ws_producer);
+  Stmt *loop = st_new(w->a, ST_FOR, outer->loc);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = outer->vars[0];
+  loop->extents[0] = ex_clone(w->a, outer->extents[0]);
+  loop->rolled = outer->rolled;
+  loop->then_s = stlist_seq(w->a, &l, outer->loc);
+  StmtList out = {0};
+  stlist_push(w->a, &out, lw_assign(w, w->ws_count[0], lw_i32(w, 0)));
+  stlist_push(w->a, &out, loop);
+  return stlist_seq(w->a, &out, NO_LOC);
+}
+
 bool lw_warp_specialize(Lw *w)
 {
   Kernel *k = w->k;
   if (!w->ws_switch)
-    return refuse(w, "it needs one pipelined loop, directly in the kernel's block, whose copies the copy "
-                     "engine can make (16-bit tiles in wgmma's layout, sm_90a) and whose consumers are "
-                     "gemms on wgmma, in a block of whole warpgroups, one block per multiprocessor");
+    return refuse(w, "it needs one pipelined loop, in the kernel's block or in a serial loop there, whose "
+                     "copies the copy engine can make (16-bit tiles in wgmma's layout, sm_90a) and whose "
+                     "consumers are gemms on wgmma, in a block of whole warpgroups, one block per "
+                     "multiprocessor");
   StmtList all = {0};
   flatten_top(w->a, k->body, &all);
-  int at = 0;
-  while (at < all.n && all.items[at] != w->ws_switch)
-    at++;
-  if (at == all.n)
-    DIE("the pipelined loop's switch is not in the kernel's block");
+  int at = index_of(&all, w->ws_outer ? w->ws_outer : w->ws_switch);
   /* Which lets before the loop every thread can run: pure ones over values every thread has. */
   bool *defined = ARENA_ARRAY(w->a, bool, k->nvars + 1), *top = ARENA_ARRAY(w->a, bool, k->nvars + 1);
   for (int i = 0; i < at; i++)
     mark_lets(all.items[i], defined);
-  Uses u = {k, defined, top, true, true};
+  Uses u = {k, defined, top, true, true, w->ws_outer ? w->ws_count[0] : -1};
   StmtList out = {0}, consumer = {0};
-  for (int i = 0; i < at; i++) {
-    Stmt *s = all.items[i];
-    if (s->kind == ST_LET) {
-      u.ok = u.pure = true;
-      expr_rewrite(s->value, use_expr, &u);
-      if (u.ok && u.pure) {
-        top[s->var] = true;
-        stlist_push(w->a, &out, s);
-        continue;
-      }
-    }
-    stlist_push(w->a, &consumer, s);
-  }
-  /* The producer may use only those. */
+  pure_lets(w, &u, all.items, at, &out, &consumer);
+  /* The producer may use only those (and, in an outer loop, the pure lets of its body). */
+  Stmt *producer = w->ws_outer ? producer_loop(w, &u) : w->ws_producer;
   u.ok = true;
-  stmt_rewrite_exprs(w->ws_producer, use_expr, &u);
+  stmt_rewrite_exprs(producer, use_expr, &u);
   if (!u.ok)
-    return refuse(w, "the copies' origins use a value computed before the loop from memory");
+    return refuse(w, "the copies' origins use a value computed from memory");
   int C = k->nthreads;
   Expr *tid = lw_var(w, w->tid);
   stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_EQ, tid, lw_i32(w, 0)), w->ws_setup, NULL));
   stlist_push(w->a, &out, lw_barrier(w));
   /* The consumers: what came before the loop, the loop (either form), what comes after. */
   w->ws_switch->then_s = w->ws_consumer;
+  if (w->ws_outer)
+    stlist_push(w->a, &consumer, lw_assign(w, w->ws_count[1], lw_i32(w, 0)));
   for (int i = at; i < all.n; i++)
     stlist_push(w->a, &consumer, all.items[i]);
   Stmt *cons = stlist_seq(w->a, &consumer, NO_LOC);
@@ -163,8 +221,7 @@ bool lw_warp_specialize(Lw *w)
   /* Registers: a block gets 65536 / (C + 128) per thread at launch (rounded
    * down to 8); the producer gives all but 40 of its own to the consumers. */
   StmtList pro = {0}, con = {0};
-  bool move = C >= 256;
-  if (move) {
+  if (C >= 256) {
     int at_launch = 65536 / (C + PRODUCER) / 8 * 8;
     if (at_launch > 256)
       at_launch = 256;
@@ -176,7 +233,7 @@ bool lw_warp_specialize(Lw *w)
   }
   Expr *issuer = lw_and(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)),
                         lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, C)));
-  stlist_push(w->a, &pro, lw_if(w, issuer, w->ws_producer, NULL));
+  stlist_push(w->a, &pro, lw_if(w, issuer, producer, NULL));
   stlist_push(w->a, &con, cons);
   Stmt *roles = lw_if(w, lw_bin(w, OP_GE, lw_var(w, w->tid), lw_i32(w, C)), stlist_seq(w->a, &pro, NO_LOC),
                       stlist_seq(w->a, &con, NO_LOC));

@@ -77,6 +77,10 @@ VARIANTS=(
   "matmul_f16_mma        tune    examples/matmul.tl  T=f16 ARCH=sm_80"
   "matmul_bf16_mma       tune    examples/matmul.tl  T=bf16 ARCH=sm_80"
   "matmul_f16_ws0        tune    examples/matmul.tl  T=f16 WS=0"
+  "persistent_f16        matmul  examples/matmul_persistent.tl  T=f16"
+  "persistent_bf16       matmul  examples/matmul_persistent.tl  T=bf16"
+  "persistent_f16_ws0    stages  examples/matmul_persistent.tl  T=f16 WS=0"
+  "persistent_f16_p4     tune    examples/matmul_persistent.tl  T=f16 PANEL=4"
   "matmul_bf16_ws0       tune    examples/matmul.tl  T=bf16 WS=0"
 )
 
