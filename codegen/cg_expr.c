@@ -51,37 +51,39 @@ static LLVMValueRef swizzle(Cg *cg, LLVMValueRef off, TypeKind elem)
   return LLVMBuildUDiv(cg->b, byte, esize, "");
 }
 
-/* SWIZZLE_128B (ir.h), the layout wgmma reads: a [R, C] tile (after the stage
- * index) of 16-bit elements as C / 64 panels [R, 64], then the hardware's
- * 128-byte swizzle of address bits 4-6 by bits 7-9 (the tile is 1024-aligned):
+/* SWIZZLE_128B, _64B, _32B (ir.h), the layouts wgmma reads: a [R, C] tile
+ * (after the stage index) of 16-bit elements as C / P panels [R, P] with
+ * S-byte rows (S the span, P = S / 2), then the hardware's S-byte swizzle of
+ * the chunk bits (4 up) by the bits from 7 up (the tile is 1024-aligned):
  *
- *   byte = (c / 64) * R * 128 + r * 128 + (c % 64) * 2
- *   byte' = byte ^ (((byte >> 7) & 7) << 4)
+ *   byte = (c / P) * R * S + r * S + (c % P) * 2
+ *   byte' = byte ^ (((byte >> 7) & (S / 16 - 1)) << 4)
  *
- *   one 1024-byte atom (8 rows of a panel), 16-byte chunks:
+ *   S = 128, one 1024-byte atom (8 rows of a panel), 16-byte chunks:
  *     row 0:  0 1 2 3 4 5 6 7
  *     row 1:  1 0 3 2 5 4 7 6
  *     row 2:  2 3 0 1 6 7 4 5        chunk c of row r at c ^ r
  *     ...
  *     row 7:  7 6 5 4 3 2 1 0
  *
- * A stage is R * C * 2 bytes, a multiple of 1024. */
-#define WGMMA_ROW_BYTES 128
-static LLVMValueRef tile_offset_128b(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
+ *   S = 64: rows 0-1 0 1 2 3, rows 2-3 1 0 3 2, rows 4-5 2 3 0 1, rows 6-7 3 2 1 0
+ *
+ * A stage is R * C * 2 bytes, a multiple of 8 * S. */
+static LLVMValueRef tile_offset_wgmma(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
 {
   int first = buf->stages > 0 ? 1 : 0;
-  int esize = type_bytes(buf->elem);
+  int esize = type_bytes(buf->elem), S = swizzle_span(buf->swizzle);
   if (nidx != first + 2 || esize != 2)
     DIE("wgmma tile '%s' indexed with %d indices", buf->name, nidx);
-  int64_t R = buf->tile_shape[first], panel = WGMMA_ROW_BYTES / esize;
+  int64_t R = buf->tile_shape[first], panel = S / esize;
   LLVMBuilderRef B = cg->b;
   LLVMTypeRef i32 = cg->t.i32;
 #define K32(v) LLVMConstInt(i32, (unsigned long long)(v), 0)
   LLVMValueRef r = emit_index(cg, idx[first], i32), c = emit_index(cg, idx[first + 1], i32);
-  LLVMValueRef byte = LLVMBuildMul(B, LLVMBuildUDiv(B, c, K32(panel), ""), K32(R * WGMMA_ROW_BYTES), "");
-  byte = LLVMBuildAdd(B, byte, LLVMBuildMul(B, r, K32(WGMMA_ROW_BYTES), ""), "");
+  LLVMValueRef byte = LLVMBuildMul(B, LLVMBuildUDiv(B, c, K32(panel), ""), K32(R * S), "");
+  byte = LLVMBuildAdd(B, byte, LLVMBuildMul(B, r, K32(S), ""), "");
   byte = LLVMBuildAdd(B, byte, LLVMBuildMul(B, LLVMBuildURem(B, c, K32(panel), ""), K32(esize), ""), "");
-  LLVMValueRef key = LLVMBuildAnd(B, LLVMBuildLShr(B, byte, K32(7), ""), K32(7), "");
+  LLVMValueRef key = LLVMBuildAnd(B, LLVMBuildLShr(B, byte, K32(7), ""), K32(S / 16 - 1), "");
   byte = LLVMBuildXor(B, byte, LLVMBuildShl(B, key, K32(4), ""), "");
   LLVMValueRef off = LLVMBuildUDiv(B, byte, K32(esize), "");
   if (first) {
@@ -94,8 +96,8 @@ static LLVMValueRef tile_offset_128b(Cg *cg, const Buffer *buf, Expr *const *idx
 
 LLVMValueRef tile_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
 {
-  if (buf->swizzle == SWIZZLE_128B)
-    return tile_offset_128b(cg, buf, idx, nidx);
+  if (swizzle_span(buf->swizzle))
+    return tile_offset_wgmma(cg, buf, idx, nidx);
   /* A staged tile swizzles within each stage (whole 128-byte lines: still a
    * bijection, still conflict-free), then adds the stage, so that the swizzled
    * part (lane and constants only) can leave the K loop. */

@@ -112,7 +112,7 @@ static void place_shared(Cg *cg)
   }
   bool wgmma = false;                         /* wgmma's tiles need 1024-byte atoms (plan_shared.c) */
   for (int i = 0; i < k->nbufs; i++)
-    wgmma |= k->bufs[i].scope == SCOPE_SHARED && k->bufs[i].swizzle == SWIZZLE_128B;
+    wgmma |= k->bufs[i].scope == SCOPE_SHARED && swizzle_span(k->bufs[i].swizzle);
   LLVMSetAlignment(g, wgmma ? CG_SMEM_ALIGN_WGMMA : CG_SMEM_ALIGN);
   for (int i = 0; i < k->nbufs; i++) {
     const Buffer *b = &k->bufs[i];

@@ -163,7 +163,7 @@ static bool meta_kernel(const Kernel *k, Diags *d, StrBuf *out)
                 type_name(b->elem), b->param_index);
       for (int j = 0; j < b->rank; j++)
         sb_printf(out, "%s%lld", j ? "," : "", (long long)m->box[j]);
-      sb_puts(out, " swizzle=128\n");
+      sb_printf(out, " swizzle=%lld\n", (long long)(m->box[b->rank - 1] * type_bytes(b->elem)));
       continue;
     }
     const Var *v = &k->vars[p->index];

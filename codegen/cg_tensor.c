@@ -134,7 +134,8 @@ static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool
   LLVMValueRef addr = shared_addr(cg, buf, idx, nidx);
   addr = LLVMBuildLShr(cg->b, LLVMBuildAnd(cg->b, addr, LLVMConstInt(cg->t.i32, 0x3FFFF, 0), ""),
                        LLVMConstInt(cg->t.i32, 4, 0), "");
-  LLVMValueRef bits = LLVMConstInt(cg->t.i64, smem_wgmma_desc(0, lbo, sbo), 0);
+  LLVMValueRef bits = LLVMConstInt(cg->t.i64,
+                                   smem_wgmma_desc(0, lbo, sbo, swizzle_span(cg->k->bufs[buf].swizzle)), 0);
   return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, addr, cg->t.i64, ""), bits, "");
 }
 

@@ -896,11 +896,12 @@ static bool tma_load(Th *th, const Stmt *s, int t)
   if (!eval_indices(th, s->src_idx, R, t, o) || !eval_indices(th, s->idx, s->nidx, t, di) ||
       !locate(th, s->loc, t, s->buf, di, s->nidx, 1, &at))
     return false;
-  int64_t rows = map->box[R - 2], cols = map->box[R - 1];
-  if (D->swizzle != SWIZZLE_128B || at % 1024 || cols * 2 != 128 || di[s->nidx - 1] % 64 ||
+  int64_t rows = map->box[R - 2], cols = map->box[R - 1], span = swizzle_span(D->swizzle);
+  if (!span || at % 1024 || cols * 2 != span || di[s->nidx - 1] % cols ||
       di[s->nidx - 2] + rows > D->tile_shape[D->rank - 2]) {
     fail(th, s->loc, t,
-         "TMA box [%lld, %lld] into %s at byte %lld: not a 1024-byte aligned 128-byte swizzled panel",
+         "TMA box [%lld, %lld] into %s at byte %lld: not a 1024-byte aligned panel of a wgmma swizzled tile "
+         "whose rows are the box's",
          (long long)rows, (long long)cols, D->name, (long long)at);
     return false;
   }
@@ -1083,18 +1084,20 @@ static bool mma(Th *th, const Stmt *s, int w)
 
 /* ---------------------------------------------------------------- wgmma */
 
-static int64_t sw128(int64_t a) { return a ^ (((a >> 7) & 7) << 4); }
-
 /* The shared byte wgmma reads for element (mn, k) of an operand through its
- * descriptor (the PTX ISA's canonical 128-byte-swizzle layouts: K-major rows of
- * 128 bytes, 8-row groups SBO apart; MN-major rows of K, panels of 64 LBO apart). */
+ * descriptor (the PTX ISA's canonical swizzled layouts, of span S = 128, 64 or
+ * 32 bytes by the descriptor's mode 1, 2, 3: K-major rows of S bytes, 8-row
+ * groups SBO apart; MN-major rows of K, panels of S / 2 LBO apart; then the
+ * chunk bits 4 up XORed with the bits from 7 up). */
 static int64_t operand_byte(uint64_t desc, bool mn_major, int64_t mn, int64_t k)
 {
   int64_t start = (int64_t)(desc & 0x3FFF) << 4, lbo = (int64_t)((desc >> 16) & 0x3FFF) << 4,
           sbo = (int64_t)((desc >> 32) & 0x3FFF) << 4;
-  int64_t a = mn_major ? start + (mn % 64) * 2 + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo
-                       : start + (mn % 8) * 128 + (mn / 8) * sbo + k * 2;
-  return sw128(a);
+  int mode = (int)(desc >> 62);
+  int64_t S = mode == 1 ? 128 : mode == 2 ? 64 : 32, P = S / 2;
+  int64_t a = mn_major ? start + (mn % P) * 2 + (mn / P) * lbo + (k % 8) * S + (k / 8) * sbo
+                       : start + (mn % 8) * S + (mn / 8) * sbo + k * 2;
+  return a ^ (((a >> 7) & (S / 16 - 1)) << 4);
 }
 
 /* A descriptor as codegen builds it (cg_tensor.c: wgmma_desc), from thread t's start element. */
@@ -1106,7 +1109,7 @@ static bool descriptor(Th *th, const Stmt *s, int t, int b, Expr **start, int n,
   if (!eval_indices(th, start, n, t, idx) || !locate(th, s->loc, t, b, idx, n, 1, &at))
     return false;
   smem_wgmma_strides(&th->k->bufs[b], mn_major, &lbo, &sbo);
-  *desc = smem_wgmma_desc((uint32_t)at, lbo, sbo);
+  *desc = smem_wgmma_desc((uint32_t)at, lbo, sbo, swizzle_span(th->k->bufs[b].swizzle));
   return true;
 }
 

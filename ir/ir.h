@@ -295,18 +295,28 @@ typedef struct Expr Expr;
  * SWIZZLE_LINES  row-major, then the 16-byte chunk c of 128-byte line L moves
  *                to c ^ ((L ^ L >> 3) & 7): conflict-free ldmatrix for rows of
  *                32 to 1024 bytes (mma.sync operands).
- * SWIZZLE_128B   the wgmma operand layout: a 2-D tile [R, C] of 16-bit
- *                elements (R % 8 == 0, C % 64 == 0) is stored as C / 64 panels
- *                [R, 64] one after another, each row 128 bytes, and within every
- *                1024-byte atom (8 rows, 1024-aligned) chunk c of row r sits at
- *                c ^ (r % 8): the hardware's "128-byte swizzle".
+ * SWIZZLE_128B   the wgmma operand layouts, of span S = 128, 64 or 32 bytes
+ * SWIZZLE_64B    (swizzle_span): a 2-D tile [R, C] of 16-bit elements
+ * SWIZZLE_32B    (R % 8 == 0, C % (S / 2) == 0) is stored as C / P panels
+ *                [R, P], P = S / 2, one after another, each row S bytes, and
+ *                the address bits 4 .. 4 + log2(S / 16) - 1 (the 16-byte chunk
+ *                in the row) are XORed with the bits above bit 7: the
+ *                hardware's "S-byte swizzle".  With S = 128 chunk c of row r
+ *                sits at c ^ (r % 8) in every 1024-byte atom of 8 rows; with
+ *                S = 64 at c ^ (r / 2 % 4), atoms of 8 rows, 512 bytes.
  *
- *     byte = (c / 64) * R * 128 + r * 128 + (c % 64) * 2
- *     byte' = byte ^ (((byte >> 7) & 7) << 4)
+ *     byte = (c / P) * R * S + r * S + (c % P) * 2
+ *     byte' = byte ^ (((byte >> 7) & (S / 16 - 1)) << 4)
  *
- * In both swizzles a 16-byte aligned chunk stays whole, so vectors of up to 16
- * bytes stay contiguous; a staged tile applies it within each stage. */
-typedef enum { SWIZZLE_NONE, SWIZZLE_LINES, SWIZZLE_128B } SwizzleKind;
+ * In all these swizzles a 16-byte aligned chunk stays whole, so vectors of up
+ * to 16 bytes stay contiguous; a staged tile applies it within each stage. */
+typedef enum { SWIZZLE_NONE, SWIZZLE_LINES, SWIZZLE_128B, SWIZZLE_64B, SWIZZLE_32B } SwizzleKind;
+
+/* The span in bytes of a wgmma operand layout (128, 64, 32), 0 for the others. */
+static inline int swizzle_span(SwizzleKind s)
+{
+  return s == SWIZZLE_128B ? 128 : s == SWIZZLE_64B ? 64 : s == SWIZZLE_32B ? 32 : 0;
+}
 
 typedef struct {
   const char *name;
@@ -566,8 +576,9 @@ typedef struct {
   } *params;
   int nparams, cap_params;
   /* Tensor maps (sm_90a TMA loads, software_pipeline.c): each describes boxes of .box elements
-   * (one per dimension of GLOBAL buffer .buf, outermost first) read from .buf with the 128-byte
-   * swizzle; .param is its position among the parameters. */
+   * (one per dimension of GLOBAL buffer .buf, outermost first) read from .buf into one panel of a
+   * wgmma operand layout: the swizzle's span is the box's inner extent in bytes (128, 64 or 32);
+   * .param is its position among the parameters. */
   struct TensorMap {
     int buf;
     int64_t box[TL_MAX_RANK];
@@ -683,11 +694,12 @@ int64_t smem_elem_offset(const Buffer *buf, const int64_t *idx, int nidx);
  * wgmma.mma_async): bits 0-13 the shared start address >> 4 (the address is
  * taken modulo 2^18), 16-29 the leading-dimension byte offset >> 4, 32-45 the
  * stride-dimension byte offset >> 4, 49-51 the base offset (0: every atom is
- * 1024-aligned), 62-63 the swizzle mode (1: 128-byte swizzle). */
-uint64_t smem_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo);
+ * 1024-aligned), 62-63 the swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte
+ * swizzle; span is the layout's swizzle_span). */
+uint64_t smem_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo, int span);
 /* The leading- and stride-dimension byte offsets of the descriptors of a
- * SWIZZLE_128B tile that wgmma reads as a K-major (mn_major false) or MN-major
- * operand. */
+ * tile in a wgmma operand layout (SWIZZLE_128B, _64B, _32B) that wgmma reads
+ * as a K-major (mn_major false) or MN-major operand. */
 void smem_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo);
 
 /* ---------------------------------------------------------------- verify.c */

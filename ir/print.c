@@ -337,8 +337,8 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
                 b->layout.frag_m, b->layout.frag_n);
     if (b->scope == SCOPE_SHARED && b->swizzle == SWIZZLE_LINES)
       sb_puts(sb, " swizzled");
-    if (b->scope == SCOPE_SHARED && b->swizzle == SWIZZLE_128B)
-      sb_puts(sb, " swizzled(128B)");
+    if (b->scope == SCOPE_SHARED && swizzle_span(b->swizzle))
+      sb_printf(sb, " swizzled(%dB)", swizzle_span(b->swizzle));
     if (b->scope == SCOPE_SHARED)
       sb_printf(sb, " @%" PRId64, b->smem_offset);
     sb_puts(sb, "\n");

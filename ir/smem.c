@@ -6,18 +6,18 @@
  * element, that the two agree on every layout. */
 #include "ir.h"
 
-enum { WGMMA_ROW_BYTES = 128 };
-
-/* SWIZZLE_128B: panels of 64 16-bit elements, 128-byte rows, bits 4-6 of the
- * byte XORed with bits 7-9 (ir.h); the stage, if any, comes first. */
-static int64_t offset_128b(const Buffer *buf, const int64_t *idx, int nidx)
+/* SWIZZLE_128B, _64B, _32B: panels of S / 2 16-bit elements, S-byte rows, the
+ * chunk bits of the byte (4 and up) XORed with the bits from 7 up (ir.h); the
+ * stage, if any, comes first. */
+static int64_t offset_wgmma(const Buffer *buf, const int64_t *idx, int nidx)
 {
+  (void)nidx;
   int first = buf->stages > 0 ? 1 : 0;
-  int64_t esize = type_bytes(buf->elem);
-  int64_t R = buf->tile_shape[first], panel = WGMMA_ROW_BYTES / esize;
+  int64_t esize = type_bytes(buf->elem), S = swizzle_span(buf->swizzle);
+  int64_t R = buf->tile_shape[first], panel = S / esize;
   int64_t r = idx[first], c = idx[first + 1];
-  int64_t byte = c / panel * R * WGMMA_ROW_BYTES + r * WGMMA_ROW_BYTES + c % panel * esize;
-  byte ^= ((byte >> 7) & 7) << 4;
+  int64_t byte = c / panel * R * S + r * S + c % panel * esize;
+  byte ^= ((byte >> 7) & (S / 16 - 1)) << 4;
   int64_t off = byte / esize;
   if (first)
     off += idx[0] * buf->tile_shape[1] * buf->tile_shape[2];
@@ -26,8 +26,8 @@ static int64_t offset_128b(const Buffer *buf, const int64_t *idx, int nidx)
 
 int64_t smem_elem_offset(const Buffer *buf, const int64_t *idx, int nidx)
 {
-  if (buf->swizzle == SWIZZLE_128B && nidx == (buf->stages > 0 ? 3 : 2))
-    return offset_128b(buf, idx, nidx);
+  if (swizzle_span(buf->swizzle) && nidx == (buf->stages > 0 ? 3 : 2))
+    return offset_wgmma(buf, idx, nidx);
   int64_t slice = 1;
   for (int d = 1; d < nidx; d++)
     slice *= buf->tile_shape[d];
@@ -48,20 +48,21 @@ int64_t smem_elem_offset(const Buffer *buf, const int64_t *idx, int nidx)
   return off;
 }
 
-uint64_t smem_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo)
+uint64_t smem_wgmma_desc(uint32_t start, uint32_t lbo, uint32_t sbo, int span)
 {
-  const uint64_t swizzle_128b = 1;
+  const uint64_t mode = span == 128 ? 1 : span == 64 ? 2 : 3;
   return (uint64_t)((start & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 |
-         (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | swizzle_128b << 62;
+         (uint64_t)((sbo & 0x3FFFF) >> 4) << 32 | mode << 62;
 }
 
-/* K-major (rows are M or N, 128-byte rows along K): 8-row groups 1024 bytes
- * apart (SBO); LBO is not used by swizzled K-major layouts ("assumed 1").
- * MN-major (rows are K): 8-row groups 1024 bytes apart along K (SBO), panels of
- * 64 M or N elements R * 128 bytes apart (LBO). */
+/* With span S: K-major (rows are M or N, S-byte rows along K): 8-row groups
+ * 8 * S bytes apart (SBO); LBO is not used by swizzled K-major layouts
+ * ("assumed 1").  MN-major (rows are K): 8-row groups 8 * S bytes apart along
+ * K (SBO), panels of S / 2 M or N elements R * S bytes apart (LBO). */
 void smem_wgmma_strides(const Buffer *buf, bool mn_major, uint32_t *lbo, uint32_t *sbo)
 {
   int first = buf->stages > 0 ? 1 : 0;
-  *sbo = 8 * WGMMA_ROW_BYTES;
-  *lbo = mn_major ? (uint32_t)(buf->tile_shape[first] * WGMMA_ROW_BYTES) : 16;
+  uint32_t S = (uint32_t)swizzle_span(buf->swizzle);
+  *sbo = 8 * S;
+  *lbo = mn_major ? (uint32_t)buf->tile_shape[first] * S : 16;
 }

@@ -220,10 +220,10 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
         !exprs_ok(v, s->a_start, s->na_start) || !exprs_ok(v, s->b_start, s->nb_start))
       return false;
     const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
-    if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->swizzle != SWIZZLE_128B ||
-        B->swizzle != SWIZZLE_128B || A->elem != s->elem || B->elem != s->elem ||
+    if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || !swizzle_span(A->swizzle) ||
+        !swizzle_span(B->swizzle) || A->elem != s->elem || B->elem != s->elem ||
         (s->elem != TY_F16 && s->elem != TY_BF16))
-      return fail(v, "wgmma reads f16 or bf16 shared tiles in the 128-byte swizzle layout");
+      return fail(v, "wgmma reads f16 or bf16 shared tiles in a wgmma swizzle layout");
     return true;
   }
   case ST_MBAR_INIT:
@@ -243,9 +243,12 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
         !exprs_ok(v, s->idx, s->nidx) || !exprs_ok(v, s->src_idx, s->nsrc_idx))
       return fail(v, "malformed tma.load");
     const Buffer *D = &v->k->bufs[s->buf], *G = &v->k->bufs[s->src_buf];
-    if (D->scope != SCOPE_SHARED || G->scope != SCOPE_GLOBAL || D->swizzle != SWIZZLE_128B ||
-        D->elem != G->elem || type_bytes(D->elem) != 2)
-      return fail(v, "tma.load copies a 16-bit global tensor into a 128-byte swizzled shared tile");
+    if (D->scope != SCOPE_SHARED || G->scope != SCOPE_GLOBAL || !swizzle_span(D->swizzle) ||
+        D->elem != G->elem || type_bytes(D->elem) != 2 ||
+        v->k->tmaps[s->tmap].box[G->rank - 1] * 2 != swizzle_span(D->swizzle))
+      return fail(
+          v,
+          "tma.load copies a 16-bit global tensor, one panel of its box, into a wgmma swizzled shared tile");
     return true;
   }
   case ST_EVAL: return expr_ok(v, s->value);

@@ -146,8 +146,10 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
  * The operands are stored SWIZZLE_128B (ir.h: panels of 64 columns, 1024-byte
  * atoms of 8 rows x 128 bytes, chunk c of row r at c ^ (r % 8)), which is the
  * canonical "128-byte swizzle" layout of the PTX ISA ("Shared Memory Matrix
- * Layout"), K-major for A [M, K] and B^T [N, K], MN-major for A^T [K, M] and
- * B [K, N].  Each wgmma covers 16 of K; its descriptor starts at the operand's
+ * Layout"), or, for rows of 32 or 16 columns (a 32-wide B tile), the 64- and
+ * 32-byte swizzles (panels of 32 and 16 columns; mma_policy.c's
+ * wgmma_swizzle), K-major for A [M, K] and B^T [N, K], MN-major for A^T [K, M]
+ * and B [K, N].  Each wgmma covers 16 of K; its descriptor starts at the operand's
  * element
  *
  *   A [M, K]    (64g, 16kk)     K-major: +32 bytes per step inside a 128-byte row

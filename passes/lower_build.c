@@ -197,7 +197,7 @@ static bool writes_wgmma_operand(const Kernel *k, const Stmt *s)
   if (!s)
     return false;
   if ((s->kind == ST_STORE || s->kind == ST_VCOPY || s->kind == ST_CP_ASYNC) &&
-      k->bufs[s->buf].scope == SCOPE_SHARED && k->bufs[s->buf].swizzle == SWIZZLE_128B)
+      k->bufs[s->buf].scope == SCOPE_SHARED && swizzle_span(k->bufs[s->buf].swizzle))
     return true;
   for (int i = 0; i < s->nbody; i++)
     if (writes_wgmma_operand(k, s->body[i]))

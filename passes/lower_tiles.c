@@ -125,7 +125,7 @@ static void mark_swizzled(Lw *w, const Stmt *s)
       int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
       int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
       if (wgmma)
-        b->swizzle = SWIZZLE_128B;
+        b->swizzle = wgmma_swizzle(b->tile_shape[b->rank - 1]);
       else if (b->swizzle == SWIZZLE_NONE && b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 &&
                bytes % 128 == 0 && row % 16 == 0)
         b->swizzle = SWIZZLE_LINES;

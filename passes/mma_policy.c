@@ -67,8 +67,9 @@ static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_
  *     warpgroup, N % 8 == 0 and N <= 256 (one wgmma covers all of N);
  *   - warps_m / warps_n, if given, are (warps, 1);
  *   - each operand tile [R, C] (A or B as stored, transposed or not) has
- *     R % 8 == 0 and C % 64 == 0: whole 128-byte rows and 1024-byte atoms, so
- *     BK = 64 or 128 for K-major operands and BM, BN multiples of 64 for
+ *     R % 8 == 0 and C % 16 == 0: whole rows of one of the swizzles' spans
+ *     (wgmma_swizzle: 128 bytes when C % 64 == 0, else 64 or 32), so BK a
+ *     multiple of 16 for K-major operands and BM, BN multiples of 16 for
  *     MN-major ones.
  * Anything else takes mma.sync. */
 bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
@@ -88,5 +89,10 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
   int64_t ar, ac, br, bc;
   if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
     return false;
-  return ar % 8 == 0 && ac % 64 == 0 && br % 8 == 0 && bc % 64 == 0;
+  return ar % 8 == 0 && ac % 16 == 0 && br % 8 == 0 && bc % 16 == 0;
+}
+
+SwizzleKind wgmma_swizzle(int64_t cols)
+{
+  return cols % 64 == 0 ? SWIZZLE_128B : cols % 32 == 0 ? SWIZZLE_64B : SWIZZLE_32B;
 }

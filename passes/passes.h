@@ -51,6 +51,9 @@ bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int
  * layout.c (the accumulator's warp grid), lower_tiles.c (the operands' shared
  * layout) and gemm.c (the lowering) all ask, before and after staging. */
 bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g);
+/* The layout of a wgmma operand tile whose rows are cols 16-bit elements
+ * (cols % 16 == 0): the widest swizzle whose panels divide the rows. */
+SwizzleKind wgmma_swizzle(int64_t cols);
 
 /* The steps of the pipeline, in order: pass_name(i, &group) for i below
  * pass_count() (NULL beyond).  --dump-after takes a step's name, a group's,

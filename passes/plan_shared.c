@@ -12,10 +12,11 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
     if (b->scope != SCOPE_SHARED)
       continue;
     int64_t n = buffer_elems(b) * type_bytes(b->elem);
-    /* Swizzled tiles take whole 128-byte lines; wgmma's 128-byte swizzle is
-     * applied by the hardware to address bits 4-9, so its tiles (and each
-     * stage, a multiple of 1024 bytes) start on 1024-byte atoms. */
-    int64_t align = b->swizzle == SWIZZLE_128B ? 1024 : 128;
+    /* Swizzled tiles take whole 128-byte lines; wgmma's swizzles are applied
+     * by the hardware to address bits 4-9 (128-byte; fewer for the narrower
+     * ones), so its tiles (and each stage, a multiple of 8 rows) start on
+     * 1024-byte atoms. */
+    int64_t align = swizzle_span(b->swizzle) ? 1024 : 128;
     off = (off + align - 1) & ~(align - 1);
     b->smem_offset = off;
     off += n;

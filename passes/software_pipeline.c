@@ -434,12 +434,13 @@ static Stmt *steady_loop(Lw *w, int kv, int n, StmtList *it, SrcLoc loc)
 
 /* ---------------------------------------------------------------- TMA (sm_90a)
  *
- * When every producer copies a 16-bit global tile into a SWIZZLE_128B shared
- * tile (what wgmma reads) and every consumer is a gemm lowered to wgmma, the
- * copy engine fills the stages instead of the threads: one thread issues a
- * cp.async.bulk.tensor per 64-column panel of each tile (the box [R, 64] lands
- * in the panel exactly as SWIZZLE_128B places it; elements outside the tensor
- * are zeros), and mbarriers replace the block-wide barrier:
+ * When every producer copies a 16-bit global tile into a shared tile in a wgmma
+ * layout (SWIZZLE_128B, _64B or _32B: what wgmma reads) and every consumer is a
+ * gemm lowered to wgmma, the copy engine fills the stages instead of the
+ * threads: one thread issues a cp.async.bulk.tensor per panel of each tile (the
+ * box [R, P], P = 64, 32 or 16 columns, lands in the panel exactly as the
+ * layout places it when the map's swizzle has the layout's span; elements
+ * outside the tensor are zeros), and mbarriers replace the block-wide barrier:
  *
  *   tid 0: init full[s] (1 arrival), empty[s] (every thread), s < S; fence; barrier
  *   tid 0: for p in 0 .. S-2: if p < n { fill(p) }                   prologue
@@ -467,9 +468,10 @@ static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const 
   for (int i = 0; i < producers->n; i++) {
     const Stmt *p = producers->items[i];
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
-    if (T->stages || G->elem != T->elem || type_bytes(T->elem) != 2 || T->swizzle != SWIZZLE_128B ||
-        T->rank != 2 || G->rank < 2 || G->rank > 5 || p->src.rank != G->rank || T->tile_shape[1] % 64 ||
-        T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
+    int span = swizzle_span(T->swizzle);
+    if (T->stages || G->elem != T->elem || type_bytes(T->elem) != 2 || !span || T->rank != 2 || G->rank < 2 ||
+        G->rank > 5 || p->src.rank != G->rank || T->tile_shape[1] % (span / 2) || T->tile_shape[0] % 8 ||
+        T->tile_shape[0] > 256)
       return false;
   }
   for (int i = 0; i < consumers->n; i++)
@@ -488,7 +490,7 @@ static Stmt *mbar_stmt(Lw *w, StmtKind kind, int bar, Expr *idx, Expr *value)
 }
 
 /* fill(iter): expect the tiles' bytes on full[stage], then one TMA load per
- * 64-column panel of each producer's tile. */
+ * panel of each producer's tile. */
 static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter, Expr *stage, int mbar)
 {
   Kernel *k = w->k;
@@ -504,11 +506,11 @@ static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter
     const Stmt *p = producers->items[i];
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
     int R = G->rank;
-    int64_t box[TL_MAX_RANK];
+    int64_t box[TL_MAX_RANK], panel = swizzle_span(T->swizzle) / 2;
     for (int d = 0; d < R; d++)
-      box[d] = d < R - 2 ? 1 : d == R - 2 ? T->tile_shape[1] : 64;
+      box[d] = d < R - 2 ? 1 : d == R - 2 ? T->tile_shape[1] : panel;
     int map = kernel_add_tmap(w->a, k, p->src.buf, box);
-    for (int64_t c = 0; c < T->tile_shape[2]; c += 64) {
+    for (int64_t c = 0; c < T->tile_shape[2]; c += panel) {
       Stmt *t = st_new(w->a, ST_TMA_LOAD, p->loc);
       t->tmap = map;
       t->buf = p->dst.buf;
@@ -807,7 +809,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
    * that publishes them. */
   bool proxy = false;
   for (int b = 0; b < k->nbufs; b++)
-    proxy |= staged[b] && k->bufs[b].swizzle == SWIZZLE_128B;
+    proxy |= staged[b] && swizzle_span(k->bufs[b].swizzle);
   steady_iteration(w, &it, S, proxy, issue, use);
   stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
   /* Epilogue: no copy may still be landing when the tiles are reused. */

@@ -82,6 +82,14 @@ VARIANTS=(
   "persistent_f16_ws0    stages  examples/matmul_persistent.tl  T=f16 WS=0"
   "persistent_f16_p4     tune    examples/matmul_persistent.tl  T=f16 PANEL=4"
   "matmul_bf16_ws0       tune    examples/matmul.tl  T=bf16 WS=0"
+  "matmul_f16_m64_n32    stages  examples/matmul.tl  T=f16 BM=64 BN=32 BK=128 STAGES=8"
+  "matmul_bf16_m64_n32   stages  examples/matmul.tl  T=bf16 BM=64 BN=32"
+  "matmul_f16_m64_n16    stages  examples/matmul.tl  T=f16 BM=64 BN=16 BK=64 STAGES=4"
+  "matmul_f16_n32_ws0    stages  examples/matmul.tl  T=f16 BM=128 BN=32 WS=0"
+  "gemm_f16_k32          stdlib  stdlib/gemm.tl      T=f16 BK=32"
+  "gemm_bf16_k16         stdlib  stdlib/gemm.tl      T=bf16 BK=16 STAGES=4"
+  "gemm_f16_n32          stdlib  stdlib/gemm.tl      T=f16 BN=32"
+  "gemm_f16_n16_k32      stdlib  stdlib/gemm.tl      T=f16 BN=16 BK=32"
 )
 
 # shellcheck source=script_common.sh

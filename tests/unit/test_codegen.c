@@ -620,13 +620,15 @@ static void test_shared(void)
 
 /* ---------------------------------------------------------------- wgmma */
 
-/* The 128-byte swizzle layout of ir.h (SWIZZLE_128B), bytes from the tile's
- * start: [R, C] 16-bit elements as C / 64 panels of [R, 64]. */
-static int64_t sw128_byte(int64_t R, int64_t r, int64_t c)
+/* The S-byte swizzle layouts of ir.h (SWIZZLE_128B, _64B, _32B), bytes from
+ * the tile's start: [R, C] 16-bit elements as C / (S / 2) panels of [R, S / 2]. */
+static int64_t sw_byte(int64_t S, int64_t R, int64_t r, int64_t c)
 {
-  int64_t byte = (c / 64) * R * 128 + r * 128 + (c % 64) * 2;
-  return byte ^ (((byte >> 7) & 7) << 4);
+  int64_t P = S / 2, byte = (c / P) * R * S + r * S + (c % P) * 2;
+  return byte ^ (((byte >> 7) & (S / 16 - 1)) << 4);
 }
+
+static int64_t sw128_byte(int64_t R, int64_t r, int64_t c) { return sw_byte(128, R, r, c); }
 
 static int tile_128b(KernelBuilder *b, const char *name, TypeKind t, int stages, int rows, int cols,
                      int64_t offset)
@@ -701,40 +703,45 @@ static Kernel *build_wgmma(Arena *a)
 }
 
 /* What wgmma reads through codegen's descriptors, modelled on the PTX ISA's
- * canonical 128-byte-swizzle layouts ("Shared Memory Matrix Layout"; in 16-byte
- * units T, K-major ((8,m),(T,2k)):((8T,SBO),(1,T)), MN-major
- * ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)), then the swizzle of address bits 4-6
- * by bits 7-9), against what the tile layout stores there, for every element
- * of every wgmma of a few tiles: A [M, K] and B^T [N, K] K-major, A^T [K, M] and
- * B [K, N] MN-major.  Rows of the start elements are multiples of 8, where the
- * swizzle is the identity, so the start is the element's own address. */
-static int64_t sw_addr(int64_t a) { return a ^ (((a >> 7) & 7) << 4); }
-
+ * canonical swizzled layouts ("Shared Memory Matrix Layout"; in 16-byte units
+ * T, with span S = 128, 64, 32 bytes = 8T, 4T, 2T: K-major
+ * ((8,m),(T,2k)):((S,SBO),(1,T)), MN-major ((T,S/16,m),(8,k)):((1,T,LBO),(S,SBO)),
+ * then the swizzle of the chunk bits 4 up by the bits from 7 up), against what
+ * the tile layout stores there, for every element of every wgmma of a few
+ * tiles: A [M, K] and B^T [N, K] K-major, A^T [K, M] and B [K, N] MN-major.
+ * Rows of the start elements are multiples of 8, where the swizzle is the
+ * identity, so the start is the element's own address; the descriptor's mode
+ * bits name the span. */
 static int canonical_mismatches(int64_t rows, int64_t cols, bool mn_major, int64_t mn0, int64_t k0,
                                 int64_t mn_extent)
 {
-  Buffer buf = {
-      .scope = SCOPE_SHARED, .elem = TY_F16, .rank = 2, .swizzle = SWIZZLE_128B, .tile_shape = {rows, cols}};
+  SwizzleKind sw = cols % 64 == 0 ? SWIZZLE_128B : cols % 32 == 0 ? SWIZZLE_64B : SWIZZLE_32B;
+  Buffer buf = {.scope = SCOPE_SHARED, .elem = TY_F16, .rank = 2, .swizzle = sw, .tile_shape = {rows, cols}};
   uint32_t lbo, sbo;
   smem_wgmma_strides(&buf, mn_major, &lbo, &sbo);
+  int mode = (int)(smem_wgmma_desc(0, lbo, sbo, swizzle_span(sw)) >> 62);
+  int64_t S = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : -1, P = S / 2;
   const int64_t base = 7 * 1024;
-  int bad = 0;
-  int64_t start = base + (mn_major ? sw128_byte(rows, k0, mn0) : sw128_byte(rows, mn0, k0));
+  int bad = S != swizzle_span(sw);
+  int64_t start = base + (mn_major ? sw_byte(S, rows, k0, mn0) : sw_byte(S, rows, mn0, k0));
   for (int64_t mn = 0; mn < mn_extent; mn++)
     for (int64_t k = 0; k < 16; k++) {
-      int64_t hw = mn_major ? start + (mn % 64) * 2 + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo
-                            : start + (mn % 8) * 128 + (mn / 8) * sbo + (k / 8) * 16 + (k % 8) * 2;
+      int64_t hw = mn_major ? start + (mn % P) * 2 + (mn / P) * lbo + (k % 8) * S + (k / 8) * sbo
+                            : start + (mn % 8) * S + (mn / 8) * sbo + (k / 8) * 16 + (k % 8) * 2;
+      hw ^= ((hw >> 7) & (S / 16 - 1)) << 4;
       int64_t want = base +
-                     (mn_major ? sw128_byte(rows, k0 + k, mn0 + mn) : sw128_byte(rows, mn0 + mn, k0 + k));
-      bad += sw_addr(hw) != want;
+                     (mn_major ? sw_byte(S, rows, k0 + k, mn0 + mn) : sw_byte(S, rows, mn0 + mn, k0 + k));
+      bad += hw != want;
     }
   return bad;
 }
 
 static void test_wgmma_canonical(void)
 {
-  static const int64_t shapes[][3] = {
-      {64, 64, 64}, {128, 128, 64}, {128, 256, 64}, {256, 128, 128}, {64, 192, 64}};
+  /* M, N, K: N and K of 32 and 16 take the 64- and 32-byte swizzles */
+  static const int64_t shapes[][3] = {{64, 64, 64},  {128, 128, 64}, {128, 256, 64}, {256, 128, 128},
+                                      {64, 192, 64}, {64, 32, 64},   {64, 16, 128},  {64, 96, 32},
+                                      {128, 48, 16}, {64, 32, 32}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
     for (int64_t kk = 0; kk < K / 16; kk++) {
@@ -752,8 +759,13 @@ static void test_wgmma(void)
 {
   test_wgmma_canonical();
   /* Descriptor fields (PTX ISA, wgmma "Matrix Descriptor Format"). */
-  CHECK(smem_wgmma_desc(0x2420, 16, 1024) == (0x242ull | 1ull << 16 | 64ull << 32 | 1ull << 62), "desc");
-  CHECK(smem_wgmma_desc(0x40000 + 0x400, 8192, 1024) == (0x40ull | 512ull << 16 | 64ull << 32 | 1ull << 62),
+  CHECK(smem_wgmma_desc(0x2420, 16, 1024, 128) == (0x242ull | 1ull << 16 | 64ull << 32 | 1ull << 62), "desc");
+  CHECK(smem_wgmma_desc(0x2420, 2048, 512, 64) == (0x242ull | 128ull << 16 | 32ull << 32 | 2ull << 62),
+        "desc, 64-byte swizzle");
+  CHECK(smem_wgmma_desc(0x2420, 16, 256, 32) == (0x242ull | 1ull << 16 | 16ull << 32 | 3ull << 62),
+        "desc, 32-byte swizzle");
+  CHECK(smem_wgmma_desc(0x40000 + 0x400, 8192, 1024, 128) ==
+            (0x40ull | 512ull << 16 | 64ull << 32 | 1ull << 62),
         "desc: the start address is taken modulo 2^18");
   Arena *a = arena_new();
   Module *m = module_of(a, 1, build_wgmma(a));
@@ -769,7 +781,7 @@ static void test_wgmma(void)
           "commit, wait");
     CHECK(contains(ptx, "fence.proxy.async.shared::cta;"), "proxy fence");
     char bits[32];
-    snprintf(bits, sizeof bits, "%llu;", (unsigned long long)smem_wgmma_desc(0, 8192, 1024));
+    snprintf(bits, sizeof bits, "%llu;", (unsigned long long)smem_wgmma_desc(0, 8192, 1024, 128));
     CHECK(contains(ptx, bits), "B's descriptor bits %s (LBO 8192, SBO 1024, 128-byte swizzle)", bits);
     /* Every chunk's store lands where the layout says:
      *   mov.u16 %rsN, VALUE;  st.shared.u16 [wg$smem+OFF], %rsN; */
@@ -948,6 +960,8 @@ static void test_smem_twin(void)
       {TY_F32, SWIZZLE_LINES, 2, 16, 8},   {TY_BF16, SWIZZLE_LINES, 2, 32, 128},
       {TY_F16, SWIZZLE_128B, 0, 64, 64},   {TY_F16, SWIZZLE_128B, 0, 16, 128},
       {TY_BF16, SWIZZLE_128B, 2, 64, 192}, {TY_F16, SWIZZLE_128B, 4, 128, 64},
+      {TY_F16, SWIZZLE_64B, 0, 64, 32},    {TY_BF16, SWIZZLE_64B, 3, 64, 96},
+      {TY_F16, SWIZZLE_32B, 0, 16, 16},    {TY_F16, SWIZZLE_32B, 2, 32, 48},
   };
   for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
     Buffer buf = lines_tile(tiles[i].t, tiles[i].sw, tiles[i].stages, tiles[i].rows, tiles[i].cols);
