@@ -1591,13 +1591,24 @@ static Stmt *check_for(Sema *s, const Node *n)
 }
 
 /* ifstmt = "if" expr block [ "else" ( block | ifstmt ) ] ;   the condition is bool (no integer
- * converts to it); both branches are checked even when the condition is wrong. */
+ * converts to it); both branches are checked even when the condition is wrong.  A condition of
+ * constants only (the kernel's constants have their values here) picks its branch now: only that
+ * branch is checked and kept, so the other may hold what only makes sense for other values (a
+ * gemm of other shapes, a tile it does not allocate). */
 static Stmt *check_if(Sema *s, const Node *n)
 {
   Expr *c = check_expr(s, n->a, TY_BOOL);
   if (c && c->type != TY_BOOL) {
     error_at(s->d, n->a->loc, "condition must be bool, got %s; compare it, e.g. x != 0", type_name(c->type));
     c = NULL;
+  }
+  int64_t taken;
+  if (c && ir_eval_int(s->a, s->k, c, &taken)) {
+    if (taken)
+      return check_block(s, n->b);
+    if (!n->c)
+      return stlist_seq(s->a, &(StmtList){0}, n->loc);
+    return n->c->kind == N_IF ? check_if(s, n->c) : check_block(s, n->c);
   }
   Stmt *then_s = check_block(s, n->b);
   Stmt *else_s = n->c ? (n->c->kind == N_IF ? check_if(s, n->c) : check_block(s, n->c)) : NULL;
