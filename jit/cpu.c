@@ -156,9 +156,12 @@ static tl_status cpu_launch(tl_context *ctx, void *state, int kernel, const tl_k
   InterpArg *iargs = calloc((size_t)info->nparams + 1, sizeof *iargs);
   if (!iargs)
     return tl_context_fail(ctx, TL_ERR_OUT_OF_MEMORY, "out of memory");
+  /* The tile level runs the kernel before lowering, which has no TMA flag (nor maps) to bind */
+  const bool has_flag = cm->kernels[kernel]->ntmaps > 0;
   int n = 0;
   for (int i = 0; i < info->nparams; i++)
-    if ((iargs[n] = interp_arg(info, i, args, plan)).name)
+    if ((info->params[i].kind != TL_PARAM_TMAP_OK || has_flag) &&
+        (iargs[n] = interp_arg(info, i, args, plan)).name)
       n++;
   const InterpOptions opt = {.num_sms = dev.sm_count};
   Diags d = {.arena = arena_new(), .filename = cm->filename, .src = cm->src, .src_len = cm->src_len};
