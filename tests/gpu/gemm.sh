@@ -90,6 +90,9 @@ VARIANTS=(
   "gemm_bf16_k16         stdlib  stdlib/gemm.tl      T=bf16 BK=16 STAGES=4"
   "gemm_f16_n32          stdlib  stdlib/gemm.tl      T=f16 BN=32"
   "gemm_f16_n16_k32      stdlib  stdlib/gemm.tl      T=f16 BN=16 BK=32"
+  "matmul_f16_swap16     stages  examples/matmul.tl  T=f16 SWAP=1 BM=16 BN=64 BK=128 STAGES=6 THREADS=128"
+  "matmul_bf16_swap32    stages  examples/matmul.tl  T=bf16 SWAP=1 BM=32 BN=64 BK=128 STAGES=6 THREADS=128"
+  "matmul_f16_swap48_ws0 stages  examples/matmul.tl  T=f16 SWAP=1 BM=48 BN=128 BK=64 STAGES=4 THREADS=256 WS=0"
 )
 
 # shellcheck source=script_common.sh
