@@ -449,7 +449,13 @@ static void test_matmul_variants(void)
       {97, 4096, 4096, {0, 64, 64, 128, 6, 128}},    /* two rows of 64 x 64 tiles */
       {128, 4096, 4096, {0, 64, 64, 128, 6, 128}},   /* 128 blocks of 64 x 64 */
       {4096, 4096, 4096, {0, 128, 256, 64, 4, 256}}, /* large: 128 x 256, 4 stages */
-      {512, 14336, 4096, {0, 128, 256, 64, 4, 256}},
+      {512,
+       14336,
+       4096,
+       {0, 128, 224, 64, 4, 256}}, /* 224 wide: 256 tiles fill 2 waves, 224 of 256 did not */
+      {128, 14336, 4096, {0, 64, 224, 64, 4, 128}},
+      {16384, 14336, 4096, {0, 128, 256, 64, 4, 256}}, /* many waves: 256 */
+      {0, 4096, 4096, {1, 16, 64, 128, 6, 128}},       /* empty: still a kernel that compiles */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int64_t sa[2] = {cases[i].m, cases[i].k}, sb[2] = {cases[i].k, cases[i].n},
@@ -469,7 +475,7 @@ static void test_matmul_variants(void)
     if (st == TL_OK)
       tl_launch_plan_release(&plan);
   }
-  static const int shapes[][3] = {{5, 70, 40}, {70, 65, 24}, {50, 33, 48}};
+  static const int shapes[][3] = {{5, 70, 40}, {70, 65, 24}, {50, 33, 48}, {5, 70, 0}, {0, 70, 40}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     int wrong = matmul_wrong(ctx, k, shapes[i][0], shapes[i][1], shapes[i][2]);
     CHECK(wrong == 0, "matmul %dx%dx%d at its defaults: %d elements wrong", shapes[i][0], shapes[i][1],
