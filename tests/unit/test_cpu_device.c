@@ -475,6 +475,32 @@ static void test_matmul_variants(void)
     if (st == TL_OK)
       tl_launch_plan_release(&plan);
   }
+  /* How many variants: one per distinct tuple of the launch constants' values, over every M up to
+   * 20000 and N from 1 to 65536 (docs/language.md, launch constants) */
+  enum { MAXV = 64 };
+  int64_t seen[MAXV][16];
+  int nseen = 0, nconsts = info->nconsts < 16 ? info->nconsts : 16;
+  for (int64_t m = 0; m <= 20000 && nseen < MAXV; m += m < 300 ? 1 : 37)
+    for (int64_t n = 1; n <= 65536 && nseen < MAXV; n = n < 1024 ? n * 2 : n + 512) {
+      int64_t sa[2] = {m, 4096}, sb[2] = {4096, n}, sc[2] = {m, n};
+      tl_arg args[3] = {tl_arg_tensor(256, TL_F16, 2, sa), tl_arg_tensor(512, TL_F16, 2, sb),
+                        tl_arg_tensor(1024, TL_F16, 2, sc)};
+      tl_launch_plan plan;
+      char err[512] = "";
+      if (tl_plan_launch(info, args, 3, &plan, err, sizeof err) != TL_OK) {
+        CHECK(0, "M=%lld N=%lld: %s", (long long)m, (long long)n, err);
+        continue;
+      }
+      int v = 0;
+      while (v < nseen && memcmp(seen[v], plan.consts, sizeof(int64_t) * (size_t)nconsts))
+        v++;
+      if (v == nseen)
+        memcpy(seen[nseen++], plan.consts, sizeof(int64_t) * (size_t)nconsts);
+      tl_launch_plan_release(&plan);
+    }
+  fprintf(stderr, "note: matmul on sm_90a: %d variants over M <= 20000, N <= 65536\n", nseen);
+  CHECK(nseen <= 24, "matmul has %d variants over M <= 20000, N <= 65536 (docs/language.md says 24 at most)",
+        nseen);
   static const int shapes[][3] = {{5, 70, 40}, {70, 65, 24}, {50, 33, 48}, {5, 70, 0}, {0, 70, 40}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     int wrong = matmul_wrong(ctx, k, shapes[i][0], shapes[i][1], shapes[i][2]);
