@@ -110,18 +110,15 @@ static unsigned char empty_tensor;
  * address (tl_devptr is one on this device), sizes from the plan (bound and checked there),
  * scalars by value in the interpreter's two fields; no name for a tensor map (the interpreter reads
  * the tensor itself), and the TMA flag 1 (the path a GPU whose driver encodes the maps runs) unless
- * TILEC_NO_TMA says otherwise, as for a GPU. */
-static InterpArg interp_arg(const tl_kernel_info *info, int i, const tl_arg *args, const tl_launch_plan *plan)
+ * the context's TILEC_NO_TMA says otherwise, as for a GPU. */
+static InterpArg interp_arg(const tl_kernel_info *info, int i, const tl_arg *args, const tl_launch_plan *plan,
+                            bool no_tma)
 {
   const tl_param *p = &info->params[i];
   InterpArg a = {.name = p->name};
   switch (p->kind) {
   case TL_PARAM_TMAP: a.name = NULL; break;
-  case TL_PARAM_TMAP_OK: {
-    const char *no = getenv("TILEC_NO_TMA");
-    a.i = !(no && *no && strcmp(no, "0"));
-    break;
-  }
+  case TL_PARAM_TMAP_OK: a.i = !no_tma; break;
   case TL_PARAM_TENSOR: a.data = args[i].ptr ? (void *)(uintptr_t)args[i].ptr : &empty_tensor; break;
   case TL_PARAM_SIZE: {
     int32_t v;
@@ -161,7 +158,7 @@ static tl_status cpu_launch(tl_context *ctx, void *state, int kernel, const tl_k
   int n = 0;
   for (int i = 0; i < info->nparams; i++)
     if ((info->params[i].kind != TL_PARAM_TMAP_OK || has_flag) &&
-        (iargs[n] = interp_arg(info, i, args, plan)).name)
+        (iargs[n] = interp_arg(info, i, args, plan, tl_context_no_tma(ctx))).name)
       n++;
   const InterpOptions opt = {.num_sms = dev.sm_count};
   Diags d = {.arena = arena_new(), .filename = cm->filename, .src = cm->src, .src_len = cm->src_len};

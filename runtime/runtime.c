@@ -192,6 +192,8 @@ const tl_cuda_driver *tl_context_driver(const tl_context *ctx) { return ctx && !
 
 bool tl_context_is_cpu(const tl_context *ctx) { return ctx && ctx->cpu; }
 
+bool tl_context_no_tma(const tl_context *ctx) { return ctx && ctx->no_tma; }
+
 tl_status tl_context_make_current(tl_context *ctx)
 {
   if (!ctx)

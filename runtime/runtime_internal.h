@@ -156,6 +156,8 @@ typedef struct tl_host_module_ops {
 
 /* Is this a CPU device context (TL_DEVICE_CPU)? false for NULL. */
 bool tl_context_is_cpu(const tl_context *ctx);
+/* Did $TILEC_NO_TMA, read when ctx was created, ask for the paths without TMA? false for NULL. */
+bool tl_context_no_tma(const tl_context *ctx);
 
 /* A module of the CPU device: the metadata from `ptx` (the PTX the GPU would load, for its
  * tilec-meta block alone: the driver never sees it), kernel i of the metadata launched through
