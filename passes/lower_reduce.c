@@ -199,15 +199,9 @@ Stmt *lower_reduce(Lw *w, Stmt *s)
         lw_bin(w, OP_DIV,
                lw_bin(w, OP_ADD, ex_mul(w->a, ex_clone(w->a, lead), lw_i32(w, T)), lw_var(w, w->tid)),
                lw_i32(w, G)));
-    Var av = {0};
-    av.name = arena_printf(w->a, "acc.%d", w->k->fresh_names++);
-    av.kind = VAR_MUT;
-    av.type = t;
-    av.param_index = -1;
-    int acc = kernel_add_var(w->a, w->k, av);
-    Stmt *init = st_new(w->a, ST_ASSIGN, NO_LOC);
-    init->var = acc;
-    init->value = reduce_identity(w, s->reduce, t);
+    int acc = lw_fresh(w, "acc", VAR_MUT);
+    w->k->vars[acc].type = t;
+    Stmt *init = lw_assign(w, acc, reduce_identity(w, s->reduce, t));
     stlist_push(w->a, &one, init);
     if (slot == 32 && per_row <= 32 && (per_row & (per_row - 1)) == 0) {
       /* A row spans whole warps (G >= 64), so all lanes of a warp share
@@ -218,19 +212,15 @@ Stmt *lower_reduce(Lw *w, Stmt *s)
       at = lw_bin(w, OP_MIN, at, lw_i32(w, last_slot)); /* padding chunks: unused */
       init->value = ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1);
       for (int64_t off = per_row / 2; off >= 1; off /= 2) {
-        Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
-        step->var = acc;
-        step->value = bfly(w, s->reduce, lw_var(w, acc), off);
-        stlist_push(w->a, &one, step);
+        stlist_push(w->a, &one, lw_assign(w, acc, bfly(w, s->reduce, lw_var(w, acc), off)));
       }
     } else {
       int q = lw_fresh(w, "q", VAR_LOOP);
       Expr *at = lw_bin(w, OP_ADD, ex_mul(w->a, lw_var(w, row), lw_i32(w, per_row)), lw_var(w, q));
       /* Rows of a padding chunk point past the slots written: clamp, the value is unused. */
       at = lw_bin(w, OP_MIN, at, lw_i32(w, last_slot));
-      Stmt *step = st_new(w->a, ST_ASSIGN, NO_LOC);
-      step->var = acc;
-      step->value = reduce_op(w, s->reduce, lw_var(w, acc), ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1));
+      Stmt *step = lw_assign(
+          w, acc, reduce_op(w, s->reduce, lw_var(w, acc), ex_load(w->a, w->k, scratch, lw_idx1(w, at), 1)));
       Stmt *loop = lw_unrolled(w, q, per_row, step);
       if (per_row > 16)
         loop->for_kind = FOR_SERIAL;
