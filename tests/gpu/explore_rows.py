@@ -43,27 +43,24 @@ def candidates(kind, n, elem):
     if kind == "layernorm" and bn * elem > 16384:  # x, w, b and the f32 squares in registers: >= 64 B a thread
         for t in (512, 1024):
             for rpb in (1, 4):
-                for st in (2, 3):
-                    out.append(dict(BN=bn, THREADS=t, RPB=rpb, STAGES=st, MINB=0))
-        out.append(dict(BN=8192, THREADS=256, RPB=4, STAGES=3, MINB=2))
+                for mb in (0, 2):
+                    out.append(dict(BN=bn, DIRECT=1, THREADS=t, RPB=rpb, MINB=mb))
         return out
     for t in threads_opts:
         occ = min(32, max(1, 2048 // t))
         if kind == "softmax":
-            for bps, st in ((occ, 2), (65536, 1), (65536, 2)):
+            # DIRECT = 1: global memory straight into registers, one block per row (BPS = 65536) or a
+            # persistent grid of occ blocks per SM
+            for bps in (65536, occ):
                 for mb in sorted({0, occ if occ > 1 else 0}):
-                    if st * bn * elem * min(bps, occ) > 200 * 1024:
-                        continue
-                    out.append(dict(BN=bn, THREADS=t, BPS=bps, STAGES=st, MINB=mb))
+                    out.append(dict(BN=bn, DIRECT=1, THREADS=t, BPS=bps, MINB=mb))
         elif kind == "rmsnorm":
             for mb in (0, 2, 4):
                 out.append(dict(BN=bn, THREADS=t, MINB=mb))
         else:
             for rpb in (1, 4):
                 for mb in (0, 2, 4):
-                    if 3 * bn * elem * max(mb, 1) > 200 * 1024:
-                        continue
-                    out.append(dict(BN=bn, THREADS=t, RPB=rpb, STAGES=3, MINB=mb))
+                    out.append(dict(BN=bn, DIRECT=1, THREADS=t, RPB=rpb, MINB=mb))
     if n > 8192:  # also the long-row path with 8192-element tiles (the old default)
         if kind == "rmsnorm":
             out.append(dict(BN=8192, THREADS=256, MINB=0))
