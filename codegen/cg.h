@@ -66,6 +66,8 @@ void emit_barrier(Cg *cg, const Stmt *s);
 void emit_setmaxnreg(Cg *cg, const Stmt *s);
 void emit_mbarrier(Cg *cg, const Stmt *s); /* MBAR_INIT, MBAR_ARRIVE, MBAR_EXPECT_TX, MBAR_WAIT */
 void emit_tma_load(Cg *cg, const Stmt *s);
+void emit_tma_store(Cg *cg, const Stmt *s);
+void emit_tma_store_wait(Cg *cg);
 
 /* ---------------------------------------------------------------- cg_types.c */
 

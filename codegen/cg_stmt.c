@@ -251,6 +251,8 @@ void emit_stmt(Cg *cg, const Stmt *s)
   case ST_MBAR_EXPECT_TX:
   case ST_MBAR_WAIT: emit_mbarrier(cg, s); return;
   case ST_TMA_LOAD: emit_tma_load(cg, s); return;
+  case ST_TMA_STORE: emit_tma_store(cg, s); return;
+  case ST_TMA_STORE_WAIT: emit_tma_store_wait(cg); return;
   case ST_COPY:
   case ST_FILL:
   case ST_GEMM:

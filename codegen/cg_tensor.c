@@ -10,6 +10,8 @@
  *   fence.proxy.async.shared::cta                           generic -> async proxy
  *   mbarrier.init / arrive / arrive.expect_tx / try_wait.parity   sm_90 barriers
  *   cp.async.bulk.tensor.Nd ... mbarrier::complete_tx::bytes     TMA: global -> shared
+ *   cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group        TMA: shared -> global
+ *   cp.async.bulk.commit_group / wait_group.read 0               its shared reads done
  *
  * Instructions that touch memory are volatile with a memory clobber, so LLVM
  * keeps them in order with barriers and ordinary loads and stores; mma is pure.
@@ -264,6 +266,17 @@ void emit_mbarrier(Cg *cg, const Stmt *s)
   }
 }
 
+/* A TMA statement's tensor coordinates, innermost first, as operands $first.. */
+static void tma_coords(Cg *cg, const Stmt *s, LLVMValueRef *args, int first, StrBuf *text, StrBuf *cons)
+{
+  int R = s->nsrc_idx;
+  for (int d = 0; d < R; d++) {
+    args[first + d] = emit_index(cg, s->src_idx[R - 1 - d], cg->t.i32);
+    sb_printf(text, "%s$%d", d ? ", " : "", first + d);
+    sb_puts(cons, ",r");
+  }
+}
+
 void emit_tma_load(Cg *cg, const Stmt *s)
 {
   int R = s->nsrc_idx;
@@ -275,14 +288,33 @@ void emit_tma_load(Cg *cg, const Stmt *s)
   sb_printf(&text,
             "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", R);
   sb_puts(&cons, "r,l,r");
-  for (int d = 0; d < R; d++) { /* the coordinates, innermost first */
-    args[3 + d] = emit_index(cg, s->src_idx[R - 1 - d], cg->t.i32);
-    sb_printf(&text, "%s$%d", d ? ", " : "", 3 + d);
-    sb_puts(&cons, ",r");
-  }
+  tma_coords(cg, s, args, 3, &text, &cons);
   sb_puts(&text, "}], [$2];");
   sb_puts(&cons, ",~{memory}");
   inline_asm(cg, cg->t.void_t, text.data, cons.data, args, 3 + R, true);
   free(text.data);
   free(cons.data);
+}
+
+void emit_tma_store(Cg *cg, const Stmt *s)
+{
+  int R = s->nsrc_idx;
+  LLVMValueRef args[2 + TL_MAX_RANK];
+  args[0] = LLVMBuildPtrToInt(cg->b, cg->tmaps[s->tmap], cg->t.i64, ""); /* cvta.param */
+  args[1] = shared_addr(cg, s->buf, s->idx, s->nidx);
+  StrBuf text = {0}, cons = {0};
+  sb_printf(&text, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", R);
+  sb_puts(&cons, "l,r");
+  tma_coords(cg, s, args, 2, &text, &cons);
+  sb_puts(&text, "}], [$1];");
+  sb_puts(&cons, ",~{memory}");
+  inline_asm(cg, cg->t.void_t, text.data, cons.data, args, 2 + R, true);
+  free(text.data);
+  free(cons.data);
+}
+
+void emit_tma_store_wait(Cg *cg)
+{
+  inline_asm(cg, cg->t.void_t, "cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;", "~{memory}",
+             NULL, 0, true);
 }

@@ -74,7 +74,10 @@
  *     loads land when issued (their bytes count down the mbarrier's expected
  *     ones) into a 1024-byte aligned panel of a swizzled tile, elements outside
  *     the tensor reading 0, and are published by the mbarrier, not a barrier
- *     (a read before the consumer's wait is not detected);
+ *     (a read before the consumer's wait is not detected); TMA stores write the
+ *     tensor when issued (elements outside it are skipped), reading shared bytes
+ *     that must be behind a barrier and fenced by their writers (a write into the
+ *     tile before the store's wait is not detected);
  *   - integer division by zero, out-of-range shifts (value.c). */
 #include "interp.h"
 
@@ -885,26 +888,41 @@ static bool mbarrier(Th *th, const Stmt *s, int t)
   }
 }
 
+/* A TMA statement's tensor coordinates o[], its tile's indices ti[] and its box
+ * rows x cols: a 1024-byte aligned panel of a wgmma swizzled tile, or an error. */
+static bool tma_panel(Th *th, const Stmt *s, int t, int64_t *o, int64_t *ti, int64_t *rows, int64_t *cols)
+{
+  const Kernel *k = th->k;
+  const struct TensorMap *map = &k->tmaps[s->tmap];
+  const Buffer *T = &k->bufs[s->buf];
+  int R = k->bufs[s->src_buf].rank;
+  int64_t at;
+  if (!eval_indices(th, s->src_idx, R, t, o) || !eval_indices(th, s->idx, s->nidx, t, ti) ||
+      !locate(th, s->loc, t, s->buf, ti, s->nidx, 1, &at))
+    return false;
+  *rows = map->box[R - 2];
+  *cols = map->box[R - 1];
+  int64_t span = swizzle_span(T->swizzle);
+  if (!span || at % 1024 || *cols * 2 != span || ti[s->nidx - 1] % *cols ||
+      ti[s->nidx - 2] + *rows > T->tile_shape[T->rank - 2]) {
+    fail(th, s->loc, t,
+         "TMA box [%lld, %lld] %s %s at byte %lld: not a 1024-byte aligned panel of a wgmma swizzled tile "
+         "whose rows are the box's",
+         (long long)*rows, (long long)*cols, s->kind == ST_TMA_LOAD ? "into" : "from", T->name,
+         (long long)at);
+    return false;
+  }
+  return true;
+}
+
 /* A TMA load: the box lands at once, zeros outside the tensor, its bytes counted on the mbarrier. */
 static bool tma_load(Th *th, const Stmt *s, int t)
 {
   const Kernel *k = th->k;
-  const struct TensorMap *map = &k->tmaps[s->tmap];
-  const Buffer *G = &k->bufs[s->src_buf], *D = &k->bufs[s->buf];
-  int R = G->rank;
-  int64_t o[TL_MAX_RANK], di[TL_MAX_RANK], at;
-  if (!eval_indices(th, s->src_idx, R, t, o) || !eval_indices(th, s->idx, s->nidx, t, di) ||
-      !locate(th, s->loc, t, s->buf, di, s->nidx, 1, &at))
+  int R = k->bufs[s->src_buf].rank;
+  int64_t o[TL_MAX_RANK], di[TL_MAX_RANK], rows, cols;
+  if (!tma_panel(th, s, t, o, di, &rows, &cols))
     return false;
-  int64_t rows = map->box[R - 2], cols = map->box[R - 1], span = swizzle_span(D->swizzle);
-  if (!span || at % 1024 || cols * 2 != span || di[s->nidx - 1] % cols ||
-      di[s->nidx - 2] + rows > D->tile_shape[D->rank - 2]) {
-    fail(th, s->loc, t,
-         "TMA box [%lld, %lld] into %s at byte %lld: not a 1024-byte aligned panel of a wgmma swizzled tile "
-         "whose rows are the box's",
-         (long long)rows, (long long)cols, D->name, (long long)at);
-    return false;
-  }
   Mbar *m = mbar_at(th, s, t, false);
   if (!m)
     return false;
@@ -953,6 +971,61 @@ static bool tma_load(Th *th, const Stmt *s, int t)
   return true;
 }
 
+/* A TMA store: the panel goes to the tensor at once (the elements outside it are not
+ * written); each shared byte it reads must have been written before a barrier and,
+ * through the generic proxy, fenced by its writer (fence.proxy.async). */
+static bool tma_store(Th *th, const Stmt *s, int t)
+{
+  const Kernel *k = th->k;
+  const Buffer *G = &k->bufs[s->src_buf], *S = &k->bufs[s->buf];
+  int R = G->rank;
+  int64_t o[TL_MAX_RANK], si[TL_MAX_RANK], rows, cols;
+  if (!tma_panel(th, s, t, o, si, &rows, &cols))
+    return false;
+  char e[160];
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      int64_t gi[TL_MAX_RANK], li[TL_MAX_RANK], byte;
+      for (int d = 0; d < s->nidx; d++)
+        li[d] = si[d] + (d == s->nidx - 2 ? r : d == s->nidx - 1 ? c : 0);
+      if (!locate(th, s->loc, t, s->buf, li, s->nidx, 1, &byte))
+        return false;
+      for (int64_t i = byte; i < byte + 2; i++) {
+        const Shadow *sh = &th->shadow[i];
+        const char *why = sh->inflight   ? "while a cp.async into it is in flight"
+                          : !sh->written ? "before anything wrote it"
+                          : sh->w_async  ? NULL
+                          : !ordered(th, sh->w_epoch, sh->w_named, t)
+                              ? "with no barrier after the thread that wrote it"
+                          : th->fences[sh->w_thread] == sh->w_fences
+                              ? "which its writer did not fence (fence.proxy.async) for the copy engine"
+                              : NULL;
+        if (why) {
+          fail(th, s->loc, t, "TMA store reads %s %s", elem_text(e, sizeof e, th, s->buf, li, s->nidx), why);
+          return false;
+        }
+      }
+      th->stats.shared_bytes += 2;
+      bool inside = true;
+      for (int d = 0; d < R; d++) {
+        gi[d] = o[d] + (d == R - 2 ? r : d == R - 1 ? c : 0);
+        inside &= gi[d] >= 0 && gi[d] < th->dims[s->src_buf][d];
+      }
+      if (!inside)
+        continue;
+      int64_t off = 0;
+      for (int d = 0; d < R; d++)
+        off = off * th->dims[s->src_buf][d] + gi[d];
+      Val v = val_load(S->elem, th->smem + byte, 0);
+      if (!tensor_order(th, s->loc, t, s->src_buf, gi, R, off, 1, &v))
+        return false;
+      val_store(G->elem, th->data[s->src_buf], off, v);
+    }
+  th->stats.async_copies++;
+  th->progress++;
+  return true;
+}
+
 static bool exec_one(Th *th, const Stmt *s, int t)
 {
   switch (s->kind) {
@@ -967,6 +1040,8 @@ static bool exec_one(Th *th, const Stmt *s, int t)
   case ST_MBAR_EXPECT_TX:
   case ST_MBAR_WAIT: return mbarrier(th, s, t);
   case ST_TMA_LOAD: return tma_load(th, s, t);
+  case ST_TMA_STORE: return tma_store(th, s, t);
+  case ST_TMA_STORE_WAIT: return true; /* the stores were done when issued */
   case ST_EVAL: eval(th, s->value, t); return !th->failed;
   default: DIE("statement %s is not per thread", stmt_spelling(s->kind));
   }

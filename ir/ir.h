@@ -332,6 +332,10 @@ typedef struct {
   int64_t smem_offset;             /* SHARED: byte offset in the block's shared memory */
   SwizzleKind swizzle;             /* SHARED: element placement (gemm operands); NONE is row-major */
   int stages;                      /* SHARED: copies kept by a pipelined loop (the leading dimension), or 0 */
+  /* SHARED: the top-level statements of the tile-level body that use the tile, first to last
+   * (shared-lifetimes); without live_known the whole kernel (tiles made by the lowering) */
+  bool live_known;
+  int live_first, live_last;
   SrcLoc loc;
 } Buffer;
 
@@ -441,6 +445,15 @@ typedef enum {
  *                   shared tile .buf from element .idx on (a 1024-byte aligned
  *                   panel of the SWIZZLE_128B layout: the box's rows of 128 bytes),
  *                   its bytes completing on .bar[.bar_idx]
+ *   TMA_STORE       cp.async.bulk.tensor, the other way: the panel of shared tile .buf
+ *                   from element .idx on (laid out as for TMA_LOAD) -> the box of tensor
+ *                   map .tmap at coordinates .src_idx of .src_buf (the map's tensor; the
+ *                   copy engine writes only the elements inside it), in this thread's
+ *                   bulk group; the tile's generic-proxy writers fenced (fence.proxy.async)
+ *                   before the barrier that precedes it
+ *   TMA_STORE_WAIT  cp.async.bulk.commit_group, then wait_group.read 0: this thread's
+ *                   TMA stores have read their shared bytes (the tile may be rewritten;
+ *                   the writes to global complete on their own)
  *   EVAL      evaluate .value for effect (never produced yet)
  */
 #define TL_STMT_KINDS(X)                                    \
@@ -472,6 +485,8 @@ typedef enum {
   X(ST_MBAR_EXPECT_TX, "mbarrier.expect_tx", STMT_THREAD)   \
   X(ST_MBAR_WAIT, "mbarrier.wait", STMT_THREAD)             \
   X(ST_TMA_LOAD, "tma.load", STMT_THREAD)                   \
+  X(ST_TMA_STORE, "tma.store", STMT_THREAD)                 \
+  X(ST_TMA_STORE_WAIT, "tma.store.wait", STMT_THREAD)       \
   X(ST_SETMAXNREG, "setmaxnreg", STMT_THREAD)               \
   X(ST_EVAL, "eval", STMT_ANY)
 
@@ -557,7 +572,7 @@ struct Stmt {
    * WAIT's parity) */
   int bar;
   Expr *bar_idx;
-  int tmap; /* TMA_LOAD: the tensor map, an index into Kernel.tmaps */
+  int tmap; /* TMA_LOAD, TMA_STORE: the tensor map, an index into Kernel.tmaps */
 };
 
 typedef struct {

@@ -260,6 +260,14 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
     ir_print_expr(sb, k, s->bar_idx);
     sb_puts(sb, "]");
     break;
+  case ST_TMA_STORE:
+    sb_printf(sb, "tma.store map %d %s[", s->tmap, k->bufs[s->buf].name);
+    print_exprs(sb, k, s->idx, s->nidx);
+    sb_printf(sb, "] -> %s[", k->bufs[s->src_buf].name);
+    print_exprs(sb, k, s->src_idx, s->nsrc_idx);
+    sb_puts(sb, "]");
+    break;
+  case ST_TMA_STORE_WAIT: sb_puts(sb, "tma.store.wait"); break;
   case ST_EVAL: ir_print_expr(sb, k, s->value); break;
   }
   sb_puts(sb, "\n");

@@ -105,6 +105,25 @@ static bool expr_ok(Verifier *v, const Expr *e)
   return fail(v, "unknown expression kind");
 }
 
+/* TMA_LOAD, TMA_STORE: a tensor map of .src_buf, a 16-bit global tensor, and one
+ * panel (the map's box) of the wgmma swizzled shared tile .buf. */
+static bool tma_ok(Verifier *v, const Stmt *s, const char *what)
+{
+  if (s->tmap < 0 || s->tmap >= v->k->ntmaps || v->k->tmaps[s->tmap].buf != s->src_buf ||
+      !buf_ok(v, s->buf, s->nidx, what) || !buf_ok(v, s->src_buf, s->nsrc_idx, what) ||
+      !exprs_ok(v, s->idx, s->nidx) || !exprs_ok(v, s->src_idx, s->nsrc_idx))
+    return fail(v, arena_printf(v->arena, "malformed %s", what));
+  const Buffer *T = &v->k->bufs[s->buf], *G = &v->k->bufs[s->src_buf];
+  if (T->scope != SCOPE_SHARED || G->scope != SCOPE_GLOBAL || !swizzle_span(T->swizzle) ||
+      T->elem != G->elem || type_bytes(T->elem) != 2 ||
+      v->k->tmaps[s->tmap].box[G->rank - 1] * 2 != swizzle_span(T->swizzle))
+    return fail(v, arena_printf(v->arena,
+                                "%s moves one panel (the map's box) between a 16-bit global tensor and a "
+                                "wgmma swizzled shared tile",
+                                what));
+  return true;
+}
+
 static bool stmt_ok(Verifier *v, const Stmt *s)
 {
   if (!s)
@@ -238,19 +257,10 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
       return (s->kind == ST_MBAR_ARRIVE) == !s->value && (!s->value || expr_ok(v, s->value))
                  ? true
                  : fail(v, "malformed mbarrier statement");
-    if (s->tmap < 0 || s->tmap >= v->k->ntmaps || v->k->tmaps[s->tmap].buf != s->src_buf ||
-        !buf_ok(v, s->buf, s->nidx, "tma.load") || !buf_ok(v, s->src_buf, s->nsrc_idx, "tma.load") ||
-        !exprs_ok(v, s->idx, s->nidx) || !exprs_ok(v, s->src_idx, s->nsrc_idx))
-      return fail(v, "malformed tma.load");
-    const Buffer *D = &v->k->bufs[s->buf], *G = &v->k->bufs[s->src_buf];
-    if (D->scope != SCOPE_SHARED || G->scope != SCOPE_GLOBAL || !swizzle_span(D->swizzle) ||
-        D->elem != G->elem || type_bytes(D->elem) != 2 ||
-        v->k->tmaps[s->tmap].box[G->rank - 1] * 2 != swizzle_span(D->swizzle))
-      return fail(
-          v,
-          "tma.load copies a 16-bit global tensor, one panel of its box, into a wgmma swizzled shared tile");
-    return true;
+    return tma_ok(v, s, "tma.load");
   }
+  case ST_TMA_STORE: return tma_ok(v, s, "tma.store");
+  case ST_TMA_STORE_WAIT: return true;
   case ST_EVAL: return expr_ok(v, s->value);
   }
   return fail(v, "unknown statement kind");

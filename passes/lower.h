@@ -85,6 +85,10 @@ void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr 
 void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, Expr *creg, Expr **t, int vec,
                     Expr *stage, bool async, SrcLoc loc);
 Stmt *lower_copy(Lw *w, Stmt *s);
+/* Can copy s (a shared tile -> a global tensor) go through the copy engine (TMA
+ * store) on this target, given a wgmma swizzle on the tile?  (choose-swizzles
+ * gives the tile one when so.) */
+bool lw_tma_store_shape(const Lw *w, const Stmt *s);
 Stmt *lower_fill(Lw *w, Stmt *s);
 Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);
 Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);

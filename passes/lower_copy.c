@@ -355,6 +355,67 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
   return lw_unrolled(w, c, F->layout.chunks, stlist_seq(w->a, &body, s->loc));
 }
 
+/* ---------------------------------------------------------------- TMA stores (sm_90a)
+ *
+ * A copy of a 16-bit shared tile [R, C] into a global tensor of rank 2 .. 5 (the
+ * tile covering its last two dimensions) goes through the copy engine when the
+ * host passed tensor maps: the tile is in a wgmma swizzle layout (choose-swizzles
+ * gives it one), panels [R, P] of S bytes a row, and the map's box is a panel with
+ * the swizzle of span S (the layout is the one the copy engine writes for loads,
+ * read back the same way).  The copy's fence (lower_copy: barrier, stores,
+ * fence.proxy.async, barrier) already separates the tile's writers from it:
+ *
+ *   if tma.ok != 0:
+ *       if tid == 0: for each panel: tma.store; then commit + wait_group.read 0
+ *   else: the threads' masked copy
+ *
+ * The copy engine writes only the elements inside the tensor (ragged edges need
+ * no masks); thread 0 waits until the engine has read the tile, so a later
+ * write into it (after the next barrier) cannot race the store. */
+bool lw_tma_store_shape(const Lw *w, const Stmt *s)
+{
+  const Kernel *k = w->k;
+  const Buffer *T = &k->bufs[s->src.buf], *G = &k->bufs[s->dst.buf];
+  return w->pc->target->sm == 90 && w->pc->target->arch_specific && T->scope == SCOPE_SHARED &&
+         G->scope == SCOPE_GLOBAL && !T->stages && T->rank == 2 && G->elem == T->elem &&
+         type_bytes(T->elem) == 2 && G->rank >= 2 && G->rank <= 5 && s->dst.rank == G->rank &&
+         T->tile_shape[1] % 16 == 0 && T->tile_shape[0] % 8 == 0 && T->tile_shape[0] <= 256;
+}
+
+static Stmt *tma_store(Lw *w, Stmt *s)
+{
+  Kernel *k = w->k;
+  const Buffer *T = &k->bufs[s->src.buf], *G = &k->bufs[s->dst.buf];
+  int R = G->rank;
+  int64_t box[TL_MAX_RANK], panel = swizzle_span(T->swizzle) / 2;
+  for (int d = 0; d < R; d++)
+    box[d] = d < R - 2 ? 1 : d == R - 2 ? T->tile_shape[0] : panel;
+  int map = kernel_add_tmap(w->a, k, s->dst.buf, box);
+  StmtList out = {0};
+  for (int64_t c = 0; c < T->tile_shape[1]; c += panel) {
+    Stmt *t = st_new(w->a, ST_TMA_STORE, s->loc);
+    t->tmap = map;
+    t->buf = s->src.buf;
+    t->nidx = 2;
+    t->idx = ARENA_ARRAY(w->a, Expr *, 2);
+    t->idx[0] = lw_i32(w, 0);
+    t->idx[1] = lw_i32(w, c);
+    t->src_buf = s->dst.buf;
+    t->nsrc_idx = R;
+    t->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+    for (int d = 0; d < R; d++) {
+      Expr *o = lw_clone(w, s->dst.origin[d]);
+      t->src_idx[d] = d == R - 1 && c ? lw_add(w, o, lw_i32(w, c)) : o;
+    }
+    stlist_push(w->a, &out, t);
+  }
+  stlist_push(w->a, &out, st_new(w->a, ST_TMA_STORE_WAIT, s->loc));
+  Stmt *issue = lw_if(w, lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, 0)), stlist_seq(w->a, &out, s->loc),
+                      NULL);
+  return lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), issue,
+               lower_copy_global(w, s, false));
+}
+
 Stmt *lower_copy(Lw *w, Stmt *s)
 {
   const Buffer *A = &w->k->bufs[s->src.buf], *B = &w->k->bufs[s->dst.buf];
@@ -370,6 +431,8 @@ Stmt *lower_copy(Lw *w, Stmt *s)
     r = lower_copy_rows(w, s);
   else if (A->scope == SCOPE_GLOBAL)
     r = lower_copy_global(w, s, true);
+  else if (B->scope == SCOPE_GLOBAL && lw_tma_store_shape(w, s) && swizzle_span(A->swizzle))
+    r = tma_store(w, s);
   else if (B->scope == SCOPE_GLOBAL)
     r = lower_copy_global(w, s, false);
   else if (A->scope == SCOPE_FRAGMENT && B->scope == SCOPE_FRAGMENT)

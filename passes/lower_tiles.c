@@ -3,6 +3,8 @@
  *
  *   linearize-locals       multi-dimensional alloc_local buffers -> row-major 1-D
  *   choose-swizzles        the shared-memory layout of gemm's operand tiles
+ *   shared-lifetimes       which top-level statements use each shared tile (plan-shared
+ *                          lets tiles whose uses do not overlap share bytes)
  *   renumber-blocks        use_swizzle(P): block indices walk the grid in panels
  *   lower-tile-ops         copy, fill, gemm, reductions, parallel and pipelined
  *                          loops -> per-thread statements (lw_lower_stmt below,
@@ -131,6 +133,10 @@ static void mark_swizzled(Lw *w, const Stmt *s)
         b->swizzle = SWIZZLE_LINES;
     }
   }
+  /* A shared tile copied into a global tensor in a way the copy engine can
+   * store (lower_copy.c) gets the wgmma layout the engine's swizzles write. */
+  if (s->kind == ST_COPY && lw_tma_store_shape(w, s) && k->bufs[s->src.buf].swizzle == SWIZZLE_NONE)
+    k->bufs[s->src.buf].swizzle = wgmma_swizzle(k->bufs[s->src.buf].tile_shape[1]);
   for (int i = 0; i < s->nbody; i++)
     mark_swizzled(w, s->body[i]);
   mark_swizzled(w, s->then_s);
@@ -218,6 +224,94 @@ bool pass_choose_swizzles(PassContext *pc, Kernel *k)
 {
   Lw w = lw_begin(pc, k);
   mark_swizzled(&w, k->body);
+  return true;
+}
+
+/* Shared tiles that statement s (of top-level position pos) names: its own
+ * fields and, through mark_load, the loads in its expressions. */
+typedef struct {
+  Kernel *k;
+  int pos;
+  int pipelined; /* inside a pipelined loop */
+} Lifetimes;
+
+static void use_at(Lifetimes *l, int buf)
+{
+  if (buf < 0 || buf >= l->k->nbufs || l->k->bufs[buf].scope != SCOPE_SHARED)
+    return;
+  Buffer *b = &l->k->bufs[buf];
+  if (!b->live_known) {
+    b->live_known = true;
+    b->live_first = l->pos;
+  }
+  b->live_last = l->pos;
+  /* A pipelined loop's copies into its stages start with no barrier before
+   * them (its prologue): its tiles must not share bytes with any earlier tile. */
+  if (l->pipelined)
+    b->live_first = 0;
+}
+
+static Expr *mark_load(void *ctx, Expr *e)
+{
+  if (e->kind == EX_LOAD || e->kind == EX_ALIGNED)
+    use_at(ctx, e->buf);
+  return e;
+}
+
+static void mark_uses(Lifetimes *l, Stmt *s)
+{
+  if (!s)
+    return;
+  switch (s->kind) {
+  case ST_COPY:
+    use_at(l, s->src.buf);
+    use_at(l, s->dst.buf);
+    break;
+  case ST_GEMM:
+    use_at(l, s->a);
+    use_at(l, s->b);
+    use_at(l, s->c);
+    break;
+  case ST_REDUCE:
+    use_at(l, s->src_buf);
+    use_at(l, s->buf);
+    break;
+  case ST_FILL:
+  case ST_STORE:
+  case ST_ATOMIC: use_at(l, s->buf); break;
+  default: break;
+  }
+  bool pipe = s->kind == ST_FOR && s->for_kind == FOR_PIPELINED;
+  l->pipelined += pipe;
+  for (int i = 0; i < s->nbody; i++)
+    mark_uses(l, s->body[i]);
+  mark_uses(l, s->then_s);
+  mark_uses(l, s->else_s);
+  l->pipelined -= pipe;
+}
+
+/* Positions count the statements of the body's top level, nested sequences
+ * flattened; a loop or branch is one position, whatever it holds. */
+static void number_top(Lifetimes *l, Stmt *s)
+{
+  if (s->kind == ST_SEQ) {
+    for (int i = 0; i < s->nbody; i++)
+      number_top(l, s->body[i]);
+    return;
+  }
+  mark_uses(l, s);
+  stmt_rewrite_exprs(s, mark_load, l);
+  l->pos++;
+}
+
+bool pass_shared_lifetimes(PassContext *pc, Kernel *k)
+{
+  (void)pc;
+  Lifetimes l = {k, 0, 0};
+  for (int i = 0; i < k->nbufs; i++)
+    k->bufs[i].live_known = false;
+  if (k->body)
+    number_top(&l, k->body);
   return true;
 }
 

@@ -28,6 +28,7 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k);
 /* lower_tiles.c: the steps of the lowering, in order */
 bool pass_linearize_locals(PassContext *pc, Kernel *k);
 bool pass_choose_swizzles(PassContext *pc, Kernel *k);
+bool pass_shared_lifetimes(PassContext *pc, Kernel *k);
 bool pass_renumber_blocks(PassContext *pc, Kernel *k);
 bool pass_lower_tile_ops(PassContext *pc, Kernel *k);
 bool pass_drop_scratch_barriers(PassContext *pc, Kernel *k);

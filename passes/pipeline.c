@@ -19,6 +19,7 @@ static const Pass pipeline[] = {
     {"layout", "layout", pass_infer_layouts, VERIFY_TILE},
     {"linearize-locals", "lower-tiles", pass_linearize_locals, VERIFY_TILE_LINEAR},
     {"choose-swizzles", "lower-tiles", pass_choose_swizzles, VERIFY_TILE_LINEAR},
+    {"shared-lifetimes", "lower-tiles", pass_shared_lifetimes, VERIFY_TILE_LINEAR},
     {"renumber-blocks", "lower-tiles", pass_renumber_blocks, VERIFY_TILE_LINEAR},
     {"lower-tile-ops", "lower-tiles", pass_lower_tile_ops, VERIFY_LOWERED},
     {"drop-scratch-barriers", "lower-tiles", pass_drop_scratch_barriers, VERIFY_LOWERED},

@@ -4,6 +4,45 @@
 
 #include <inttypes.h>
 
+/* Are a and b in use at the same time?  Tiles the lowering made (no lifetime)
+ * are in use throughout. */
+static bool live_together(const Buffer *a, const Buffer *b)
+{
+  return !a->live_known || !b->live_known || (a->live_first <= b->live_last && b->live_first <= a->live_last);
+}
+
+static int64_t shared_bytes(const Buffer *b) { return buffer_elems(b) * type_bytes(b->elem); }
+
+/* Tiles take the lowest offset (aligned) at which they overlap no tile placed
+ * before them that is in use at the same time: tiles whose top-level
+ * statements do not overlap (shared-lifetimes; e.g. a GEMM's staged operand
+ * tiles and the tile its epilogue stores through) share bytes.  That is
+ * safe because every write into a shared tile is fenced by a barrier before
+ * it (lower_tiles.c), after which no thread still reads, and no copy still
+ * lands in, a tile whose last statement is behind it (pipelined loops wait for
+ * their copies and multiplies before they end; TMA stores for their reads). */
+static int64_t place(const Kernel *k, int i, int64_t align)
+{
+  const Buffer *b = &k->bufs[i];
+  int64_t n = shared_bytes(b), off = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    off = (off + align - 1) & ~(align - 1);
+    for (int j = 0; j < i; j++) {
+      const Buffer *o = &k->bufs[j];
+      if (o->scope != SCOPE_SHARED || !live_together(b, o))
+        continue;
+      int64_t end = o->smem_offset + shared_bytes(o);
+      if (off < end && o->smem_offset < off + n) {
+        off = end;
+        moved = true;
+        break;
+      }
+    }
+  }
+  return off;
+}
+
 bool pass_plan_shared(PassContext *pc, Kernel *k)
 {
   int64_t off = 0;
@@ -11,15 +50,14 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
     Buffer *b = &k->bufs[i];
     if (b->scope != SCOPE_SHARED)
       continue;
-    int64_t n = buffer_elems(b) * type_bytes(b->elem);
     /* Swizzled tiles take whole 128-byte lines; wgmma's swizzles are applied
      * by the hardware to address bits 4-9 (128-byte; fewer for the narrower
      * ones), so its tiles (and each stage, a multiple of 8 rows) start on
      * 1024-byte atoms. */
     int64_t align = swizzle_span(b->swizzle) ? 1024 : 128;
-    off = (off + align - 1) & ~(align - 1);
-    b->smem_offset = off;
-    off += n;
+    b->smem_offset = place(k, i, align);
+    if (b->smem_offset + shared_bytes(b) > off)
+      off = b->smem_offset + shared_bytes(b);
   }
   k->smem_bytes = off;
   /* A thread's local memory (its alloc_local arrays and, once lowered, its
