@@ -45,9 +45,11 @@ parse_script_args() {
 }
 
 # The default of integer constant $2 in kernel $1's header in file $3, e.g. BN in
-# `kernel softmax[T = f16, BN = 16384, ...]`; empty if it has none.
+# `kernel softmax[T = f16, BN = 16384, ...]` (the header may span lines); empty if it has none.
 header_default() {
-  sed -n "s/^kernel $1\[\([^]]*\)\].*/\1/p" "$3" | tr ',' '\n' |
+  awk -v k="$1" 'index($0, "kernel " k "[") == 1 { on = 1 }
+                 on { buf = buf $0 " "; if (index($0, "]")) exit }
+                 END { print buf }' "$3" | sed 's/^[^[]*\[//; s/\].*//' | tr ',' '\n' |
     sed -n "s/^ *$2 *= *\([0-9][0-9]*\) *$/\1/p" | head -n 1
 }
 

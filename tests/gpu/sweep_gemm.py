@@ -4,6 +4,7 @@ grid of issue 14 against cuBLAS (torch.matmul) in the same process.
 
     python3 tests/gpu/sweep_gemm.py TILEC OUTDIR [--dtypes f16,bf16] [--m 16,64,...] [--nk 4096x4096,...]
                                     [--config NAME=FLAGS]... [--reps R] [--file PATH --kernel NAME]
+                                    [--layout nn|nt|tn]
 
 For each dtype and shape (M, N, K): A [M, K] and B [K, N] uniform in [-1, 1), C [M, N] filled with NaN;
 each config (default: `default`, the kernel at its defaults; --config big="-D BN=256 -D STAGES=4" adds
@@ -13,7 +14,9 @@ cp.async path), checked against torch's f32 product of the same inputs (every el
 error over the largest |value|), and timed with CUDA events (tlcuda.timed: a CUDA graph of up to 10
 calls, median of R replays) beside torch.matmul on the same tensors (cuBLAS). Shapes by default: M in
 {16, 64, 128, 512, 1024, 4096, 16384} x (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336), (8192,
-8192)}. Writes OUTDIR/sweep_gemm.md (a table per dtype, the geometric mean of the ratios per config)
+8192)}. --layout: how the kernel takes A and B (nn: A [M, K], B [K, N]; nt: B stored [N, K], as
+stdlib/gemm.tl's gemm_nt; tn: A stored [K, M], as gemm_tn); cuBLAS gets the same storage (torch.matmul
+on the transposed views). Writes OUTDIR/sweep_gemm.md (a table per dtype, the geometric mean of the ratios per config)
 and prints it. Exit 1 when a result is wrong, 2 without a GPU or torch; speed never changes it.
 """
 import math
@@ -46,6 +49,7 @@ def main():
     dtypes, ms, nks, reps = ["f16", "bf16"], M_ALL, NK_ALL, 5
     configs = [("default", [])]
     path, kname = os.path.join(ROOT, "examples/matmul.tl"), "matmul"
+    layout = "nn"
     i = 2
     while i < len(args):
         a, v = args[i], args[i + 1] if i + 1 < len(args) else None
@@ -64,6 +68,8 @@ def main():
             path = v
         elif a == "--kernel":
             kname = v
+        elif a == "--layout" and v in ("nn", "nt", "tn"):
+            layout = v
         else:
             print(f"sweep_gemm: unknown option {a}\n{__doc__}", file=sys.stderr)
             return 2
@@ -77,7 +83,7 @@ def main():
     wrong = 0
     lines = [f"# GEMM: {os.path.relpath(path, ROOT)} against cuBLAS (torch.matmul)", "",
              f"`python3 tests/gpu/sweep_gemm.py` on {dev}, torch {torch.__version__}; C = A @ B, A [M, K], "
-             f"B [K, N] row-major; median of {reps} replays of a CUDA graph (CUDA events); "
+             f"B [K, N] ({'B stored [N, K]' if layout == 'nt' else 'A stored [K, M]' if layout == 'tn' else 'row-major'}); median of {reps} replays of a CUDA graph (CUDA events); "
              f"TMA {'off (TILEC_NO_TMA=1)' if os.environ.get('TILEC_NO_TMA') == '1' else 'on'}.", ""]
     for name, flags in configs:
         lines.append(f"- config `{name}`: `{' '.join(flags) or '(defaults)'}`")
@@ -94,6 +100,11 @@ def main():
                 A = (torch.rand(m, k, device="cuda") * 2 - 1).to(t)
                 B = (torch.rand(k, n, device="cuda") * 2 - 1).to(t)
                 ref = A.float() @ B.float()
+                # the kernel's storage (Ak, Bk) and cuBLAS's views of the same memory (A, B)
+                Ak = A.t().contiguous() if layout == "tn" else A
+                Bk = B.t().contiguous() if layout == "nt" else B
+                A = Ak.t() if layout == "tn" else A
+                B = Bk.t() if layout == "nt" else B
                 scale = ref.abs().max().item()
                 flops = 2.0 * m * n * k
                 pg = per_graph(flops)
@@ -103,14 +114,14 @@ def main():
                     kern = Kernel(drv, tilec, path, kname, dtype, {"M": m, "N": n, "K": k}, flags, quiet=True,
                                   tag=f"_{cname}")
                     C = torch.full((m, n), float("nan"), device="cuda", dtype=t)
-                    kern(A=A, B=B, C=C, M=m, N=n, K=k)
+                    kern(A=Ak, B=Bk, C=C, M=m, N=n, K=k)
                     torch.cuda.synchronize()
                     err = ((C.float() - ref).abs().max() / scale).item()
                     tol = 1e-2 if dtype == "f16" else 2e-2
                     ok = err == err and err <= tol
                     wrong += not ok
                     worst = max(worst, err) if err == err else float("nan")
-                    tms = timed(lambda: kern(A=A, B=B, C=C, M=m, N=n, K=k), reps, pg)
+                    tms = timed(lambda: kern(A=Ak, B=Bk, C=C, M=m, N=n, K=k), reps, pg)
                     ratio = t_cublas / tms
                     logs[cname].append(math.log(ratio))
                     cells.append(f"{flops / tms / 1e9:.0f} | **{ratio:.3f}**{'' if ok else ' WRONG'}"
@@ -119,7 +130,7 @@ def main():
                 line = f"| {m} | {n} | {k} | {flops / t_cublas / 1e9:.0f} | " + " | ".join(cells) + f" | {worst:.1e} |"
                 lines.append(line)
                 print(dtype, line, flush=True)
-                del A, B, ref
+                del A, B, Ak, Bk, ref
         lines.append("")
         lines.append("geometric mean of tilec / cuBLAS: " +
                      ", ".join(f"`{c}` {math.exp(sum(v) / len(v)):.3f}" for c, v in logs.items() if v) +
