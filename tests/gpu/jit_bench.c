@@ -23,7 +23,8 @@
  *         tl_launch at most 1.2x the bare call. Also tl_plan_launch alone (the checks, no driver).
  *
  * launch_tma: the same for examples/matmul.tl (f16, 256^3, 128 x 256 tiles pinned by -D): a kernel
- *         with two tensor maps; cuLaunchKernel with maps encoded once against tl_launch, whose maps
+ *         with three tensor maps (A and B for the loads, C for the epilogue's TMA stores);
+ *         cuLaunchKernel with maps encoded once against tl_launch, whose maps
  *         come from the runtime's cache after the first launch. Target: at most 1.2x (issue 15).
  * variants: launch constants on the GPU. SOFTMAX.tl is stdlib/softmax.tl, compiled once with
  *         tl_module_compile (f16); one tl_launch per shape, at shapes whose launch constants differ
@@ -358,7 +359,7 @@ static int run_launch(tl_context *ctx, const char *src, size_t len, int launches
 /* ----------------------------------------------------------------------------------- launch_tma */
 
 /* The same as `launch` for a kernel with tensor maps: examples/matmul.tl, f16, 128 x 256 tiles
- * pinned by -D (no launch constants), M = N = K = 256. tl_launch encodes the two maps on the first
+ * pinned by -D (no launch constants), M = N = K = 256. tl_launch encodes the three maps on the first
  * launch and reuses them (the runtime's cache per pointer and dims); the bare call passes maps
  * encoded once, by hand, as docs/abi.md says. */
 static int run_launch_tma(tl_context *ctx, const char *src, size_t len, int launches)
@@ -387,8 +388,8 @@ static int run_launch_tma(tl_context *ctx, const char *src, size_t len, int laun
   if (st == TL_OK)
     st = tl_launch(k, args, 3, NULL); /* loads, sets the shared-memory attribute, encodes the maps */
   const tl_kernel_info *info = st == TL_OK ? tl_kernel_get_info(k) : NULL;
-  if (st != TL_OK || info->ntmaps != 2) {
-    printf("jit_bench: launch_tma: %s: %s\n", st != TL_OK ? tl_status_name(st) : "not 2 tensor maps",
+  if (st != TL_OK || info->ntmaps != 3) {
+    printf("jit_bench: launch_tma: %s: %s\n", st != TL_OK ? tl_status_name(st) : "not 3 tensor maps",
            tl_context_message(ctx));
     return 1;
   }
@@ -397,12 +398,13 @@ static int run_launch_tma(tl_context *ctx, const char *src, size_t len, int laun
     printf("jit_bench: launch_tma: the driver has no cuTensorMapEncodeTiled\n");
     return 1;
   }
-  /* The bare call's parameters: A, B, C, M, K, N, the maps of A (box 128 x 64) and B (64 x 64). */
-  static CUtensorMap maps[2];
+  /* The bare call's parameters: A, B, C, M, K, N, the maps of A (box 128 x 64), B (64 x 64) and C
+   * (128 x 64), the flag. */
+  static CUtensorMap maps[3];
   const uint64_t dims[2] = {(uint64_t)n, (uint64_t)n}, strides[1] = {(uint64_t)n * 2};
-  const uint32_t boxes[2][2] = {{64, 128}, {64, 64}}, ones[2] = {1, 1};
-  const tl_devptr ptrs[2] = {a, b};
-  for (int i = 0; i < 2; i++)
+  const uint32_t boxes[3][2] = {{64, 128}, {64, 64}, {64, 128}}, ones[2] = {1, 1};
+  const tl_devptr ptrs[3] = {a, b, c};
+  for (int i = 0; i < 3; i++)
     if (d->cuTensorMapEncodeTiled(&maps[i], 6 /* FLOAT16 */, 2, (void *)(uintptr_t)ptrs[i], dims, strides,
                                   boxes[i], ones, 0, 3 /* 128B */, 2, 0) != CUDA_SUCCESS) {
       printf("jit_bench: launch_tma: encoding a map failed\n");
@@ -410,7 +412,7 @@ static int run_launch_tma(tl_context *ctx, const char *src, size_t len, int laun
     }
   int32_t n32 = (int32_t)n;
   uint32_t ok = 1;
-  void *params[9] = {&a, &b, &c, &n32, &n32, &n32, &maps[0], &maps[1], &ok};
+  void *params[10] = {&a, &b, &c, &n32, &n32, &n32, &maps[0], &maps[1], &maps[2], &ok};
   CUfunction fn = tl_kernel_function(k);
   const int batches = launches / BATCH;
   double *per[2] = {calloc((size_t)batches, sizeof(double)), calloc((size_t)batches, sizeof(double))};
@@ -441,7 +443,7 @@ static int run_launch_tma(tl_context *ctx, const char *src, size_t len, int laun
   }
   const double bare = test_median(per[0], batches), tl = test_median(per[1], batches);
   report("\n### Launch overhead with tensor maps: host time per launch, examples/matmul.tl f16 %lld^3 "
-         "(2 maps), %d launches per method in batches of %d\n\n",
+         "(3 maps), %d launches per method in batches of %d\n\n",
          (long long)n, batches * BATCH, BATCH);
   report("| launch call | median us | vs bare |\n|---|---|---|\n");
   report("| cuLaunchKernel, prepared parameters and maps (bare) | %.3f | 1.00 |\n", bare);
