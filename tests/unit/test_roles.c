@@ -33,6 +33,17 @@
  * producer writes and the consumers read past their named barrier, roles that split a warpgroup,
  * roles inside a role, setmaxnreg without its whole warpgroup or with a bad count; and an error in one
  * role while the other waits stops both, the first error reported.
+ *
+ * Then a TMA store (lower_copy.c's epilogue), in a kernel of its own: 128 threads write a [8, 64] f16
+ * tile in the 128-byte swizzle, fence it for the async proxy, meet at a barrier, and thread 0 stores
+ * the tile into a [6, 40] tensor through a map of box [8, 64] (the engine skips what lies outside):
+ *
+ *   line 50  for j in unrolled(4) { tile[tid / 16, tid % 16 * 4 + j] = f16(tid * 4 + j) }
+ *   line 51  fence.proxy.async;  line 52  barrier
+ *   line 53  if tid == 0 { tma.store tile[0, 0] -> Small[0, 0]; tma.store.wait }
+ *
+ * Small must hold its 240 elements of the tile; without the fence, or without the barrier, the
+ * store's read is reported.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -332,6 +343,80 @@ static void expect_error(const char *what, Variant v, const char *const *want, i
     CHECK(strstr(msg, want[i]) != NULL, "%s: '%s' not in: %s", what, want[i], msg);
 }
 
+/* ---------------------------------------------------------------- a TMA store */
+
+enum { SR = 6, SC = 40 }; /* the tensor the tile [ROWS, COLS] is stored into */
+static uint16_t Small[SR * SC];
+
+static bool run_store(bool fence, bool sync, char *msg, size_t cap)
+{
+  A = arena_new();
+  Diags d = {.arena = A, .filename = "roles.tl"};
+  K = ARENA_NEW(A, Kernel);
+  K->name = "store";
+  K->loc = L(1);
+  K->nthreads = C;
+  K->threads = ex_int(A, TY_I32, C);
+  tid = add_var("tid", VAR_THREAD_IDX, TY_I32);
+  jv = add_var("j", VAR_LOOP, TY_I32);
+  int small = add_buffer("Small", SCOPE_GLOBAL, TY_F16, 2, (int64_t[]){SR, SC}, 0);
+  kernel_add_param(A, K, true, small);
+  K->bufs[small].param_index = 0;
+  int tile = add_buffer("tile", SCOPE_SHARED, TY_F16, 2, (int64_t[]){ROWS, COLS}, 0);
+  K->bufs[tile].swizzle = SWIZZLE_128B;
+  K->smem_bytes = ROWS * COLS * 2;
+  kernel_add_tmap(A, K, small, (int64_t[]){ROWS, COLS});
+  Expr *col = B(OP_ADD, B(OP_MUL, B(OP_MOD, V(tid), I(16)), I(4)), V(jv));
+  Stmt *w = st_new(A, ST_STORE, L(50));
+  w->buf = tile;
+  w->idx = idx2(B(OP_DIV, V(tid), I(16)), col);
+  w->nidx = 2;
+  w->value = ex_cast(A, TY_F16, B(OP_ADD, B(OP_MUL, V(tid), I(4)), V(jv)));
+  Stmt *t = st_new(A, ST_TMA_STORE, L(53));
+  t->tmap = 0;
+  t->buf = tile;
+  t->idx = idx2(I(0), I(0));
+  t->nidx = 2;
+  t->src_buf = small;
+  t->src_idx = idx2(I(0), I(0));
+  t->nsrc_idx = 2;
+  K->body = SEQ(for_(jv, 4, FOR_UNROLLED, w), fence ? st_new(A, ST_FENCE_PROXY_ASYNC, L(51)) : empty(),
+                sync ? barrier(L(52), 0, 0) : empty(),
+                if_(L(53), B(OP_EQ, V(tid), I(0)), SEQ(t, st_new(A, ST_TMA_STORE_WAIT, L(53))), NULL, false));
+  const char *bad = ir_verify(A, K, VERIFY_THREAD);
+  CHECK(bad == NULL, "the store kernel built is not well formed: %s", bad);
+  InterpArg args[] = {{.name = "Small", .data = Small}};
+  InterpOptions opt = {.max_steps = 1000000};
+  memset(Small, 0xff, sizeof Small);
+  bool ok = interp_thread_run(K, args, 1, &opt, &d);
+  StrBuf sb = {0};
+  diag_render(&d, &sb);
+  snprintf(msg, cap, "%s", sb.data ? sb.data : "");
+  free(sb.data);
+  arena_free(A);
+  return ok;
+}
+
+static void tma_store_tests(void)
+{
+  char msg[4096];
+  bool ok = run_store(true, true, msg, sizeof msg);
+  CHECK(ok, "a TMA store: %s", msg);
+  int wrong = 0;
+  for (int r = 0; ok && r < SR; r++)
+    for (int c = 0; c < SC; c++)
+      if (tl_f16_to_float(Small[r * SC + c]) != (float)(r * COLS + c) && wrong++ < 3)
+        CHECK(false, "a TMA store: Small[%d, %d] = %g, expected %d", r, c, tl_f16_to_float(Small[r * SC + c]),
+              r * COLS + c);
+  CHECK(!run_store(false, true, msg, sizeof msg), "a TMA store without the fence ran without an error");
+  CHECK(strstr(msg, "roles.tl:53:") && strstr(msg, "TMA store reads shared 'tile'[") &&
+            strstr(msg, "which its writer did not fence (fence.proxy.async) for the copy engine"),
+        "a TMA store without the fence: %s", msg);
+  CHECK(!run_store(true, false, msg, sizeof msg), "a TMA store without the barrier ran without an error");
+  CHECK(strstr(msg, "roles.tl:53:") && strstr(msg, "with no barrier after the thread that wrote it"),
+        "a TMA store without the barrier: %s", msg);
+}
+
 int main(void)
 {
   for (int i = 0; i < ITERS * ROWS * COLS; i++)
@@ -382,6 +467,8 @@ int main(void)
   expect_error("setmaxnreg in one thread", (Variant){.partial_maxnreg = true}, partial, 2);
   const char *nregs[] = {"roles.tl:5:", "setmaxnreg with 236 registers (24 to 256, a multiple of 8)"};
   expect_error("setmaxnreg 236", (Variant){.consumer_nregs = 236}, nregs, 2);
+
+  tma_store_tests();
 
   printf("test_roles: %d checks, %d failures\n", checks, failures);
   return failures != 0;
