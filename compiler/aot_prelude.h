@@ -185,7 +185,8 @@ static inline void tilec_aot_unload(tilec_aot_module *m)
 }
 
 /* One grid-program step, over int64 as docs/abi.md defines it; 0 on division by zero or overflow.
- * op: + - * / % and 'm' min, 'M' max, 'c' ceildiv. */
+ * op: + - * / % and 'm' min, 'M' max, 'c' ceildiv; for launch constants also the comparisons
+ * < 'l' (<=) > 'g' (>=) = ! (!=) and & | (logical), 1 or 0. */
 static inline int tilec_aot_rpn(int op, int64_t *a, int64_t b)
 {
   const int64_t x = *a;
@@ -212,6 +213,14 @@ static inline int tilec_aot_rpn(int op, int64_t *a, int64_t b)
       return 0;
     *a = op == '/' ? x / b : x % b;
     return 1;
+  case '<': *a = x < b; return 1;
+  case 'l': *a = x <= b; return 1;
+  case '>': *a = x > b; return 1;
+  case 'g': *a = x >= b; return 1;
+  case '=': *a = x == b; return 1;
+  case '!': *a = x != b; return 1;
+  case '&': *a = x && b; return 1;
+  case '|': *a = x || b; return 1;
   case 'm': *a = x < b ? x : b; return 1;
   case 'M': *a = x > b ? x : b; return 1;
   case 'c':
@@ -221,6 +230,18 @@ static inline int tilec_aot_rpn(int op, int64_t *a, int64_t b)
     return 1;
   }
   return 0;
+}
+
+/* next_pow2 of a launch constant: the smallest power of two >= *a (1 for *a <= 1); 0 on overflow. */
+static inline int tilec_aot_next_pow2(int64_t *a)
+{
+  int64_t r = 1;
+  while (r < *a && r <= INT64_MAX / 2)
+    r *= 2;
+  if (r < *a)
+    return 0;
+  *a = r;
+  return 1;
 }
 
 /* A grid axis's value checked against cuLaunchKernel's limits (x: 2^31-1, y and z: 65535). */

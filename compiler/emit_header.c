@@ -162,6 +162,9 @@ typedef struct {
   const tl_kernel_info *k;
   char *cname;   /* C name of the kernel */
   char **pnames; /* C names of its params */
+  char sfx[16];  /* its functions' suffix: "" (one variant), else "_v0", "_v1", ... */
+  char *mod;     /* the C name of its variant's module (STEM_module_, STEM_module_1_, ...) */
+  char *funcs;   /* and of its CUfunction array */
 } KernelNames;
 
 /* "(A: f32[N], n: i32)" for the banner */
@@ -210,6 +213,44 @@ static int put_params(StrBuf *sb, const KernelNames *kn, bool with_tensors)
   return written;
 }
 
+/* Straight-line C for RPN program g into tlc_s[0] (each stack slot a local), `fail` the statement
+ * that ends the function on a division by zero or an overflow; launch constants read tlc_c[]. */
+static void put_rpn(StrBuf *sb, const KernelNames *kn, const struct tl_grid_program *g, const char *fail)
+{
+  static const char ops[] = {
+      [TL_RPN_ADD] = '+', [TL_RPN_SUB] = '-', [TL_RPN_MUL] = '*', [TL_RPN_DIV] = '/',
+      [TL_RPN_MOD] = '%', [TL_RPN_MIN] = 'm', [TL_RPN_MAX] = 'M', [TL_RPN_CEILDIV] = 'c',
+      [TL_RPN_LT] = '<',  [TL_RPN_LE] = 'l',  [TL_RPN_GT] = '>',  [TL_RPN_GE] = 'g',
+      [TL_RPN_EQ] = '=',  [TL_RPN_NE] = '!',  [TL_RPN_AND] = '&', [TL_RPN_OR] = '|',
+  };
+  sb_printf(sb, "\t\tint64_t tlc_s[%d];\n", g->max_depth > 0 ? g->max_depth : 1);
+  int depth = 0;
+  for (int t = 0; t < g->ntokens; t++) {
+    const tl_rpn_token *tok = &g->tokens[t];
+    if (tok->op == TL_RPN_CONST) {
+      sb_printf(sb, "\t\ttlc_s[%d] = ", depth++);
+      put_int64(sb, tok->value);
+      sb_puts(sb, ";\n");
+    } else if (tok->op == TL_RPN_PARAM) {
+      sb_printf(sb, "\t\ttlc_s[%d] = (int64_t)%s;\n", depth++, kn->pnames[tok->param]);
+    } else if (tok->op == TL_RPN_NUM_SMS) {
+      sb_printf(sb, "\t\ttlc_s[%d] = (int64_t)num_sms;\n", depth++);
+    } else if (tok->op == TL_RPN_LCONST) {
+      sb_printf(sb, "\t\ttlc_s[%d] = tlc_c[%d];\n", depth++, tok->param);
+    } else if (tok->op == TL_RPN_NEXT_POW2) {
+      sb_printf(sb, "\t\tif (!tilec_aot_next_pow2(&tlc_s[%d]))\n\t\t\t%s\n", depth - 1, fail);
+    } else if (tok->op == TL_RPN_SELECT) {
+      depth -= 2;
+      sb_printf(sb, "\t\ttlc_s[%d] = tlc_s[%d] ? tlc_s[%d] : tlc_s[%d];\n", depth - 1, depth - 1, depth,
+                depth + 1);
+    } else {
+      depth--;
+      sb_printf(sb, "\t\tif (!tilec_aot_rpn('%c', &tlc_s[%d], tlc_s[%d]))\n\t\t\t%s\n", ops[tok->op],
+                depth - 1, depth, fail);
+    }
+  }
+}
+
 static void put_grid_function(StrBuf *sb, const KernelNames *kn)
 {
   const tl_kernel_info *k = kn->k;
@@ -217,7 +258,7 @@ static void put_grid_function(StrBuf *sb, const KernelNames *kn)
             "/* The grid of %s for these sizes (and integer scalars): the metadata's\n"
             " * programs, x: %s; y: %s; z: %s. */\n",
             k->name, k->grid_text[0], k->grid_text[1], k->grid_text[2]);
-  sb_printf(sb, "static inline CUresult %s_grid(", kn->cname);
+  sb_printf(sb, "static inline CUresult %s_grid%s(", kn->cname, kn->sfx);
   if (k->uses_num_sms)
     sb_puts(sb, "int32_t num_sms, ");
   sb_puts(sb, put_params(sb, kn, false) ? ", unsigned int grid[3])\n{\n" : "unsigned int grid[3])\n{\n");
@@ -228,32 +269,8 @@ static void put_grid_function(StrBuf *sb, const KernelNames *kn)
     if (k->params[i].kind != TL_PARAM_TENSOR && !is_hidden(&k->params[i]))
       sb_printf(sb, "\t(void)%s;\n", kn->pnames[i]);
   for (int axis = 0; axis < 3; axis++) {
-    const struct tl_grid_program *g = k->grid[axis];
-    sb_printf(sb, "\t{ /* %s */\n\t\tint64_t tlc_s[%d];\n", k->grid_text[axis],
-              g->max_depth > 0 ? g->max_depth : 1);
-    int depth = 0;
-    for (int t = 0; t < g->ntokens; t++) {
-      const tl_rpn_token *tok = &g->tokens[t];
-      static const char ops[] = {
-          [TL_RPN_ADD] = '+', [TL_RPN_SUB] = '-', [TL_RPN_MUL] = '*', [TL_RPN_DIV] = '/',
-          [TL_RPN_MOD] = '%', [TL_RPN_MIN] = 'm', [TL_RPN_MAX] = 'M', [TL_RPN_CEILDIV] = 'c',
-      };
-      if (tok->op == TL_RPN_CONST) {
-        sb_printf(sb, "\t\ttlc_s[%d] = ", depth++);
-        put_int64(sb, tok->value);
-        sb_puts(sb, ";\n");
-      } else if (tok->op == TL_RPN_PARAM) {
-        sb_printf(sb, "\t\ttlc_s[%d] = (int64_t)%s;\n", depth++, kn->pnames[tok->param]);
-      } else if (tok->op == TL_RPN_NUM_SMS) {
-        sb_printf(sb, "\t\ttlc_s[%d] = (int64_t)num_sms;\n", depth++);
-      } else {
-        depth--;
-        sb_printf(sb,
-                  "\t\tif (!tilec_aot_rpn('%c', &tlc_s[%d], tlc_s[%d]))\n"
-                  "\t\t\treturn TILEC_AOT_INVALID_VALUE;\n",
-                  ops[tok->op], depth - 1, depth);
-      }
-    }
+    sb_printf(sb, "\t{ /* %s */\n", k->grid_text[axis]);
+    put_rpn(sb, kn, k->grid[axis], "return TILEC_AOT_INVALID_VALUE;");
     sb_printf(sb,
               "\t\tif (!tilec_aot_axis(tlc_s[0], %d, &grid[%d]))\n"
               "\t\t\treturn TILEC_AOT_INVALID_VALUE;\n\t}\n",
@@ -264,7 +281,7 @@ static void put_grid_function(StrBuf *sb, const KernelNames *kn)
 
 /* The tensor maps of a launch, in its frame: tlc_maps (TL_TMAP_BYTES each, aligned) and
  * tlc_tmap_ok, 1 only if every map was encoded. */
-static void put_tmaps(StrBuf *sb, const char *stem, const KernelNames *kn)
+static void put_tmaps(StrBuf *sb, const KernelNames *kn)
 {
   const tl_kernel_info *k = kn->k;
   if (k->ntmaps == 0)
@@ -300,10 +317,10 @@ static void put_tmaps(StrBuf *sb, const char *stem, const KernelNames *kn)
     }
     sb_printf(
         sb,
-        "};\n\t\ttlc_tmap_ok = tlc_tmap_ok && tilec_aot_tmap(&%s_module_, tlc_maps + %d, %d, %d,\n"
+        "};\n\t\ttlc_tmap_ok = tlc_tmap_ok && tilec_aot_tmap(&%s, tlc_maps + %d, %d, %d,\n"
         "\t\t                                           (const void *)%s, tlc_dims, %zuu, tlc_box, %d);\n"
         "\t}\n",
-        stem, TL_TMAP_BYTES * t++, data_type, p->tmap.rank, kn->pnames[p->tmap.tensor],
+        kn->mod, TL_TMAP_BYTES * t++, data_type, p->tmap.rank, kn->pnames[p->tmap.tensor],
         tl_dtype_size(p->dtype), (int)p->tmap.swizzle);
   }
 }
@@ -319,7 +336,7 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
             " * negative or a grid too large gives TILEC_AOT_INVALID_VALUE; an empty grid\n"
             " * launches nothing.  Tensors are device pointers, row-major. */\n",
             k->threads, k->smem);
-  sb_printf(sb, "static inline CUresult %s_launch(", kn->cname);
+  sb_printf(sb, "static inline CUresult %s_launch%s(", kn->cname, kn->sfx);
   put_params(sb, kn, true);
   sb_puts(sb, ")\n{\n\tunsigned int tlc_grid[3];\n\tCUresult tlc_r;\n");
   for (int i = k->nargs; i < k->nparams; i++)
@@ -327,14 +344,13 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
       sb_printf(sb, "\tif (%s < 0)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n", kn->pnames[i]);
   /* Load on first use: after the grid, so that an empty grid loads nothing, except where the
    * grid reads num_sms, which the load takes from the current context's device. */
-  static const char load[] =
-      "\tif (!tilec_aot_ready(&%s_module_) && (tlc_r = %s_load()) != TILEC_AOT_SUCCESS)\n"
-      "\t\treturn tlc_r;\n";
+  static const char load[] = "\tif (!tilec_aot_ready(&%s) && (tlc_r = %s_load()) != TILEC_AOT_SUCCESS)\n"
+                             "\t\treturn tlc_r;\n";
   if (k->uses_num_sms)
-    sb_printf(sb, load, stem, stem);
-  sb_printf(sb, "\ttlc_r = %s_grid(", kn->cname);
+    sb_printf(sb, load, kn->mod, stem);
+  sb_printf(sb, "\ttlc_r = %s_grid%s(", kn->cname, kn->sfx);
   if (k->uses_num_sms)
-    sb_printf(sb, "%s_module_.num_sms, ", stem);
+    sb_printf(sb, "%s.num_sms, ", kn->mod);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].kind != TL_PARAM_TENSOR && !is_hidden(&k->params[i]))
       sb_printf(sb, "%s, ", kn->pnames[i]);
@@ -342,7 +358,7 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
   sb_puts(sb, "\tif (tlc_grid[0] == 0 || tlc_grid[1] == 0 || tlc_grid[2] == 0)\n"
               "\t\treturn TILEC_AOT_SUCCESS;\n");
   if (!k->uses_num_sms)
-    sb_printf(sb, load, stem, stem);
+    sb_printf(sb, load, kn->mod, stem);
   /* f16/bf16 scalars travel as their bits */
   for (int i = 0; i < k->nargs; i++) {
     const tl_param *p = &k->params[i];
@@ -350,7 +366,7 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
       sb_printf(sb, "\tuint16_t tlc_bits_%d = tilec_aot_%s(%s);\n", i, p->dtype == TL_F16 ? "f16" : "bf16",
                 kn->pnames[i]);
   }
-  put_tmaps(sb, stem, kn);
+  put_tmaps(sb, kn);
   if (k->nparams) {
     sb_puts(sb, "\tvoid *tlc_params[] = {");
     for (int i = 0, t = 0; i < k->nparams; i++) {
@@ -369,34 +385,139 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
     sb_puts(sb, "\tvoid **tlc_params = NULL;\n");
   }
   sb_printf(sb,
-            "\treturn %s_module_.cuLaunchKernel(%s_functions_[%d], tlc_grid[0], tlc_grid[1],\n"
+            "\treturn %s.cuLaunchKernel(%s[%d], tlc_grid[0], tlc_grid[1],\n"
             "\t                                  tlc_grid[2], %uu, 1u, 1u, %uu, stream, tlc_params, NULL);\n"
             "}\n\n",
-            stem, stem, index, k->threads, k->smem);
+            kn->mod, kn->funcs, index, k->threads, k->smem);
+}
+
+/* A kernel with launch constants in a header of nv variants (kns[v], v < nv): NAME_variant, which
+ * evaluates the constants at the launch's sizes and returns the variant compiled for the same
+ * values (0, the one for --size, when none was; -1 when a program fails), and NAME_grid and
+ * NAME_launch, which dispatch to that variant's functions. */
+static void put_dispatch(StrBuf *sb, const KernelNames *kns, int nv)
+{
+  const KernelNames *kn = &kns[0];
+  const tl_kernel_info *k = kn->k;
+  sb_printf(sb,
+            "/* The variant of %s for these sizes: its launch constants evaluated as a launch through\n"
+            " * the JIT does, and the variant compiled for the same values (0 if none was). */\n"
+            "static inline int %s_variant(",
+            k->name, kn->cname);
+  if (!put_params(sb, kn, false))
+    sb_puts(sb, "void");
+  sb_puts(sb, ")\n{\n");
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].kind != TL_PARAM_TENSOR && !is_hidden(&k->params[i]))
+      sb_printf(sb, "\t(void)%s;\n", kn->pnames[i]);
+  sb_printf(sb, "\tstatic const int64_t tlc_values[%d][%d] = {", nv, k->nconsts);
+  for (int v = 0; v < nv; v++) {
+    sb_puts(sb, v ? ", {" : "{");
+    for (int c = 0; c < k->nconsts; c++) {
+      sb_puts(sb, c ? ", " : "");
+      put_int64(sb, kns[v].k->consts[c].value);
+    }
+    sb_puts(sb, "}");
+  }
+  sb_printf(sb, "};\n\tint64_t tlc_c[%d];\n", k->nconsts);
+  for (int c = 0; c < k->nconsts; c++) {
+    sb_printf(sb, "\t{ /* %s = %s */\n", k->consts[c].name, k->consts[c].text);
+    put_rpn(sb, kn, k->consts[c].program, "return -1;");
+    sb_printf(sb, "\t\ttlc_c[%d] = tlc_s[0];\n\t}\n", c);
+  }
+  sb_printf(sb,
+            "\tfor (int tlc_v = 0; tlc_v < %d; tlc_v++)\n"
+            "\t\tif (!memcmp(tlc_c, tlc_values[tlc_v], sizeof tlc_c))\n"
+            "\t\t\treturn tlc_v;\n"
+            "\treturn 0;\n}\n\n",
+            nv);
+  bool any_sms = false; /* the variants' grids may differ in reading num_sms */
+  for (int v = 0; v < nv; v++)
+    any_sms |= kns[v].k->uses_num_sms;
+  for (int f = 0; f < 2; f++) {
+    const char *what = f ? "launch" : "grid";
+    sb_printf(sb, "/* %s_%s of the variant %s_variant picks. */\nstatic inline CUresult %s_%s(", kn->cname,
+              what, kn->cname, kn->cname, what);
+    if (f) {
+      put_params(sb, kn, true);
+    } else {
+      if (any_sms)
+        sb_puts(sb, "int32_t num_sms, ");
+      if (put_params(sb, kn, false))
+        sb_puts(sb, ", ");
+      sb_puts(sb, "unsigned int grid[3]");
+    }
+    sb_printf(sb, ")\n{\n\tswitch (%s_variant(", kn->cname);
+    int n = 0;
+    for (int i = 0; i < k->nparams; i++)
+      if (k->params[i].kind != TL_PARAM_TENSOR && !is_hidden(&k->params[i]))
+        sb_printf(sb, "%s%s", n++ ? ", " : "", kn->pnames[i]);
+    sb_puts(sb, ")) {\n");
+    for (int v = 0; v < nv; v++) {
+      sb_printf(sb, "\tcase %d:\n\t\treturn %s_%s%s(", v, kn->cname, what, kns[v].sfx);
+      n = 0;
+      if (f)
+        sb_printf(sb, "stream"), n++;
+      else if (kns[v].k->uses_num_sms)
+        sb_printf(sb, "num_sms"), n++;
+      for (int i = 0; i < k->nparams; i++)
+        if (!is_hidden(&k->params[i]) && (f || k->params[i].kind != TL_PARAM_TENSOR))
+          sb_printf(sb, "%s%s", n++ ? ", " : "", kn->pnames[i]);
+      if (f)
+        sb_puts(sb, ");\n");
+      else
+        sb_printf(sb, "%sgrid);\n", n ? ", " : "");
+    }
+    sb_puts(sb, "\tdefault:\n\t\treturn TILEC_AOT_INVALID_VALUE;\n\t}\n}\n\n");
+  }
 }
 
 /* ---------------------------------------------------------------- the header */
 
-char *emit_c_header(const char *ptx, const tl_meta *meta, const char *source_name, const char *command,
-                    char *err, size_t err_size)
+char *emit_c_header(const char *const *ptx, const tl_meta *const *meta, int nv, const char *source_name,
+                    const char *command, char *err, size_t err_size)
 {
-  const int n = tl_meta_kernel_count(meta);
+  const int n = nv > 0 ? tl_meta_kernel_count(meta[0]) : 0;
   char *stem = stem_of(source_name);
-  KernelNames *kns = calloc((size_t)n + 1, sizeof *kns);
+  KernelNames *kns = calloc((size_t)(n ? n : 1) * (size_t)(nv > 0 ? nv : 1), sizeof *kns);
   bool ok = stem && kns;
-  for (int i = 0; ok && i < n; i++) {
-    kns[i].k = tl_meta_kernel(meta, i);
-    kns[i].cname = c_name(kns[i].k->name, false);
-    kns[i].pnames = calloc((size_t)kns[i].k->nparams + 1, sizeof *kns[i].pnames);
-    ok = kns[i].cname && kns[i].pnames;
-    for (int j = 0; ok && j < kns[i].k->nparams; j++)
-      ok = (kns[i].pnames[j] = c_name(kns[i].k->params[j].name, true)) != NULL;
+  /* kns[i * nv + v]: kernel i of variant v */
+  for (int v = 0; ok && v < nv; v++) {
+    if (tl_meta_kernel_count(meta[v]) != n) {
+      snprintf(err, err_size, "the variants have different kernels");
+      ok = false;
+      break;
+    }
+    for (int i = 0; ok && i < n; i++) {
+      KernelNames *kn = &kns[i * nv + v];
+      kn->k = tl_meta_kernel(meta[v], i);
+      kn->cname = c_name(kn->k->name, false);
+      kn->pnames = calloc((size_t)kn->k->nparams + 1, sizeof *kn->pnames);
+      if (nv > 1)
+        snprintf(kn->sfx, sizeof kn->sfx, "_v%d", v);
+      StrBuf mod = {0}, funcs = {0};
+      sb_printf(&mod, v ? "%s_module_%d_" : "%s_module_", stem, v);
+      sb_printf(&funcs, v ? "%s_functions_%d_" : "%s_functions_", stem, v);
+      kn->mod = sb_take(&mod);
+      kn->funcs = sb_take(&funcs);
+      ok = kn->cname && kn->pnames && kn->mod && kn->funcs;
+      for (int j = 0; ok && j < kn->k->nparams; j++)
+        ok = (kn->pnames[j] = c_name(kn->k->params[j].name, true)) != NULL;
+      for (int c = 0; ok && c < kn->k->nconsts; c++)
+        for (int t = 0; t < kn->k->consts[c].program->ntokens; t++)
+          if (kn->k->consts[c].program->tokens[t].op == TL_RPN_NUM_SMS) {
+            snprintf(err, err_size, "launch constant '%s' of '%s' reads num_sms", kn->k->consts[c].name,
+                     kn->k->name);
+            ok = false;
+            break;
+          }
+    }
   }
-  if (!ok) {
-    snprintf(err, err_size, "out of memory");
-  } else if (n == 0) {
+  if (ok && n == 0) {
     snprintf(err, err_size, "no kernel to make launchers for");
     ok = false;
+  } else if (!ok && !err[0]) {
+    snprintf(err, err_size, "out of memory");
   }
   StrBuf sb = {0};
   if (ok) {
@@ -412,14 +533,22 @@ char *emit_c_header(const char *ptx, const tl_meta *meta, const char *source_nam
     sb_puts(&sb, ".\n * Do not edit: regenerate it.\n *\n * Kernels:\n");
     for (int i = 0; i < n; i++) {
       StrBuf sig = {0};
-      put_tl_signature(&sig, kns[i].k);
+      put_tl_signature(&sig, kns[i * nv].k);
       sb_puts(&sb, " *   ");
       put_comment_text(&sb, sig.data);
-      sb_printf(&sb, "\n *     CUresult %s_launch(", kns[i].cname);
-      put_params(&sb, &kns[i], true);
+      sb_printf(&sb, "\n *     CUresult %s_launch(", kns[i * nv].cname);
+      put_params(&sb, &kns[i * nv], true);
       sb_puts(&sb, ");\n");
       free(sig.data);
     }
+    if (nv > 1)
+      sb_printf(&sb,
+                " *\n"
+                " * %d variants (--size and --bucket): a kernel with launch constants evaluates them\n"
+                " * at each launch's sizes (NAME_variant) and runs the variant compiled for the same\n"
+                " * values, or variant 0 (the one for --size) when none was; every variant is\n"
+                " * correct at every size.\n",
+                nv);
     sb_printf(&sb,
               " *\n"
               " * Needs only the CUDA driver at run time: libcuda.so.1 is opened with dlopen\n"
@@ -427,58 +556,81 @@ char *emit_c_header(const char *ptx, const tl_meta *meta, const char *source_nam
               " * Symbolic sizes are passed explicitly, after the tensors and scalars; nothing\n"
               " * checks that the tensors are that large.\n"
               " *\n"
-              " * The module is loaded once, by %s_load() or the first launch, into the CUDA\n"
+              " * The module%s loaded once, by %s_load() or the first launch, into the CUDA\n"
               " * context current on that thread (TILEC_AOT_INVALID_CONTEXT if there is\n"
               " * none); launch only while that context is current.  Loading is\n"
               " * thread-safe, and so are launches from any number of threads.  %s_unload()\n"
-              " * frees the module; no launch may run or follow until the next load.\n"
+              " * frees the module%s; no launch may run or follow until the next load.\n"
               " * Everything is static: each translation unit that includes this header\n"
-              " * loads its own copy of the module.\n"
+              " * loads its own copy of the module%s.\n"
               " */\n",
-              stem, stem);
+              nv > 1 ? "s (one per variant) are" : " is", stem, stem, nv > 1 ? "s" : "", nv > 1 ? "s" : "");
     sb_printf(&sb, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", upper, upper);
     sb_puts(&sb, AOT_PRELUDE);
-    /* one literal, readable, longer than the 4095 characters ISO C promises:
-     * every compiler that matters takes it, so -pedantic is told so */
+    for (int v = 0; v < nv; v++) {
+      /* one literal, readable, longer than the 4095 characters ISO C promises:
+       * every compiler that matters takes it, so -pedantic is told so */
+      sb_printf(&sb,
+                "\n/* The PTX%s, with its tilec-meta block (docs/abi.md). */\n"
+                "#if defined(__GNUC__) || defined(__clang__)\n"
+                "#pragma GCC diagnostic push\n"
+                "#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
+                "#endif\n",
+                nv > 1 ? " of a variant" : "");
+      sb_printf(&sb, v ? "static const char %s_ptx_%d[] =\n" : "static const char %s_ptx[] =\n", stem, v);
+      put_string_literal(&sb, ptx[v]);
+      sb_puts(&sb, ";\n#if defined(__GNUC__) || defined(__clang__)\n#pragma GCC diagnostic pop\n#endif\n\n");
+      sb_printf(&sb, "static tilec_aot_module %s = TILEC_AOT_MODULE_INIT;\n", kns[v].mod);
+      sb_printf(&sb, "static CUfunction %s[%d];\n", kns[v].funcs, n);
+    }
     sb_printf(&sb,
-              "\n/* The PTX, with its tilec-meta block (docs/abi.md). */\n"
-              "#if defined(__GNUC__) || defined(__clang__)\n"
-              "#pragma GCC diagnostic push\n"
-              "#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
-              "#endif\n"
-              "static const char %s_ptx[] =\n",
-              stem);
-    put_string_literal(&sb, ptx);
-    sb_puts(&sb, ";\n#if defined(__GNUC__) || defined(__clang__)\n#pragma GCC diagnostic pop\n#endif\n\n");
-    sb_printf(&sb, "static tilec_aot_module %s_module_ = TILEC_AOT_MODULE_INIT;\n", stem);
-    sb_printf(&sb, "static CUfunction %s_functions_[%d];\n\n", stem, n);
-    sb_printf(&sb,
-              "/* Load the module into the current context (once; later calls return at\n"
+              "\n/* Load the module%s into the current context (once; later calls return at\n"
               " * once).  Launches call it themselves. */\nstatic inline CUresult %s_load(void)\n{\n"
               "\tstatic const char *const names[%d] = {",
-              stem, n);
+              nv > 1 ? "s" : "", stem, n);
     for (int i = 0; i < n; i++)
-      sb_printf(&sb, "%s\"%s\"", i ? ", " : "", kns[i].k->name);
-    sb_printf(&sb, "};\n\tstatic const unsigned int smem[%d] = {", n);
-    for (int i = 0; i < n; i++)
-      sb_printf(&sb, "%s%uu", i ? ", " : "", kns[i].k->smem);
-    sb_printf(&sb, "};\n\treturn tilec_aot_load(&%s_module_, %s_ptx, %d, names, smem, %s_functions_);\n}\n\n",
-              stem, stem, n, stem);
+      sb_printf(&sb, "%s\"%s\"", i ? ", " : "", kns[i * nv].k->name);
+    sb_puts(&sb, "};\n\tCUresult tlc_r = TILEC_AOT_SUCCESS;\n");
+    for (int v = 0; v < nv; v++) {
+      sb_printf(&sb, "\t{\n\t\tstatic const unsigned int smem[%d] = {", n);
+      for (int i = 0; i < n; i++)
+        sb_printf(&sb, "%s%uu", i ? ", " : "", kns[i * nv + v].k->smem);
+      sb_puts(&sb, "};\n\t\tif (tlc_r == TILEC_AOT_SUCCESS)\n");
+      sb_printf(&sb, "\t\t\ttlc_r = tilec_aot_load(&%s, %s_ptx", kns[v].mod, stem);
+      if (v)
+        sb_printf(&sb, "_%d", v);
+      sb_printf(&sb, ", %d, names, smem, %s);\n\t}\n", n, kns[v].funcs);
+    }
+    sb_puts(&sb, "\treturn tlc_r;\n}\n\n");
     sb_printf(&sb,
-              "/* Unload the module (with its context made current for the call). */\n"
-              "static inline void %s_unload(void) { tilec_aot_unload(&%s_module_); }\n\n",
-              stem, stem);
+              "/* Unload the module%s (with its context made current for the call). */\n"
+              "static inline void %s_unload(void)\n{\n",
+              nv > 1 ? "s" : "", stem);
+    for (int v = 0; v < nv; v++)
+      sb_printf(&sb, "\ttilec_aot_unload(&%s);\n", kns[v].mod);
+    sb_puts(&sb, "}\n\n");
     for (int i = 0; i < n; i++) {
-      put_grid_function(&sb, &kns[i]);
-      put_launch_function(&sb, stem, i, &kns[i]);
+      const KernelNames *row = &kns[i * nv];
+      int variants = row->k->nconsts ? nv : 1; /* without launch constants, variant 0 serves all */
+      for (int v = 0; v < variants; v++) {
+        KernelNames one = row[v];
+        if (variants == 1)
+          one.sfx[0] = 0;
+        put_grid_function(&sb, &one);
+        put_launch_function(&sb, stem, i, &one);
+      }
+      if (variants > 1)
+        put_dispatch(&sb, row, nv);
     }
     sb_printf(&sb, "#endif /* TILEC_AOT_%s_H */\n", upper);
   }
-  for (int i = 0; kns && i < n; i++) {
+  for (int i = 0; kns && i < n * nv; i++) {
     for (int j = 0; kns[i].pnames && j < kns[i].k->nparams; j++)
       free(kns[i].pnames[j]);
     free(kns[i].pnames);
     free(kns[i].cname);
+    free(kns[i].mod);
+    free(kns[i].funcs);
   }
   free(kns);
   free(stem);

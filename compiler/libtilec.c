@@ -83,6 +83,12 @@ static char *command_line(Arena *a, const tilec_options *opt, const char *arch, 
     sb_printf(&sb, " -D %s=%s", opt->defines[i].name, opt->defines[i].value);
   if (opt && opt->kernel)
     sb_printf(&sb, " --kernel %s", opt->kernel);
+  for (int i = 0; opt && i < opt->nsizes; i++)
+    sb_printf(&sb, "%s%s=%s", i ? "," : " --size ", opt->sizes[i].name, opt->sizes[i].value);
+  for (int b = 0; opt && opt->buckets && b < opt->nbuckets; b++)
+    for (int i = 0; i < opt->buckets[b].nsizes; i++)
+      sb_printf(&sb, "%s%s=%s", i ? "," : " --bucket ", opt->buckets[b].sizes[i].name,
+                opt->buckets[b].sizes[i].value);
   sb_printf(&sb, " %s", opt && opt->filename ? opt->filename : "<input>");
   char *s = arena_strdup(a, sb.data);
   free(sb.data);
@@ -245,6 +251,91 @@ static Module *lower(tilec_result *r, Diags *d, const Request *rq, Parser *p, St
   return m;
 }
 
+/* Do two compilations give every kernel the same launch constants? */
+static bool same_variant(const tl_meta *a, const tl_meta *b)
+{
+  int n = tl_meta_kernel_count(a);
+  if (n != tl_meta_kernel_count(b))
+    return false;
+  for (int i = 0; i < n; i++) {
+    const tl_kernel_info *x = tl_meta_kernel(a, i), *y = tl_meta_kernel(b, i);
+    if (x->nconsts != y->nconsts)
+      return false;
+    for (int c = 0; c < x->nconsts; c++)
+      if (x->consts[c].value != y->consts[c].value)
+        return false;
+  }
+  return true;
+}
+
+/* --emit=header: the variant for rq's sizes (ptx, meta) and one per bucket whose launch
+ * constants differ from every earlier one's, each compiled as this request with the bucket's
+ * sizes, into one header. */
+static tilec_status header_output(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
+                                  const char *ptx, tl_meta *meta, StrBuf *text)
+{
+  int nb = opt && opt->buckets ? opt->nbuckets : 0;
+  if (nb < 0 || nb > TILEC_MAX_BUCKETS) {
+    error_at(d, NO_LOC, "%d buckets: a header takes 0 to %d", nb, TILEC_MAX_BUCKETS);
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  const char *ptxs[TILEC_MAX_BUCKETS + 1] = {ptx};
+  tl_meta *metas[TILEC_MAX_BUCKETS + 1] = {meta};
+  tilec_result *subs[TILEC_MAX_BUCKETS] = {0};
+  int nv = 1;
+  tilec_status status = TILEC_OK;
+  char why[1024] = "";
+  for (int b = 0; b < nb && status == TILEC_OK; b++) {
+    tilec_options o = *opt;
+    o.sizes = opt->buckets[b].sizes;
+    o.nsizes = opt->buckets[b].nsizes;
+    o.emit = TILEC_EMIT_PTX;
+    o.buckets = NULL;
+    o.nbuckets = 0;
+    o.dump_after = NULL;
+    status = tilec_compile(rq->src, rq->len, &o, &subs[b]);
+    if (status != TILEC_OK) {
+      tilec_diagnostic first = subs[b] && tilec_result_num_diagnostics(subs[b])
+                                   ? tilec_result_diagnostic(subs[b], 0)
+                                   : (tilec_diagnostic){.message = "it did not compile"};
+      error_at(d, NO_LOC, "bucket %d (--bucket): %s", b + 1, first.message);
+      break;
+    }
+    const char *out = tilec_result_output(subs[b]);
+    tl_meta *m = NULL;
+    if (tl_meta_parse(out, strlen(out), &m, why, sizeof why) != TL_OK) {
+      error_at(d, NO_LOC, "internal error: bucket %d's metadata does not parse: %s", b + 1, why);
+      status = TILEC_ERR_SOURCE;
+      break;
+    }
+    bool seen = false;
+    for (int v = 0; v < nv && !seen; v++)
+      seen = same_variant(metas[v], m);
+    if (seen) {
+      tl_meta_free(m);
+      continue;
+    }
+    ptxs[nv] = out;
+    metas[nv++] = m;
+  }
+  if (status == TILEC_OK) {
+    const char *cmd = command_line(r->arena, opt, rq->arch, rq->opt_level);
+    char *header = emit_c_header(ptxs, (const tl_meta *const *)metas, nv, d->filename, cmd, why, sizeof why);
+    if (header) {
+      sb_puts(text, header);
+    } else {
+      error_at(d, NO_LOC, "cannot write the C header: %s", why);
+      status = TILEC_ERR_SOURCE;
+    }
+    free(header);
+  }
+  for (int v = 1; v < nv; v++)
+    tl_meta_free(metas[v]);
+  for (int b = 0; b < nb; b++)
+    tilec_result_free(subs[b]);
+  return status;
+}
+
 /* The PTX (with its metadata block) as the output, or the C header made from
  * it; the kernels' signatures into the result either way. */
 static tilec_status ptx_output(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
@@ -263,15 +354,7 @@ static tilec_status ptx_output(tilec_result *r, Diags *d, const Request *rq, con
       sb_puts(text, ptx);
       status = TILEC_OK;
     } else {
-      const char *cmd = command_line(r->arena, opt, rq->arch, rq->opt_level);
-      char *header = emit_c_header(ptx, meta, d->filename, cmd, why, sizeof why);
-      if (header) {
-        sb_puts(text, header);
-        status = TILEC_OK;
-      } else {
-        error_at(d, NO_LOC, "cannot write the C header: %s", why);
-      }
-      free(header);
+      status = header_output(r, d, rq, opt, ptx, meta, text);
     }
   }
   tl_meta_free(meta);

@@ -33,6 +33,15 @@ typedef struct {
   const char *value;
 } tilec_define;
 
+/* A set of sizes (--bucket): one more variant of the kernels in a C header (tilec_options.buckets),
+ * at most TILEC_MAX_BUCKETS of them. */
+#define TILEC_MAX_BUCKETS 64
+
+typedef struct {
+  const tilec_define *sizes;
+  int nsizes;
+} tilec_bucket;
+
 typedef struct {
   const char *filename;        /* for diagnostics; NULL: "<input>" */
   const char *arch;            /* sm_80 sm_86 sm_89 sm_90 sm_90a; NULL: sm_90a */
@@ -47,6 +56,12 @@ typedef struct {
    * large sizes). The JIT compiles variants through defines instead (docs/c-api.md). */
   const tilec_define *sizes;
   int nsizes;
+  /* TILEC_EMIT_HEADER only (--bucket): more sets of sizes, each compiled as `sizes` is into a
+   * variant of the kernels with launch constants; the header's launcher evaluates the launch
+   * constants at each launch's sizes and runs the variant compiled for the same values, else the
+   * one for `sizes` (docs/cli.md, "--emit=header"). Variants with the same values are kept once. */
+  const tilec_bucket *buckets;
+  int nbuckets;
 } tilec_options;
 
 /* One diagnostic, as a record.  line and column are 1-based, 0 when unknown. */

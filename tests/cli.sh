@@ -60,6 +60,20 @@ bad 1 "tilec: error: unknown target 'sm_75'; expected sm_80, sm_86, sm_89, sm_90
 has "$usage" "$tmp/e"
 bad 1 "tilec: error: unknown option '--frobnicate'" "$TILEC" --frobnicate "$ex/saxpy.tl"; has "$usage" "$tmp/e"
 bad 1 "tilec: error: no input file" "$TILEC"; has "$usage" "$tmp/e"
+# --bucket: variants in a header (docs/cli.md); a bucket the launch constants map to an earlier
+# variant adds none; errors
+ok "$TILEC" --emit=header --kernel softmax --bucket M=64,N=512 --bucket=M=8,N=4096 --bucket M=1,N=512 \
+  "$ex/../stdlib/softmax.tl" -o "$tmp/sm.h"
+has ' * 3 variants (--size and --bucket)' "$tmp/sm.h"; has 'static const char softmax_ptx_2[]' "$tmp/sm.h"
+has 'static inline int softmax_variant(int32_t M, int32_t N)' "$tmp/sm.h"
+has '--bucket M=64,N=512 --bucket M=8,N=4096 --bucket M=1,N=512' "$tmp/sm.h"
+ok "$TILEC" --emit=header --bucket N=5 "$ex/vector_add.tl" -o "$tmp/va.h"   # no launch constants: one variant
+lacks 'variant' "$tmp/va.h"
+bad 1 "tilec: error: --bucket makes variants for --emit=header" "$TILEC" --bucket N=5 "$ex/vector_add.tl" -o -
+bad 1 "tilec: error: --bucket needs NAME=VALUE[,NAME=VALUE...], got 'N'" "$TILEC" --emit=header --bucket N \
+  "$ex/vector_add.tl" -o -
+bad 1 "error: bucket 2 (--bucket): --size N=5x: a size is an integer from 0 to 2147483647" "$TILEC" \
+  --emit=header --bucket N=5 --bucket N=5x "$ex/vector_add.tl" -o -
 bad 1 "tilec: error: more than one input file ('b.tl')" "$TILEC" a.tl b.tl; has "$usage" "$tmp/e"
 bad 1 "tilec: error: cannot read '$tmp/none.tl': No such file or directory" "$TILEC" "$tmp/none.tl"
 bad 1 "tilec: error: -D needs NAME=VALUE, got 'BLOCK'" "$TILEC" -D BLOCK "$ex/saxpy.tl"; has "$usage" "$tmp/e"

@@ -30,6 +30,9 @@ static const char USAGE[] =
     "  -D NAME=VALUE       override the kernel constant NAME (also -DNAME=VALUE)\n"
     "  --size N=V[,M=V..]  the sizes launch constants are chosen for (constants whose default\n"
     "                      uses sizes; without it, the variant for large sizes)\n"
+    "  --bucket N=V[,M=V..]  --emit=header: one more variant, compiled for these sizes; the\n"
+    "                      launcher runs the variant whose launch constants a launch's sizes\n"
+    "                      give (repeatable)\n"
     "  --kernel NAME       compile only the kernel NAME\n"
     "  --emit=KIND         tokens, ast, tir, llvm, ptx (default) or header (C launchers\n"
     "                      with the PTX embedded; see docs/cli.md)\n"
@@ -86,20 +89,56 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 typedef struct {
   tilec_options opt;
   const char *input, *output;
-  tilec_define *defs;  /* argc of them at most */
-  char **owned;        /* the -D names, strndup'd */
+  tilec_define *defs;    /* argc of them at most */
+  char **owned;          /* the -D names, strndup'd */
   int ndefs, nowned;
-  tilec_define *sizes; /* --size NAME=VALUE, names and values strndup'd (size_text) */
+  tilec_define *sizes;   /* --size NAME=VALUE, names and values strndup'd (size_text) */
   char *size_text;
-  size_t size_len;     /* bytes of size_text in use */
+  size_t size_len;       /* bytes of size_text in use */
   int nsizes;
+  tilec_bucket *buckets; /* --bucket: each its own Command-like list, freed with bucket_text */
+  char **bucket_text;
+  int nbuckets;
 } Command;
 
-/* --size N=1024,M=64 (repeatable): appends each NAME=VALUE; false with the usage error reported. */
-static bool parse_sizes(Command *cmd, const char *v)
+static bool parse_sizes(Command *cmd, const char *v, const char *what);
+
+/* --bucket N=1024,M=64 (repeatable): one bucket of sizes; false with the usage error reported. */
+static bool parse_bucket(Command *cmd, const char *v)
+{
+  if (cmd->nbuckets >= TILEC_MAX_BUCKETS) {
+    usage_error("more than %d --bucket options", TILEC_MAX_BUCKETS);
+    return false;
+  }
+  Command one = {0};
+  if (!parse_sizes(&one, v, "--bucket")) {
+    free(one.sizes);
+    free(one.size_text);
+    return false;
+  }
+  tilec_bucket *b = realloc(cmd->buckets, sizeof *b * (size_t)(cmd->nbuckets + 1));
+  char **t = b ? realloc(cmd->bucket_text, sizeof *t * (size_t)(cmd->nbuckets + 1) * 2) : NULL;
+  if (b)
+    cmd->buckets = b;
+  if (!t) {
+    free(one.sizes);
+    free(one.size_text);
+    return false;
+  }
+  cmd->bucket_text = t;
+  cmd->buckets[cmd->nbuckets] = (tilec_bucket){one.sizes, one.nsizes};
+  t[2 * cmd->nbuckets] = one.size_text;
+  t[2 * cmd->nbuckets + 1] = (char *)one.sizes;
+  cmd->nbuckets++;
+  return true;
+}
+
+/* --size N=1024,M=64 (repeatable): appends each NAME=VALUE; false with the usage error (for the
+ * option `what`) reported. */
+static bool parse_sizes(Command *cmd, const char *v, const char *what)
 {
   if (!v || !*v) {
-    usage_error("--size needs NAME=VALUE[,NAME=VALUE...], got '%s'", v ? v : "");
+    usage_error("%s needs NAME=VALUE[,NAME=VALUE...], got '%s'", what, v ? v : "");
     return false;
   }
   size_t old = cmd->size_len;
@@ -132,7 +171,7 @@ static bool parse_sizes(Command *cmd, const char *v)
       *comma = 0;
     char *eq = strchr(item, '=');
     if (!eq || eq == item || !eq[1]) {
-      usage_error("--size needs NAME=VALUE[,NAME=VALUE...], got '%s'", v);
+      usage_error("%s needs NAME=VALUE[,NAME=VALUE...], got '%s'", what, v);
       return false;
     }
     *eq = 0;
@@ -187,7 +226,10 @@ static int parse_args(int argc, char **argv, Command *cmd)
       cmd->owned[cmd->nowned++] = name;
       cmd->defs[cmd->ndefs++] = (tilec_define){name, eq + 1};
     } else if (!strcmp(a, "--size") || !strncmp(a, "--size=", 7)) {
-      if (!parse_sizes(cmd, a[6] == '=' ? a + 7 : (++i < argc ? argv[i] : NULL)))
+      if (!parse_sizes(cmd, a[6] == '=' ? a + 7 : (++i < argc ? argv[i] : NULL), "--size"))
+        return 1;
+    } else if (!strcmp(a, "--bucket") || !strncmp(a, "--bucket=", 9)) {
+      if (!parse_bucket(cmd, a[8] == '=' ? a + 9 : (++i < argc ? argv[i] : NULL)))
         return 1;
     } else if (!strcmp(a, "--kernel") || !strncmp(a, "--kernel=", 9)) {
       const char *v = a[8] == '=' ? a + 9 : (++i < argc ? argv[i] : NULL);
@@ -217,6 +259,9 @@ static int parse_args(int argc, char **argv, Command *cmd)
   }
   if (!cmd->input)
     return usage_error("%s", "no input file");
+  if (cmd->nbuckets && opt->emit != TILEC_EMIT_HEADER)
+    return usage_error("%s",
+                       "--bucket makes variants for --emit=header; other outputs are one variant (--size)");
   return COMPILE;
 }
 
@@ -253,6 +298,8 @@ static int compile(Command *cmd)
   cmd->opt.ndefines = cmd->ndefs;
   cmd->opt.sizes = cmd->sizes;
   cmd->opt.nsizes = cmd->nsizes;
+  cmd->opt.buckets = cmd->buckets;
+  cmd->opt.nbuckets = cmd->nbuckets;
   tilec_result *r = NULL;
   tilec_status st = tilec_compile(src, len, &cmd->opt, &r);
   fputs(tilec_result_diagnostics_text(r), stderr);
@@ -297,5 +344,9 @@ int main(int argc, char **argv)
   free(cmd.defs);
   free(cmd.sizes);
   free(cmd.size_text);
+  for (int i = 0; i < 2 * cmd.nbuckets; i++)
+    free(cmd.bucket_text[i]);
+  free(cmd.bucket_text);
+  free(cmd.buckets);
   return rc;
 }

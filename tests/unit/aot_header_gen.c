@@ -35,7 +35,9 @@ int main(int argc, char **argv)
   size_t n = name ? strlen(name) : 0;
   if (n > 4 && !strcmp(name + n - 4, ".ptx"))
     name[n - 4] = 0;
-  char *header = name ? emit_c_header(ptx, meta, name, "aot_header_gen", err, sizeof err) : NULL;
+  char *header = name ? emit_c_header((const char *const *)&ptx, (const tl_meta *const *)&meta, 1, name,
+                                      "aot_header_gen", err, sizeof err)
+                      : NULL;
   free(name);
   FILE *out = header ? fopen(argv[2], "w") : NULL;
   int rc = out && fputs(header, out) >= 0 ? 0 : 1;

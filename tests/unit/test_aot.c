@@ -25,6 +25,7 @@
 #include "aot_kernels.h"
 #include "gelu.h"
 #include "saxpy.h"
+#include "softmax.h"
 #include "tmap_kernels.h"
 #include "vector_add.h"
 
@@ -137,6 +138,63 @@ static void test_persist_grid(void)
     }
   CHECK(k && compared == agreed, "%d of %d combinations disagree", compared - agreed, compared);
   tl_meta_free(meta);
+}
+
+/* ------------------------------------------------------------------------------- variants */
+
+/* stdlib/softmax.tl's softmax with --bucket M=64,N=64 / M=64,N=512 / M=4096,N=4096 (tests/CMakeLists.txt):
+ * four variants (the one for large rows first). At every size softmax_variant must pick the variant
+ * whose launch constants are the ones the runtime evaluates there (tl_launch_plan.consts), or 0 when
+ * none is; softmax_grid must give that variant's grid, and a launch its block and shared memory. */
+static void test_buckets(bool launch)
+{
+  const char *ptxs[] = {softmax_ptx, softmax_ptx_1, softmax_ptx_2, softmax_ptx_3};
+  tl_meta *metas[4] = {0};
+  const tl_kernel_info *ks[4];
+  for (int v = 0; v < 4; v++)
+    ks[v] = kernel_of(&metas[v], ptxs[v], "softmax");
+  static const int32_t ms[] = {1, 64, 4096, 100000};
+  static const int32_t ns[] = {1, 33, 64, 100, 512, 513, 1024, 4096, 4097, 100000};
+  int picked[4] = {0}, compared = 0, agreed = 0;
+  for (size_t a = 0; ks[0] && ks[1] && ks[2] && ks[3] && a < sizeof ms / sizeof *ms; a++)
+    for (size_t b = 0; b < sizeof ns / sizeof *ns; b++) {
+      const int64_t shape[2] = {ms[a], ns[b]};
+      tl_arg args[2] = {tl_arg_tensor(256, TL_F16, 2, shape), tl_arg_tensor(512, TL_F16, 2, shape)};
+      tl_launch_plan plan;
+      char err[512];
+      tl_status st = tl_plan_launch_sms(ks[0], args, 2, 132, &plan, err, sizeof err);
+      int want = 0;
+      for (int v = 1; st == TL_OK && v < 4 && !want; v++) {
+        bool same = true;
+        for (int c = 0; c < ks[v]->nconsts; c++)
+          same &= ks[v]->consts[c].value == plan.consts[c];
+        want = same ? v : 0;
+      }
+      tl_launch_plan_release(&plan);
+      int got = softmax_variant(ms[a], ns[b]);
+      unsigned grid[3] = {0, 0, 0};
+      CUresult r = softmax_grid(132, ms[a], ns[b], grid);
+      st = st == TL_OK ? tl_plan_launch_sms(ks[want], args, 2, 132, &plan, err, sizeof err) : st;
+      bool ok = st == TL_OK && got == want && r == TILEC_AOT_SUCCESS && !memcmp(grid, plan.grid, sizeof grid);
+      if (ok && launch) {
+        r = softmax_launch(NULL, (uint16_t *)(uintptr_t)0x1000, (uint16_t *)(uintptr_t)0x9000, ms[a], ns[b]);
+        ok = r == TILEC_AOT_SUCCESS && fake->last.block[0] == ks[want]->threads &&
+             fake->last.smem == ks[want]->smem && !memcmp(fake->last.grid, plan.grid, sizeof grid);
+      }
+      compared++;
+      if (!ok)
+        printf("FAIL softmax M=%d N=%d: variant %d (want %d), header %d, plan %s: %s\n", ms[a], ns[b], got,
+               want, r, tl_status_name(st), err);
+      else
+        agreed++, picked[want]++;
+      if (st == TL_OK)
+        tl_launch_plan_release(&plan);
+    }
+  CHECK(compared == agreed, "%d of %d sizes disagree", compared - agreed, compared);
+  for (int v = 0; v < 4; v++)
+    CHECK(picked[v] > 0, "variant %d was never picked", v);
+  for (int v = 0; v < 4; v++)
+    tl_meta_free(metas[v]);
 }
 
 /* ------------------------------------------------------------------------------- launches */
@@ -368,6 +426,7 @@ int main(void)
   test_vector_add_grid();
   test_scale2d_grid();
   test_persist_grid();
+  test_buckets(false);
   test_half();
 
   /* no driver at all (another translation unit, another library name) */
@@ -384,6 +443,7 @@ int main(void)
   if (st == TL_OK) {
     get_current(&cu_context);
     test_launches();
+    test_buckets(true);
     test_tmap_launches();
     test_load_unload();
     vector_add_unload();
@@ -391,6 +451,7 @@ int main(void)
     gelu_unload();
     aot_kernels_unload();
     tmap_kernels_unload();
+    softmax_unload(); /* its four modules */
     CHECK(fake->modules_live == 0, "%d modules left", fake->modules_live);
     tl_context_destroy(ctx);
   }
