@@ -7,7 +7,7 @@
 set -euo pipefail
 build=${1:?usage: pack.sh BUILD [DEST]} dest=${2:-.dev}
 rm -rf "$dest"; mkdir -p "$dest/bin" "$dest/xz"
-for f in tests/gpu/gpu_suite tests/gpu/gpu_bench tests/gpu/gpu_rows tests/gpu/gpu_gemm examples/host_aot; do
+for f in tests/gpu/gpu_suite tests/gpu/gpu_bench tests/gpu/gpu_rows tests/gpu/gpu_gemm tests/gpu/gpu_aot_variants examples/host_aot; do
   strip -o "$dest/bin/$(basename "$f")" "$build/$f"
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -27,7 +27,8 @@
 # driver's own cache off (CUDA_CACHE_DISABLE=1): a cold JIT compile + load + launch of vector_add,
 # the same warm from the disk cache (target under 5 ms), and the host overhead per launch of
 # tl_launch and of the --emit=header launcher against a bare cuLaunchKernel over 10000 launches each
-# (target at most 1.2x), tables in jit.txt; and the embedding examples host_jit and host_aot. Exits 0
+# (target at most 1.2x), tables in jit.txt; the embedding examples host_jit and host_aot, and
+# gpu_aot_variants (a header with a variant per --bucket, checked against a host softmax). Exits 0
 # only if every example compiled, the suite had no failure and the benchmarks met their targets.
 set -u -o pipefail
 
@@ -132,14 +133,14 @@ else
     tee -a "$out/jit.log"
 fi
 : >"$out/examples.log"
-for program in host_jit host_aot; do
+for program in host_jit host_aot gpu_aot_variants; do
   if [ -x "$bindir/$program" ]; then
     echo "== $program" | tee -a "$out/examples.log"
     TILEC_CACHE_DIR="$out/jit-cache" "$bindir/$program" 2>&1 | tee -a "$out/examples.log"
     ex_rc=${PIPESTATUS[0]}
     [ "$ex_rc" -eq 0 ] || failures+=("$program (exit $ex_rc)")
   else
-    echo "SKIP $program: not in $bindir (built with the compiler: build/examples/$program)" |
+    echo "SKIP $program: not in $bindir (built with the compiler: build/examples or build/tests/gpu)" |
       tee -a "$out/examples.log"
   fi
 done
