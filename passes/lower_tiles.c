@@ -2,6 +2,8 @@
  * ones, each a row of the pipeline (pipeline.c):
  *
  *   linearize-locals       multi-dimensional alloc_local buffers -> row-major 1-D
+ *   stage-stores           on sm_90a, a wgmma GEMM's accumulator copied to a 16-bit tensor goes
+ *                          through a shared tile (a TMA store), when the tile fits in the stages
  *   choose-swizzles        the shared-memory layout of gemm's operand tiles
  *   shared-lifetimes       which top-level statements use each shared tile (plan-shared
  *                          lets tiles whose uses do not overlap share bytes)
@@ -224,6 +226,145 @@ bool pass_choose_swizzles(PassContext *pc, Kernel *k)
 {
   Lw w = lw_begin(pc, k);
   mark_swizzled(&w, k->body);
+  return true;
+}
+
+/* ---------------------------------------------------------------- stage-stores
+ *
+ * `copy(acc, C[...])` of a wgmma accumulator into a 16-bit tensor writes 4 bytes to each of 8 rows
+ * per store instruction, masked, while the tensor cores wait (examples/matmul.tl measured 4-8 %
+ * at 4096^3).  The explicit form, `copy(acc, Cs); copy(Cs, C[...])`, stores through a swizzled
+ * shared tile and the copy engine (lower_copy.c).  This step writes that form for the kernel when
+ * it costs no shared memory: the copy is a top-level statement after the kernel's one top-level
+ * pipelined loop (2 stages or more, wgmma into that accumulator), that loop holds every shared tile of the
+ * kernel (so Cs takes their bytes: plan-shared), and its copies' tiles, S stages each, are at least as large
+ * as Cs.  The new tile is named after the accumulator (`acc.out`). */
+
+/* Does s, or a statement inside it, name a shared tile (a field or an expression)? */
+typedef struct {
+  const Kernel *k;
+  bool found;
+} SharedUse;
+
+static Expr *find_shared(void *ctx, Expr *e)
+{
+  SharedUse *u = ctx;
+  if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && u->k->bufs[e->buf].scope == SCOPE_SHARED)
+    u->found = true;
+  return e;
+}
+
+static bool fields_shared(const Kernel *k, const Stmt *s)
+{
+  if (!s)
+    return false;
+  int bufs[6] = {-1, -1, -1, -1, -1, -1};
+  if (s->kind == ST_COPY) {
+    bufs[0] = s->src.buf;
+    bufs[1] = s->dst.buf;
+  } else if (s->kind == ST_GEMM) {
+    bufs[0] = s->a;
+    bufs[1] = s->b;
+  } else if (s->kind == ST_FILL || s->kind == ST_STORE || s->kind == ST_ATOMIC || s->kind == ST_REDUCE) {
+    bufs[0] = s->buf;
+    bufs[1] = s->kind == ST_REDUCE ? s->src_buf : -1;
+  }
+  for (int i = 0; i < 6; i++)
+    if (bufs[i] >= 0 && k->bufs[bufs[i]].scope == SCOPE_SHARED)
+      return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (fields_shared(k, s->body[i]))
+      return true;
+  return fields_shared(k, s->then_s) || fields_shared(k, s->else_s);
+}
+
+static bool names_shared(const Kernel *k, Stmt *s)
+{
+  SharedUse u = {k, false};
+  stmt_rewrite_exprs(s, find_shared, &u); /* s and everything inside it */
+  return u.found || fields_shared(k, s);
+}
+
+/* The bytes of the shared tiles pipelined loop s copies into, times its stages. */
+static int64_t staged_bytes(const Kernel *k, const Stmt *s, int stages)
+{
+  if (!s)
+    return 0;
+  int64_t n = 0;
+  if (s->kind == ST_COPY && k->bufs[s->dst.buf].scope == SCOPE_SHARED)
+    n += buffer_elems(&k->bufs[s->dst.buf]) * type_bytes(k->bufs[s->dst.buf].elem) * stages;
+  for (int i = 0; i < s->nbody; i++)
+    n += staged_bytes(k, s->body[i], stages);
+  return n + staged_bytes(k, s->then_s, stages) + staged_bytes(k, s->else_s, stages);
+}
+
+/* Does pipelined loop s hold a gemm into acc that takes wgmma? */
+static bool wgmma_into(Lw *w, const Stmt *s, int acc)
+{
+  if (!s)
+    return false;
+  if (s->kind == ST_GEMM && s->c == acc && lw_gemm_uses_wgmma(w, s))
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (wgmma_into(w, s->body[i], acc))
+      return true;
+  return wgmma_into(w, s->then_s, acc) || wgmma_into(w, s->else_s, acc);
+}
+
+static Stmt *copy_stmt(Lw *w, SrcLoc loc, Region src, Region dst)
+{
+  Stmt *c = st_new(w->a, ST_COPY, loc);
+  c->src = src;
+  c->dst = dst;
+  return c;
+}
+
+bool pass_stage_stores(PassContext *pc, Kernel *k)
+{
+  Lw w = lw_begin(pc, k);
+  if (pc->target->sm != 90 || !pc->target->arch_specific || !k->body || k->body->kind != ST_SEQ)
+    return true;
+  Stmt **top = k->body->body;
+  int n = k->body->nbody, loop = -1;
+  for (int i = 0; i < n; i++) {
+    Stmt *s = top[i];
+    if (s->kind == ST_FOR && s->for_kind == FOR_PIPELINED) {
+      if (loop >= 0)
+        return true; /* two pipelined loops: not this simple shape */
+      loop = i;
+      continue;
+    }
+    if (s->kind != ST_COPY || loop < 0)
+      continue;
+    const Buffer *F = &k->bufs[s->src.buf], *G = &k->bufs[s->dst.buf];
+    if (F->scope != SCOPE_FRAGMENT || F->layout.kind != LAYOUT_MMA || F->rank != 2 ||
+        G->scope != SCOPE_GLOBAL || type_bytes(G->elem) != 2 || G->rank < 2 || G->rank > 5 ||
+        s->dst.rank != G->rank || F->tile_shape[0] % 8 || F->tile_shape[0] > 256 || F->tile_shape[1] % 16 ||
+        top[loop]->stages < 2 || !wgmma_into(&w, top[loop], s->src.buf))
+      continue;
+    int64_t bytes = F->tile_shape[0] * F->tile_shape[1] * 2;
+    bool alone = staged_bytes(k, top[loop]->then_s, top[loop]->stages) >= bytes;
+    for (int j = 0; alone && j < n; j++)
+      alone = j == loop || !names_shared(k, top[j]);
+    if (!alone)
+      continue;
+    Buffer cs = {.name = arena_printf(w.a, "%s.out", F->name),
+                 .scope = SCOPE_SHARED,
+                 .elem = G->elem,
+                 .rank = 2,
+                 .param_index = -1,
+                 .loc = s->loc};
+    for (int d = 0; d < 2; d++) {
+      cs.tile_shape[d] = F->tile_shape[d];
+      cs.shape[d] = ex_int(w.a, TY_I32, F->tile_shape[d]);
+    }
+    int c = kernel_add_buffer(w.a, k, cs);
+    Region tile = {.buf = c, .origin = NULL, .rank = 2};
+    Stmt **two = ARENA_ARRAY(w.a, Stmt *, 2);
+    two[0] = copy_stmt(&w, s->loc, s->src, tile);
+    two[1] = copy_stmt(&w, s->loc, tile, s->dst);
+    top[i] = st_seq(w.a, two, 2);
+  }
   return true;
 }
 

@@ -27,6 +27,7 @@ bool pass_specialize(PassContext *pc, Kernel *k);
 bool pass_infer_layouts(PassContext *pc, Kernel *k);
 /* lower_tiles.c: the steps of the lowering, in order */
 bool pass_linearize_locals(PassContext *pc, Kernel *k);
+bool pass_stage_stores(PassContext *pc, Kernel *k);
 bool pass_choose_swizzles(PassContext *pc, Kernel *k);
 bool pass_shared_lifetimes(PassContext *pc, Kernel *k);
 bool pass_renumber_blocks(PassContext *pc, Kernel *k);

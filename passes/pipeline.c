@@ -18,6 +18,7 @@ static const Pass pipeline[] = {
     {"specialize", "specialize", pass_specialize, VERIFY_TILE},
     {"layout", "layout", pass_infer_layouts, VERIFY_TILE},
     {"linearize-locals", "lower-tiles", pass_linearize_locals, VERIFY_TILE_LINEAR},
+    {"stage-stores", "lower-tiles", pass_stage_stores, VERIFY_TILE_LINEAR},
     {"choose-swizzles", "lower-tiles", pass_choose_swizzles, VERIFY_TILE_LINEAR},
     {"shared-lifetimes", "lower-tiles", pass_shared_lifetimes, VERIFY_TILE_LINEAR},
     {"renumber-blocks", "lower-tiles", pass_renumber_blocks, VERIFY_TILE_LINEAR},

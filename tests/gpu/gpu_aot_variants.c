@@ -29,7 +29,8 @@ static bool check_shape(tl_context *ctx, int32_t m, int32_t n, uint64_t *rng, in
        tl_memcpy_htod(ctx, x, hx, bytes) == TL_OK && tl_memset_d8(ctx, y, 0xFF, bytes) == TL_OK;
   int v = softmax_variant(m, n);
   CUresult r = ok ? softmax_launch(NULL, (uint16_t *)(uintptr_t)x, (uint16_t *)(uintptr_t)y, m, n) : 1;
-  ok = ok && r == TILEC_AOT_SUCCESS && tl_synchronize(ctx) == TL_OK && tl_memcpy_dtoh(ctx, hy, y, bytes) == TL_OK;
+  ok = ok && r == TILEC_AOT_SUCCESS && tl_synchronize(ctx) == TL_OK &&
+       tl_memcpy_dtoh(ctx, hy, y, bytes) == TL_OK;
   size_t bad = 0;
   double worst = 0;
   for (int32_t i = 0; ok && i < m; i++) {
@@ -48,7 +49,7 @@ static bool check_shape(tl_context *ctx, int32_t m, int32_t n, uint64_t *rng, in
     }
   }
   printf("%s softmax M=%d N=%d: variant %d, %s (worst |error| %.2g)\n", ok && !bad ? "PASS" : "FAIL", m, n, v,
-         !ok ? (r != TILEC_AOT_SUCCESS ? "the launch failed" : tl_context_message(ctx))
+         !ok   ? (r != TILEC_AOT_SUCCESS ? "the launch failed" : tl_context_message(ctx))
          : bad ? "elements wrong"
                : "every element within tolerance",
          worst);
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
   uint64_t rng = gpu_seed_from_args(argc, argv, &argi);
   printf("gpu_aot_variants: seed %llu (replay with --seed %llu)\n", (unsigned long long)rng,
          (unsigned long long)rng);
-  static const int32_t shapes[][2] = {{64, 64},   {3, 50},    {64, 512},  {77, 500},    {4096, 4096},
+  static const int32_t shapes[][2] = {{64, 64},   {3, 50},     {64, 512}, {77, 500},    {4096, 4096},
                                       {33, 4000}, {7, 100003}, {1, 1},    {1000, 1000}, {5, 70000}};
   int ran[4] = {0}, failed = 0;
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
