@@ -915,6 +915,29 @@ static bool tma_panel(Th *th, const Stmt *s, int t, int64_t *o, int64_t *ti, int
   return true;
 }
 
+/* Element (r, c) of a TMA statement's box (tma_panel's o[] and ti[]): its tile indices li[] and
+ * shared byte *byte, and its tensor coordinates gi[] with, inside the tensor, their offset *off.
+ * 1 inside the tensor, 0 outside, -1 after an error (reported). */
+static int tma_elem(Th *th, const Stmt *s, int t, const int64_t *o, const int64_t *ti, int64_t r, int64_t c,
+                    int64_t *li, int64_t *byte, int64_t *gi, int64_t *off)
+{
+  int R = th->k->bufs[s->src_buf].rank;
+  const int64_t *dims = th->dims[s->src_buf];
+  for (int d = 0; d < s->nidx; d++)
+    li[d] = ti[d] + (d == s->nidx - 2 ? r : d == s->nidx - 1 ? c : 0);
+  if (!locate(th, s->loc, t, s->buf, li, s->nidx, 1, byte))
+    return -1;
+  bool inside = true;
+  for (int d = 0; d < R; d++) {
+    gi[d] = o[d] + (d == R - 2 ? r : d == R - 1 ? c : 0);
+    inside &= gi[d] >= 0 && gi[d] < dims[d];
+  }
+  *off = 0;
+  for (int d = 0; inside && d < R; d++)
+    *off = *off * dims[d] + gi[d];
+  return inside;
+}
+
 /* A TMA load: the box lands at once, zeros outside the tensor, its bytes counted on the mbarrier. */
 static bool tma_load(Th *th, const Stmt *s, int t)
 {
@@ -928,25 +951,16 @@ static bool tma_load(Th *th, const Stmt *s, int t)
     return false;
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < cols; c++) {
-      int64_t gi[TL_MAX_RANK], li[TL_MAX_RANK], byte;
-      bool inside = true;
-      for (int d = 0; d < R; d++) {
-        gi[d] = o[d] + (d == R - 2 ? r : d == R - 1 ? c : 0);
-        inside &= gi[d] >= 0 && gi[d] < th->dims[s->src_buf][d];
-      }
+      int64_t gi[TL_MAX_RANK], li[TL_MAX_RANK], byte, off;
+      int inside = tma_elem(th, s, t, o, di, r, c, li, &byte, gi, &off);
+      if (inside < 0)
+        return false;
       uint8_t bits[2] = {0, 0};
       if (inside) {
-        int64_t off = 0;
-        for (int d = 0; d < R; d++)
-          off = off * th->dims[s->src_buf][d] + gi[d];
         if (!tensor_order(th, s->loc, t, s->src_buf, gi, R, off, 1, NULL))
           return false;
         memcpy(bits, (const char *)th->data[s->src_buf] + off * 2, 2);
       }
-      for (int d = 0; d < s->nidx; d++)
-        li[d] = di[d] + (d == s->nidx - 2 ? r : d == s->nidx - 1 ? c : 0);
-      if (!locate(th, s->loc, t, s->buf, li, s->nidx, 1, &byte))
-        return false;
       for (int64_t i = byte; i < byte + 2; i++) {
         Shadow *sh = &th->shadow[i];
         if (sh->inflight || sh->async_reads) {
@@ -985,10 +999,9 @@ static bool tma_store(Th *th, const Stmt *s, int t)
   char e[160];
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < cols; c++) {
-      int64_t gi[TL_MAX_RANK], li[TL_MAX_RANK], byte;
-      for (int d = 0; d < s->nidx; d++)
-        li[d] = si[d] + (d == s->nidx - 2 ? r : d == s->nidx - 1 ? c : 0);
-      if (!locate(th, s->loc, t, s->buf, li, s->nidx, 1, &byte))
+      int64_t gi[TL_MAX_RANK], li[TL_MAX_RANK], byte, off;
+      int inside = tma_elem(th, s, t, o, si, r, c, li, &byte, gi, &off);
+      if (inside < 0)
         return false;
       for (int64_t i = byte; i < byte + 2; i++) {
         const Shadow *sh = &th->shadow[i];
@@ -1006,16 +1019,8 @@ static bool tma_store(Th *th, const Stmt *s, int t)
         }
       }
       th->stats.shared_bytes += 2;
-      bool inside = true;
-      for (int d = 0; d < R; d++) {
-        gi[d] = o[d] + (d == R - 2 ? r : d == R - 1 ? c : 0);
-        inside &= gi[d] >= 0 && gi[d] < th->dims[s->src_buf][d];
-      }
       if (!inside)
         continue;
-      int64_t off = 0;
-      for (int d = 0; d < R; d++)
-        off = off * th->dims[s->src_buf][d] + gi[d];
       Val v = val_load(S->elem, th->smem + byte, 0);
       if (!tensor_order(th, s->loc, t, s->src_buf, gi, R, off, 1, &v))
         return false;

@@ -89,6 +89,8 @@ Stmt *lower_copy(Lw *w, Stmt *s);
  * store) on this target, given a wgmma swizzle on the tile?  (choose-swizzles
  * gives the tile one when so.) */
 bool lw_tma_store_shape(const Lw *w, const Stmt *s);
+/* The same for a 2-D tile of `shape` and `elem` stored at dst (a tensor region). */
+bool lw_tma_store_fits(const Lw *w, const int64_t *shape, TypeKind elem, const Region *dst);
 Stmt *lower_fill(Lw *w, Stmt *s);
 Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);
 Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);

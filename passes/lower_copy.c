@@ -372,14 +372,19 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
  * The copy engine writes only the elements inside the tensor (ragged edges need
  * no masks); thread 0 waits until the engine has read the tile, so a later
  * write into it (after the next barrier) cannot race the store. */
+bool lw_tma_store_fits(const Lw *w, const int64_t *shape, TypeKind elem, const Region *dst)
+{
+  const Buffer *G = &w->k->bufs[dst->buf];
+  return w->pc->target->sm == 90 && w->pc->target->arch_specific && G->scope == SCOPE_GLOBAL &&
+         G->elem == elem && type_bytes(elem) == 2 && G->rank >= 2 && G->rank <= 5 && dst->rank == G->rank &&
+         shape[1] % 16 == 0 && shape[0] % 8 == 0 && shape[0] <= 256;
+}
+
 bool lw_tma_store_shape(const Lw *w, const Stmt *s)
 {
-  const Kernel *k = w->k;
-  const Buffer *T = &k->bufs[s->src.buf], *G = &k->bufs[s->dst.buf];
-  return w->pc->target->sm == 90 && w->pc->target->arch_specific && T->scope == SCOPE_SHARED &&
-         G->scope == SCOPE_GLOBAL && !T->stages && T->rank == 2 && G->elem == T->elem &&
-         type_bytes(T->elem) == 2 && G->rank >= 2 && G->rank <= 5 && s->dst.rank == G->rank &&
-         T->tile_shape[1] % 16 == 0 && T->tile_shape[0] % 8 == 0 && T->tile_shape[0] <= 256;
+  const Buffer *T = &w->k->bufs[s->src.buf];
+  return T->scope == SCOPE_SHARED && !T->stages && T->rank == 2 &&
+         lw_tma_store_fits(w, T->tile_shape, T->elem, &s->dst);
 }
 
 static Stmt *tma_store(Lw *w, Stmt *s)

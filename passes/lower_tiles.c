@@ -229,6 +229,78 @@ bool pass_choose_swizzles(PassContext *pc, Kernel *k)
   return true;
 }
 
+/* ---------------------------------------------------------------- uses of shared tiles
+ *
+ * each_shared_use(k, s, fn, ctx) calls fn(ctx, buf, pipelined) for every use of a shared tile in
+ * s and the statements inside it: the tiles a statement names in its fields (a copy's sides, a
+ * gemm's operands, a fill's, store's, atomic's or reduction's buffer), `pipelined` when that
+ * statement is inside a pipelined loop, and the loads in their expressions (pipelined false). */
+typedef void (*SharedUseFn)(void *ctx, int buf, bool pipelined);
+
+typedef struct {
+  const Kernel *k;
+  SharedUseFn fn;
+  void *ctx;
+  int pipelined; /* the depth of pipelined loops around the statement walked */
+} SharedUses;
+
+static void use_of(SharedUses *u, int buf)
+{
+  if (buf >= 0 && buf < u->k->nbufs && u->k->bufs[buf].scope == SCOPE_SHARED)
+    u->fn(u->ctx, buf, u->pipelined > 0);
+}
+
+static Expr *load_use(void *ctx, Expr *e)
+{
+  if (e->kind == EX_LOAD || e->kind == EX_ALIGNED) {
+    SharedUses *u = ctx;
+    int depth = u->pipelined;
+    u->pipelined = 0;
+    use_of(u, e->buf);
+    u->pipelined = depth;
+  }
+  return e;
+}
+
+static void field_uses(SharedUses *u, const Stmt *s)
+{
+  if (!s)
+    return;
+  switch (s->kind) {
+  case ST_COPY:
+    use_of(u, s->src.buf);
+    use_of(u, s->dst.buf);
+    break;
+  case ST_GEMM:
+    use_of(u, s->a);
+    use_of(u, s->b);
+    use_of(u, s->c);
+    break;
+  case ST_REDUCE:
+    use_of(u, s->src_buf);
+    use_of(u, s->buf);
+    break;
+  case ST_FILL:
+  case ST_STORE:
+  case ST_ATOMIC: use_of(u, s->buf); break;
+  default: break;
+  }
+  bool pipe = s->kind == ST_FOR && s->for_kind == FOR_PIPELINED;
+  u->pipelined += pipe;
+  for (int i = 0; i < s->nbody; i++)
+    field_uses(u, s->body[i]);
+  field_uses(u, s->then_s);
+  field_uses(u, s->else_s);
+  u->pipelined -= pipe;
+}
+
+static void each_shared_use(const Kernel *k, Stmt *s, SharedUseFn fn, void *ctx)
+{
+  SharedUses u = {k, fn, ctx, 0};
+  field_uses(&u, s);
+  stmt_rewrite_exprs(s, load_use, &u); /* s and everything inside it */
+}
+
 /* ---------------------------------------------------------------- stage-stores
  *
  * `copy(acc, C[...])` of a wgmma accumulator into a 16-bit tensor writes 4 bytes to each of 8 rows
@@ -240,49 +312,19 @@ bool pass_choose_swizzles(PassContext *pc, Kernel *k)
  * kernel (so Cs takes their bytes: plan-shared), and its copies' tiles, S stages each, are at least as large
  * as Cs.  The new tile is named after the accumulator (`acc.out`). */
 
-/* Does s, or a statement inside it, name a shared tile (a field or an expression)? */
-typedef struct {
-  const Kernel *k;
-  bool found;
-} SharedUse;
-
-static Expr *find_shared(void *ctx, Expr *e)
+/* Does s, or a statement inside it, name a shared tile? */
+static void note_shared(void *ctx, int buf, bool pipelined)
 {
-  SharedUse *u = ctx;
-  if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && u->k->bufs[e->buf].scope == SCOPE_SHARED)
-    u->found = true;
-  return e;
+  (void)buf;
+  (void)pipelined;
+  *(bool *)ctx = true;
 }
 
-static bool fields_shared(const Kernel *k, const Stmt *s)
+static bool names_shared(Kernel *k, Stmt *s)
 {
-  if (!s)
-    return false;
-  int bufs[6] = {-1, -1, -1, -1, -1, -1};
-  if (s->kind == ST_COPY) {
-    bufs[0] = s->src.buf;
-    bufs[1] = s->dst.buf;
-  } else if (s->kind == ST_GEMM) {
-    bufs[0] = s->a;
-    bufs[1] = s->b;
-  } else if (s->kind == ST_FILL || s->kind == ST_STORE || s->kind == ST_ATOMIC || s->kind == ST_REDUCE) {
-    bufs[0] = s->buf;
-    bufs[1] = s->kind == ST_REDUCE ? s->src_buf : -1;
-  }
-  for (int i = 0; i < 6; i++)
-    if (bufs[i] >= 0 && k->bufs[bufs[i]].scope == SCOPE_SHARED)
-      return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (fields_shared(k, s->body[i]))
-      return true;
-  return fields_shared(k, s->then_s) || fields_shared(k, s->else_s);
-}
-
-static bool names_shared(const Kernel *k, Stmt *s)
-{
-  SharedUse u = {k, false};
-  stmt_rewrite_exprs(s, find_shared, &u); /* s and everything inside it */
-  return u.found || fields_shared(k, s);
+  bool found = false;
+  each_shared_use(k, s, note_shared, &found);
+  return found;
 }
 
 /* The bytes of the shared tiles pipelined loop s copies into, times its stages. */
@@ -338,8 +380,7 @@ bool pass_stage_stores(PassContext *pc, Kernel *k)
       continue;
     const Buffer *F = &k->bufs[s->src.buf], *G = &k->bufs[s->dst.buf];
     if (F->scope != SCOPE_FRAGMENT || F->layout.kind != LAYOUT_MMA || F->rank != 2 ||
-        G->scope != SCOPE_GLOBAL || type_bytes(G->elem) != 2 || G->rank < 2 || G->rank > 5 ||
-        s->dst.rank != G->rank || F->tile_shape[0] % 8 || F->tile_shape[0] > 256 || F->tile_shape[1] % 16 ||
+        G->scope != SCOPE_GLOBAL || !lw_tma_store_fits(&w, F->tile_shape, G->elem, &s->dst) ||
         top[loop]->stages < 2 || !wgmma_into(&w, top[loop], s->src.buf))
       continue;
     int64_t bytes = F->tile_shape[0] * F->tile_shape[1] * 2;
@@ -368,18 +409,15 @@ bool pass_stage_stores(PassContext *pc, Kernel *k)
   return true;
 }
 
-/* Shared tiles that statement s (of top-level position pos) names: its own
- * fields and, through mark_load, the loads in its expressions. */
+/* Lifetimes (shared-lifetimes): each shared tile's first and last top-level statement. */
 typedef struct {
   Kernel *k;
   int pos;
-  int pipelined; /* inside a pipelined loop */
 } Lifetimes;
 
-static void use_at(Lifetimes *l, int buf)
+static void use_at(void *ctx, int buf, bool pipelined)
 {
-  if (buf < 0 || buf >= l->k->nbufs || l->k->bufs[buf].scope != SCOPE_SHARED)
-    return;
+  Lifetimes *l = ctx;
   Buffer *b = &l->k->bufs[buf];
   if (!b->live_known) {
     b->live_known = true;
@@ -388,47 +426,8 @@ static void use_at(Lifetimes *l, int buf)
   b->live_last = l->pos;
   /* A pipelined loop's copies into its stages start with no barrier before
    * them (its prologue): its tiles must not share bytes with any earlier tile. */
-  if (l->pipelined)
+  if (pipelined)
     b->live_first = 0;
-}
-
-static Expr *mark_load(void *ctx, Expr *e)
-{
-  if (e->kind == EX_LOAD || e->kind == EX_ALIGNED)
-    use_at(ctx, e->buf);
-  return e;
-}
-
-static void mark_uses(Lifetimes *l, Stmt *s)
-{
-  if (!s)
-    return;
-  switch (s->kind) {
-  case ST_COPY:
-    use_at(l, s->src.buf);
-    use_at(l, s->dst.buf);
-    break;
-  case ST_GEMM:
-    use_at(l, s->a);
-    use_at(l, s->b);
-    use_at(l, s->c);
-    break;
-  case ST_REDUCE:
-    use_at(l, s->src_buf);
-    use_at(l, s->buf);
-    break;
-  case ST_FILL:
-  case ST_STORE:
-  case ST_ATOMIC: use_at(l, s->buf); break;
-  default: break;
-  }
-  bool pipe = s->kind == ST_FOR && s->for_kind == FOR_PIPELINED;
-  l->pipelined += pipe;
-  for (int i = 0; i < s->nbody; i++)
-    mark_uses(l, s->body[i]);
-  mark_uses(l, s->then_s);
-  mark_uses(l, s->else_s);
-  l->pipelined -= pipe;
 }
 
 /* Positions count the statements of the body's top level, nested sequences
@@ -440,15 +439,14 @@ static void number_top(Lifetimes *l, Stmt *s)
       number_top(l, s->body[i]);
     return;
   }
-  mark_uses(l, s);
-  stmt_rewrite_exprs(s, mark_load, l);
+  each_shared_use(l->k, s, use_at, l);
   l->pos++;
 }
 
 bool pass_shared_lifetimes(PassContext *pc, Kernel *k)
 {
   (void)pc;
-  Lifetimes l = {k, 0, 0};
+  Lifetimes l = {k, 0};
   for (int i = 0; i < k->nbufs; i++)
     k->bufs[i].live_known = false;
   if (k->body)

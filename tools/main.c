@@ -96,8 +96,8 @@ typedef struct {
   char *size_text;
   size_t size_len;       /* bytes of size_text in use */
   int nsizes;
-  tilec_bucket *buckets; /* --bucket: each its own Command-like list, freed with bucket_text */
-  char **bucket_text;
+  tilec_bucket *buckets; /* --bucket: each a list as parse_sizes makes it (sizes malloc'd) */
+  char **bucket_text;    /* and the text its names and values point into */
   int nbuckets;
 } Command;
 
@@ -117,7 +117,7 @@ static bool parse_bucket(Command *cmd, const char *v)
     return false;
   }
   tilec_bucket *b = realloc(cmd->buckets, sizeof *b * (size_t)(cmd->nbuckets + 1));
-  char **t = b ? realloc(cmd->bucket_text, sizeof *t * (size_t)(cmd->nbuckets + 1) * 2) : NULL;
+  char **t = b ? realloc(cmd->bucket_text, sizeof *t * (size_t)(cmd->nbuckets + 1)) : NULL;
   if (b)
     cmd->buckets = b;
   if (!t) {
@@ -127,9 +127,7 @@ static bool parse_bucket(Command *cmd, const char *v)
   }
   cmd->bucket_text = t;
   cmd->buckets[cmd->nbuckets] = (tilec_bucket){one.sizes, one.nsizes};
-  t[2 * cmd->nbuckets] = one.size_text;
-  t[2 * cmd->nbuckets + 1] = (char *)one.sizes;
-  cmd->nbuckets++;
+  t[cmd->nbuckets++] = one.size_text;
   return true;
 }
 
@@ -344,8 +342,10 @@ int main(int argc, char **argv)
   free(cmd.defs);
   free(cmd.sizes);
   free(cmd.size_text);
-  for (int i = 0; i < 2 * cmd.nbuckets; i++)
+  for (int i = 0; i < cmd.nbuckets; i++) {
+    free((tilec_define *)cmd.buckets[i].sizes);
     free(cmd.bucket_text[i]);
+  }
   free(cmd.bucket_text);
   free(cmd.buckets);
   return rc;

@@ -241,14 +241,33 @@ static Stmt *consumers(Variant v)
              store(L(31), out, V(tid), mine));
 }
 
-static Kernel *build(Variant v)
+/* A new kernel K of `threads` threads, with its thread index var tid. */
+static void new_kernel(const char *name, int threads)
 {
   K = ARENA_NEW(A, Kernel);
-  K->name = "roles";
+  K->name = name;
   K->loc = L(1);
-  K->nthreads = T;
-  K->threads = ex_int(A, TY_I32, T);
+  K->nthreads = threads;
+  K->threads = ex_int(A, TY_I32, threads);
   tid = add_var("tid", VAR_THREAD_IDX, TY_I32);
+}
+
+/* Runs K at the thread level; its diagnostics into msg (and the arena freed) either way. */
+static bool run_kernel(Diags *d, const InterpArg *args, int nargs, const InterpOptions *opt, char *msg,
+                       size_t cap)
+{
+  bool ok = interp_thread_run(K, args, nargs, opt, d);
+  StrBuf sb = {0};
+  diag_render(d, &sb);
+  snprintf(msg, cap, "%s", sb.data ? sb.data : "");
+  free(sb.data);
+  arena_free(A);
+  return ok;
+}
+
+static Kernel *build(Variant v)
+{
+  new_kernel("roles", T);
   kv = add_var("k", VAR_LOOP, TY_I32);
   jv = add_var("j", VAR_LOOP, TY_I32);
   rv = add_var("r", VAR_LOOP, TY_I32);
@@ -296,13 +315,7 @@ static bool run(Variant v, char *msg, size_t cap, InterpStats *stats)
   InterpOptions opt = {.stats = stats, .max_steps = 10000000};
   for (int i = 0; i < C; i++)
     Out[i] = -1;
-  bool ok = interp_thread_run(k, args, 2, &opt, &d);
-  StrBuf sb = {0};
-  diag_render(&d, &sb);
-  snprintf(msg, cap, "%s", sb.data ? sb.data : "");
-  free(sb.data);
-  arena_free(A);
-  return ok;
+  return run_kernel(&d, args, 2, &opt, msg, cap);
 }
 
 /* What consumer t sums: its 4 elements of each of the ITERS boxes. */
@@ -352,12 +365,7 @@ static bool run_store(bool fence, bool sync, char *msg, size_t cap)
 {
   A = arena_new();
   Diags d = {.arena = A, .filename = "roles.tl"};
-  K = ARENA_NEW(A, Kernel);
-  K->name = "store";
-  K->loc = L(1);
-  K->nthreads = C;
-  K->threads = ex_int(A, TY_I32, C);
-  tid = add_var("tid", VAR_THREAD_IDX, TY_I32);
+  new_kernel("store", C);
   jv = add_var("j", VAR_LOOP, TY_I32);
   int small = add_buffer("Small", SCOPE_GLOBAL, TY_F16, 2, (int64_t[]){SR, SC}, 0);
   kernel_add_param(A, K, true, small);
@@ -388,13 +396,7 @@ static bool run_store(bool fence, bool sync, char *msg, size_t cap)
   InterpArg args[] = {{.name = "Small", .data = Small}};
   InterpOptions opt = {.max_steps = 1000000};
   memset(Small, 0xff, sizeof Small);
-  bool ok = interp_thread_run(K, args, 1, &opt, &d);
-  StrBuf sb = {0};
-  diag_render(&d, &sb);
-  snprintf(msg, cap, "%s", sb.data ? sb.data : "");
-  free(sb.data);
-  arena_free(A);
-  return ok;
+  return run_kernel(&d, args, 1, &opt, msg, cap);
 }
 
 static void tma_store_tests(void)
