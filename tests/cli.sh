@@ -60,6 +60,17 @@ bad 1 "tilec: error: unknown target 'sm_75'; expected sm_80, sm_86, sm_89, sm_90
 has "$usage" "$tmp/e"
 bad 1 "tilec: error: unknown option '--frobnicate'" "$TILEC" --frobnicate "$ex/saxpy.tl"; has "$usage" "$tmp/e"
 bad 1 "tilec: error: no input file" "$TILEC"; has "$usage" "$tmp/e"
+# What docs/tutorials/matmul.md (section 7) and hopper.md quote of the compiler's output for
+# examples/matmul.tl: the variant for large sizes on sm_90a and sm_80, the copy engine's protocol,
+# the roles' registers.
+ok "$TILEC" "$ex/matmul.tl" -o -; has 'tilec-meta kernel matmul threads=384 smem=196672 '
+ok "$TILEC" --arch=sm_80 --emit=tir "$ex/matmul.tl" -o -
+has 'threads(256) smem(98304)'; has 'layout(mma, warps=2x4, frags=4x4)'
+ok "$TILEC" --arch=sm_80 -D THREADS=128 --emit=tir "$ex/matmul.tl" -o -; has 'local acc: f32[128] layout(mma, warps=2x2'
+ok "$TILEC" -D WS=0 --emit=tir "$ex/matmul.tl" -o -
+has 'mbarrier.init mbar.95[0], count 1'; has 'mbarrier.init mbar.95[4], count 256'
+has 'mbarrier.expect_tx mbar.95[0], bytes 49152'
+ok "$TILEC" --emit=tir "$ex/matmul.tl" -o -; has 'setmaxnreg.dec 40'; has 'setmaxnreg.inc 232'
 # --bucket: variants in a header (docs/cli.md); a bucket the launch constants map to an earlier
 # variant adds none; errors
 ok "$TILEC" --emit=header --kernel softmax --bucket M=64,N=512 --bucket=M=8,N=4096 --bucket M=1,N=512 \
