@@ -80,6 +80,21 @@ void emit_ldmatrix(Cg *cg, const Stmt *s)
   }
 }
 
+/* A's 32-bit operand register i: a u32 register, or (A in a 16-bit fragment) its
+ * registers base + 2i and base + 2i + 1 packed, the first in the low half. */
+static LLVMValueRef a_operand(Cg *cg, const Stmt *s, int i)
+{
+  const Buffer *A = &cg->k->bufs[s->a];
+  if (A->elem == TY_U32)
+    return LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->a, s->a_reg, i), "");
+  LLVMTypeRef h = cg_mem_type(cg, A->elem), pair = LLVMVectorType(h, 2);
+  LLVMValueRef v = LLVMGetUndef(pair);
+  for (int e = 0; e < 2; e++)
+    v = LLVMBuildInsertElement(cg->b, v, LLVMBuildLoad2(cg->b, h, reg_ptr(cg, s->a, s->a_reg, 2 * i + e), ""),
+                               LLVMConstInt(cg->t.i32, (unsigned)e, 0), "");
+  return LLVMBuildBitCast(cg->b, v, cg->t.i32, "");
+}
+
 void emit_mma(Cg *cg, const Stmt *s)
 {
   char text[200];
@@ -90,7 +105,7 @@ void emit_mma(Cg *cg, const Stmt *s)
            t, t);
   LLVMValueRef args[10];
   for (int i = 0; i < 4; i++)
-    args[i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->a, s->a_reg, i), "");
+    args[i] = a_operand(cg, s, i);
   for (int i = 0; i < 2; i++)
     args[4 + i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->b, s->b_reg, i), "");
   for (int i = 0; i < 4; i++)
@@ -189,11 +204,21 @@ void emit_wgmma(Cg *cg, const Stmt *s)
             2 * n, t, t);
   for (int i = 0; i < n; i++)
     sb_printf(&text, "%s$%d", i ? ", " : "", i);
-  sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
-            s->b_mn_major ? 1 : 0);
-  LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
-                          wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
-  asm_on_acc(cg, text.data, s->c, n, desc, "l,l", 2);
+  if (s->a_reg) { /* A in registers: {a0, a1, a2, a3}, no transpose-A immediate */
+    sb_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", n, n + 1, n + 2, n + 3, n + 4,
+              s->b_mn_major ? 1 : 0);
+    LLVMValueRef ops[5];
+    for (int i = 0; i < 4; i++)
+      ops[i] = a_operand(cg, s, i);
+    ops[4] = wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major);
+    asm_on_acc(cg, text.data, s->c, n, ops, "r,r,r,r,l", 5);
+  } else {
+    sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
+              s->b_mn_major ? 1 : 0);
+    LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
+                            wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
+    asm_on_acc(cg, text.data, s->c, n, desc, "l,l", 2);
+  }
   free(text.data);
 }
 

@@ -1211,7 +1211,8 @@ static Stmt *check_fill_op(Sema *s, const Node *call) { return check_fill(s, cal
 static Stmt *check_clear_op(Sema *s, const Node *call) { return check_fill(s, call, true); }
 
 /* gemm(A, B, C [, transpose_A = BOOL] [, transpose_B = BOOL] [, warps_m = INT] [, warps_n = INT])
- * 2-D tiles: A and B both f16 or both bf16, in shared memory (A in a fragment: not supported yet),
+ * 2-D tiles: A and B both f16 or both bf16, B in shared memory, A in shared memory or a fragment
+ * (registers: it must have the layout of a gemm accumulator, layout.c; not transposed),
  * C an f32 fragment; M x K times K x N into M x N after the transposes, M % 16, N % 8, K % 16 = 0;
  * warps_m, warps_n constants 1 to 32. */
 static Stmt *check_gemm(Sema *s, const Node *call)
@@ -1251,6 +1252,11 @@ static Stmt *check_gemm(Sema *s, const Node *call)
              type_name(C->elem));
     return NULL;
   }
+  if (A->scope == SCOPE_FRAGMENT && st->trans_a) {
+    error_at(s->d, named_arg(call, "transpose_A")->loc,
+             "gemm with A in a fragment takes it as [M, K]; transpose_A = true needs A in shared memory");
+    return NULL;
+  }
   int64_t M = A->tile_shape[st->trans_a], K = A->tile_shape[!st->trans_a];
   int64_t KB = B->tile_shape[st->trans_b], N = B->tile_shape[!st->trans_b];
   if (K != KB || C->tile_shape[0] != M || C->tile_shape[1] != N) {
@@ -1258,12 +1264,6 @@ static Stmt *check_gemm(Sema *s, const Node *call)
              "gemm shapes do not agree: A is %" PRId64 "x%" PRId64 ", B is %" PRId64 "x%" PRId64
              ", C is %" PRId64 "x%" PRId64 " (after transposes)",
              M, K, KB, N, C->tile_shape[0], C->tile_shape[1]);
-    return NULL;
-  }
-  if (A->scope != SCOPE_SHARED) {
-    error_at(s->d, positional(call, 0)->loc,
-             "gemm with A in a fragment is not supported yet; stage A through "
-             "shared memory");
     return NULL;
   }
   if (M % 16 || N % 8 || K % 16) {

@@ -130,7 +130,8 @@ typedef struct {
 
 typedef struct {
   int group;
-  int acc; /* the accumulator buffer */
+  int acc;  /* the accumulator buffer */
+  int areg; /* A's registers (a fragment), or -1 */
   int32_t *bytes;
   int nbytes;
 } WgOp;
@@ -1113,6 +1114,31 @@ static bool ldmatrix(Th *th, const Stmt *s, int w)
 
 static double half_of(TypeKind t, uint32_t bits) { return val_from_bits(t, bits & 0xffff).f; }
 
+/* The two 16-bit values of A's 32-bit operand register r for thread t: u32
+ * register a0 + r, or (A in a 16-bit fragment) its registers a0 + 2r, + 1. */
+static bool a_pair(Th *th, const Stmt *s, int t, int64_t a0, int r, double out[2])
+{
+  if (th->k->bufs[s->a].elem == TY_U32) {
+    uint64_t x = read_u32(th, s->loc, t, s->a, a0 + r);
+    out[0] = half_of(s->elem, (uint32_t)x);
+    out[1] = half_of(s->elem, (uint32_t)(x >> 16));
+    return !th->failed;
+  }
+  /* Read directly: wgmma's earlier reads of A (its other k steps) may still be in flight. */
+  const Buffer *A = &th->k->bufs[s->a];
+  for (int e = 0; e < 2; e++) {
+    int64_t i = a0 + 2 * r + e, at = (int64_t)t * A->local_size + i;
+    char text[160];
+    if (i < 0 || i >= A->local_size || !th->reg_set[s->a][at]) {
+      fail(th, s->loc, t, "%s is read by %s before anything wrote it",
+           elem_text(text, sizeof text, th, s->a, &i, 1), stmt_spelling(s->kind));
+      return false;
+    }
+    out[e] = th->reg[s->a][at].f;
+  }
+  return true;
+}
+
 /* mma.sync.m16n8k16.row.col: D = A B + C over the warp's registers, g = l / 4, q = l % 4:
  *   A 16x16: a0 (g, 2q..2q+1)  a1 (g+8, 2q..)  a2 (g, 2q+8..)  a3 (g+8, 2q+8..)
  *   B 16x8:  b0 (2q..2q+1, g)  b1 (2q+8..2q+9, g)
@@ -1125,10 +1151,9 @@ static bool mma(Th *th, const Stmt *s, int w)
     int t = w + l, g = l / 4, q = l % 4;
     int64_t a0 = eval(th, s->a_reg, t).i, b0 = eval(th, s->b_reg, t).i, c0 = eval(th, s->c_reg, t).i;
     for (int r = 0; r < 4; r++) {
-      uint64_t x = read_u32(th, s->loc, t, s->a, a0 + r);
       int row = g + 8 * (r % 2), col = 2 * q + 8 * (r / 2);
-      A[row][col] = half_of(s->elem, (uint32_t)x);
-      A[row][col + 1] = half_of(s->elem, (uint32_t)(x >> 16));
+      if (!a_pair(th, s, t, a0, r, &A[row][col]))
+        return false;
     }
     for (int r = 0; r < 2; r++) {
       uint64_t x = read_u32(th, s->loc, t, s->b, b0 + r);
@@ -1240,10 +1265,15 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
   int N = 2 * s->acc_regs;
   uint64_t da = 0, db = 0;
   for (int l = 0; l < WARPGROUP; l++) {
-    uint64_t a, b;
-    if (!descriptor(th, s, g0 + l, s->a, s->a_start, s->na_start, s->a_mn_major, &a) ||
+    uint64_t a = 0, b;
+    if ((!s->a_reg && !descriptor(th, s, g0 + l, s->a, s->a_start, s->na_start, s->a_mn_major, &a)) ||
         !descriptor(th, s, g0 + l, s->b, s->b_start, s->nb_start, s->b_mn_major, &b))
       return false;
+    if (s->a_reg && th->acc_dirty[s->a * th->T + g0 + l]) {
+      fail(th, s->loc, g0 + l, "wgmma reads A '%s' from registers written since the last wgmma.fence",
+           th->k->bufs[s->a].name);
+      return false;
+    }
     if (l && (a != da || b != db)) {
       fail(th, s->loc, g0 + l, "wgmma descriptors differ within the warpgroup (thread %d's and thread %d's)",
            g0, g0 + l);
@@ -1269,7 +1299,10 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
     q->cap = cap;
   }
   WgOp *op = &q->ops[q->n];
-  *op = (WgOp){.group = q->committed, .acc = s->c, .bytes = malloc(sizeof(int32_t) * (size_t)(64 + N) * 16)};
+  *op = (WgOp){.group = q->committed,
+               .acc = s->c,
+               .areg = s->a_reg ? s->a : -1,
+               .bytes = malloc(sizeof(int32_t) * (size_t)(64 + N) * 16)};
   if (!op->bytes) {
     fail(th, s->loc, g0, "out of memory");
     return false;
@@ -1277,9 +1310,21 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
   q->n++;
   double *A = malloc(sizeof(double) * 64 * 16), *B = malloc(sizeof(double) * 16 * (size_t)N);
   bool ok = A && B;
-  for (int m = 0; ok && m < 64; m++)
-    for (int k = 0; ok && k < 16; k++)
-      ok = wg_read(th, s, g0, s->a, operand_byte(da, s->a_mn_major, m, k), op, &A[m * 16 + k]);
+  if (s->a_reg) /* thread 32w + l: rows 16w + l/4 (+ 8), columns 2(l%4) (+ 8), as mma.sync's A */
+    for (int l = 0; ok && l < WARPGROUP; l++) {
+      int t = g0 + l, row0 = 16 * (l / WARP) + (l % WARP) / 4, q = l % 4;
+      int64_t a0 = eval(th, s->a_reg, t).i;
+      for (int r = 0; ok && r < 4; r++) {
+        double pr[2];
+        ok = a_pair(th, s, t, a0, r, pr);
+        A[(row0 + 8 * (r % 2)) * 16 + 2 * q + 8 * (r / 2)] = pr[0];
+        A[(row0 + 8 * (r % 2)) * 16 + 2 * q + 8 * (r / 2) + 1] = pr[1];
+      }
+    }
+  else
+    for (int m = 0; ok && m < 64; m++)
+      for (int k = 0; ok && k < 16; k++)
+        ok = wg_read(th, s, g0, s->a, operand_byte(da, s->a_mn_major, m, k), op, &A[m * 16 + k]);
   for (int n = 0; ok && n < N; n++)
     for (int k = 0; ok && k < 16; k++)
       ok = wg_read(th, s, g0, s->b, operand_byte(db, s->b_mn_major, n, k), op, &B[k * N + n]);
@@ -1304,6 +1349,8 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
       th->reg[s->c][at].f = val_round(TY_F32, th->reg[s->c][at].f + acc);
     }
     th->acc_busy[s->c * th->T + t]++;
+    if (s->a_reg)
+      th->acc_busy[s->a * th->T + t]++;
   }
   for (int i = 0; ok && i < op->nbytes; i++)
     th->shadow[op->bytes[i]].async_reads++;
@@ -1329,8 +1376,11 @@ static void wgmma_wait(Th *th, const Stmt *s, int g0)
     }
     for (int b = 0; b < op->nbytes; b++)
       th->shadow[op->bytes[b]].async_reads--;
-    for (int l = 0; l < WARPGROUP; l++)
+    for (int l = 0; l < WARPGROUP; l++) {
       th->acc_busy[op->acc * th->T + g0 + l]--;
+      if (op->areg >= 0)
+        th->acc_busy[op->areg * th->T + g0 + l]--;
+    }
     free(op->bytes);
   }
   q->n = keep;
@@ -1358,9 +1408,10 @@ static bool collective(Th *th, const Stmt *s, Mask m)
       if (!wgmma(th, s, g0))
         return false;
       break;
-    case ST_WGMMA_FENCE:
-      for (int l = 0; l < WARPGROUP; l++)
-        th->acc_dirty[s->c * th->T + g0 + l] = 0;
+    case ST_WGMMA_FENCE: /* orders every register access before it (accumulators, A operands) */
+      for (int b = 0; b < th->k->nbufs; b++)
+        for (int l = 0; l < WARPGROUP; l++)
+          th->acc_dirty[b * th->T + g0 + l] = 0;
       break;
     case ST_WGMMA_COMMIT: th->wg[g0 / WARPGROUP].committed++; break;
     case ST_WGMMA_WAIT: wgmma_wait(th, s, g0); break;

@@ -411,7 +411,8 @@ typedef enum {
  *   LDMATRIX  warp: .matrices (1, 2, 4) 8x8 b16 matrices from shared .src_buf[.src_idx]
  *             (this lane's row address) into u32 registers .buf[.idx[0] ...]; .trans
  *   MMA       warp: mma.sync m16n8k16 .elem inputs, f32 accumulate:
- *             registers .c[.c_reg..+3] += .a[.a_reg..+3] x .b[.b_reg..+1]
+ *             registers .c[.c_reg..+3] += .a[.a_reg..+3] x .b[.b_reg..+1]; or .a is a
+ *             16-bit fragment (A in registers): its registers .a_reg..+7, packed in pairs
  *   CP_ASYNC  cp.async 16 bytes global .src_buf[.src_idx] -> shared .buf[.idx];
  *             reads .src_bytes bytes (16, or 0 to zero-fill)
  *   CP_COMMIT cp.async.commit_group;  CP_WAIT: cp.async.wait_group .pending
@@ -423,7 +424,8 @@ typedef enum {
  *
  *   WGMMA_FENCE  wgmma.fence: before the first WGMMA that uses registers .c[0 .. .acc_regs)
  *   WGMMA        warpgroup: .c[0 .. .acc_regs) += A x B, m64n(2 .acc_regs)k16, .elem inputs,
- *                f32 accumulate; A: shared .a from element .a_start, B: shared .b from
+ *                f32 accumulate; A: shared .a from element .a_start (or, .a a 16-bit
+ *                fragment, its registers .a_reg .. +7 packed in pairs), B: shared .b from
  *                element .b_start, both SWIZZLE_128B, read through matrix descriptors;
  *                .a_mn_major / .b_mn_major: the operand is MN-major ([K, M] / [K, N])
  *   WGMMA_COMMIT wgmma.commit_group;  WGMMA_WAIT: wgmma.wait_group .pending, then
@@ -556,7 +558,8 @@ struct Stmt {
   TypeKind elem;               /* MMA, WGMMA: the 16-bit input type */
   int warps_m, warps_n;        /* GEMM: the warp grid (0: the default policy) */
   Expr *stage_a, *stage_b;     /* GEMM: the stage of A and B a pipelined loop reads (NULL: not staged) */
-  Expr *a_reg, *b_reg, *c_reg; /* MMA: the first register of .a (4), .b (2), .c (4) */
+  Expr *a_reg, *b_reg, *c_reg; /* MMA: the first register of .a (4, or 8 16-bit), .b (2), .c (4);
+                                  WGMMA: of .a in registers (8 16-bit) */
   /* WGMMA_FENCE, WGMMA, WGMMA_WAIT: the accumulator registers .c[0 .. .acc_regs) (N / 2) */
   int acc_regs;
   /* WGMMA: the element of .a and of .b its descriptor starts at; MN-major operands */

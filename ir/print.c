@@ -231,8 +231,12 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
   case ST_WGMMA:
     sb_printf(sb, "wgmma.m64n%dk16.%s %s[%d] += %s[", 2 * s->acc_regs, type_name(s->elem), k->bufs[s->c].name,
               s->acc_regs, k->bufs[s->a].name);
-    print_exprs(sb, k, s->a_start, s->na_start);
-    sb_printf(sb, "]%s x %s[", s->a_mn_major ? " (M-major)" : "", k->bufs[s->b].name);
+    if (s->a_reg)
+      ir_print_expr(sb, k, s->a_reg);
+    else
+      print_exprs(sb, k, s->a_start, s->na_start);
+    sb_printf(sb, "]%s%s x %s[", s->a_reg ? " (registers)" : "", s->a_mn_major ? " (M-major)" : "",
+              k->bufs[s->b].name);
     print_exprs(sb, k, s->b_start, s->nb_start);
     sb_printf(sb, "]%s", s->b_mn_major ? " (N-major)" : "");
     break;

@@ -211,9 +211,11 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!buf_ok(v, s->a, 1, "mma") || !buf_ok(v, s->b, 1, "mma") || !buf_ok(v, s->c, 1, "mma") ||
         !expr_ok(v, s->a_reg) || !expr_ok(v, s->b_reg) || !expr_ok(v, s->c_reg))
       return fail(v, "malformed mma");
-    if (v->k->bufs[s->c].elem != TY_F32 || v->k->bufs[s->a].elem != TY_U32 ||
-        v->k->bufs[s->b].elem != TY_U32 || (s->elem != TY_F16 && s->elem != TY_BF16))
-      return fail(v, "mma takes u32 operand registers and an f32 accumulator");
+    if (v->k->bufs[s->c].elem != TY_F32 ||
+        (v->k->bufs[s->a].elem != TY_U32 && v->k->bufs[s->a].elem != s->elem) ||
+        !registers(v, &v->k->bufs[s->a]) || v->k->bufs[s->b].elem != TY_U32 ||
+        (s->elem != TY_F16 && s->elem != TY_BF16))
+      return fail(v, "mma takes u32 (or A's 16-bit) operand registers and an f32 accumulator");
     return true;
   case ST_CP_ASYNC:
     if (!buf_ok(v, s->buf, s->nidx, "cp.async") || !buf_ok(v, s->src_buf, s->nsrc_idx, "cp.async") ||
@@ -235,11 +237,17 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
       return fail(v, "wgmma's accumulator is 4 to 128 f32 registers, a multiple of 4, of a local buffer");
     if (s->kind != ST_WGMMA)
       return true;
-    if (!buf_ok(v, s->a, s->na_start, "wgmma") || !buf_ok(v, s->b, s->nb_start, "wgmma") ||
-        !exprs_ok(v, s->a_start, s->na_start) || !exprs_ok(v, s->b_start, s->nb_start))
+    if (s->a_reg) { /* A in registers */
+      if (!buf_ok(v, s->a, 1, "wgmma") || !expr_ok(v, s->a_reg) || s->na_start)
+        return fail(v, "malformed wgmma");
+      if (!registers(v, &v->k->bufs[s->a]) || v->k->bufs[s->a].elem != s->elem)
+        return fail(v, "wgmma's A in registers has its 16-bit input type");
+    } else if (!buf_ok(v, s->a, s->na_start, "wgmma") || !exprs_ok(v, s->a_start, s->na_start))
+      return false;
+    if (!buf_ok(v, s->b, s->nb_start, "wgmma") || !exprs_ok(v, s->b_start, s->nb_start))
       return false;
     const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
-    if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || !swizzle_span(A->swizzle) ||
+    if ((!s->a_reg && (A->scope != SCOPE_SHARED || !swizzle_span(A->swizzle))) || B->scope != SCOPE_SHARED ||
         !swizzle_span(B->swizzle) || A->elem != s->elem || B->elem != s->elem ||
         (s->elem != TY_F16 && s->elem != TY_BF16))
       return fail(v, "wgmma reads f16 or bf16 shared tiles in a wgmma swizzle layout");

@@ -16,6 +16,14 @@
  * (rows 0-7/8-15 x k 0-7/8-15), {b0, b1} of piece n0 then of n0+8 for B.
  * Shared tiles that gemm reads are swizzled (codegen's tile_offset), so the
  * eight rows one ldmatrix matrix reads fall in eight different bank groups.
+ *
+ * A in a fragment (registers; attention's P = S cast to 16 bits) has the
+ * accumulator layout (layout.c: one column of warps), and the accumulator's
+ * pieces (fm, 2kk) and (fm, 2kk + 1) are register for register the A operand
+ * of step kk: c0 c1 (row g, cols 2q, 2q+1) = a0 a1, c2 c3 (row g+8) = a2 a3,
+ * and the next piece's, 8 columns on, a4 .. a7.  So the mma reads 8
+ * consecutive 16-bit registers of the fragment, packed in pairs, and no
+ * ldmatrix runs for A.
  */
 #include "lower.h"
 
@@ -71,7 +79,8 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   if (!w->k->min_blocks_per_sm) /* unless the kernel says: registers matter more than occupancy */
     w->k->min_blocks_per_sm = 1;
   WarpPos p = warp_pos(w, &out, L);
-  int afrag = lw_new_buffer(w, "afrag", SCOPE_LOCAL, TY_U32, (int64_t)FM * 4);
+  bool reg_a = A->scope == SCOPE_FRAGMENT;
+  int afrag = reg_a ? -1 : lw_new_buffer(w, "afrag", SCOPE_LOCAL, TY_U32, (int64_t)FM * 4);
   int bfrag = lw_new_buffer(w, "bfrag", SCOPE_LOCAL, TY_U32, (int64_t)(FN + 1) / 2 * 4);
   int kk = lw_fresh(w, "kk", VAR_LOOP);
   StmtList step = {0};
@@ -79,7 +88,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   Expr *m_base = lw_mul_c(w, lw_clone(w, p.wm), (int64_t)FM * 16),
        *n_base = lw_mul_c(w, lw_clone(w, p.wn), (int64_t)FN * 8);
 
-  /* A pieces: one ldmatrix.x4 per 16x16. */
+  /* A pieces: one ldmatrix.x4 per 16x16; A in registers is read by the mma itself. */
   int fm = lw_fresh(w, "fm", VAR_LOOP);
   Expr *m0 = lw_add(w, lw_clone(w, m_base), lw_mul_c(w, lw_var(w, fm), 16));
   Expr *row, *col;
@@ -91,10 +100,11 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
                  lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
     col = lw_add(w, m0, lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
   }
-  stlist_push(w->a, &step,
-              lw_unrolled(w, fm, FM,
-                          ldmatrix(w, afrag, lw_mul_c(w, lw_var(w, fm), 4), 4, s->trans_a, s->a, s->stage_a,
-                                   row, col)));
+  if (!reg_a)
+    stlist_push(w->a, &step,
+                lw_unrolled(w, fm, FM,
+                            ldmatrix(w, afrag, lw_mul_c(w, lw_var(w, fm), 4), 4, s->trans_a, s->a, s->stage_a,
+                                     row, col)));
 
   /* B pieces: ldmatrix.x4 covers two n8 pieces; an odd last one takes x2. */
   for (int pair = 0; pair < (FN + 1) / 2; pair++) {
@@ -117,11 +127,18 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   /* The FM x FN mma instructions. */
   int mi = lw_fresh(w, "mi", VAR_LOOP), ni = lw_fresh(w, "ni", VAR_LOOP);
   Stmt *mma = st_new(w->a, ST_MMA, s->loc);
-  mma->a = afrag;
+  mma->a = reg_a ? s->a : afrag;
   mma->b = bfrag;
   mma->c = s->c;
   mma->elem = A->elem;
-  mma->a_reg = lw_mul_c(w, lw_var(w, mi), 4);
+  /* A in registers (the accumulator layout, layout.c): the 16 x 16 piece (mi, kk) is the
+   * accumulator's pieces (mi, 2kk) and (mi, 2kk + 1), 8 registers from (mi * frag_n + 2kk) * 4,
+   * which pair up as a0a1 (row g), a2a3 (g + 8), a4a5 (g, k + 8), a6a7 (g + 8, k + 8). */
+  mma->a_reg = reg_a ? lw_mul_c(w,
+                                lw_add(w, lw_mul_c(w, lw_var(w, mi), A->layout.frag_n),
+                                       lw_mul_c(w, lw_var(w, kk), 2)),
+                                4)
+                     : lw_mul_c(w, lw_var(w, mi), 4);
   mma->b_reg = lw_mul_c(w, lw_var(w, ni), 2);
   mma->c_reg = lw_mul_c(w, lw_add(w, lw_mul_c(w, lw_var(w, mi), FN), lw_var(w, ni)), 4);
   stlist_push(w->a, &step, lw_unrolled(w, mi, FM, lw_unrolled(w, ni, FN, mma)));
@@ -218,10 +235,13 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   mma->a = s->a;
   mma->b = s->b;
   mma->elem = A->elem;
-  mma->a_mn_major = s->trans_a;  /* A^T [K, M] */
-  mma->b_mn_major = !s->trans_b; /* B [K, N] */
-  mma->a_start = s->trans_a ? start_elem(w, s->stage_a, lw_clone(w, k0), lw_clone(w, m0), &mma->na_start)
-                            : start_elem(w, s->stage_a, lw_clone(w, m0), lw_clone(w, k0), &mma->na_start);
+  mma->a_mn_major = s->trans_a;   /* A^T [K, M] */
+  mma->b_mn_major = !s->trans_b;  /* B [K, N] */
+  if (A->scope == SCOPE_FRAGMENT) /* registers 8kk .. 8kk + 7 of each thread (frag_m = 1), as for mma.sync */
+    mma->a_reg = lw_mul_c(w, lw_var(w, kk), 8);
+  else
+    mma->a_start = s->trans_a ? start_elem(w, s->stage_a, lw_clone(w, k0), lw_clone(w, m0), &mma->na_start)
+                              : start_elem(w, s->stage_a, lw_clone(w, m0), lw_clone(w, k0), &mma->na_start);
   mma->b_start = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), lw_clone(w, k0), &mma->nb_start)
                             : start_elem(w, s->stage_b, lw_clone(w, k0), lw_i32(w, 0), &mma->nb_start);
   stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, mma));

@@ -340,6 +340,29 @@ static bool find_row_parents(Inference *l)
   return true;
 }
 
+/* gemm(A, B, C) with A in a fragment (registers): mma.sync's and wgmma's A
+ * operand for 16 of K is, register for register, what the accumulator layout
+ * holds for 16 columns (gemm.c), so A must have the accumulator layout with
+ * C's warp grid: A's class joins C's row group, whose grid choose_mma_layouts
+ * makes one column of warps (each warp holds whole rows of A). */
+static bool is_register_a(const Inference *l, const Stmt *g) { return is_frag(l, g->a); }
+
+static void join_register_operands(Inference *l)
+{
+  for (int i = 0; i < l->ngemms; i++) {
+    const Stmt *g = l->gemms[i];
+    if (!is_register_a(l, g))
+      continue;
+    int a = find(l, g->a), c = find(l, g->c);
+    while (l->rg[a] != a)
+      a = l->rg[a];
+    while (l->rg[c] != c)
+      c = l->rg[c];
+    if (a != c)
+      l->rg[a] = c;
+  }
+}
+
 /* gemm fixes its accumulator's class to the MMA layout, one warp grid per
  * row group: one column of warps (the wgmma accumulator, gemm.c) when any
  * gemm of the group can use wgmma and none asks for a grid, so that the
@@ -379,6 +402,7 @@ static bool choose_mma_layouts(Inference *l)
     int *cls = ARENA_ARRAY(pc->arena, int, l->ngemms);
     int n = 0, req_m = 0, req_n = 0;
     bool wgmma = false;
+    const Stmt *reg_a = NULL; /* a gemm of the group with A in registers */
     for (int j = 0; j < l->ngemms; j++) {
       const Stmt *h = l->gemms[j];
       int r = find(l, h->c), gr = r;
@@ -403,6 +427,8 @@ static bool choose_mma_layouts(Inference *l)
       req_m = h->warps_m ? h->warps_m : req_m;
       req_n = h->warps_n ? h->warps_n : req_n;
       wgmma |= gemm_wgmma_eligible(pc, k, h);
+      if (is_register_a(l, h))
+        reg_a = h;
       bool seen = false;
       for (int q = 0; q < n; q++)
         seen |= cls[q] == r;
@@ -417,6 +443,15 @@ static bool choose_mma_layouts(Inference *l)
       req_m = k->nthreads / 32;
       req_n = 1;
     }
+    if (reg_a && req_n > 1) {
+      error_at(pc->diags, reg_a->loc,
+               "layout conflict: gemm reads A '%s' from registers, so each warp must hold whole rows "
+               "of it (warps_n = 1), but warps_n = %d is asked for in its group",
+               k->bufs[reg_a->a].name, req_n);
+      return false;
+    }
+    if (reg_a)
+      req_n = 1;
     int wm, wn;
     const char *why = NULL;
     if (!gemm_warp_policy(k->nthreads / 32, Ms, Ns, n, req_m, req_n, &wm, &wn, &why)) {
@@ -473,6 +508,32 @@ static bool check_row_sharing(Inference *l)
             "can share a fragment only when both are gemm accumulators of one warp grid; %s",
             k->bufs[f->child].name, k->bufs[f->parent].name, HINT);
     return false;
+  }
+  return true;
+}
+
+/* A gemm's register A operand must be a fragment that shares an accumulator's
+ * layout (joined to it by a parallel loop or a copy). */
+static bool check_register_operands(Inference *l)
+{
+  for (int i = 0; i < l->ngemms; i++) {
+    const Stmt *g = l->gemms[i];
+    if (!is_register_a(l, g))
+      continue;
+    const FragLayout *La = &l->mma[find(l, g->a)], *Lc = &l->mma[find(l, g->c)];
+    if (La->kind != LAYOUT_MMA) {
+      error_at(l->pc->diags, g->loc,
+               "gemm reads A '%s' from registers, so it must have the layout of a gemm accumulator, "
+               "but nothing gives it one",
+               l->k->bufs[g->a].name);
+      note_at(l->pc->diags, g->loc,
+              "compute it from an accumulator of the same shape in a parallel loop (p[i, j] = "
+              "f16(s[i, j]) after gemm(..., s)), or stage it through shared memory (alloc_shared)");
+      return false;
+    }
+    if (La->warps_m != Lc->warps_m || La->warps_n != 1 || Lc->warps_n != 1 || La->frag_m != Lc->frag_m)
+      DIE("register A operand '%s': layouts %dx%d/%d and %dx%d/%d", l->k->bufs[g->a].name, La->warps_m,
+          La->warps_n, La->frag_m, Lc->warps_m, Lc->warps_n, Lc->frag_m);
   }
   return true;
 }
@@ -606,7 +667,10 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
   for (int i = 0; i < k->nbufs; i++)
     l.parent[i] = i;
   visit_stmt(&l, k->body); /* classes of fragments that share a layout, rows, gemms */
-  return l.ok && find_row_parents(&l) && choose_mma_layouts(&l) && check_row_sharing(&l) &&
+  if (!l.ok || !find_row_parents(&l))
+    return false;
+  join_register_operands(&l);
+  return choose_mma_layouts(&l) && check_row_sharing(&l) && check_register_operands(&l) &&
          give_mma_layouts(&l) && give_elemwise_layouts(&l) && give_rows_layouts(&l) &&
          check_register_limit(&l);
 }

@@ -126,6 +126,8 @@ static void mark_swizzled(Lw *w, const Stmt *s)
     bool wgmma = lw_gemm_uses_wgmma(w, s);
     for (int i = 0; i < 2; i++) {
       Buffer *b = &k->bufs[ops[i]];
+      if (b->scope != SCOPE_SHARED)
+        continue; /* A in registers */
       int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
       int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
       if (wgmma)

@@ -70,14 +70,16 @@ static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_
  *     R % 8 == 0 and C % 16 == 0: whole rows of one of the swizzles' spans
  *     (wgmma_swizzle: 128 bytes when C % 64 == 0, else 64 or 32), so BK a
  *     multiple of 16 for K-major operands and BM, BN multiples of 16 for
- *     MN-major ones.
+ *     MN-major ones; or A is a fragment (registers, [M, K]: layout.c gives it
+ *     C's layout, so the warpgroups' A fragments are wgmma's register operand).
  * Anything else takes mma.sync. */
 bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
 {
   if (pc->target->sm != 90 || !pc->target->arch_specific || k->nthreads <= 0 || k->nthreads % 128)
     return false;
   const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
-  if (A->scope != SCOPE_SHARED || B->scope != SCOPE_SHARED || A->elem != B->elem ||
+  bool reg_a = A->scope == SCOPE_FRAGMENT;
+  if ((A->scope != SCOPE_SHARED && !reg_a) || B->scope != SCOPE_SHARED || A->elem != B->elem ||
       (A->elem != TY_F16 && A->elem != TY_BF16) || Cb->elem != TY_F32 || Cb->rank != 2)
     return false;
   int nwarps = k->nthreads / 32;
@@ -89,7 +91,7 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
   int64_t ar, ac, br, bc;
   if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
     return false;
-  return ar % 8 == 0 && ac % 16 == 0 && br % 8 == 0 && bc % 16 == 0;
+  return (reg_a || (ar % 8 == 0 && ac % 16 == 0)) && br % 8 == 0 && bc % 16 == 0;
 }
 
 SwizzleKind wgmma_swizzle(int64_t cols)

@@ -144,7 +144,7 @@ typedef struct ccase {
   int sink, srck;
   /* ATTN */
   int D, DV;
-  bool rows;
+  bool rows, regp; /* regp: P in registers (a fragment), not staged through shared memory */
   /* ROWS */
   int BR, red, rsink, rsrc;
   /* SWIZ */
@@ -537,14 +537,15 @@ static void ref_acc_in(const ccase *c, double **v)
  * of O) staged through a shared tile of the operand type, O += P V in a second accumulator [BM, DV];
  * with rows, the max of the last tile also goes to R (rows of the accumulator -> global) and to R2
  * (-> shared -> global). */
-static void gen_attn(const char *arch, int BM, int BN, int D, int DV, int T, ty ab, bool rows, int64_t M,
-                     int64_t N)
+static void gen_attn(const char *arch, int BM, int BN, int D, int DV, int T, ty ab, bool rows, bool regp,
+                     int64_t M, int64_t N)
 {
   ccase *c = new_case(ATTN, arch);
   c->BM = BM, c->BN = BN, c->D = D, c->DV = DV, c->T = T, c->ab = ab, c->rows = rows, c->M = M, c->N = N;
+  c->regp = regp;
   snprintf(c->name, sizeof c->name,
-           "attention %s BM=%d BN=%d D=%d DV=%d t%d %s S -> shared.%s -> P@V%s  M=%lld N=%lld", arch, BM, BN,
-           D, DV, T, TY[ab], TY[ab],
+           "attention %s BM=%d BN=%d D=%d DV=%d t%d %s S -> %s.%s -> P@V%s  M=%lld N=%lld", arch, BM, BN, D,
+           DV, T, TY[ab], regp ? "registers" : "shared", TY[ab],
            rows ? " + rows of S into O, rows -> global, rows -> shared -> global" : "", (long long)M,
            (long long)N);
   add_tensor(c, "Q", ab, "MD", D_INT2, false);
@@ -561,9 +562,10 @@ static void gen_attn(const char *arch, int BM, int BN, int D, int DV, int T, ty 
   sbuf *b = &c->src;
   sb(b,
      "    let Qs = alloc_shared([%d, %d], %s);\n    let Ks = alloc_shared([%d, %d], %s);\n"
-     "    let Vs = alloc_shared([%d, %d], %s);\n    let Ps = alloc_shared([%d, %d], %s);\n"
+     "    let Vs = alloc_shared([%d, %d], %s);\n    let Ps = alloc_%s([%d, %d], %s);\n"
      "    let s = alloc_fragment([%d, %d], f32);\n    let o = alloc_fragment([%d, %d], f32);\n",
-     BM, D, TY[ab], BN, D, TY[ab], BN, DV, TY[ab], BM, BN, TY[ab], BM, BN, BM, DV);
+     BM, D, TY[ab], BN, D, TY[ab], BN, DV, TY[ab], regp ? "fragment" : "shared", BM, BN, TY[ab], BM, BN, BM,
+     DV);
   if (rows)
     sb(b, "    let m = alloc_fragment([%d], f32);\n    let ms = alloc_shared([%d], f32);\n", BM, BM);
   sb(b, "    copy(Q[by * %d, 0], Qs);\n    clear(o);\n", BM);
@@ -576,7 +578,12 @@ static void gen_attn(const char *arch, int BM, int BN, int D, int DV, int T, ty 
        "        reduce_max(s, m);\n        for i, j in parallel(%d, %d) {\n            o[i, j] = o[i, j] + m[i];\n"
        "        }\n        for i, j in parallel(%d, %d) {\n            s[i, j] = s[i, j] - m[i];\n        }\n",
        BM, DV, BM, BN);
-  sb(b, "        copy(s, Ps);\n        gemm(Ps, Vs, o);\n    }\n    copy(o, O[by * %d, 0]);\n", BM);
+  if (regp)
+    sb(b, "        for i, j in parallel(%d, %d) {\n            Ps[i, j] = %s(s[i, j]);\n        }\n", BM, BN,
+       TY[ab]);
+  else
+    sb(b, "        copy(s, Ps);\n");
+  sb(b, "        gemm(Ps, Vs, o);\n    }\n    copy(o, O[by * %d, 0]);\n", BM);
   if (rows)
     sb(b, "    copy(m, R[by * %d]);\n    copy(m, ms);\n    copy(ms, R2[by * %d]);\n", BM, BM);
   sb(b, "}\n");
@@ -874,8 +881,9 @@ static void gen_attns(const char *arch)
   };
   for (size_t i = 0; i < sizeof A / sizeof *A; i++)
     for (int rows = 0; rows < 2; rows++)
-      gen_attn(arch, A[i].BM, A[i].BN, A[i].D, A[i].DV, A[i].T, A[i].ab, rows, A[i].BM + 21 + rows * A[i].BM,
-               2 * A[i].BN + 7 + rows * 30);
+      for (int regp = 0; regp < 2; regp++)
+        gen_attn(arch, A[i].BM, A[i].BN, A[i].D, A[i].DV, A[i].T, A[i].ab, rows, regp,
+                 A[i].BM + 21 + rows * A[i].BM + regp * 16, 2 * A[i].BN + 7 + rows * 30 + regp * 9);
 }
 
 static void gen_rowss(const char *arch)
@@ -1024,14 +1032,16 @@ static void random_case(const char *arch)
     for (;;) {
       int nw = rnd_of(warps, 4), BM = 16 * nw * rnd_in(1, 2), BN = rnd_of(bns, 4), D = rnd_of(ds, 4),
           DV = rnd_of(dvs, 5), T = 32 * nw;
-      bool rows = rnd_in(0, 1);
+      bool rows = rnd_in(0, 1), regp = rnd_in(0, 1);
       int N2[2] = {BN, DV};
       if (BM > 128 || BM * BN / T > 128 || BM * DV / T > 128 ||
           (BM * D + BN * D + BN * DV + BM * BN) * 2 + BM * 4 > 96 * 1024 ||
           !any_grid(nw, BM, N2, rows ? 2 : 1) || !any_grid(nw, BM, N2 + 1, 1))
         continue;
-      gen_attn(arch, BM, BN, D, DV, T, rnd_in(0, 1) ? F16 : BF16, rows, BM * rnd_in(1, 2) + rnd_in(1, 40),
-               BN * rnd_in(1, 3) + rnd_in(1, BN));
+      if (regp && BM % (16 * nw)) /* P in registers: one column of warps */
+        continue;
+      gen_attn(arch, BM, BN, D, DV, T, rnd_in(0, 1) ? F16 : BF16, rows, regp,
+               BM * rnd_in(1, 2) + rnd_in(1, 40), BN * rnd_in(1, 3) + rnd_in(1, BN));
       return;
     }
   }
