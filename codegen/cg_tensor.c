@@ -188,9 +188,52 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *e
   free(cons.data);
 }
 
+/* wgmma.fence ties the accumulator's registers through it; with .a_reg (A in
+ * registers) also A's registers, packed in pairs as wgmma reads them: the
+ * packing then happens before the fence, and ptxas need not insert fences of
+ * its own before the wgmmas (its "warpgroup.arrive is injected" advice).  The
+ * pairs are stored back as halves, which the wgmmas' packing folds away. */
 void emit_wgmma_fence(Cg *cg, const Stmt *s)
 {
-  asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, NULL, NULL, 0);
+  if (!s->a_reg) {
+    asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, NULL, NULL, 0);
+    return;
+  }
+  const Buffer *A = &cg->k->bufs[s->a];
+  int n = s->acc_regs, na = (int)(s->a_reg->i / 2), total = n + na;
+  LLVMTypeRef h = cg_mem_type(cg, A->elem), pair = LLVMVectorType(h, 2);
+  StrBuf cons = {0};
+  for (int i = 0; i < total; i++)
+    sb_puts(&cons, i < n ? (i ? ",=f" : "=f") : ",=r");
+  for (int i = 0; i < total; i++)
+    sb_printf(&cons, ",%d", i);
+  sb_puts(&cons, ",~{memory}");
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)total);
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)total);
+  Expr zero = {.kind = EX_INT, .type = TY_I32};
+  for (int i = 0; i < n; i++) {
+    args[i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, s->c, &zero, i), "");
+    types[i] = cg->t.f32;
+  }
+  Stmt pack = {.a = s->a, .a_reg = &zero};
+  for (int i = 0; i < na; i++) {
+    args[n + i] = a_operand(cg, &pack, i);
+    types[n + i] = cg->t.i32;
+  }
+  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, types, (unsigned)total, 0);
+  LLVMValueRef r = inline_asm(cg, ret, "wgmma.fence.sync.aligned;", cons.data, args, total, true);
+  for (int i = 0; i < n; i++)
+    LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, &zero, i));
+  for (int i = 0; i < na; i++) {
+    LLVMValueRef v = LLVMBuildBitCast(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)(n + i), ""), pair,
+                                      "");
+    for (int e = 0; e < 2; e++)
+      LLVMBuildStore(cg->b, LLVMBuildExtractElement(cg->b, v, LLVMConstInt(cg->t.i32, (unsigned)e, 0), ""),
+                     reg_ptr(cg, s->a, &zero, 2 * i + e));
+  }
+  free(types);
+  free(args);
+  free(cons.data);
 }
 
 void emit_wgmma(Cg *cg, const Stmt *s)

@@ -423,6 +423,7 @@ typedef enum {
  * registers through them, and nothing reads them in between):
  *
  *   WGMMA_FENCE  wgmma.fence: before the first WGMMA that uses registers .c[0 .. .acc_regs)
+ *                (with .a_reg, a constant: and A's 16-bit registers .a[0 .. .a_reg))
  *   WGMMA        warpgroup: .c[0 .. .acc_regs) += A x B, m64n(2 .acc_regs)k16, .elem inputs,
  *                f32 accumulate; A: shared .a from element .a_start (or, .a a 16-bit
  *                fragment, its registers .a_reg .. +7 packed in pairs), B: shared .b from

@@ -227,7 +227,11 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
     ir_print_expr(sb, k, s->src_bytes);
     break;
   case ST_CP_WAIT: sb_printf(sb, "cp.async.wait %d", s->pending); break;
-  case ST_WGMMA_FENCE: sb_printf(sb, "wgmma.fence %s[%d]", k->bufs[s->c].name, s->acc_regs); break;
+  case ST_WGMMA_FENCE:
+    sb_printf(sb, "wgmma.fence %s[%d]", k->bufs[s->c].name, s->acc_regs);
+    if (s->a_reg)
+      sb_printf(sb, ", %s[%" PRId64 "]", k->bufs[s->a].name, s->a_reg->i);
+    break;
   case ST_WGMMA:
     sb_printf(sb, "wgmma.m64n%dk16.%s %s[%d] += %s[", 2 * s->acc_regs, type_name(s->elem), k->bufs[s->c].name,
               s->acc_regs, k->bufs[s->a].name);

@@ -235,6 +235,14 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!registers(v, C) || C->elem != TY_F32 || s->acc_regs < 4 || s->acc_regs > 128 || s->acc_regs % 4 ||
         s->acc_regs > register_count(C))
       return fail(v, "wgmma's accumulator is 4 to 128 f32 registers, a multiple of 4, of a local buffer");
+    if (s->kind == ST_WGMMA_FENCE && s->a_reg) {
+      if (!buf_ok(v, s->a, 1, "wgmma.fence") || s->a_reg->kind != EX_INT)
+        return fail(v, "malformed wgmma.fence");
+      const Buffer *A = &v->k->bufs[s->a];
+      if (!registers(v, A) || type_bytes(A->elem) != 2 || s->a_reg->i < 2 || s->a_reg->i % 2 ||
+          s->a_reg->i > register_count(A))
+        return fail(v, "wgmma.fence's A registers are pairs of 16-bit registers of a local buffer");
+    }
     if (s->kind != ST_WGMMA)
       return true;
     if (s->a_reg) { /* A in registers */

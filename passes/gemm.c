@@ -227,7 +227,12 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
     w->k->min_blocks_per_sm = 1;
   int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
-  stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0));
+  Stmt *fence = lw_wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0);
+  if (A->scope == SCOPE_FRAGMENT) { /* A's registers too (codegen packs them before the fence) */
+    fence->a = s->a;
+    fence->a_reg = lw_i32(w, A->layout.regs);
+  }
+  stlist_push(w->a, &out, fence);
   int kk = lw_fresh(w, "kk", VAR_LOOP);
   Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
   Stmt *mma = lw_wgmma_stmt(w, ST_WGMMA, s->c, regs, 0);

@@ -843,6 +843,154 @@ static void test_copy_edges(void)
 }
 
 /* The kernels of examples/ and stdlib/ against their references, at the current level. */
+/* The attention checks' common part: O (and L unless !L) of [B, H, S, D] tensors (bshd: [B, S, H, D])
+ * against a double reference from the same 16-bit inputs: O within 2e-2 (P is rounded to 16 bits
+ * before P V), L (natural log-sum-exp) within 1e-3; a row that sees no key (causal, SQ > SK) O = 0 and
+ * L = +inf. Query head h reads key head h / (H / HK). */
+typedef struct {
+  bool bf, bshd, causal;
+  int D;
+  int64_t B, H, HK, SQ, SK;
+} AttnShape;
+
+static void check_attention(const char *what, const AttnShape *a, const uint16_t *Q, const uint16_t *K,
+                            const uint16_t *V, const uint16_t *O, const float *L)
+{
+  int64_t B = a->B, H = a->H, HK = a->HK, SQ = a->SQ, SK = a->SK;
+  int D = a->D;
+  bool bf = a->bf;
+  double scale = 1.0 / sqrt((double)D), *s = malloc(sizeof *s * (size_t)SK);
+  /* element (b, h, i, d) of a tensor of NH heads and S_ rows */
+#define AT(X, NH, S_, b, h, i, d) \
+  (a->bshd ? X[(((b) * (S_) + (i)) * (NH) + (h)) * D + (d)] : X[(((b) * (NH) + (h)) * (S_) + (i)) * D + (d)])
+  misses = 0;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++) {
+      int64_t hk = h / (H / HK);
+      for (int64_t i = 0; i < SQ; i++) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < SK; j++) {
+          s[j] = -INFINITY;
+          if (a->causal && j > i + SK - SQ)
+            continue;
+          double x = 0;
+          for (int d = 0; d < D; d++)
+            x += from16(bf, AT(Q, H, SQ, b, h, i, d)) * from16(bf, AT(K, HK, SK, b, hk, j, d));
+          s[j] = x * scale;
+          mx = fmax(mx, s[j]);
+        }
+        for (int64_t j = 0; j < SK; j++)
+          sum += s[j] == -INFINITY ? 0 : exp(s[j] - mx);
+        int64_t row = (b * H + h) * SQ + i;
+        for (int d = 0; d < D; d++) {
+          double o = 0;
+          for (int64_t j = 0; sum > 0 && j < SK; j++)
+            o += (s[j] == -INFINITY ? 0 : exp(s[j] - mx)) * from16(bf, AT(V, HK, SK, b, hk, j, d));
+          close_to(what, row * D + d, from16(bf, AT(O, H, SQ, b, h, i, d)), sum > 0 ? o / sum : 0, 2e-2,
+                   2e-2);
+        }
+        if (L && sum > 0)
+          close_to(what, row, L[row], mx + log(sum), 1e-3, 1e-3);
+        else if (L)
+          CHECK(L[row] == INFINITY, "%s: row %lld sees no key: L is %g, expected +inf", what, (long long)row,
+                L[row]);
+      }
+    }
+#undef AT
+  free(s);
+}
+
+/* stdlib/attention.tl's attention_fwd ([B, H, S, D]) or attention_fwd_bshd ([B, S, H * D]), or
+ * examples/flash_attention.tl when ex (no GQA, SQ = SK, not causal, no L). */
+static void test_attention(bool ex, bool bshd, const char *T, int D, bool causal, int64_t B, int64_t H,
+                           int64_t HK, int64_t SQ, int64_t SK)
+{
+  AttnShape sh = {!strcmp(T, "bf16"), bshd, causal, D, B, H, HK, SQ, SK};
+  char d_text[8], c_text[4];
+  snprintf(d_text, sizeof d_text, "%d", D);
+  snprintf(c_text, sizeof c_text, "%d", causal);
+  ConstDef defs[] = {{"T", T}, {"D", d_text}, {"CAUSAL", c_text}};
+  int64_t nq = B * H * SQ * D, nk = B * HK * SK * D;
+  uint16_t *Q = h_array(sh.bf, nq, false, -1, 1), *K = h_array(sh.bf, nk, false, -1, 1);
+  uint16_t *V = h_array(sh.bf, nk, false, -1, 1), *O = h_array(sh.bf, nq, true, 0, 0);
+  float *L = f32_array(B * H * SQ, true);
+  InterpArg args[13] = {{.name = "Q", .data = Q},
+                        {.name = "K", .data = K},
+                        {.name = "V", .data = V},
+                        {.name = "O", .data = O},
+                        {.name = "scale", .f = 1.0 / sqrt((double)D)},
+                        {.name = "B", .i = B},
+                        {.name = "H", .i = H}};
+  int nargs = 7;
+  if (ex)
+    args[nargs++] = (InterpArg){.name = "S", .i = SQ};
+  else {
+    args[nargs++] = (InterpArg){.name = "L", .data = L};
+    args[nargs++] = (InterpArg){.name = "SQ", .i = SQ};
+    args[nargs++] = (InterpArg){.name = "SK", .i = SK};
+    args[nargs++] = bshd ? (InterpArg){.name = "HD", .i = H * D} : (InterpArg){.name = "HK", .i = HK};
+    if (bshd)
+      args[nargs++] = (InterpArg){.name = "HKD", .i = HK * D};
+  }
+  const char *kernel = ex ? "flash_attention" : bshd ? "attention_fwd_bshd" : "attention_fwd";
+  char what[112];
+  snprintf(what, sizeof what, "%s %s D=%d causal=%d B=%lld H=%lld HK=%lld SQ=%lld SK=%lld", kernel, T, D,
+           causal, (long long)B, (long long)H, (long long)HK, (long long)SQ, (long long)SK);
+  if (run_file(ex ? TILEC_SOURCE_DIR "/examples/flash_attention.tl" : TILEC_SOURCE_DIR "/stdlib/attention.tl",
+               defs, ex ? 2 : 3, kernel, args, nargs)) {
+    check_attention(what, &sh, Q, K, V, O, ex ? NULL : L);
+    check_guards_16(what, O, nq);
+  }
+  free(Q);
+  free(K);
+  free(V);
+  free(O);
+  free(L);
+}
+
+/* stdlib/attention.tl's attention_decode (NS splits of the keys) then attention_decode_combine, [B, H,
+ * S, D]. */
+static void test_attention_decode(const char *T, int D, bool causal, int64_t B, int64_t H, int64_t HK,
+                                  int64_t SQ, int64_t SK, int64_t NS)
+{
+  AttnShape sh = {!strcmp(T, "bf16"), false, causal, D, B, H, HK, SQ, SK};
+  char d_text[8], c_text[4];
+  snprintf(d_text, sizeof d_text, "%d", D);
+  snprintf(c_text, sizeof c_text, "%d", causal);
+  ConstDef defs[] = {{"T", T}, {"D", d_text}, {"CAUSAL", c_text}};
+  int64_t nq = B * H * SQ * D, nk = B * HK * SK * D, nw = B * H * NS * SQ;
+  uint16_t *Q = h_array(sh.bf, nq, false, -1, 1), *K = h_array(sh.bf, nk, false, -1, 1);
+  uint16_t *V = h_array(sh.bf, nk, false, -1, 1), *O = h_array(sh.bf, nq, true, 0, 0);
+  float *OP = f32_array(nw * D, true), *LP = f32_array(nw, true), *L = f32_array(B * H * SQ, true);
+  InterpArg args[] = {
+      {.name = "Q", .data = Q},   {.name = "K", .data = K},   {.name = "V", .data = V},
+      {.name = "OP", .data = OP}, {.name = "LP", .data = LP}, {.name = "scale", .f = 1.0 / sqrt((double)D)},
+      {.name = "B", .i = B},      {.name = "H", .i = H},      {.name = "HK", .i = HK},
+      {.name = "SQ", .i = SQ},    {.name = "SK", .i = SK},    {.name = "NS", .i = NS},
+      {.name = "BH", .i = B * H}};
+  InterpArg cargs[] = {{.name = "OP", .data = OP}, {.name = "LP", .data = LP}, {.name = "O", .data = O},
+                       {.name = "L", .data = L},   {.name = "B", .i = B},      {.name = "H", .i = H},
+                       {.name = "NS", .i = NS},    {.name = "SQ", .i = SQ},    {.name = "BH", .i = B * H}};
+  char what[112];
+  snprintf(what, sizeof what,
+           "attention_decode %s D=%d causal=%d B=%lld H=%lld HK=%lld SQ=%lld SK=%lld NS=%lld", T, D, causal,
+           (long long)B, (long long)H, (long long)HK, (long long)SQ, (long long)SK, (long long)NS);
+  const char *path = TILEC_SOURCE_DIR "/stdlib/attention.tl";
+  if (run_file(path, defs, 3, "attention_decode", args, 13) &&
+      run_file(path, defs, 2, "attention_decode_combine", cargs, 9)) {
+    check_attention(what, &sh, Q, K, V, O, L);
+    check_guards_16(what, O, nq);
+    check_guards_f32(what, OP, nw * D);
+  }
+  free(Q);
+  free(K);
+  free(V);
+  free(O);
+  free(OP);
+  free(LP);
+  free(L);
+}
+
 static void test_kernels(void)
 {
   test_vector_add(1000);
@@ -878,6 +1026,15 @@ static void test_kernels(void)
   test_gemm_bias_gelu(37, 100, 70);
   test_gemm_softmax(37, 50, 70);  /* one tile of columns */
   test_gemm_softmax(37, 150, 40); /* three, the last ragged: the second pass */
+  test_attention(false, false, "f16", 64, true, 1, 2, 1, 70, 150);   /* GQA, causal, SQ < SK */
+  test_attention(false, false, "f16", 64, true, 1, 2, 2, 150, 70);   /* rows that see no key */
+  test_attention(false, true, "bf16", 128, false, 2, 2, 2, 33, 100); /* [B, S, H * D] */
+  test_attention(false, true, "f16", 256, true, 1, 3, 1, 40, 90);
+  test_attention(true, false, "f16", 64, false, 1, 2, 2, 100, 100);  /* the example */
+  test_attention_decode("f16", 64, false, 2, 4, 2, 1, 300, 3);       /* GQA, one query */
+  test_attention_decode("bf16", 128, true, 1, 2, 1, 5, 200, 4);      /* causal drafts */
+  test_attention_decode("f16", 64, true, 1, 2, 2, 16, 10, 5); /* splits past the keys, rows with none */
+  test_attention_decode("f16", 64, true, 1, 8, 1, 9, 150, 2); /* 72 rows of a group: two 64-row tiles */
   test_semantics();
   test_copy_edges();
   test_block_order();

@@ -40,7 +40,9 @@
 #include "../support/launch.h"
 #include "../support/read_file.h"
 
-enum { GUARD = 8, SHAPES = 2, MAX_ELEMS = 1 << 18 };
+/* MAX_THREADS: at most this many threads in all the blocks of a launch (the thread level runs each
+ * one; attention's 256-thread blocks over every head took minutes): larger draws are halved. */
+enum { GUARD = 8, SHAPES = 2, MAX_ELEMS = 1 << 18, MAX_THREADS = 8192 };
 
 static uint64_t rng = 0x2545f4914f6cdd1du;
 static uint64_t next(void)
@@ -77,14 +79,25 @@ static uint64_t next_bits(void *state)
   return next();
 }
 
-/* The arguments of one launch of k (tests/support/launch.h): sizes drawn, then halved while a tensor
- * would hold more than MAX_ELEMS elements; copy 0 for the tile level, 1 and 2 for the thread level's
- * two targets (or the GPU's). false if k cannot be launched so. */
-static bool draw(Launch *L, const Kernel *k)
+/* The arguments of one launch of k (tests/support/launch.h): sizes drawn, the largest halved `shrink`
+ * times, then halved while a tensor would hold more than MAX_ELEMS elements; copy 0 for the tile
+ * level, 1 and 2 for the thread level's two targets (or the GPU's). false if k cannot be launched so. */
+static bool draw(Launch *L, const Kernel *k, int shrink)
 {
   if (!launch_begin(L, k))
     return false;
   launch_scalars(L, k, pick_scalar, NULL);
+  for (int r = 0; r < shrink; r++) {
+    InterpArg *big = NULL;
+    for (int v = 0; v < k->nvars; v++)
+      if (k->vars[v].kind == VAR_SIZE) {
+        InterpArg *a = &L->args[launch_arg(L, k->vars[v].name)];
+        if (!big || a->i > big->i)
+          big = a;
+      }
+    if (big)
+      big->i = (big->i + 1) / 2;
+  }
   for (int p = 0; p < k->nparams; p++) {
     if (!k->params[p].is_buffer)
       continue;
@@ -186,14 +199,14 @@ static char *render(Diags *d)
 
 /* Runs kernel `name` of src at the tile level (copy 0) and the thread level of sm_80 (copy 1) and
  * sm_90a (copy 2), then compares. */
-static void run_levels(const char *path, const char *src, size_t len, const char *name, int shape)
+static void run_levels(const char *path, const char *src, size_t len, const char *name, int shape, int shrink)
 {
   Arena *a = arena_new();
   Diags d = {.arena = a, .filename = path};
   Module *m = interp_compile(a, &d, src, len, NULL, 0, name);
   Kernel *k = m ? interp_find_kernel(m, name) : NULL;
   Launch L;
-  if (!k || !draw(&L, k)) {
+  if (!k || !draw(&L, k, shrink)) {
     CHECK(k != NULL, "%s: kernel %s does not compile", path, name);
     if (k)
       launch_release(&L);
@@ -217,7 +230,17 @@ static void run_levels(const char *path, const char *src, size_t len, const char
     }
     k = sk;
   }
-  if (!interp_tile_run(k, L.args, L.nargs, &opt, &d)) {
+  InterpStats st = {0};
+  opt.stats = &st;
+  bool tile_ok = interp_tile_run(k, L.args, L.nargs, &opt, &d);
+  opt.stats = NULL;
+  if (tile_ok && st.blocks * k->nthreads > MAX_THREADS && shrink < 16) {
+    launch_release(&L); /* too many threads for the thread level: smaller sizes */
+    arena_free(a);
+    run_levels(path, src, len, name, shape, shrink + 1);
+    return;
+  }
+  if (!tile_ok) {
     char *msg = render(&d);
     if (verbose)
       printf("SKIP %s %s shape %d: the tile level rejects it: %s", path, name, shape, msg ? msg : "\n");
@@ -331,7 +354,7 @@ static void run_folder(const char *dir, const char *only, int depth)
     Module *m = interp_compile(a, &d, src, len, NULL, 0, NULL);
     for (int kk = 0; m && kk < m->nkernels; kk++)
       for (int s = 0; s < SHAPES; s++)
-        run_levels(path, src, len, m->kernels[kk]->name, s);
+        run_levels(path, src, len, m->kernels[kk]->name, s, 0);
     arena_free(a);
     free(src);
   }
