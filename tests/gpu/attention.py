@@ -2,7 +2,8 @@
 """attention.py: stdlib/attention.tl on the GPU, checked against a float64 reference and timed beside
 torch's scaled_dot_product_attention (FlashAttention and cuDNN backends) in the same process.
 
-    python3 tests/gpu/attention.py TILEC OUTDIR [--check-only] [--speed-only] [--reps R]
+    python3 tests/gpu/attention.py TILEC OUTDIR [--check-only] [--speed-only] [--steps] [--decode-only]
+                                   [--decode NAME=FACTOR:FLAGS]... [--reps R]
                                    [--dtypes f16,bf16] [--d 64,128,256] [--seq 512,1024,...]
                                    [--config NAME=FLAGS]... [--file PATH]
 
@@ -17,6 +18,8 @@ the GPU from the same (rounded) inputs; O passes when every element is within 1e
 Speed: B x S = 16384 tokens, H x D = 2048 (H = 32, 16, 8 for D = 64, 128, 256), S in --seq (512 to
 16384 by default), causal and not, f16 and bf16: the kernel at its defaults (and each --config) against
 SDPA's FlashAttention and cuDNN backends, [B, H, S, D] for all. FLOPs 4 B H S^2 D (half for causal).
+--steps (instead of the speed tables): the tutorial's steps, docs/tutorials/attention.md (steps()).
+
 Decoding: attention_decode + attention_decode_combine (split over the keys) checked like the others
 (GQA, causal drafts of SQ = 4 and 16 queries, splits past the keys, SK = 70001) and timed at SQ = 1
 and 4 against SDPA, H = 32 over HK = 8, D = 128, B = 1 and 8, SK = 1024 to 65536 (GB/s of K and V).
@@ -77,9 +80,9 @@ class Attn:
                    O=o.view(B, SQ, H * D), L=lse, scale=scale, B=B, H=H, HD=H * D, HKD=HK * D, SQ=SQ, SK=SK)
 
 
-def splits(B, HK, SK, sms):
-    """attention_decode's NS as stdlib/attention.tl suggests: enough blocks, >= 256 keys each."""
-    return max(1, min(-(-16 * sms // (B * HK)), -(-SK // 256)))
+def splits(B, HK, SK, sms, factor=8):
+    """attention_decode's NS as stdlib/attention.tl suggests: about factor * sms blocks, >= 256 keys each."""
+    return max(1, min(-(-factor * sms // (B * HK)), -(-SK // 256)))
 
 
 class Decode:
@@ -282,18 +285,22 @@ def speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines):
               ", ".join(f"`{c}` {math.exp(sum(v) / len(v)):.3f}" for c, v in logs.items() if v)]
 
 
-def decode_speed(drv, tilec, path, dtypes, reps, lines):
+def decode_speed(drv, tilec, path, dtypes, reps, lines, variants=(("default", [], 8),)):
     """SQ = 1 (and 4), H = 32 query heads over HK = 8, D = 128, B in {1, 8}: tilec's two kernels against
-    SDPA (FlashAttention, cuDNN) on the same tensors; GB/s of K and V read."""
+    SDPA (FlashAttention, cuDNN) on the same tensors; GB/s of K and V read. variants: (name, -D flags,
+    the factor of splits())."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     lines += ["", "## Decoding (attention_decode + combine)", "",
               "H = 32 query heads over HK = 8 (GQA), D = 128, [B, H, S, D]; GB/s counts K and V once; ratio: the "
               "faster SDPA backend's time over tilec's (SDPA given K and V repeated to 32 heads when it "
               "refuses grouped heads).", ""]
+    for name, flags, factor in variants:
+        lines.append(f"- variant `{name}`: `{' '.join(flags) or '(defaults)'}`, NS = splits(factor {factor})")
     for dtype in dtypes:
         t = DT[dtype]
-        lines += [f"### {dtype}", "", "| B | SQ | SK | NS | SDPA flash GB/s | SDPA cuDNN GB/s | tilec GB/s | tilec / best SDPA |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += ["", f"### {dtype}", "", "| B | SQ | SK | SDPA flash GB/s | SDPA cuDNN GB/s | " +
+                  " | ".join(f"{n} NS | {n} GB/s | {n} / best SDPA" for n, _, _ in variants) + " |",
+                  "|---|---|---|---|---|" + "---|---|---|" * len(variants)]
         for B in (1, 8):
             for SQ in (1, 4):
                 for SK in (1024, 4096, 16384, 65536):
@@ -314,21 +321,88 @@ def decode_speed(drv, tilec, path, dtypes, reps, lines):
                         except Exception as e:
                             print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
                             peers.append(float("nan"))
-                    ns = splits(B, HK, SK, sms)
-                    kern = Decode(drv, tilec, path, dtype, D, False,
-                                  {"B": B, "H": H, "HK": HK, "SQ": SQ, "SK": SK, "NS": ns, "BH": B * H})
-                    o = torch.empty_like(q)
-                    lse = torch.empty(B, H, SQ, device="cuda")
-                    op = torch.empty(B * H, ns, SQ, D, device="cuda")
-                    lp = torch.empty(B * H, ns, SQ, device="cuda")
-                    tms = timed(lambda: kern(q, k, v, o, lse, scale, op, lp), reps, 10)
                     best = min(x for x in peers if x == x) if any(x == x for x in peers) else float("nan")
-                    line = (f"| {B} | {SQ} | {SK} | {ns} | " + " | ".join(
-                        f"{nbytes / x / 1e6:.0f}" if x == x else "-" for x in peers) +
-                        f" | {nbytes / tms / 1e6:.0f} | **{best / tms:.3f}** |")
+                    cells = []
+                    for vname, flags, factor in variants:
+                        ns = splits(B, HK, SK, sms, factor)
+                        kern = Decode(drv, tilec, path, dtype, D, False,
+                                      {"B": B, "H": H, "HK": HK, "SQ": SQ, "SK": SK, "NS": ns, "BH": B * H}, flags,
+                                      tag=f"_{vname}")
+                        o = torch.empty_like(q)
+                        lse = torch.empty(B, H, SQ, device="cuda")
+                        op = torch.empty(B * H, ns, SQ, D, device="cuda")
+                        lp = torch.empty(B * H, ns, SQ, device="cuda")
+                        tms = timed(lambda: kern(q, k, v, o, lse, scale, op, lp), reps, 10)
+                        cells.append(f"{ns} | {nbytes / tms / 1e6:.0f} | **{best / tms:.3f}**")
+                        del o, op, lp
+                    line = (f"| {B} | {SQ} | {SK} | " + " | ".join(
+                        f"{nbytes / x / 1e6:.0f}" if x == x else "-" for x in peers) + " | " + " | ".join(cells) + " |")
                     lines.append(line)
                     print(dtype, line, flush=True)
-                    del q, k, v, ke, ve, o, op, lp
+                    del q, k, v, ke, ve
+
+
+def steps(drv, tilec, reps, lines):
+    """docs/tutorials/attention.md's steps at B = 1, H = 16, S = 4096, f16, D = 64 and 128, not causal:
+    the three-kernel form (per head: stdlib gemm_nt, softmax, gemm_nn; the scale folded into Q), the
+    fused kernel with P through shared memory (docs/tutorials/attention_staged.tl), with P in registers
+    (examples/flash_attention.tl), stdlib/attention.tl's attention_fwd, and SDPA; every output checked
+    against torch's f32 attention (largest error relative to the largest |O|)."""
+    B, H, S, dtype, t = 1, 16, 4096, "f16", torch.float16
+    lines += ["", "## Tutorial steps (docs/tutorials/attention.md)", "",
+              f"B = {B}, H = {H}, S = {S}, f16, not causal; TFLOP/s of 4 B H S^2 D; memory: bytes the "
+              "form must move through DRAM at least (the three-kernel form writes and reads S and P once "
+              "each per head; the fused forms read Q, K, V and write O).", ""]
+    for D in (64, 128):
+        torch.manual_seed(D)
+        q, k, v = ((torch.rand(B, H, S, D, device="cuda") * 2 - 1).to(t) for _ in range(3))
+        scale = 1.0 / math.sqrt(D)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), scale=scale)
+        flops = 4.0 * B * H * S * S * D
+        qkvo = 4 * B * H * S * D * 2
+        qs = (q.float() * scale).to(t)
+        Sb, Pb = torch.empty(S, S, device="cuda", dtype=t), torch.empty(S, S, device="cuda", dtype=t)
+        sizes_nt, sizes_nn = {"M": S, "N": S, "K": D}, {"M": S, "N": D, "K": S}
+        gnt = Kernel(drv, tilec, os.path.join(ROOT, "stdlib/gemm.tl"), "gemm_nt", dtype, sizes_nt, quiet=True)
+        sm = Kernel(drv, tilec, os.path.join(ROOT, "stdlib/softmax.tl"), "softmax", dtype, {"M": S, "N": S},
+                    quiet=True)
+        gnn = Kernel(drv, tilec, os.path.join(ROOT, "stdlib/gemm.tl"), "gemm_nn", dtype, sizes_nn, quiet=True,
+                     tag="_nn")
+
+        def naive(o):
+            for h in range(H):
+                gnt(A=qs[0, h], B=k[0, h], C=Sb, M=S, N=S, K=D)
+                sm(X=Sb, Y=Pb, M=S, N=S)
+                gnn(A=Pb, B=v[0, h], C=o[0, h], M=S, N=D, K=S)
+        fused = {}
+        for name, rel, kname in (("staged", "docs/tutorials/attention_staged.tl", "flash_attention_staged"),
+                                 ("example", "examples/flash_attention.tl", "flash_attention")):
+            kern = Kernel(drv, tilec, os.path.join(ROOT, rel), kname, dtype, {"B": B, "H": H, "S": S},
+                          ["-D", f"D={D}"], quiet=True, tag=f"_steps{D}")
+            fused[name] = (lambda kern: lambda o: kern(Q=q, K=k, V=v, O=o, scale=scale, B=B, H=H, S=S))(kern)
+        lib = Attn(drv, tilec, os.path.join(ROOT, "stdlib/attention.tl"), dtype, D, False, "bhsd",
+                   sizes=sizes_of("bhsd", B, H, H, S, S, D), tag="_steps")
+        lse = torch.empty(B, H, S, device="cuda")
+        forms = [("1. three kernels per head (gemm_nt, softmax, gemm_nn)", naive, qkvo + H * 4 * S * S * 2),
+                 ("3. fused, P through shared memory (attention_staged.tl)", fused["staged"], qkvo),
+                 ("4. fused, P in registers (examples/flash_attention.tl)", fused["example"], qkvo),
+                 ("5. stdlib attention_fwd", lambda o: lib(q, k, v, o, lse, scale), qkvo),
+                 ("SDPA FlashAttention", lambda o: o.copy_(sdpa("flash")(q, k, v, False, scale)), qkvo),
+                 ("SDPA cuDNN", lambda o: o.copy_(sdpa("cudnn")(q, k, v, False, scale)), qkvo)]
+        lines += [f"### D = {D}", "", "| form | ms | TFLOP/s | DRAM bytes at least | error |", "|---|---|---|---|---|"]
+        for name, fn, nbytes in forms:
+            o = torch.full_like(q, float("nan"))
+            try:
+                fn(o)
+                torch.cuda.synchronize()
+                err = ((o.float() - ref).abs().max() / ref.abs().max()).item()
+                tms = timed(lambda: fn(o), reps, 1)
+            except Exception as e:  # a backend that refuses the shape
+                print(f"{name}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
+                continue
+            lines.append(f"| {name} | {tms:.3f} | {flops / tms / 1e9:.0f} | {nbytes / 1e6:.0f} MB | {err:.1e} |")
+            print(D, lines[-1], flush=True)
+        del q, k, v, ref, qs, Sb, Pb
 
 
 def main():
@@ -340,7 +414,8 @@ def main():
     dtypes, ds, seqs, reps = ["f16", "bf16"], [64, 128, 256], [512, 1024, 2048, 4096, 8192, 16384], 10
     configs = [("default", [])]
     path = os.path.join(ROOT, "stdlib/attention.tl")
-    do_check, do_speed = True, True
+    do_check, do_speed, do_steps = True, True, False
+    variants = [("default", [], 8)]
     i = 2
     while i < len(args):
         a = args[i]
@@ -350,6 +425,12 @@ def main():
             continue
         if a == "--speed-only":
             do_check, i = False, i + 1
+            continue
+        if a == "--steps":
+            do_steps, i = True, i + 1
+            continue
+        if a == "--decode-only":
+            do_check, do_speed, i = False, False, i + 1
             continue
         if a == "--dtypes":
             dtypes = v.split(",")
@@ -364,6 +445,10 @@ def main():
             configs.append((name, flags.split()))
         elif a == "--file":
             path = v
+        elif a == "--decode":  # NAME=FACTOR:FLAGS, a variant of the decoding table
+            name, _, rest = v.partition("=")
+            factor, _, flags = rest.partition(":")
+            variants.append((name, flags.split(), int(factor)))
         else:
             print(f"attention: unknown option {a}\n{__doc__}", file=sys.stderr)
             return 2
@@ -379,9 +464,12 @@ def main():
         lines.append(f"- config `{name}`: `{' '.join(flags) or '(defaults)'}`")
     lines.append("")
     wrong = check(drv, tilec, path, dtypes, ds, lines) if do_check else 0
-    if do_speed:
+    if do_steps:
+        steps(drv, tilec, reps, lines)
+    elif do_speed:
         speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines)
-        decode_speed(drv, tilec, path, dtypes, reps, lines)
+    if not do_steps and (do_speed or not do_check):
+        decode_speed(drv, tilec, path, dtypes, reps, lines, variants)
     with open(os.path.join(outdir, "attention.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

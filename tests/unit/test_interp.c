@@ -900,9 +900,10 @@ static void check_attention(const char *what, const AttnShape *a, const uint16_t
   free(s);
 }
 
-/* stdlib/attention.tl's attention_fwd ([B, H, S, D]) or attention_fwd_bshd ([B, S, H * D]), or
- * examples/flash_attention.tl when ex (no GQA, SQ = SK, not causal, no L). */
-static void test_attention(bool ex, bool bshd, const char *T, int D, bool causal, int64_t B, int64_t H,
+/* stdlib/attention.tl's attention_fwd ([B, H, S, D]) or attention_fwd_bshd ([B, S, H * D]), or the
+ * tutorial's kernels (no GQA, SQ = SK, not causal, no L): ex 1 examples/flash_attention.tl, 2
+ * docs/tutorials/attention_staged.tl. */
+static void test_attention(int ex, bool bshd, const char *T, int D, bool causal, int64_t B, int64_t H,
                            int64_t HK, int64_t SQ, int64_t SK)
 {
   AttnShape sh = {!strcmp(T, "bf16"), bshd, causal, D, B, H, HK, SQ, SK};
@@ -932,12 +933,17 @@ static void test_attention(bool ex, bool bshd, const char *T, int D, bool causal
     if (bshd)
       args[nargs++] = (InterpArg){.name = "HKD", .i = HK * D};
   }
-  const char *kernel = ex ? "flash_attention" : bshd ? "attention_fwd_bshd" : "attention_fwd";
+  const char *kernel = ex == 1   ? "flash_attention"
+                       : ex == 2 ? "flash_attention_staged"
+                       : bshd    ? "attention_fwd_bshd"
+                                 : "attention_fwd";
+  const char *path = ex == 1   ? TILEC_SOURCE_DIR "/examples/flash_attention.tl"
+                     : ex == 2 ? TILEC_SOURCE_DIR "/docs/tutorials/attention_staged.tl"
+                               : TILEC_SOURCE_DIR "/stdlib/attention.tl";
   char what[112];
   snprintf(what, sizeof what, "%s %s D=%d causal=%d B=%lld H=%lld HK=%lld SQ=%lld SK=%lld", kernel, T, D,
            causal, (long long)B, (long long)H, (long long)HK, (long long)SQ, (long long)SK);
-  if (run_file(ex ? TILEC_SOURCE_DIR "/examples/flash_attention.tl" : TILEC_SOURCE_DIR "/stdlib/attention.tl",
-               defs, ex ? 2 : 3, kernel, args, nargs)) {
+  if (run_file(path, defs, ex ? 2 : 3, kernel, args, nargs)) {
     check_attention(what, &sh, Q, K, V, O, ex ? NULL : L);
     check_guards_16(what, O, nq);
   }
@@ -1024,17 +1030,18 @@ static void test_kernels(void)
   test_gemm_tiles(gemm, "gemm_nt", "f16", 70, 100, 130, false, true, true);
   test_gemm_tiles(gemm, "gemm_tn", "bf16", 70, 100, 130, true, false, true);
   test_gemm_bias_gelu(37, 100, 70);
-  test_gemm_softmax(37, 50, 70);  /* one tile of columns */
-  test_gemm_softmax(37, 150, 40); /* three, the last ragged: the second pass */
-  test_attention(false, false, "f16", 64, true, 1, 2, 1, 70, 150);   /* GQA, causal, SQ < SK */
-  test_attention(false, false, "f16", 64, true, 1, 2, 2, 150, 70);   /* rows that see no key */
-  test_attention(false, true, "bf16", 128, false, 2, 2, 2, 33, 100); /* [B, S, H * D] */
-  test_attention(false, true, "f16", 256, true, 1, 3, 1, 40, 90);
-  test_attention(true, false, "f16", 64, false, 1, 2, 2, 100, 100);  /* the example */
-  test_attention_decode("f16", 64, false, 2, 4, 2, 1, 300, 3);       /* GQA, one query */
-  test_attention_decode("bf16", 128, true, 1, 2, 1, 5, 200, 4);      /* causal drafts */
-  test_attention_decode("f16", 64, true, 1, 2, 2, 16, 10, 5); /* splits past the keys, rows with none */
-  test_attention_decode("f16", 64, true, 1, 8, 1, 9, 150, 2); /* 72 rows of a group: two 64-row tiles */
+  test_gemm_softmax(37, 50, 70);                                 /* one tile of columns */
+  test_gemm_softmax(37, 150, 40);                                /* three, the last ragged: the second pass */
+  test_attention(0, false, "f16", 64, true, 1, 2, 1, 70, 150);   /* GQA, causal, SQ < SK */
+  test_attention(0, false, "f16", 64, true, 1, 2, 2, 150, 70);   /* rows that see no key */
+  test_attention(0, true, "bf16", 128, false, 2, 2, 2, 33, 100); /* [B, S, H * D] */
+  test_attention(0, true, "f16", 256, true, 1, 3, 1, 40, 90);
+  test_attention(1, false, "f16", 64, false, 1, 2, 2, 100, 100); /* the example */
+  test_attention(2, false, "bf16", 64, false, 2, 1, 1, 77, 77);  /* the tutorial's P through shared memory */
+  test_attention_decode("f16", 64, false, 2, 4, 2, 1, 300, 3);   /* GQA, one query */
+  test_attention_decode("bf16", 128, true, 1, 2, 1, 5, 200, 4);  /* causal drafts */
+  test_attention_decode("f16", 64, true, 1, 2, 2, 16, 10, 5);    /* splits past the keys, rows with none */
+  test_attention_decode("f16", 64, true, 1, 8, 1, 9, 150, 2);    /* 72 rows of a group: two 64-row tiles */
   test_semantics();
   test_copy_edges();
   test_block_order();
