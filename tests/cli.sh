@@ -71,6 +71,13 @@ ok "$TILEC" -D WS=0 --emit=tir "$ex/matmul.tl" -o -
 has 'mbarrier.init mbar.95[0], count 1'; has 'mbarrier.init mbar.95[4], count 256'
 has 'mbarrier.expect_tx mbar.95[0], bytes 49152'
 ok "$TILEC" --emit=tir "$ex/matmul.tl" -o -; has 'setmaxnreg.dec 40'; has 'setmaxnreg.inc 232'
+# What docs/tutorials/attention.md quotes: shared memory with P staged and in registers, the layouts
+# of s and p, and the register-A wgmma.
+ok "$TILEC" --emit=tir "$ex/../docs/tutorials/attention_staged.tl" -o -; has 'smem(65536)'
+ok "$TILEC" --emit=tir "$ex/flash_attention.tl" -o -; has 'smem(49152)'
+has 'fragment s: f32[128, 64] layout(mma, warps=8x1, frags=1x8)'
+has 'fragment p: f16[128, 64] layout(mma, warps=8x1, frags=1x8)'
+has 'wgmma.m64n64k16.f16 o[32] += p[(kk.'; has '* 8)] (registers) x Vs['; lacks 'ldmatrix'
 # --bucket: variants in a header (docs/cli.md); a bucket the launch constants map to an earlier
 # variant adds none; errors
 ok "$TILEC" --emit=header --kernel softmax --bucket M=64,N=512 --bucket=M=8,N=4096 --bucket M=1,N=512 \
