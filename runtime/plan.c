@@ -385,8 +385,40 @@ static tl_status plan_grid(const tl_kernel_info *k, int num_sms, const scratch *
   return TL_OK;
 }
 
+/* Does the memo hold the constants for these parameter values? */
+static bool memo_hit(const tl_const_memo *memo, const tl_kernel_info *k, const scratch *s, int num_sms)
+{
+  if (!memo || !memo->filled || memo->num_sms != num_sms || k->nparams > TL_PLAN_INLINE_PARAMS)
+    return false;
+  for (int i = 0; i < k->nparams; i++)
+    if (memo->known[i] != s->known[i] || (s->known[i] && memo->values[i] != s->values[i]))
+      return false;
+  return true;
+}
+
+static void memo_fill(tl_const_memo *memo, const tl_kernel_info *k, const scratch *s, int num_sms,
+                      const tl_launch_plan *plan)
+{
+  if (!memo || k->nparams > TL_PLAN_INLINE_PARAMS)
+    return;
+  for (int i = 0; i < k->nparams; i++) {
+    memo->known[i] = s->known[i];
+    memo->values[i] = s->known[i] ? s->values[i] : 0;
+  }
+  memcpy(memo->consts, plan->consts, sizeof *plan->consts * (size_t)k->nconsts);
+  memcpy(memo->grid, plan->grid, sizeof memo->grid);
+  memo->num_sms = num_sms;
+  memo->filled = true;
+}
+
 tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int nargs, int num_sms,
                              tl_launch_plan *plan, char *err, size_t err_size)
+{
+  return tl_plan_launch_memo(k, args, nargs, num_sms, NULL, plan, err, err_size);
+}
+
+tl_status tl_plan_launch_memo(const tl_kernel_info *k, const tl_arg *args, int nargs, int num_sms,
+                              tl_const_memo *memo, tl_launch_plan *plan, char *err, size_t err_size)
 {
   if (!plan) {
     tl_fmt(err, err_size, "tl_plan_launch: plan is NULL");
@@ -411,14 +443,21 @@ tl_status tl_plan_launch_sms(const tl_kernel_info *k, const tl_arg *args, int na
   st = encode_arguments(k, args, nargs, slots, &s, err, err_size);
   if (st == TL_OK)
     st = encode_sizes(k, nargs, slots, &s, err, err_size);
+  const bool hit = st == TL_OK && memo_hit(memo, k, &s, num_sms);
   if (st == TL_OK && k->nconsts > 0) {
-    st = tl_consts_eval(k, s.values, s.known, num_sms, plan->consts, err, err_size);
+    if (hit)
+      memcpy(plan->consts, memo->consts, sizeof *plan->consts * (size_t)k->nconsts);
+    else
+      st = tl_consts_eval(k, s.values, s.known, num_sms, plan->consts, err, err_size);
     plan->nconsts = k->nconsts;
     for (int i = 0; st == TL_OK && i < k->nconsts; i++)
       plan->variant |= plan->consts[i] != k->consts[i].value;
   }
-  if (st == TL_OK)
-    st = plan_grid(k, num_sms, &s, plan, err, err_size);
+  if (st == TL_OK && hit) {
+    memcpy(plan->grid, memo->grid, sizeof plan->grid);
+    plan->empty = !plan->grid[0] || !plan->grid[1] || !plan->grid[2];
+  } else if (st == TL_OK && (st = plan_grid(k, num_sms, &s, plan, err, err_size)) == TL_OK)
+    memo_fill(memo, k, &s, num_sms, plan);
   free(s.heap);
   if (st != TL_OK) {
     tl_launch_plan_release(plan);

@@ -48,6 +48,7 @@ struct tl_kernel {
   tl_variant *variants;       /* made at launches whose sizes ask for them (module->variant_ops) */
   int nvariants, cap_variants;
   int last_variant;           /* the one the previous launch used: looked at first */
+  tl_const_memo memo;         /* the launch constants of the last plan (tl_plan_launch_memo) */
 };
 
 struct tl_module {
@@ -1105,7 +1106,8 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
    * parameters, nothing parsed: the metadata was compiled at load), then one driver call. */
   tl_launch_plan plan;
   char why[1024];
-  tl_status st = tl_plan_launch_sms(k, args, nargs, ctx->device.sm_count, &plan, why, sizeof why);
+  tl_status st = tl_plan_launch_memo(k, args, nargs, ctx->device.sm_count, &kernel->memo, &plan, why,
+                                     sizeof why);
   if (st != TL_OK)
     return set_message(ctx, st, "launch of '%s': %s", k->name, why);
   const tl_variant_ops *vops = kernel->module->variant_ops;
@@ -1121,7 +1123,7 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
       return st;
     kernel = v;
     k = v->info;
-    st = tl_plan_launch_sms(k, args, nargs, ctx->device.sm_count, &plan, why, sizeof why);
+    st = tl_plan_launch_memo(k, args, nargs, ctx->device.sm_count, &kernel->memo, &plan, why, sizeof why);
     if (st != TL_OK)
       return set_message(ctx, st, "launch of '%s' (variant): %s", k->name, why);
   }

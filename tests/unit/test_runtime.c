@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include "fake_cuda.h"
+#include "runtime_internal.h" /* tl_plan_launch_memo */
 #include "tilec_runtime.h"
 #include "../support/check.h"
 #include "../support/read_file.h"
@@ -693,12 +694,20 @@ static void test_launch_consts(void)
       {8, 4096, 4096, 512, 4, true},      {8, 1, 1, 32, 1, true},
       {64, 100000, 8192, 1024, 1, false}, {1, 0, 1, 32, 1, true},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  /* Each case three times: without a memo, then twice with one memo (tl_launch's: evaluated, then
+   * remembered) that every case before it has also filled: a memo never answers for other sizes,
+   * and the grid (M) comes with it. */
+  tl_const_memo memo = {0};
+  for (size_t j = 0; j < 3 * sizeof cases / sizeof cases[0]; j++) {
+    size_t i = j / 3;
     int64_t shape[2] = {cases[i].m, cases[i].n};
     tl_arg args[2] = {tl_arg_tensor(256, TL_F16, 2, shape), tl_arg_tensor(512, TL_F16, 2, shape)};
     tl_launch_plan plan;
     char err[512] = "";
-    tl_status st = tl_plan_launch(k, args, 2, &plan, err, sizeof err);
+    tl_status st = j % 3 ? tl_plan_launch_memo(k, args, 2, 0, &memo, &plan, err, sizeof err)
+                         : tl_plan_launch(k, args, 2, &plan, err, sizeof err);
+    CHECK(st != TL_OK || (plan.grid[0] == (uint32_t)cases[i].m && plan.empty == (cases[i].m == 0)),
+          "M=%lld: grid %u", (long long)cases[i].m, plan.grid[0]);
     CHECK(st == TL_OK && plan.nconsts == 3 && plan.consts[0] == cases[i].bn &&
               plan.consts[1] == cases[i].threads && plan.consts[2] == cases[i].split &&
               plan.variant == cases[i].variant,
@@ -708,6 +717,27 @@ static void test_launch_consts(void)
     tl_launch_plan_release(&plan);
   }
   tl_meta_free(meta);
+
+  /* The memo is keyed by num_sms too: a constant of num_sms follows it. */
+  meta = PARSE_OK("// tilec-meta v1\n// tilec-meta kernel p threads=32 smem=0 params=2\n"
+                  "// tilec-meta param 0 tensor X f32 rank=1 dims=N\n// tilec-meta param 1 size N i32\n"
+                  "// tilec-meta const G 4 N num_sms min\n"
+                  "// tilec-meta grid 0 num_sms\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n"
+                  "// tilec-meta end\n");
+  if (meta) {
+    tl_const_memo m2 = {0};
+    int64_t shape[1] = {1000};
+    tl_arg arg = tl_arg_tensor(256, TL_F32, 1, shape);
+    for (int sms = 132; sms >= 66; sms -= 66) {
+      tl_launch_plan plan;
+      char err[512] = "";
+      tl_status st = tl_plan_launch_memo(tl_meta_kernel(meta, 0), &arg, 1, sms, &m2, &plan, err, sizeof err);
+      CHECK(st == TL_OK && plan.consts[0] == sms && plan.grid[0] == (uint32_t)sms,
+            "num_sms %d: const %lld grid %u (%s)", sms, (long long)plan.consts[0], plan.grid[0], err);
+      tl_launch_plan_release(&plan);
+    }
+    tl_meta_free(meta);
+  }
 
   /* an evaluation that fails is the launch's error */
   meta = PARSE_OK(
