@@ -6,9 +6,10 @@
 # Runs, in order, gpu_conform (the conformance matrix of copies and layouts, sm_90a and sm_80 code;
 # needs BINDIR/gpu_conform), gpu_levels (the GPU's results against the interpreter's on every example,
 # stdlib and golden kernel and on random conformance kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
-# (softmax, RMSNorm, LayerNorm) and gemm.sh (tensor-core GEMM against cuBLAS), each with its
-# own working folder under $TMPDIR, then copies their summaries into OUTDIR: at most eight
-# files, flat, so that they all come back from a device that returns few.  --quick skips the
+# (softmax, RMSNorm, LayerNorm), gemm.sh (tensor-core GEMM against cuBLAS) and attention.py
+# --check-only (stdlib/attention.tl against float64 references), each with its own working folder
+# under $TMPDIR, then copies their summaries into OUTDIR: at most nine files, flat, so that they all
+# come back from a device that returns few.  --quick skips the
 # largest correctness shapes of rows.sh and gemm.sh.  --sanitize runs tests/gpu/sanitize.sh instead:
 # every example and stdlib kernel and a sample of the conformance matrix at small shapes under
 # compute-sanitizer's memcheck, racecheck, synccheck and initcheck (sanitize.txt, sanitize.log).
@@ -48,9 +49,14 @@ fi
 "$here/run.sh" "$tilec" "$bindir" "$work/examples" || status=1
 "$here/rows.sh" --ptx-dir "$work/rows_ptx" "$tilec" "$bindir" "$work/rows" "${quick[@]}" || status=1
 "$here/gemm.sh" --ptx-dir "$work/gemm_ptx" "$tilec" "$bindir" "$work/gemm" "${quick[@]}" || status=1
+# stdlib/attention.tl and examples/flash_attention.tl against float64 references (torch on the GPU;
+# exit 2, no torch, is not a failure here)
+(abs=$(readlink -f "$tilec") && cd "$here" && python3 attention.py "$abs" "$work/attention" --check-only >"$work/attention.log" 2>&1)
+case $? in 0 | 2) ;; *) status=1 ;; esac
+grep -E "cases|WRONG" "$work/attention.log" | head -20
 
 for f in conform/conform.log examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
-         gemm/gemm.log gemm/gemm_bench.txt; do
+         gemm/gemm.log gemm/gemm_bench.txt attention/attention.md; do
   [ -f "$work/$f" ] && cp "$work/$f" "$out/"
 done
 echo "all.sh: $( [ $status -eq 0 ] && echo PASS || echo FAIL ) (logs in $out)"
