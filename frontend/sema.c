@@ -1345,11 +1345,6 @@ static Stmt *check_reduce(Sema *s, const Node *call)
              call->name, type_name(D->elem));
     return NULL;
   }
-  if (dim != S->rank - 1) {
-    error_at(s->d, dn ? dn->loc : call->loc, "'%s' over a dimension other than the last is not supported yet",
-             call->name);
-    return NULL;
-  }
   Stmt *st = st_new(s->a, ST_REDUCE, call->loc);
   st->src_buf = src;
   st->buf = dst;

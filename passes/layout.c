@@ -252,7 +252,10 @@ static void visit_stmt(Inference *l, Stmt *s)
     if (is_frag(l, s->src.buf) && is_frag(l, s->dst.buf))
       unite(l, s->src.buf, s->dst.buf);
     break;
-  case ST_REDUCE: add_derived(l, s->buf, s->src_buf, s->loc); break;
+  case ST_REDUCE: /* over another dimension the destination keeps a layout of its own (lower_reduce_dim) */
+    if (s->dim == l->k->bufs[s->src_buf].rank - 1)
+      add_derived(l, s->buf, s->src_buf, s->loc);
+    break;
   case ST_GEMM:
     if (l->ngemms == l->cap_gemms) {
       int cap = l->cap_gemms ? l->cap_gemms * 2 : 4;

@@ -99,6 +99,7 @@ Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);
 
 Stmt *lower_reduce(Lw *w, Stmt *s);     /* src ELEMWISE, dst its ROWS */
 Stmt *lower_reduce_mma(Lw *w, Stmt *s); /* src MMA, dst its MMA_ROWS */
+Stmt *lower_reduce_dim(Lw *w, Stmt *s); /* over a dimension other than the last: through shared memory */
 /* Drops the guard barriers of reduction scratch that other barriers already
  * order (the drop-scratch-barriers step). */
 void lower_drop_scratch_guards(Stmt *s, const Stmt *loop_body);

@@ -1,6 +1,7 @@
 /* lower_reduce.c: reduce_sum/max/min over a fragment's last dimension, to
- * per-thread partials, warp butterflies and shared-memory scratch; and the
- * step that drops the scratch guards a loop makes redundant. */
+ * per-thread partials, warp butterflies and shared-memory scratch; over any
+ * other dimension through a shared tile; and the step that drops the scratch
+ * guards a loop makes redundant. */
 #include "lower.h"
 
 #include <math.h>
@@ -312,4 +313,72 @@ Stmt *lower_reduce_mma(Lw *w, Stmt *s)
     v = reduce_op(w, s->reduce, ex_load(w->a, w->k, s->buf, lw_idx1(w, lw_var(w, d)), 1), v);
   stlist_push(w->a, &out, lw_unrolled(w, d, R, lw_store(w, s->buf, lw_idx1(w, lw_var(w, d)), 1, v)));
   return stlist_seq(w->a, &out, s->loc);
+}
+
+/* reduce_op(src, dst, dim = d), d not the last dimension (column sums): the
+ * elements of one output lie in many threads whatever src's layout, so src
+ * goes through a shared tile of its shape (dst's type), and each thread then
+ * combines, in order of the reduced index, the columns of the dst elements it
+ * holds:
+ *
+ *   copy(src, scratch)                      a copy's barriers around it
+ *   for i... in parallel(dst's shape) {     dst's own layout
+ *       var acc = identity (accumulate: dst[i...])
+ *       for k in serial(src.shape[d]) { acc = op(acc, scratch[i..., k at d, ...]) }
+ *       dst[i...] = acc
+ *   }
+ *
+ * built at the tile level and lowered as any copy and parallel loop. */
+Stmt *lower_reduce_dim(Lw *w, Stmt *s)
+{
+  const Buffer *S = &w->k->bufs[s->src_buf];
+  const Buffer D = w->k->bufs[s->buf]; /* a copy: new buffers may move the array */
+  TypeKind t = D.elem;
+  int rank = S->rank, d = s->dim;
+  int64_t len = S->tile_shape[d], shape[TL_MAX_RANK];
+  for (int i = 0; i < rank; i++)
+    shape[i] = S->tile_shape[i];
+  int scratch = lw_new_buffer(w, "rdim", SCOPE_SHARED, t, buffer_elems(S));
+  Buffer *Sc = &w->k->bufs[scratch];
+  Sc->rank = rank;
+  for (int i = 0; i < rank; i++) {
+    Sc->tile_shape[i] = shape[i];
+    Sc->shape[i] = lw_i32(w, shape[i]);
+  }
+  StmtList out = {0};
+  Stmt *cp = st_new(w->a, ST_COPY, s->loc);
+  cp->src = (Region){.buf = s->src_buf, .rank = rank};
+  cp->dst = (Region){.buf = scratch, .rank = rank};
+  stlist_push(w->a, &out, cp);
+
+  Stmt *loop = st_new(w->a, ST_FOR, s->loc);
+  loop->for_kind = FOR_PARALLEL;
+  loop->nvars = D.rank;
+  Expr **didx = ARENA_ARRAY(w->a, Expr *, D.rank);
+  for (int i = 0; i < D.rank; i++) {
+    loop->vars[i] = lw_fresh(w, "i", VAR_LOOP);
+    loop->extents[i] = lw_i32(w, D.tile_shape[i]);
+    didx[i] = lw_var(w, loop->vars[i]);
+  }
+  int k = lw_fresh(w, "k", VAR_LOOP);
+  Expr **sidx = ARENA_ARRAY(w->a, Expr *, rank);
+  for (int i = 0, j = 0; i < rank; i++)
+    sidx[i] = i == d ? lw_var(w, k) : lw_var(w, loop->vars[j++]);
+  int acc = lw_fresh(w, "acc", VAR_MUT);
+  w->k->vars[acc].type = t;
+  StmtList body = {0};
+  Expr *dst_elem = ex_load(w->a, w->k, s->buf, didx, D.rank);
+  stlist_push(w->a, &body, lw_assign(w, acc, s->accumulate ? dst_elem : reduce_identity(w, s->reduce, t)));
+  Stmt *step = lw_assign(w, acc,
+                         reduce_op(w, s->reduce, lw_var(w, acc), ex_load(w->a, w->k, scratch, sidx, rank)));
+  Stmt *walk = lw_unrolled(w, k, len, step);
+  walk->for_kind = FOR_SERIAL;
+  stlist_push(w->a, &body, walk);
+  Expr **didx2 = ARENA_ARRAY(w->a, Expr *, D.rank);
+  for (int i = 0; i < D.rank; i++)
+    didx2[i] = lw_var(w, loop->vars[i]);
+  stlist_push(w->a, &body, lw_store(w, s->buf, didx2, D.rank, lw_var(w, acc)));
+  loop->then_s = stlist_seq(w->a, &body, s->loc);
+  stlist_push(w->a, &out, loop);
+  return lw_lower_stmt(w, stlist_seq(w->a, &out, s->loc));
 }

@@ -65,6 +65,8 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s)
   case ST_COPY: return lower_copy(w, s);
   case ST_FILL: return lower_fill(w, s);
   case ST_REDUCE:
+    if (s->dim != w->k->bufs[s->src_buf].rank - 1)
+      return lower_reduce_dim(w, s);
     if (w->k->bufs[s->src_buf].layout.kind == LAYOUT_MMA)
       return lower_reduce_mma(w, s);
     return lower_reduce(w, s);

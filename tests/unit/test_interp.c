@@ -1019,6 +1019,37 @@ static void test_attention_decode(const char *T, int D, bool causal, int64_t B, 
   free(L);
 }
 
+/* tests/golden/reduce_dim.tl's colsum: column sums and maxima (reductions over dim 0, clear = false
+ * across row tiles) of a ragged X, against C. */
+static void test_reduce_dim(int64_t M, int64_t N)
+{
+  float *X = f32_array(M * N, false), *S = f32_array(N, true), *Mx = f32_array(N, true);
+  InterpArg args[] = {{.name = "X", .data = X},
+                      {.name = "S", .data = S},
+                      {.name = "Mx", .data = Mx},
+                      {.name = "M", .i = M},
+                      {.name = "N", .i = N}};
+  char what[64];
+  snprintf(what, sizeof what, "colsum %lldx%lld", (long long)M, (long long)N);
+  if (run_file(TILEC_SOURCE_DIR "/tests/golden/reduce_dim.tl", NULL, 0, "colsum", args, 5)) {
+    misses = 0;
+    for (int64_t j = 0; j < N; j++) {
+      double sum = 0, mx = -INFINITY;
+      for (int64_t i = 0; i < M; i++) {
+        sum += X[i * N + j];
+        mx = fmax(mx, X[i * N + j]);
+      }
+      close_to(what, j, S[j], sum, 1e-5, 1e-5);
+      close_to(what, j, Mx[j], mx, 0, 0);
+    }
+    check_guards_f32(what, S, N);
+    check_guards_f32(what, Mx, N);
+  }
+  free(X);
+  free(S);
+  free(Mx);
+}
+
 static void test_kernels(void)
 {
   test_vector_add(1000);
@@ -1064,6 +1095,7 @@ static void test_kernels(void)
   test_attention_decode("bf16", 128, true, 1, 2, 1, 5, 200, 4);  /* causal drafts */
   test_attention_decode("f16", 64, true, 1, 2, 2, 16, 10, 5);    /* splits past the keys, rows with none */
   test_attention_decode("f16", 64, true, 1, 8, 1, 9, 150, 2);    /* 72 rows of a group: two 64-row tiles */
+  test_reduce_dim(70, 100);
   test_semantics();
   test_copy_edges();
   test_block_order();
