@@ -774,7 +774,8 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
       stlist_push(w->a, f ? &ws_gemms : &gemms, g);
     }
   bool reused = false;
-  bool *staged = ARENA_ARRAY(w->a, bool, k->nbufs + 1);
+  const int nstaged = k->nbufs; /* staged[] covers these; lowering the consumers adds buffers */
+  bool *staged = ARENA_ARRAY(w->a, bool, nstaged + 1);
   if (!stage_tiles(w, s, &producers, S, staged, &reused))
     return NULL;
   int kv = s->vars[0];
@@ -808,7 +809,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
    * completed copies (cp.async and element stores) for it before the barrier
    * that publishes them. */
   bool proxy = false;
-  for (int b = 0; b < k->nbufs; b++)
+  for (int b = 0; b < nstaged; b++)
     proxy |= staged[b] && swizzle_span(k->bufs[b].swizzle);
   steady_iteration(w, &it, S, proxy, issue, use);
   stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
