@@ -3,6 +3,7 @@
 torch's scaled_dot_product_attention (FlashAttention and cuDNN backends) in the same process.
 
     python3 tests/gpu/attention.py TILEC OUTDIR [--check-only] [--speed-only] [--steps] [--decode-only]
+                                   [--acceptance]
                                    [--decode NAME=FACTOR:FLAGS]... [--reps R]
                                    [--dtypes f16,bf16] [--d 64,128,256] [--seq 512,1024,...]
                                    [--config NAME=FLAGS]... [--file PATH]
@@ -19,11 +20,15 @@ Speed: B x S = 16384 tokens, H x D = 2048 (H = 32, 16, 8 for D = 64, 128, 256), 
 16384 by default), causal and not, f16 and bf16: the kernel at its defaults (and each --config) against
 SDPA's FlashAttention and cuDNN backends, [B, H, S, D] for all. FLOPs 4 B H S^2 D (half for causal).
 --steps (instead of the speed tables): the tutorial's steps, docs/tutorials/attention.md (steps()).
+--acceptance (with the checks): issue 16's correctness grid, B in {1, 4}, H = 1 or 32 over 8, SQ and SK
+in {1, 17, 128, 1000, 4096, 8192}, every D, causal and not, each dtype (acceptance()).
 
 Decoding: attention_decode + attention_decode_combine (split over the keys) checked like the others
 (GQA, causal drafts of SQ = 4 and 16 queries, splits past the keys, SK = 70001) and timed at SQ = 1
 and 4 against SDPA, H = 32 over HK = 8, D = 128, B = 1 and 8, SK = 1024 to 65536 (GB/s of K and V).
-Median of R replays of a CUDA graph (tlcuda.timed). Writes OUTDIR/attention.md and prints it. Exit 1
+Then issue 16's own points (issue_speed(): B = 4, H = 32, S = 8192; decoding at B = 64 against SDPA and
+the device copy). Median of R replays of a CUDA graph (tlcuda.timed). Writes OUTDIR/attention.md and
+prints it. Exit 1
 when a result is wrong, 2 without a GPU or torch; speed never changes it.
 """
 import math
@@ -41,9 +46,19 @@ from tlcuda import DT, ROOT, Driver, Kernel, timed  # noqa: E402
 
 
 def reference(q, k, v, scale, causal):
-    """O [B, H, SQ, D] and L [B, H, SQ] in float64 from [B, H, S, D] inputs (GQA: K, V heads repeated)."""
+    """O [B, H, SQ, D] and L [B, H, SQ] in float64 from [B, H, S, D] inputs (GQA: K, V heads repeated).
+    Long sequences are done one (batch, head) at a time, so that S stays a few hundred MB."""
     B, H, SQ, D = q.shape
     HK, SK = k.shape[1], k.shape[2]
+    if B * H > 1 and SQ * SK > (1 << 24):
+        o = torch.empty(B, H, SQ, D, device=q.device, dtype=torch.float64)
+        lse = torch.empty(B, H, SQ, device=q.device, dtype=torch.float64)
+        for b in range(B):
+            for h in range(H):
+                hk = h // (H // HK)
+                o[b:b + 1, h:h + 1], lse[b:b + 1, h:h + 1] = reference(
+                    q[b:b + 1, h:h + 1], k[b:b + 1, hk:hk + 1], v[b:b + 1, hk:hk + 1], scale, causal)
+        return o, lse
     k = k.double().repeat_interleave(H // HK, dim=1)
     v = v.double().repeat_interleave(H // HK, dim=1)
     s = (q.double() @ k.transpose(-1, -2)) * scale
@@ -212,6 +227,43 @@ def check(drv, tilec, path, dtypes, ds, lines):
     return wrong
 
 
+def acceptance(drv, tilec, path, dtypes, ds, lines):
+    """Issue 16's correctness grid: B in {1, 4}, H = 1 or 32 over 8 (GQA), SQ and SK in {1, 17, 128, 1000,
+    4096, 8192}, D in ds, causal and not, each dtype; [B, H, S, D]. One kernel per (dtype, D, causal),
+    its generic variant (attention_fwd's constants do not depend on the sizes)."""
+    lens = (1, 17, 128, 1000, 4096, 8192)
+    wrong = total = 0
+    lines += ["## Acceptance grid (issue 16)", "", "| kernel | dtype | D | B | H | HK | SQ | SK | causal | O error | "
+              "L error | |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for dtype in dtypes:
+        t = DT[dtype]
+        for D in ds:
+            for causal in (False, True):
+                kern = Attn(drv, tilec, path, dtype, D, causal, "bhsd", tag="_acc")
+                for B in (1, 4):
+                    for (H, HK) in ((1, 1), (32, 8)):
+                        for SQ in lens:
+                            for SK in lens:
+                                torch.manual_seed(SQ * 7 + SK + D + B + H)
+                                q = (torch.rand(B, H, SQ, D, device="cuda") * 2 - 1).to(t)
+                                k = (torch.rand(B, HK, SK, D, device="cuda") * 2 - 1).to(t)
+                                v = (torch.rand(B, HK, SK, D, device="cuda") * 2 - 1).to(t)
+                                scale = 1.0 / math.sqrt(D)
+                                ref_o, ref_l = reference(q, k, v, scale, causal)
+                                o = torch.full_like(q, float("nan"))
+                                lse = torch.full((B, H, SQ), float("nan"), device="cuda")
+                                kern(q, k, v, o, lse, scale)
+                                torch.cuda.synchronize()
+                                ok = compare(o, lse, ref_o, ref_l, dtype, lines,
+                                             f"attention_fwd | {dtype} | {D} | {B} | {H} | {HK} | {SQ} | {SK} | "
+                                             f"{int(causal)}")
+                                wrong += not ok
+                                total += 1
+                                del q, k, v, o, lse, ref_o, ref_l
+    print(f"attention: acceptance grid, {total} cases, {wrong} wrong", flush=True)
+    return wrong
+
+
 def sdpa(backend):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     b = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[backend]
@@ -283,6 +335,73 @@ def speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines):
                     del q, k, v, ref
     lines += ["", "geometric mean of tilec / best SDPA: " +
               ", ".join(f"`{c}` {math.exp(sum(v) / len(v)):.3f}" for c, v in logs.items() if v)]
+
+
+def issue_speed(drv, tilec, path, dtypes, reps, lines):
+    """Issue 16's speed points: B = 4, H = 32, S = 8192, D = 64 and 128, causal and not, against both SDPA
+    backends; and decoding at B = 64, H = 32 over 8, SK = 8192, D = 128 against SDPA and the device copy
+    (bandwidth of reading K and V, over a copy's bytes read and written)."""
+    lines += ["", "## Issue 16's points", "", "| dtype | D | causal | SDPA flash TFLOP/s | SDPA cuDNN TFLOP/s | "
+              "tilec TFLOP/s | tilec / flash | tilec / cuDNN |", "|---|---|---|---|---|---|---|---|"]
+    B, H, S = 4, 32, 8192
+    for dtype in dtypes:
+        t = DT[dtype]
+        for D in (64, 128):
+            for causal in (False, True):
+                torch.manual_seed(D)
+                q, k, v = ((torch.rand(B, H, S, D, device="cuda") * 2 - 1).to(t) for _ in range(3))
+                scale = 1.0 / math.sqrt(D)
+                flops = 4.0 * B * H * S * S * D / (2 if causal else 1)
+                peers = []
+                for be in ("flash", "cudnn"):
+                    try:
+                        f = sdpa(be)
+                        peers.append(timed(lambda: f(q, k, v, causal, scale), reps, 1))
+                    except Exception as e:
+                        print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
+                        peers.append(float("nan"))
+                kern = Attn(drv, tilec, path, dtype, D, causal, "bhsd", sizes=sizes_of("bhsd", B, H, H, S, S, D),
+                            tag="_issue")
+                o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda")
+                tms = timed(lambda: kern(q, k, v, o, lse, scale), reps, 1)
+                lines.append(f"| {dtype} | {D} | {int(causal)} | " + " | ".join(
+                    f"{flops / x / 1e9:.0f}" if x == x else "-" for x in peers) +
+                    f" | {flops / tms / 1e9:.0f} | **{peers[0] / tms:.3f}** | **{peers[1] / tms:.3f}** |")
+                print(lines[-1], flush=True)
+                del q, k, v, o, lse
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    lines += ["", "| dtype | decode B=64 H=32/8 SK=8192 D=128: SDPA flash us | SDPA cuDNN us | tilec us | K+V read "
+              "GB/s | copy GB/s (read + write) | tilec / copy |", "|---|---|---|---|---|---|---|"]
+    B, H, HK, SK, D = 64, 32, 8, 8192, 128
+    for dtype in dtypes:
+        t = DT[dtype]
+        q = (torch.rand(B, H, 1, D, device="cuda") * 2 - 1).to(t)
+        k, v = ((torch.rand(B, HK, SK, D, device="cuda") * 2 - 1).to(t) for _ in range(2))
+        ke, ve = k.repeat_interleave(H // HK, 1), v.repeat_interleave(H // HK, 1)
+        scale = 1.0 / math.sqrt(D)
+        peers = []
+        for be in ("flash", "cudnn"):
+            try:
+                f = sdpa(be)
+                peers.append(timed(lambda: f(q, ke, ve, False, scale), reps, 3))
+            except Exception as e:
+                print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
+                peers.append(float("nan"))
+        ns = splits(B, HK, SK, sms)
+        kern = Decode(drv, tilec, path, dtype, D, False,
+                      {"B": B, "H": H, "HK": HK, "SQ": 1, "SK": SK, "NS": ns, "BH": B * H}, tag="_issue")
+        o, lse = torch.empty_like(q), torch.empty(B, H, 1, device="cuda")
+        op, lp = torch.empty(B * H, ns, 1, D, device="cuda"), torch.empty(B * H, ns, 1, device="cuda")
+        tms = timed(lambda: kern(q, k, v, o, lse, scale, op, lp), reps, 3)
+        kv = torch.cat([k.flatten(), v.flatten()])
+        dst = torch.empty_like(kv)
+        tcopy = timed(lambda: dst.copy_(kv), reps, 3)
+        nbytes = kv.numel() * kv.element_size()
+        read_bw, copy_bw = nbytes / tms / 1e6, 2 * nbytes / tcopy / 1e6
+        lines.append(f"| {dtype} | " + " | ".join(f"{x * 1e3:.1f}" if x == x else "-" for x in peers) +
+                     f" | {tms * 1e3:.1f} | {read_bw:.0f} | {copy_bw:.0f} | **{read_bw / copy_bw:.3f}** |")
+        print(lines[-1], flush=True)
+        del q, k, v, ke, ve, o, op, lp, kv, dst
 
 
 def decode_speed(drv, tilec, path, dtypes, reps, lines, variants=(("default", [], 8),)):
@@ -414,7 +533,7 @@ def main():
     dtypes, ds, seqs, reps = ["f16", "bf16"], [64, 128, 256], [512, 1024, 2048, 4096, 8192, 16384], 10
     configs = [("default", [])]
     path = os.path.join(ROOT, "stdlib/attention.tl")
-    do_check, do_speed, do_steps = True, True, False
+    do_check, do_speed, do_steps, do_acceptance = True, True, False, False
     variants = [("default", [], 8)]
     i = 2
     while i < len(args):
@@ -431,6 +550,9 @@ def main():
             continue
         if a == "--decode-only":
             do_check, do_speed, i = False, False, i + 1
+            continue
+        if a == "--acceptance":
+            do_acceptance, i = True, i + 1
             continue
         if a == "--dtypes":
             dtypes = v.split(",")
@@ -464,10 +586,13 @@ def main():
         lines.append(f"- config `{name}`: `{' '.join(flags) or '(defaults)'}`")
     lines.append("")
     wrong = check(drv, tilec, path, dtypes, ds, lines) if do_check else 0
+    if do_acceptance:
+        wrong += acceptance(drv, tilec, path, dtypes, ds, lines)
     if do_steps:
         steps(drv, tilec, reps, lines)
     elif do_speed:
         speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines)
+        issue_speed(drv, tilec, path, dtypes, reps, lines)
     if not do_steps and (do_speed or not do_check):
         decode_speed(drv, tilec, path, dtypes, reps, lines, variants)
     with open(os.path.join(outdir, "attention.md"), "w") as f:
