@@ -274,6 +274,22 @@ def sdpa(backend):
     return run
 
 
+def peer_times(q, k, v, causal, scale, reps, per_graph):
+    """Milliseconds of SDPA's FlashAttention and cuDNN backends on these tensors (NaN for a backend that
+    refuses them), and the first backend's output (None if both refuse)."""
+    times, out = [], None
+    for be in ("flash", "cudnn"):
+        try:
+            f = sdpa(be)
+            r = f(q, k, v, causal, scale)
+            out = r if out is None else out
+            times.append(timed(lambda: f(q, k, v, causal, scale), reps, per_graph))
+        except Exception as e:  # a backend that does not take this shape
+            print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
+            times.append(float("nan"))
+    return times, out
+
+
 def speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines):
     lines += ["", "## Speed", "",
               "B x S = 16384 tokens, H x D = 2048, [B, H, S, D]; TFLOP/s (4 B H S^2 D, half for causal) and "
@@ -296,16 +312,7 @@ def speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines):
                     v = (torch.rand(B, H, S, D, device="cuda") * 2 - 1).to(t)
                     scale = 1.0 / math.sqrt(D)
                     flops = 4.0 * B * H * S * S * D / (2 if causal else 1)
-                    peers = []
-                    ref = None
-                    for be in ("flash", "cudnn"):
-                        try:
-                            f = sdpa(be)
-                            ref = f(q, k, v, causal, scale) if ref is None else ref
-                            peers.append(timed(lambda: f(q, k, v, causal, scale), reps, 3))
-                        except Exception as e:  # a backend that does not take this shape
-                            print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
-                            peers.append(float("nan"))
+                    peers, ref = peer_times(q, k, v, causal, scale, reps, 3)
                     best = min(x for x in peers if x == x) if any(x == x for x in peers) else float("nan")
                     cells = []
                     for cname, flags in configs:
@@ -352,14 +359,7 @@ def issue_speed(drv, tilec, path, dtypes, reps, lines):
                 q, k, v = ((torch.rand(B, H, S, D, device="cuda") * 2 - 1).to(t) for _ in range(3))
                 scale = 1.0 / math.sqrt(D)
                 flops = 4.0 * B * H * S * S * D / (2 if causal else 1)
-                peers = []
-                for be in ("flash", "cudnn"):
-                    try:
-                        f = sdpa(be)
-                        peers.append(timed(lambda: f(q, k, v, causal, scale), reps, 1))
-                    except Exception as e:
-                        print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
-                        peers.append(float("nan"))
+                peers, _ = peer_times(q, k, v, causal, scale, reps, 1)
                 kern = Attn(drv, tilec, path, dtype, D, causal, "bhsd", sizes=sizes_of("bhsd", B, H, H, S, S, D),
                             tag="_issue")
                 o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda")
@@ -379,14 +379,7 @@ def issue_speed(drv, tilec, path, dtypes, reps, lines):
         k, v = ((torch.rand(B, HK, SK, D, device="cuda") * 2 - 1).to(t) for _ in range(2))
         ke, ve = k.repeat_interleave(H // HK, 1), v.repeat_interleave(H // HK, 1)
         scale = 1.0 / math.sqrt(D)
-        peers = []
-        for be in ("flash", "cudnn"):
-            try:
-                f = sdpa(be)
-                peers.append(timed(lambda: f(q, ke, ve, False, scale), reps, 3))
-            except Exception as e:
-                print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
-                peers.append(float("nan"))
+        peers, _ = peer_times(q, ke, ve, False, scale, reps, 3)
         ns = splits(B, HK, SK, sms)
         kern = Decode(drv, tilec, path, dtype, D, False,
                       {"B": B, "H": H, "HK": HK, "SQ": 1, "SK": SK, "NS": ns, "BH": B * H}, tag="_issue")
@@ -431,15 +424,7 @@ def decode_speed(drv, tilec, path, dtypes, reps, lines, variants=(("default", []
                     ke, ve = k.repeat_interleave(H // HK, 1), v.repeat_interleave(H // HK, 1)
                     scale = 1.0 / math.sqrt(D)
                     nbytes = 2 * B * HK * SK * D * 2
-                    peers = []
-                    for be in ("flash", "cudnn"):
-                        f = sdpa(be)
-                        try:
-                            f(q, ke, ve, False, scale)
-                            peers.append(timed(lambda: f(q, ke, ve, False, scale), reps, 10))
-                        except Exception as e:
-                            print(f"sdpa {be}: {str(e).splitlines()[0][:100]}", file=sys.stderr)
-                            peers.append(float("nan"))
+                    peers, _ = peer_times(q, ke, ve, False, scale, reps, 10)
                     best = min(x for x in peers if x == x) if any(x == x for x in peers) else float("nan")
                     cells = []
                     for vname, flags, factor in variants:
