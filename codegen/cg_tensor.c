@@ -157,33 +157,38 @@ static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool
 }
 
 /* An asm statement over the accumulator registers acc[0 .. n): "=f" x n, then
- * the extra inputs, then the n registers tied to the outputs; the results are
- * stored back.  The text names the registers $0 .. $n-1 and the extras $n... */
-static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *extra, const char *extra_cons,
-                       int nextra)
+ * "=r" x ntied for the i32 values tied[] (read and replaced by the asm's
+ * results), then the extra inputs, then the registers and values tied to the
+ * outputs; the accumulator's results are stored back.  The text names the
+ * registers $0 .. $n-1, the tied values $n ..., and the extras after them. */
+static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *tied, int ntied,
+                       LLVMValueRef *extra, const char *extra_cons, int nextra)
 {
+  const int nout = n + ntied;
   StrBuf cons = {0};
-  for (int i = 0; i < n; i++)
-    sb_puts(&cons, i ? ",=f" : "=f");
+  for (int i = 0; i < nout; i++)
+    sb_puts(&cons, i == 0 ? (n ? "=f" : "=r") : i < n ? ",=f" : ",=r");
   if (nextra)
     sb_printf(&cons, ",%s", extra_cons);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < nout; i++)
     sb_printf(&cons, ",%d", i);
   sb_puts(&cons, ",~{memory}");
-  LLVMValueRef *args = malloc(sizeof *args * (size_t)(nextra + n));
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)(nextra + nout));
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)nout);
   for (int i = 0; i < nextra; i++)
     args[i] = extra[i];
   Expr zero = {.kind = EX_INT, .type = TY_I32};
-  for (int i = 0; i < n; i++)
-    args[nextra + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, &zero, i), "");
-  LLVMTypeRef *f32s = malloc(sizeof *f32s * (size_t)n);
-  for (int i = 0; i < n; i++)
-    f32s[i] = cg->t.f32;
-  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, (unsigned)n, 0);
-  LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + n, true);
+  for (int i = 0; i < nout; i++) {
+    args[nextra + i] = i < n ? LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, &zero, i), "") : tied[i - n];
+    types[i] = i < n ? cg->t.f32 : cg->t.i32;
+  }
+  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, types, (unsigned)nout, 0);
+  LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + nout, true);
   for (int i = 0; i < n; i++)
     LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, acc, &zero, i));
-  free(f32s);
+  for (int i = 0; i < ntied; i++)
+    tied[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)(n + i), "");
+  free(types);
   free(args);
   free(cons.data);
 }
@@ -195,45 +200,23 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *e
  * pairs are stored back as halves, which the wgmmas' packing folds away. */
 void emit_wgmma_fence(Cg *cg, const Stmt *s)
 {
-  if (!s->a_reg) {
-    asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, NULL, NULL, 0);
-    return;
-  }
-  const Buffer *A = &cg->k->bufs[s->a];
-  int n = s->acc_regs, na = (int)(s->a_reg->i / 2), total = n + na;
-  LLVMTypeRef h = cg_mem_type(cg, A->elem), pair = LLVMVectorType(h, 2);
-  StrBuf cons = {0};
-  for (int i = 0; i < total; i++)
-    sb_puts(&cons, i < n ? (i ? ",=f" : "=f") : ",=r");
-  for (int i = 0; i < total; i++)
-    sb_printf(&cons, ",%d", i);
-  sb_puts(&cons, ",~{memory}");
-  LLVMValueRef *args = malloc(sizeof *args * (size_t)total);
-  LLVMTypeRef *types = malloc(sizeof *types * (size_t)total);
+  int na = s->a_reg ? (int)(s->a_reg->i / 2) : 0;
+  LLVMValueRef *pairs = na ? malloc(sizeof *pairs * (size_t)na) : NULL;
   Expr zero = {.kind = EX_INT, .type = TY_I32};
-  for (int i = 0; i < n; i++) {
-    args[i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, s->c, &zero, i), "");
-    types[i] = cg->t.f32;
-  }
   Stmt pack = {.a = s->a, .a_reg = &zero};
-  for (int i = 0; i < na; i++) {
-    args[n + i] = a_operand(cg, &pack, i);
-    types[n + i] = cg->t.i32;
+  for (int i = 0; i < na; i++)
+    pairs[i] = a_operand(cg, &pack, i);
+  asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, pairs, na, NULL, NULL, 0);
+  if (na) {
+    LLVMTypeRef pair = LLVMVectorType(cg_mem_type(cg, cg->k->bufs[s->a].elem), 2);
+    for (int i = 0; i < na; i++) {
+      LLVMValueRef v = LLVMBuildBitCast(cg->b, pairs[i], pair, "");
+      for (int e = 0; e < 2; e++)
+        LLVMBuildStore(cg->b, LLVMBuildExtractElement(cg->b, v, LLVMConstInt(cg->t.i32, (unsigned)e, 0), ""),
+                       reg_ptr(cg, s->a, &zero, 2 * i + e));
+    }
   }
-  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, types, (unsigned)total, 0);
-  LLVMValueRef r = inline_asm(cg, ret, "wgmma.fence.sync.aligned;", cons.data, args, total, true);
-  for (int i = 0; i < n; i++)
-    LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, &zero, i));
-  for (int i = 0; i < na; i++) {
-    LLVMValueRef v = LLVMBuildBitCast(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)(n + i), ""), pair,
-                                      "");
-    for (int e = 0; e < 2; e++)
-      LLVMBuildStore(cg->b, LLVMBuildExtractElement(cg->b, v, LLVMConstInt(cg->t.i32, (unsigned)e, 0), ""),
-                     reg_ptr(cg, s->a, &zero, 2 * i + e));
-  }
-  free(types);
-  free(args);
-  free(cons.data);
+  free(pairs);
 }
 
 void emit_wgmma(Cg *cg, const Stmt *s)
@@ -254,13 +237,13 @@ void emit_wgmma(Cg *cg, const Stmt *s)
     for (int i = 0; i < 4; i++)
       ops[i] = a_operand(cg, s, i);
     ops[4] = wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major);
-    asm_on_acc(cg, text.data, s->c, n, ops, "r,r,r,r,l", 5);
+    asm_on_acc(cg, text.data, s->c, n, NULL, 0, ops, "r,r,r,r,l", 5);
   } else {
     sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
               s->b_mn_major ? 1 : 0);
     LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
                             wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
-    asm_on_acc(cg, text.data, s->c, n, desc, "l,l", 2);
+    asm_on_acc(cg, text.data, s->c, n, NULL, 0, desc, "l,l", 2);
   }
   free(text.data);
 }
@@ -274,7 +257,7 @@ void emit_wgmma_wait(Cg *cg, const Stmt *s)
 {
   char text[48];
   snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->pending);
-  asm_on_acc(cg, text, s->c, s->acc_regs, NULL, NULL, 0);
+  asm_on_acc(cg, text, s->c, s->acc_regs, NULL, 0, NULL, NULL, 0);
 }
 
 void emit_fence_proxy_async(Cg *cg)

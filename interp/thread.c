@@ -1139,6 +1139,18 @@ static bool a_pair(Th *th, const Stmt *s, int t, int64_t a0, int r, double out[2
   return true;
 }
 
+/* Lane l's part of a 16 x 16 A operand (thread t, first register a0) into A,
+ * row-major with 16 columns, as mma.sync and wgmma's register form read it:
+ * 32-bit register r holds row l/4 + 8 (r % 2), columns 2 (l % 4) + 8 (r / 2)
+ * and the next. */
+static bool a_lane(Th *th, const Stmt *s, int t, int l, int64_t a0, double *A)
+{
+  for (int r = 0; r < 4; r++)
+    if (!a_pair(th, s, t, a0, r, &A[(l / 4 + 8 * (r % 2)) * 16 + 2 * (l % 4) + 8 * (r / 2)]))
+      return false;
+  return true;
+}
+
 /* mma.sync.m16n8k16.row.col: D = A B + C over the warp's registers, g = l / 4, q = l % 4:
  *   A 16x16: a0 (g, 2q..2q+1)  a1 (g+8, 2q..)  a2 (g, 2q+8..)  a3 (g+8, 2q+8..)
  *   B 16x8:  b0 (2q..2q+1, g)  b1 (2q+8..2q+9, g)
@@ -1150,11 +1162,8 @@ static bool mma(Th *th, const Stmt *s, int w)
   for (int l = 0; l < WARP; l++) {
     int t = w + l, g = l / 4, q = l % 4;
     int64_t a0 = eval(th, s->a_reg, t).i, b0 = eval(th, s->b_reg, t).i, c0 = eval(th, s->c_reg, t).i;
-    for (int r = 0; r < 4; r++) {
-      int row = g + 8 * (r % 2), col = 2 * q + 8 * (r / 2);
-      if (!a_pair(th, s, t, a0, r, &A[row][col]))
-        return false;
-    }
+    if (!a_lane(th, s, t, l, a0, &A[0][0]))
+      return false;
     for (int r = 0; r < 2; r++) {
       uint64_t x = read_u32(th, s->loc, t, s->b, b0 + r);
       B[2 * q + 8 * r][g] = half_of(s->elem, (uint32_t)x);
@@ -1310,17 +1319,9 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
   q->n++;
   double *A = malloc(sizeof(double) * 64 * 16), *B = malloc(sizeof(double) * 16 * (size_t)N);
   bool ok = A && B;
-  if (s->a_reg) /* thread 32w + l: rows 16w + l/4 (+ 8), columns 2(l%4) (+ 8), as mma.sync's A */
-    for (int l = 0; ok && l < WARPGROUP; l++) {
-      int t = g0 + l, row0 = 16 * (l / WARP) + (l % WARP) / 4, q = l % 4;
-      int64_t a0 = eval(th, s->a_reg, t).i;
-      for (int r = 0; ok && r < 4; r++) {
-        double pr[2];
-        ok = a_pair(th, s, t, a0, r, pr);
-        A[(row0 + 8 * (r % 2)) * 16 + 2 * q + 8 * (r / 2)] = pr[0];
-        A[(row0 + 8 * (r % 2)) * 16 + 2 * q + 8 * (r / 2) + 1] = pr[1];
-      }
-    }
+  if (s->a_reg) /* warp w's lanes: rows 16w .. 16w + 15, as mma.sync's A */
+    for (int l = 0; ok && l < WARPGROUP; l++)
+      ok = a_lane(th, s, g0 + l, l % WARP, eval(th, s->a_reg, g0 + l).i, &A[16 * (l / WARP) * 16]);
   else
     for (int m = 0; ok && m < 64; m++)
       for (int k = 0; ok && k < 16; k++)

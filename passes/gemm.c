@@ -85,26 +85,26 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   int kk = lw_fresh(w, "kk", VAR_LOOP);
   StmtList step = {0};
   Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16);
-  Expr *m_base = lw_mul_c(w, lw_clone(w, p.wm), (int64_t)FM * 16),
-       *n_base = lw_mul_c(w, lw_clone(w, p.wn), (int64_t)FN * 8);
+  Expr *n_base = lw_mul_c(w, lw_clone(w, p.wn), (int64_t)FN * 8);
+  Expr *row, *col;
 
   /* A pieces: one ldmatrix.x4 per 16x16; A in registers is read by the mma itself. */
-  int fm = lw_fresh(w, "fm", VAR_LOOP);
-  Expr *m0 = lw_add(w, lw_clone(w, m_base), lw_mul_c(w, lw_var(w, fm), 16));
-  Expr *row, *col;
-  if (!s->trans_a) {
-    row = lw_add(w, m0, lw_mod_c(w, lw_clone(w, p.lane), 16));
-    col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
-  } else {
-    row = lw_add(w, lw_add(w, lw_clone(w, k0), lw_mod_c(w, lw_clone(w, p.lane), 8)),
-                 lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
-    col = lw_add(w, m0, lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
-  }
-  if (!reg_a)
+  if (!reg_a) {
+    int fm = lw_fresh(w, "fm", VAR_LOOP);
+    Expr *m0 = lw_add(w, lw_mul_c(w, lw_clone(w, p.wm), (int64_t)FM * 16), lw_mul_c(w, lw_var(w, fm), 16));
+    if (!s->trans_a) {
+      row = lw_add(w, m0, lw_mod_c(w, lw_clone(w, p.lane), 16));
+      col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
+    } else {
+      row = lw_add(w, lw_add(w, lw_clone(w, k0), lw_mod_c(w, lw_clone(w, p.lane), 8)),
+                   lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
+      col = lw_add(w, m0, lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
+    }
     stlist_push(w->a, &step,
                 lw_unrolled(w, fm, FM,
                             ldmatrix(w, afrag, lw_mul_c(w, lw_var(w, fm), 4), 4, s->trans_a, s->a, s->stage_a,
                                      row, col)));
+  }
 
   /* B pieces: ldmatrix.x4 covers two n8 pieces; an odd last one takes x2. */
   for (int pair = 0; pair < (FN + 1) / 2; pair++) {

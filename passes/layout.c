@@ -283,6 +283,23 @@ static void visit_stmt(Inference *l, Stmt *s)
   visit_stmt(l, s->else_s);
 }
 
+/* The row group of a class (rg: union-find over classes, roots point at themselves). */
+static int row_group(const Inference *l, int cls)
+{
+  while (l->rg[cls] != cls)
+    cls = l->rg[cls];
+  return cls;
+}
+
+/* Puts the row groups of classes a and b together. */
+static void join_row_groups(Inference *l, int a, int b)
+{
+  a = row_group(l, a);
+  b = row_group(l, b);
+  if (a != b)
+    l->rg[a] = b;
+}
+
 /* Each class's parent class (from broadcasts and reductions), or -1.  A
  * class may hold the rows of two parents of different shapes (the rows of
  * S [BM, BN] rescaling O [BM, D] in attention) when both lay out their rows
@@ -331,14 +348,8 @@ static bool find_row_parents(Inference *l)
   for (int i = 0; i < k->nbufs; i++)
     if (up[i] >= 0)
       up[i] = find(l, up[i]);
-  for (int i = 0; i < nalt; i++) {
-    int a = find(l, alt_first[i].parent), b = find(l, alt[i].parent);
-    while (rg[a] != a)
-      a = rg[a];
-    while (rg[b] != b)
-      b = rg[b];
-    rg[a] = b;
-  }
+  for (int i = 0; i < nalt; i++)
+    join_row_groups(l, find(l, alt_first[i].parent), find(l, alt[i].parent));
   l->nalt = nalt;
   return true;
 }
@@ -356,13 +367,7 @@ static void join_register_operands(Inference *l)
     const Stmt *g = l->gemms[i];
     if (!is_register_a(l, g))
       continue;
-    int a = find(l, g->a), c = find(l, g->c);
-    while (l->rg[a] != a)
-      a = l->rg[a];
-    while (l->rg[c] != c)
-      c = l->rg[c];
-    if (a != c)
-      l->rg[a] = c;
+    join_row_groups(l, find(l, g->a), find(l, g->c));
   }
 }
 
@@ -375,7 +380,7 @@ static bool choose_mma_layouts(Inference *l)
 {
   PassContext *pc = l->pc;
   Kernel *k = l->k;
-  int *up = l->up, *rg = l->rg;
+  int *up = l->up;
   FragLayout *mma = l->mma = ARENA_ARRAY(pc->arena, FragLayout, k->nbufs + 1);
   bool *group_done = ARENA_ARRAY(pc->arena, bool, k->nbufs + 1);
   for (int i = 0; i < l->ngemms; i++) {
@@ -394,9 +399,7 @@ static bool choose_mma_layouts(Inference *l)
   }
   for (int i = 0; i < l->ngemms; i++) {
     const Stmt *g = l->gemms[i];
-    int group = find(l, g->c);
-    while (rg[group] != group)
-      group = rg[group];
+    int group = row_group(l, find(l, g->c));
     if (group_done[group])
       continue; /* chosen with an earlier gemm of the group */
     /* The group's accumulator classes (one shape each), requests and wgmma. */
@@ -408,10 +411,8 @@ static bool choose_mma_layouts(Inference *l)
     const Stmt *reg_a = NULL; /* a gemm of the group with A in registers */
     for (int j = 0; j < l->ngemms; j++) {
       const Stmt *h = l->gemms[j];
-      int r = find(l, h->c), gr = r;
-      while (rg[gr] != gr)
-        gr = rg[gr];
-      if (gr != group)
+      int r = find(l, h->c);
+      if (row_group(l, r) != group)
         continue;
       if ((h->warps_m && req_m && h->warps_m != req_m) || (h->warps_n && req_n && h->warps_n != req_n)) {
         if (find(l, g->c) == r)

@@ -157,7 +157,7 @@ typedef struct tl_host_module_ops {
 /* The launch constants and the grid a kernel's last plan evaluated, with what they were evaluated
  * from (the integer values of the parameters, sizes and i32 scalars, and num_sms): a plan of the
  * same values takes them as they are. They depend on nothing else, and their programs (divisions,
- * mostly: examples/matmul.tl's seven constants took ~0.85 us on the CPU machine, its plan 0.22 us
+ * mostly: examples/matmul.tl's seven constants took ~0.85 us on the CPU machine, its plan 0.15 us
  * with the memo) were most of tl_launch's host time. */
 typedef struct tl_const_memo {
   bool filled;

@@ -922,25 +922,55 @@ static void check_attention(const char *what, const AttnShape *a, const uint16_t
   free(s);
 }
 
+/* One attention test's inputs (random in [-1, 1)), outputs (poisoned) and defines (T, D, CAUSAL). */
+typedef struct {
+  AttnShape sh;
+  char d_text[8], c_text[4];
+  ConstDef defs[3];
+  int64_t nq;
+  uint16_t *Q, *K, *V, *O;
+  float *L;
+} AttnData;
+
+static void attn_data(AttnData *a, const char *T, int D, bool causal, bool bshd, int64_t B, int64_t H,
+                      int64_t HK, int64_t SQ, int64_t SK)
+{
+  a->sh = (AttnShape){!strcmp(T, "bf16"), bshd, causal, D, B, H, HK, SQ, SK};
+  snprintf(a->d_text, sizeof a->d_text, "%d", D);
+  snprintf(a->c_text, sizeof a->c_text, "%d", causal);
+  a->defs[0] = (ConstDef){"T", T};
+  a->defs[1] = (ConstDef){"D", a->d_text};
+  a->defs[2] = (ConstDef){"CAUSAL", a->c_text};
+  int64_t nk = B * HK * SK * D;
+  a->nq = B * H * SQ * D;
+  a->Q = h_array(a->sh.bf, a->nq, false, -1, 1);
+  a->K = h_array(a->sh.bf, nk, false, -1, 1);
+  a->V = h_array(a->sh.bf, nk, false, -1, 1);
+  a->O = h_array(a->sh.bf, a->nq, true, 0, 0);
+  a->L = f32_array(B * H * SQ, true);
+}
+
+static void attn_data_free(AttnData *a)
+{
+  free(a->Q);
+  free(a->K);
+  free(a->V);
+  free(a->O);
+  free(a->L);
+}
+
 /* stdlib/attention.tl's attention_fwd ([B, H, S, D]) or attention_fwd_bshd ([B, S, H * D]), or the
  * tutorial's kernels (no GQA, SQ = SK, not causal, no L): ex 1 examples/flash_attention.tl, 2
  * docs/tutorials/attention_staged.tl. */
 static void test_attention(int ex, bool bshd, const char *T, int D, bool causal, int64_t B, int64_t H,
                            int64_t HK, int64_t SQ, int64_t SK)
 {
-  AttnShape sh = {!strcmp(T, "bf16"), bshd, causal, D, B, H, HK, SQ, SK};
-  char d_text[8], c_text[4];
-  snprintf(d_text, sizeof d_text, "%d", D);
-  snprintf(c_text, sizeof c_text, "%d", causal);
-  ConstDef defs[] = {{"T", T}, {"D", d_text}, {"CAUSAL", c_text}};
-  int64_t nq = B * H * SQ * D, nk = B * HK * SK * D;
-  uint16_t *Q = h_array(sh.bf, nq, false, -1, 1), *K = h_array(sh.bf, nk, false, -1, 1);
-  uint16_t *V = h_array(sh.bf, nk, false, -1, 1), *O = h_array(sh.bf, nq, true, 0, 0);
-  float *L = f32_array(B * H * SQ, true);
-  InterpArg args[13] = {{.name = "Q", .data = Q},
-                        {.name = "K", .data = K},
-                        {.name = "V", .data = V},
-                        {.name = "O", .data = O},
+  AttnData a;
+  attn_data(&a, T, D, causal, bshd, B, H, HK, SQ, SK);
+  InterpArg args[13] = {{.name = "Q", .data = a.Q},
+                        {.name = "K", .data = a.K},
+                        {.name = "V", .data = a.V},
+                        {.name = "O", .data = a.O},
                         {.name = "scale", .f = 1.0 / sqrt((double)D)},
                         {.name = "B", .i = B},
                         {.name = "H", .i = H}};
@@ -948,7 +978,7 @@ static void test_attention(int ex, bool bshd, const char *T, int D, bool causal,
   if (ex)
     args[nargs++] = (InterpArg){.name = "S", .i = SQ};
   else {
-    args[nargs++] = (InterpArg){.name = "L", .data = L};
+    args[nargs++] = (InterpArg){.name = "L", .data = a.L};
     args[nargs++] = (InterpArg){.name = "SQ", .i = SQ};
     args[nargs++] = (InterpArg){.name = "SK", .i = SK};
     args[nargs++] = bshd ? (InterpArg){.name = "HD", .i = H * D} : (InterpArg){.name = "HK", .i = HK};
@@ -965,15 +995,11 @@ static void test_attention(int ex, bool bshd, const char *T, int D, bool causal,
   char what[112];
   snprintf(what, sizeof what, "%s %s D=%d causal=%d B=%lld H=%lld HK=%lld SQ=%lld SK=%lld", kernel, T, D,
            causal, (long long)B, (long long)H, (long long)HK, (long long)SQ, (long long)SK);
-  if (run_file(path, defs, ex ? 2 : 3, kernel, args, nargs)) {
-    check_attention(what, &sh, Q, K, V, O, ex ? NULL : L);
-    check_guards_16(what, O, nq);
+  if (run_file(path, a.defs, ex ? 2 : 3, kernel, args, nargs)) {
+    check_attention(what, &a.sh, a.Q, a.K, a.V, a.O, ex ? NULL : a.L);
+    check_guards_16(what, a.O, a.nq);
   }
-  free(Q);
-  free(K);
-  free(V);
-  free(O);
-  free(L);
+  attn_data_free(&a);
 }
 
 /* stdlib/attention.tl's attention_decode (NS splits of the keys) then attention_decode_combine, [B, H,
@@ -981,42 +1007,33 @@ static void test_attention(int ex, bool bshd, const char *T, int D, bool causal,
 static void test_attention_decode(const char *T, int D, bool causal, int64_t B, int64_t H, int64_t HK,
                                   int64_t SQ, int64_t SK, int64_t NS)
 {
-  AttnShape sh = {!strcmp(T, "bf16"), false, causal, D, B, H, HK, SQ, SK};
-  char d_text[8], c_text[4];
-  snprintf(d_text, sizeof d_text, "%d", D);
-  snprintf(c_text, sizeof c_text, "%d", causal);
-  ConstDef defs[] = {{"T", T}, {"D", d_text}, {"CAUSAL", c_text}};
-  int64_t nq = B * H * SQ * D, nk = B * HK * SK * D, nw = B * H * NS * SQ;
-  uint16_t *Q = h_array(sh.bf, nq, false, -1, 1), *K = h_array(sh.bf, nk, false, -1, 1);
-  uint16_t *V = h_array(sh.bf, nk, false, -1, 1), *O = h_array(sh.bf, nq, true, 0, 0);
-  float *OP = f32_array(nw * D, true), *LP = f32_array(nw, true), *L = f32_array(B * H * SQ, true);
+  AttnData a;
+  attn_data(&a, T, D, causal, false, B, H, HK, SQ, SK);
+  int64_t nw = B * H * NS * SQ;
+  float *OP = f32_array(nw * D, true), *LP = f32_array(nw, true);
   InterpArg args[] = {
-      {.name = "Q", .data = Q},   {.name = "K", .data = K},   {.name = "V", .data = V},
+      {.name = "Q", .data = a.Q}, {.name = "K", .data = a.K}, {.name = "V", .data = a.V},
       {.name = "OP", .data = OP}, {.name = "LP", .data = LP}, {.name = "scale", .f = 1.0 / sqrt((double)D)},
       {.name = "B", .i = B},      {.name = "H", .i = H},      {.name = "HK", .i = HK},
       {.name = "SQ", .i = SQ},    {.name = "SK", .i = SK},    {.name = "NS", .i = NS},
       {.name = "BH", .i = B * H}};
-  InterpArg cargs[] = {{.name = "OP", .data = OP}, {.name = "LP", .data = LP}, {.name = "O", .data = O},
-                       {.name = "L", .data = L},   {.name = "B", .i = B},      {.name = "H", .i = H},
+  InterpArg cargs[] = {{.name = "OP", .data = OP}, {.name = "LP", .data = LP}, {.name = "O", .data = a.O},
+                       {.name = "L", .data = a.L}, {.name = "B", .i = B},      {.name = "H", .i = H},
                        {.name = "NS", .i = NS},    {.name = "SQ", .i = SQ},    {.name = "BH", .i = B * H}};
   char what[112];
   snprintf(what, sizeof what,
            "attention_decode %s D=%d causal=%d B=%lld H=%lld HK=%lld SQ=%lld SK=%lld NS=%lld", T, D, causal,
            (long long)B, (long long)H, (long long)HK, (long long)SQ, (long long)SK, (long long)NS);
   const char *path = TILEC_SOURCE_DIR "/stdlib/attention.tl";
-  if (run_file(path, defs, 3, "attention_decode", args, 13) &&
-      run_file(path, defs, 2, "attention_decode_combine", cargs, 9)) {
-    check_attention(what, &sh, Q, K, V, O, L);
-    check_guards_16(what, O, nq);
+  if (run_file(path, a.defs, 3, "attention_decode", args, 13) &&
+      run_file(path, a.defs, 2, "attention_decode_combine", cargs, 9)) {
+    check_attention(what, &a.sh, a.Q, a.K, a.V, a.O, a.L);
+    check_guards_16(what, a.O, a.nq);
     check_guards_f32(what, OP, nw * D);
   }
-  free(Q);
-  free(K);
-  free(V);
-  free(O);
+  attn_data_free(&a);
   free(OP);
   free(LP);
-  free(L);
 }
 
 /* tests/golden/reduce_dim.tl's colsum: column sums and maxima (reductions over dim 0, clear = false
