@@ -87,16 +87,58 @@ static void emit_vcopy(Cg *cg, const Stmt *s)
   store_aligned(cg, v, dst, cg_vec_align(dt, s->lanes));
 }
 
+static LLVMValueRef atomic_rmw(Cg *cg, LLVMAtomicRMWBinOp op, LLVMValueRef p, LLVMValueRef v, TypeKind t)
+{
+  LLVMValueRef r = LLVMBuildAtomicRMW(cg->b, op, p, v, LLVMAtomicOrderingMonotonic, 0);
+  LLVMSetAlignment(r, cg_vec_align(t, 1));
+  return r;
+}
+
+/* Float max / min through integer atomics on the bits: floats with the sign bit clear order as
+ * signed integers, and above every negative one; negative floats order backwards as unsigned
+ * integers, and above every positive one.  So max(x, v) is a signed max for v >= +0 and an
+ * unsigned min for v <= -0 (min: signed min, unsigned max), one atomic without a retry loop
+ * (NaN: unspecified). */
+static void emit_float_minmax(Cg *cg, const Stmt *s, LLVMValueRef p, LLVMValueRef v, TypeKind t)
+{
+  LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)type_bits(t));
+  LLVMValueRef bits = LLVMBuildBitCast(cg->b, v, it, "bits");
+  LLVMValueRef pos = LLVMBuildICmp(cg->b, LLVMIntSGE, bits, LLVMConstInt(it, 0, 0), "nonneg");
+  LLVMBasicBlockRef bp = append_block(cg, "atomic.pos"), bn = append_block(cg, "atomic.neg"),
+                    end = append_block(cg, "atomic.end");
+  LLVMBuildCondBr(cg->b, pos, bp, bn);
+  bool max = s->reduce == RED_MAX;
+  LLVMPositionBuilderAtEnd(cg->b, bp);
+  atomic_rmw(cg, max ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpMin, p, bits, t);
+  LLVMBuildBr(cg->b, end);
+  LLVMPositionBuilderAtEnd(cg->b, bn);
+  atomic_rmw(cg, max ? LLVMAtomicRMWBinOpUMin : LLVMAtomicRMWBinOpUMax, p, bits, t);
+  LLVMBuildBr(cg->b, end);
+  LLVMPositionBuilderAtEnd(cg->b, end);
+}
+
 static void emit_atomic(Cg *cg, const Stmt *s)
 {
   TypeKind t = cg->k->bufs[s->buf].elem;
   if (t == TY_BOOL)
-    DIE("atomic add on a bool buffer");
+    DIE("atomic on a bool buffer");
   LLVMValueRef v = cg_convert(cg, emit_expr(cg, s->value), s->value->type, t);
   LLVMValueRef p = emit_elem_ptr(cg, s->buf, s->idx, s->nidx);
-  LLVMAtomicRMWBinOp op = type_is_float(t) ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
-  LLVMValueRef r = LLVMBuildAtomicRMW(cg->b, op, p, v, LLVMAtomicOrderingMonotonic, 0);
-  LLVMSetAlignment(r, cg_vec_align(t, 1));
+  bool sgn = type_is_signed(t);
+  switch (s->reduce) {
+  case RED_SUM:
+    atomic_rmw(cg, type_is_float(t) ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd, p, v, t);
+    return;
+  case RED_MAX:
+  case RED_MIN:
+    if (type_is_float(t))
+      emit_float_minmax(cg, s, p, v, t);
+    else if (s->reduce == RED_MAX)
+      atomic_rmw(cg, sgn ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax, p, v, t);
+    else
+      atomic_rmw(cg, sgn ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin, p, v, t);
+    return;
+  }
 }
 
 /* Blocks are appended in source order (then, its nested blocks, else, end)

@@ -82,7 +82,7 @@ static Stmt *check_fill_op(Sema *s, const Node *call);
 static Stmt *check_clear_op(Sema *s, const Node *call);
 static Stmt *check_gemm(Sema *s, const Node *call);
 static Stmt *check_reduce(Sema *s, const Node *call);
-static Stmt *check_atomic_add(Sema *s, const Node *call);
+static Stmt *check_atomic(Sema *s, const Node *call);
 static Stmt *check_use_swizzle(Sema *s, const Node *call);
 static Stmt *check_min_blocks(Sema *s, const Node *call);
 static Stmt *check_warp_specialize(Sema *s, const Node *call);
@@ -99,7 +99,9 @@ static const struct {
     {"reduce_sum", BUILTIN_TILE_OP, check_reduce},
     {"reduce_max", BUILTIN_TILE_OP, check_reduce},
     {"reduce_min", BUILTIN_TILE_OP, check_reduce},
-    {"atomic_add", BUILTIN_TILE_OP, check_atomic_add},
+    {"atomic_add", BUILTIN_TILE_OP, check_atomic},
+    {"atomic_max", BUILTIN_TILE_OP, check_atomic},
+    {"atomic_min", BUILTIN_TILE_OP, check_atomic},
     {"use_swizzle", BUILTIN_KERNEL, check_use_swizzle},
     {"min_blocks_per_sm", BUILTIN_KERNEL, check_min_blocks},
     {"warp_specialize", BUILTIN_KERNEL, check_warp_specialize},
@@ -1201,11 +1203,6 @@ static bool check_bool_named(Sema *s, const Node *call, const char *name, bool *
   return true;
 }
 
-static void not_supported(Sema *s, const Node *n, const char *what)
-{
-  error_at(s->d, n->loc, "'%s' is not supported yet", what);
-}
-
 static Stmt *check_fill_op(Sema *s, const Node *call) { return check_fill(s, call, false); }
 
 static Stmt *check_clear_op(Sema *s, const Node *call) { return check_fill(s, call, true); }
@@ -1356,15 +1353,37 @@ static Stmt *check_reduce(Sema *s, const Node *call)
   return st;
 }
 
-/* atomic_add(BUF[i, ...], VALUE)   checked, then reported as not supported yet
- * BUF a global or shared buffer, the indices as for any element, VALUE of its element type. */
-static Stmt *check_atomic_add(Sema *s, const Node *call)
+/* The element types atomic_OP takes: add on every integer of 32 or 64 bits and every float
+ * (16-bit floats natively from sm_70, bf16 from sm_90, else through compare-and-swap); max and
+ * min on those integers and on f32 / f64 (codegen: integer atomics on the float's bits). */
+static bool atomic_type_ok(ReduceKind op, TypeKind t)
+{
+  bool wide_int = type_is_int(t) && type_bits(t) >= 32;
+  if (op == RED_SUM)
+    return wide_int || type_is_float(t);
+  return wide_int || t == TY_F32 || t == TY_F64;
+}
+
+/* atomic_add / atomic_max / atomic_min, TileLang's argument order (destination first):
+ *   atomic_OP(BUF[i, ...], VALUE)   one element of a global or shared buffer, VALUE converted to
+ *                                   its element type; anywhere (outside a parallel loop the block
+ *                                   does it once);
+ *   atomic_OP(T[o, ...], TILE)      every element of a fragment or shared tile into global T at the
+ *                                   origin (the tile spans T's trailing dimensions, as in copy),
+ *                                   elements outside T skipped: a parallel loop over TILE's shape. */
+static Stmt *check_atomic(Sema *s, const Node *call)
 {
   if (!check_arity(s, call, 2, 2, NULL))
     return NULL;
-  const Node *t = positional(call, 0);
+  ReduceKind op = !strcmp(call->name, "atomic_add")   ? RED_SUM
+                  : !strcmp(call->name, "atomic_max") ? RED_MAX
+                                                      : RED_MIN;
+  const Node *t = positional(call, 0), *vn = positional(call, 1);
   if (t->kind != N_INDEX) {
-    error_at(s->d, t->loc, "the first argument of 'atomic_add' must be an element such as C[i, j]");
+    error_at(s->d, t->loc,
+             "the first argument of '%s' must be an element such as C[i, j], or a tensor at an "
+             "origin such as C[m0, n0] when the second is a tile",
+             call->name);
     return NULL;
   }
   int bi;
@@ -1372,17 +1391,82 @@ static Stmt *check_atomic_add(Sema *s, const Node *call)
   if (!b)
     return NULL;
   if (b->scope != SCOPE_GLOBAL && b->scope != SCOPE_SHARED) {
-    error_at(s->d, t->loc, "'atomic_add' needs a global or shared buffer, '%s' is a %s", b->name,
+    error_at(s->d, t->loc, "'%s' needs a global or shared buffer, '%s' is a %s", call->name, b->name,
              scope_name(b->scope));
     return NULL;
   }
-  if (!check_indices(s, b, &t->list, t->loc))
+  if (!atomic_type_ok(op, b->elem)) {
+    error_at(s->d, t->loc, "'%s' on %s elements is not supported; it takes %s", call->name,
+             type_name(b->elem),
+             op == RED_SUM ? "i32, u32, i64, u64, f16, bf16, f32 or f64" : "i32, u32, i64, u64, f32 or f64");
     return NULL;
-  if (!require_type(s, check_expr(s, positional(call, 1), b->elem), b->elem, positional(call, 1)->loc,
-                    "the added value"))
+  }
+  Expr **idx = check_indices(s, b, &t->list, t->loc);
+  if (!idx)
     return NULL;
-  not_supported(s, call, "atomic_add");
-  return NULL;
+  const Sym *vs = vn->kind == N_NAME ? sym_lookup(s, vn->name) : NULL;
+  if (!vs || vs->kind != SYM_BUF) {
+    Expr *v = check_expr(s, vn, b->elem);
+    if (!v)
+      return NULL;
+    if (v->type != b->elem && (v->type == TY_BOOL || b->elem == TY_BOOL)) {
+      require_type(s, v, b->elem, vn->loc, "the value");
+      return NULL;
+    }
+    Stmt *st = st_new(s->a, ST_ATOMIC, call->loc);
+    st->buf = bi;
+    st->idx = idx;
+    st->nidx = b->rank;
+    st->value = v->type == b->elem ? v : ex_cast(s->a, b->elem, v);
+    st->reduce = op;
+    return st;
+  }
+  /* Tile-wise: for i.. in parallel(TILE's shape): if inside T: atomic_OP(T[o + i ..], TILE[i ..]) */
+  const Buffer *tile = &s->k->bufs[vs->index];
+  int ti = vs->index;
+  if (tile->scope == SCOPE_GLOBAL || b->scope != SCOPE_GLOBAL) {
+    error_at(s->d, call->loc,
+             "'%s' of a whole tile goes from a fragment or shared tile into a global tensor "
+             "at an origin",
+             call->name);
+    return NULL;
+  }
+  if (tile->rank > b->rank) {
+    error_at(s->d, call->loc, "tile '%s' has %d dimensions, more than tensor '%s' (%d)", tile->name,
+             tile->rank, b->name, b->rank);
+    return NULL;
+  }
+  Stmt *loop = st_new(s->a, ST_FOR, call->loc);
+  loop->for_kind = FOR_PARALLEL;
+  loop->nvars = tile->rank;
+  Expr **ti_idx = ARENA_ARRAY(s->a, Expr *, tile->rank);
+  Expr **gi = ARENA_ARRAY(s->a, Expr *, b->rank);
+  Expr *inside = NULL;
+  int lead = b->rank - tile->rank;
+  for (int d = 0; d < b->rank; d++) {
+    gi[d] = idx[d];
+    if (d >= lead) {
+      int v = new_var(s, arena_printf(s->a, "%s.i%d", call->name, d - lead), VAR_LOOP, TY_I32, call->loc);
+      loop->vars[d - lead] = v;
+      loop->extents[d - lead] = ex_int(s->a, TY_I32, tile->tile_shape[d - lead]);
+      ti_idx[d - lead] = ex_var(s->a, s->k, v);
+      gi[d] = ex_binary(s->a, OP_ADD, idx[d], ex_var(s->a, s->k, v));
+    }
+    Expr *in = ex_binary(s->a, OP_LT, ex_clone(s->a, gi[d]), ex_clone(s->a, b->shape[d]));
+    inside = inside ? ex_binary(s->a, OP_LAND, inside, in) : in;
+  }
+  Stmt *at = st_new(s->a, ST_ATOMIC, call->loc);
+  at->buf = bi;
+  at->idx = gi;
+  at->nidx = b->rank;
+  Expr *val = ex_load(s->a, s->k, ti, ti_idx, tile->rank);
+  at->value = val->type == b->elem ? val : ex_cast(s->a, b->elem, val);
+  at->reduce = op;
+  Stmt *guard = st_new(s->a, ST_IF, call->loc);
+  guard->cond = inside;
+  guard->then_s = at;
+  loop->then_s = guard;
+  return loop;
 }
 
 /* A kernel-wide setting: NAME(V) with V a constant in [lo, hi] (the message

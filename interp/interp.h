@@ -74,9 +74,11 @@ bool interp_bind_args(const Kernel *k, const InterpArg *args, int nargs, Val *va
 /* Which block last wrote each element of each tensor during a launch.  Blocks run
  * in no particular order on the GPU, so an element written by two blocks with
  * different values, or read by one block after another wrote it, makes the result
- * depend on that order: both levels report it.  Blocks are numbered x fastest. */
+ * depend on that order: both levels report it (atomics excepted: interp_tensor_atomic).
+ * Blocks are numbered x fastest. */
 typedef struct {
-  int64_t **by; /* [buffer][element]: the block + 1, 0 for none; made on first use */
+  int64_t **by; /* [buffer][element]: the block + 1, 0 for none, < 0 atomics (launch.c); made on
+                   first use */
   int nbufs;
 } BlockWrites;
 /* Records block's write of v over element off of tensor b (type t, its array data of elems elements;
@@ -84,6 +86,10 @@ typedef struct {
  * value it replaces, or -1. */
 int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, TypeKind t, const void *data,
                             int64_t off, int64_t block, Val v);
+/* Records block's atomic update of element off of tensor b: atomics of several blocks commute, but
+ * not with a plain write of another block (returned; else -1), and a plain read or write after
+ * them sees them only if no other block did any (interp_tensor_read/write return that block). */
+int64_t interp_tensor_atomic(BlockWrites *w, int nbufs, int b, int64_t elems, int64_t off, int64_t block);
 /* The other block that wrote element off of tensor b before block reads it, or -1. */
 int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block);
 void interp_blocks_free(BlockWrites *w);

@@ -91,22 +91,56 @@ static int64_t *record(BlockWrites *w, int b, int nbufs, int64_t elems)
   return w->by[b];
 }
 
+/* An element that atomics updated holds -(1 + F + (S + 1) * 2^31): F the first block that did,
+ * S another one (-1: none yet). */
+static const int64_t ATOMIC_SECOND = (int64_t)1 << 31;
+
+static int64_t other_atomic(int64_t rec, int64_t block)
+{
+  int64_t x = -rec - 1, first = x % ATOMIC_SECOND, second = x / ATOMIC_SECOND - 1;
+  return first != block ? first : second;
+}
+
 int64_t interp_tensor_write(BlockWrites *w, int nbufs, int b, int64_t elems, TypeKind t, const void *data,
                             int64_t off, int64_t block, Val v)
 {
   int64_t *by = record(w, b, nbufs, elems);
   if (!by)
     return -1;
+  if (by[off] < 0) {
+    int64_t other = other_atomic(by[off], block);
+    by[off] = block + 1;
+    return other;
+  }
   int64_t other = by[off] - 1;
   by[off] = block + 1;
   bool same = val_bits(t, val_load(t, data, off)) == val_bits(t, v);
   return other >= 0 && other != block && !same ? other : -1;
 }
 
+int64_t interp_tensor_atomic(BlockWrites *w, int nbufs, int b, int64_t elems, int64_t off, int64_t block)
+{
+  int64_t *by = record(w, b, nbufs, elems);
+  if (!by)
+    return -1;
+  if (by[off] > 0 && by[off] - 1 != block)
+    return by[off] - 1;
+  if (by[off] >= 0)
+    by[off] = -(1 + block);
+  else {
+    int64_t x = -by[off] - 1;
+    if (x % ATOMIC_SECOND != block && x / ATOMIC_SECOND == 0)
+      by[off] = -(1 + x + (block + 1) * ATOMIC_SECOND);
+  }
+  return -1;
+}
+
 int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block)
 {
   if (!w->by || b >= w->nbufs || !w->by[b])
     return -1;
+  if (w->by[b][off] < 0)
+    return other_atomic(w->by[b][off], block);
   int64_t other = w->by[b][off] - 1;
   return other >= 0 && other != block ? other : -1;
 }

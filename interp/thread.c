@@ -686,19 +686,31 @@ static bool assign_all(Th *th, const Stmt *s, Mask m)
   return true;
 }
 
-/* += without the race checks: atomics do not race with each other. */
-static bool atomic_add(Th *th, const Stmt *s, int t)
+/* buf[idx] = op(buf[idx], value) without the race checks (atomics do not race with each other);
+ * another block's plain write of a tensor element is still an order error (interp_tensor_atomic). */
+static bool atomic(Th *th, const Stmt *s, int t)
 {
   int64_t idx[TL_MAX_RANK], at;
   const Buffer *B = &th->k->bufs[s->buf];
   Val v = val_convert(s->value->type, B->elem, eval(th, s->value, t));
   if (!eval_indices(th, s->idx, s->nidx, t, idx) || !locate(th, s->loc, t, s->buf, idx, s->nidx, 1, &at))
     return false;
-  void *base = B->scope == SCOPE_GLOBAL ? th->data[s->buf] : th->smem + at;
-  int64_t off = B->scope == SCOPE_GLOBAL ? at : 0;
   if (B->scope == SCOPE_LOCAL)
     DIE("atomic on a register");
-  val_store(B->elem, base, off, val_combine(RED_SUM, B->elem, val_load(B->elem, base, off), v));
+  void *base = B->scope == SCOPE_GLOBAL ? th->data[s->buf] : th->smem + at;
+  int64_t off = B->scope == SCOPE_GLOBAL ? at : 0;
+  if (B->scope == SCOPE_GLOBAL) {
+    th->stats.tensor_elements++;
+    int64_t other = interp_tensor_atomic(&th->written, th->k->nbufs, s->buf, th->elems[s->buf], at, th->blk);
+    if (other >= 0) {
+      char e[160], msg[400];
+      fail(th, s->loc, t, "%s",
+           interp_order_text(msg, sizeof msg, elem_text(e, sizeof e, th, s->buf, idx, s->nidx), false,
+                             th->grid, other));
+      return false;
+    }
+  }
+  val_store(B->elem, base, off, val_combine(s->reduce, B->elem, val_load(B->elem, base, off), v));
   if (B->scope == SCOPE_SHARED)
     for (int64_t i = at; i < at + type_bytes(B->elem); i++)
       th->shadow[i].written = 1;
@@ -1035,7 +1047,7 @@ static bool tma_store(Th *th, const Stmt *s, int t)
 static bool exec_one(Th *th, const Stmt *s, int t)
 {
   switch (s->kind) {
-  case ST_ATOMIC: return atomic_add(th, s, t);
+  case ST_ATOMIC: return atomic(th, s, t);
   case ST_VCOPY: return vcopy(th, s, t);
   case ST_CP_ASYNC: return cp_async(th, s, t);
   case ST_CP_COMMIT: th->cp[t].committed++; return true;

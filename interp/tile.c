@@ -420,8 +420,8 @@ static bool for_loop(Interp *in, const Stmt *s)
   return true;
 }
 
-/* buf[idx] = value, or += for an atomic. */
-static bool store(Interp *in, const Stmt *s, bool add)
+/* buf[idx] = value; an atomic: buf[idx] = op(buf[idx], value), in any order with other blocks'. */
+static bool store(Interp *in, const Stmt *s, bool atomic)
 {
   int64_t idx[TL_MAX_RANK];
   Val v = eval(in, s->value);
@@ -430,15 +430,29 @@ static bool store(Interp *in, const Stmt *s, bool add)
   int64_t off = offset_of(in, s->loc, s->buf, idx);
   if (off < 0)
     return false;
-  TypeKind t = in->k->bufs[s->buf].elem;
-  v = val_convert(s->value->type, t, v);
-  if (add) {
-    Val old = read_at(in, s->loc, s->buf, off, idx);
-    if (in->failed)
-      return false;
-    v = val_combine(RED_SUM, t, old, v);
+  const Buffer *B = &in->k->bufs[s->buf];
+  v = val_convert(s->value->type, B->elem, v);
+  if (!atomic) {
+    write_at(in, s->buf, off, v);
+    return !in->failed;
   }
-  write_at(in, s->buf, off, v);
+  if (B->scope == SCOPE_GLOBAL) {
+    Store *S = &in->bufs[s->buf];
+    in->stats.tensor_elements++;
+    int64_t other = interp_tensor_atomic(&in->written, in->k->nbufs, s->buf, S->n, off, in->blk);
+    if (other >= 0) {
+      char t[96], e[160], msg[400];
+      snprintf(e, sizeof e, "global '%s'%s", B->name, index_text(t, sizeof t, idx, B->rank));
+      fail(in, s->loc, "%s", interp_order_text(msg, sizeof msg, e, false, in->grid, other));
+      return false;
+    }
+    val_store(B->elem, S->data, off, val_combine(s->reduce, B->elem, val_load(B->elem, S->data, off), v));
+    return true;
+  }
+  Val old = read_at(in, s->loc, s->buf, off, idx);
+  if (in->failed)
+    return false;
+  write_at(in, s->buf, off, val_combine(s->reduce, B->elem, old, v));
   return true;
 }
 

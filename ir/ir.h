@@ -392,7 +392,8 @@ typedef enum {
  *
  *   SEQ       .body[.nbody]
  *   LET       let .var = .value (immutable);  ASSIGN: .var = .value (VAR_MUT)
- *   STORE     .buf[.idx] = .value;  ATOMIC: .buf[.idx] += .value, atomically
+ *   STORE     .buf[.idx] = .value;  ATOMIC: .buf[.idx] = .reduce(.buf[.idx], .value), atomically
+ *             (add, max, min; global or shared)
  *   IF        if .cond .then_s else .else_s (may be NULL)
  *   FOR       for .vars[.nvars] in .for_kind(.extents) .then_s; starts at 0
  *   COPY      .src -> .dst (regions: a tile, or a tensor at an origin)
@@ -470,7 +471,7 @@ typedef enum {
   X(ST_FILL, "fill", STMT_TILE)                             \
   X(ST_GEMM, "gemm", STMT_TILE)                             \
   X(ST_REDUCE, "reduce", STMT_TILE)                         \
-  X(ST_ATOMIC, "atomic_add", STMT_ANY)                      \
+  X(ST_ATOMIC, "atomic", STMT_ANY)                          \
   X(ST_VCOPY, "vcopy", STMT_THREAD)                         \
   X(ST_BARRIER, "barrier", STMT_ANY)                        \
   X(ST_LDMATRIX, "ldmatrix", STMT_THREAD)                   \

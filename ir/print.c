@@ -140,9 +140,11 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
     break;
   case ST_STORE:
   case ST_ATOMIC:
-    sb_printf(sb, "%s%s[", s->kind == ST_ATOMIC ? "atomic_add " : "", k->bufs[s->buf].name);
+    if (s->kind == ST_ATOMIC)
+      sb_printf(sb, "atomic_%s ", s->reduce == RED_SUM ? "add" : s->reduce == RED_MAX ? "max" : "min");
+    sb_printf(sb, "%s[", k->bufs[s->buf].name);
     print_exprs(sb, k, s->idx, s->nidx);
-    sb_puts(sb, s->kind == ST_ATOMIC ? "] += " : "] = ");
+    sb_puts(sb, s->kind == ST_ATOMIC ? (s->reduce == RED_SUM ? "] += " : "] <- ") : "] = ");
     ir_print_expr(sb, k, s->value);
     break;
   case ST_IF:

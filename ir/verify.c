@@ -155,6 +155,10 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (s->value->type != v->k->bufs[s->buf].elem)
       return fail(v, arena_printf(v->arena, "store of %s into %s buffer '%s'", type_name(s->value->type),
                                   type_name(v->k->bufs[s->buf].elem), v->k->bufs[s->buf].name));
+    if (s->kind == ST_ATOMIC && v->k->bufs[s->buf].scope != SCOPE_GLOBAL &&
+        v->k->bufs[s->buf].scope != SCOPE_SHARED)
+      return fail(v, arena_printf(v->arena, "atomic on %s buffer '%s'", scope_name(v->k->bufs[s->buf].scope),
+                                  v->k->bufs[s->buf].name));
     return true;
   case ST_IF:
     if (!expr_ok(v, s->cond) || !stmt_ok(v, s->then_s))

@@ -12,6 +12,8 @@ typedef struct {
   int lets[TL_MAX_RANK]; /* the loop variables, rebound per element */
   Expr *reg;             /* the register of the current element, in ELEMWISE fragments */
   Expr *row_reg;         /* the register of its row, in ROWS fragments */
+  Expr *primary;         /* anchors whose rows several threads hold: true in the one thread that
+                            runs the row's atomics (NULL: every iteration has one thread) */
   bool shared_store;
 } ParCtx;
 
@@ -34,11 +36,27 @@ static Expr *par_expr(void *ctx, Expr *e)
   return e;
 }
 
-/* Fragment stores anywhere below s take the register index. */
+/* s, an atomic, becomes `if primary { s }` in place: the other threads that hold its row skip it. */
+static void guard_atomic(ParCtx *p, Stmt *s)
+{
+  Stmt *a = st_new(p->w->a, ST_ATOMIC, s->loc);
+  *a = *s;
+  *s = *st_new(p->w->a, ST_IF, a->loc);
+  s->cond = ex_clone(p->w->a, p->primary);
+  s->then_s = a;
+}
+
+/* Fragment stores anywhere below s take the register index; atomics run once per element. */
 static void par_stores(ParCtx *p, Stmt *s)
 {
   if (!s)
     return;
+  if (s->kind == ST_ATOMIC) {
+    p->shared_store |= p->w->k->bufs[s->buf].scope == SCOPE_SHARED;
+    if (p->primary)
+      guard_atomic(p, s);
+    return;
+  }
   if (s->kind == ST_STORE) {
     const Buffer *b = &p->w->k->bufs[s->buf];
     if (b->scope == SCOPE_FRAGMENT) {
@@ -74,9 +92,11 @@ static Stmt *lower_parallel_rows(Lw *w, Stmt *s, const FragLayout *L)
   int flatv = lw_let(w, &body, "flat", flat);
   Expr *t[TL_MAX_RANK];
   lw_coords(w, L->parent_shape, L->parent_rank, lw_var(w, flatv), t);
-  ParCtx p = {w, s, {0}, NULL, NULL, false};
+  ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   for (int d = 0; d < s->nvars; d++)
     p.lets[d] = lw_let(w, &body, w->k->vars[s->vars[d]].name, L->parent_rank == 1 ? lw_i32(w, 0) : t[d]);
+  /* the row's first vector is this thread's */
+  p.primary = lw_bin(w, OP_EQ, ex_clone(w->a, t[L->parent_rank - 1]), lw_i32(w, 0));
   p.reg = lw_var(w, c);
   p.row_reg = lw_var(w, c);
   par_stmt(&p, s->then_s);
@@ -95,7 +115,7 @@ static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
   StmtList body = {0};
   Expr *row, *col;
   lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_var(w, r), &row, &col);
-  ParCtx p = {w, s, {0}, NULL, NULL, false};
+  ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, row);
   p.lets[1] = lw_let(w, &body, w->k->vars[s->vars[1]].name, col);
   p.reg = ex_add(w->a,
@@ -118,8 +138,12 @@ static Stmt *lower_parallel_mma_rows(Lw *w, Stmt *s, const FragLayout *L)
 {
   int c = lw_fresh(w, "c", VAR_LOOP);
   StmtList body = {0};
-  ParCtx p = {w, s, {0}, NULL, NULL, false};
+  ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, lw_mma_row(w, L, lw_var(w, c)));
+  /* the thread that holds column 0 of the row (lane % 4 == 0 in the first column of warps) */
+  Expr *row0, *col0;
+  lw_mma_coords(w, L, lw_i32(w, 0), lw_i32(w, 0), lw_i32(w, 0), &row0, &col0);
+  p.primary = lw_bin(w, OP_EQ, col0, lw_i32(w, 0));
   p.reg = lw_var(w, c);
   p.row_reg = lw_var(w, c);
   par_stmt(&p, s->then_s);
@@ -254,7 +278,7 @@ Stmt *lower_parallel(Lw *w, Stmt *s)
         total};
     stmt_rewrite_exprs(s->then_s, mask_expr, &m);
   }
-  ParCtx p = {w, s, {0}, NULL, NULL, false};
+  ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   for (int d = 0; d < s->nvars; d++)
     p.lets[d] = lw_let(w, &body, w->k->vars[s->vars[d]].name, t[d]);
   p.reg = ex_add(w->a, ex_mul(w->a, lw_var(w, c), lw_i32(w, vec)), lw_var(w, v));

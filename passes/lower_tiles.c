@@ -75,7 +75,11 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s)
      * earlier readers and for later ones, like a tile op's. */
     return lw_writes_shared(w, s->buf) ? lw_fenced(w, s) : s;
   case ST_GEMM: return lower_gemm(w, s);
-  case ST_ATOMIC: DIE("tile op %d reached lowering; the frontend rejects it", s->kind);
+  case ST_ATOMIC: {
+    /* Outside a parallel loop the block does it once: thread 0. */
+    Stmt *once = lw_if(w, lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, 0)), s, NULL);
+    return lw_writes_shared(w, s->buf) ? lw_fenced(w, once) : once;
+  }
   default: return s;
   }
 }

@@ -7,7 +7,7 @@
 # needs BINDIR/gpu_conform), gpu_levels (the GPU's results against the interpreter's on every example,
 # stdlib and golden kernel and on random conformance kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
 # (softmax, RMSNorm, LayerNorm), gemm.sh (tensor-core GEMM against cuBLAS) and attention.py
-# --check-only (stdlib/attention.tl against float64 references), each with its own working folder
+# --check-only (stdlib/attention.tl against float64 references) and atomics.py --check-only, each with its own working folder
 # under $TMPDIR, then copies their summaries into OUTDIR: at most nine files, flat, so that they all
 # come back from a device that returns few.  --quick skips the
 # largest correctness shapes of rows.sh and gemm.sh.  --sanitize runs tests/gpu/sanitize.sh instead:
@@ -54,9 +54,14 @@ fi
 (abs=$(readlink -f "$tilec") && cd "$here" && python3 attention.py "$abs" "$work/attention" --check-only >"$work/attention.log" 2>&1)
 case $? in 0 | 2) ;; *) status=1 ;; esac
 grep -E "cases|WRONG" "$work/attention.log" | head -20
+# atomics (tests/golden/atomics.tl, stdlib gemm_splitk) against torch
+(abs=$(readlink -f "$tilec") && cd "$here" && python3 atomics.py "$abs" "$work/atomics" --check-only >"$work/atomics.log" 2>&1)
+case $? in 0 | 2) ;; *) status=1 ;; esac
+grep -cE "\| ok \|" "$work/atomics.log" | sed 's/^/atomics: cases ok: /'
+grep -E "WRONG" "$work/atomics.log" | head -20
 
 for f in conform/conform.log examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
-         gemm/gemm.log gemm/gemm_bench.txt attention/attention.md; do
+         gemm/gemm.log gemm/gemm_bench.txt attention/attention.md atomics/atomics.md; do
   [ -f "$work/$f" ] && cp "$work/$f" "$out/"
 done
 echo "all.sh: $( [ $status -eq 0 ] && echo PASS || echo FAIL ) (logs in $out)"

@@ -9,6 +9,7 @@ import ctypes
 import os
 import statistics
 import subprocess
+import sys
 
 import torch
 
@@ -124,7 +125,8 @@ class Kernel:
         flags: more tilec flags (-D settings)."""
         out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlcuda_{name}_{dtype}{tag}.ptx")
         flags = list(flags) + (["--size", ",".join(f"{k}={v}" for k, v in sizes.items())] if sizes else [])
-        subprocess.run([tilec, path, "--kernel", name, "-D", f"T={dtype}", *flags, "-o", out], check=True,
+        tdef = ["-D", f"T={dtype}"] if dtype else []  # None: a kernel without the type constant T
+        subprocess.run([tilec, path, "--kernel", name, *tdef, *flags, "-o", out], check=True,
                        stderr=subprocess.DEVNULL if quiet else None)
         ptx = open(out).read()
         self.meta = parse_meta(ptx)[name]
@@ -201,3 +203,21 @@ def timed(fn, reps, per_graph=10):
         b.synchronize()
         times.append(a.elapsed_time(b) / per_graph)
     return statistics.median(times)
+
+
+def script_args(doc):
+    """The GPU scripts' command line: (TILEC, OUTDIR, the other arguments), or None after printing doc
+    when TILEC and OUTDIR are missing."""
+    args = sys.argv[1:]
+    if len(args) < 2:
+        print(doc)
+        return None
+    return args[0], args[1], args[2:]
+
+
+def write_report(outdir, name, lines):
+    """Writes lines to OUTDIR/name (made if needed) and prints them."""
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, name), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))

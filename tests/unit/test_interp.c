@@ -761,6 +761,140 @@ static void test_block_order(void)
         "the same value from two blocks: %s", msg);
 }
 
+/* Atomics of several blocks commute; a plain write or read of the element by another block does not. */
+static void test_atomic_order(void)
+{
+  float A[4 + GUARD] = {0};
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "N", .i = 4}};
+  const char *wa = "kernel order(A: f32[N]) grid(2) as (bx) threads(32) {\n"
+                   "    if bx == 0 {\n"
+                   "        A[0] = 1.0;\n"
+                   "    } else {\n"
+                   "        atomic_add(A[0], 1.0);\n"
+                   "    }\n"
+                   "}\n";
+  const char *wa_want[] = {"order.tl:5:", "global 'A'[0] was written by block (0, 0, 0)", "block 1, 0, 0"};
+  expect_error("order.tl", wa, "order", args, 2, wa_want, 3);
+  const char *ar = "kernel order(A: f32[N]) grid(2) as (bx) threads(32) {\n"
+                   "    atomic_add(A[0], 1.0);\n"
+                   "    A[1 + bx] = A[0];\n"
+                   "}\n";
+  const char *ar_want[] = {"order.tl:3:", "global 'A'[0] was written by block (0, 0, 0)",
+                           "whether this read sees it", "block 1, 0, 0"};
+  expect_error("order.tl", ar, "order", args, 2, ar_want, 4);
+  const char *aa = "kernel order(A: f32[N]) grid(3) as (bx) threads(32) {\n"
+                   "    atomic_add(A[0], 1.0);\n"
+                   "    atomic_max(A[1], f32(bx));\n"
+                   "    for i in parallel(32) {\n"
+                   "        atomic_add(A[2], 0.5);\n"
+                   "    }\n"
+                   "}\n";
+  char msg[4096] = "";
+  A[0] = 10, A[1] = -5, A[2] = 0;
+  CHECK(run_source("order.tl", aa, strlen(aa), NULL, 0, "order", args, 2, msg, sizeof msg) && A[0] == 13 &&
+            A[1] == 2 && A[2] == 48,
+        "atomics of three blocks: %s (A = %g %g %g)", msg, A[0], A[1], A[2]);
+}
+
+/* tests/golden/atomics.tl against host references: a histogram through shared atomics, column sums
+ * tile-wise, row max / min with a row held by several threads, split-K with the rows of an MMA
+ * accumulator, at ragged shapes. */
+static void test_atomics(void)
+{
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/atomics.tl";
+  int64_t N = 1000, M = 37, W = 300;
+  int32_t *X = malloc(sizeof *X * (size_t)N), H[16 + GUARD] = {0}, Blocks[1 + GUARD] = {0};
+  for (int64_t i = 0; i < N; i++)
+    X[i] = (int32_t)uniform(-1000, 1000);
+  InterpArg hargs[] = {{.name = "X", .data = X},
+                       {.name = "H", .data = H},
+                       {.name = "Blocks", .data = Blocks},
+                       {.name = "N", .i = N}};
+  if (run_file(path, NULL, 0, "hist", hargs, 4)) {
+    int32_t want[16] = {0};
+    for (int64_t i = 0; i < N; i++)
+      want[((X[i] % 16) + 16) % 16]++;
+    for (int b = 0; b < 16; b++)
+      CHECK(H[b] == want[b], "hist[%d] = %d, want %d", b, H[b], want[b]);
+    CHECK(Blocks[0] == (N + 255) / 256, "blocks counted %d", Blocks[0]);
+  }
+  free(X);
+  float *Y = f32_array(M * W, false), *S = f32_array(W, true), *Mx = f32_array(M, true);
+  int32_t *Mn = malloc(sizeof *Mn * (size_t)M);
+  for (int64_t j = 0; j < W; j++)
+    S[j] = 1;
+  for (int64_t i = 0; i < M; i++)
+    Mx[i] = -1e30f, Mn[i] = 1 << 30;
+  InterpArg cargs[] = {
+      {.name = "X", .data = Y}, {.name = "S", .data = S}, {.name = "M", .i = M}, {.name = "N", .i = W}};
+  if (run_file(path, NULL, 0, "colsum", cargs, 4)) {
+    misses = 0;
+    for (int64_t j = 0; j < W; j++) {
+      double sum = 1;
+      for (int64_t i = 0; i < M; i++)
+        sum += Y[i * W + j];
+      close_to("atomic colsum", j, S[j], sum, 1e-5, 1e-5);
+    }
+    check_guards_f32("atomic colsum", S, W);
+  }
+  InterpArg rargs[] = {{.name = "X", .data = Y},
+                       {.name = "Mx", .data = Mx},
+                       {.name = "Mn", .data = Mn},
+                       {.name = "M", .i = M},
+                       {.name = "N", .i = W}};
+  if (run_file(path, NULL, 0, "rowmax", rargs, 5)) {
+    misses = 0;
+    for (int64_t i = 0; i < M; i++) {
+      double mx = -1e30, mn = 1e30;
+      int32_t imn = 1 << 30;
+      for (int64_t j = 0; j < W; j++)
+        mx = fmax(mx, Y[i * W + j]), mn = fmin(mn, Y[i * W + j]);
+      for (int64_t j = 0; j < W; j += 128) { /* each column block's minimum, truncated, then the least */
+        double bmn = 1e30;
+        for (int64_t jj = j; jj < j + 128 && jj < W; jj++)
+          bmn = fmin(bmn, Y[i * W + jj]);
+        imn = (int32_t)fmin(imn, (int32_t)(float)(bmn * 1000.0));
+      }
+      close_to("atomic rowmax", i, Mx[i], mx, 0, 0);
+      CHECK(Mn[i] == imn, "atomic rowmin[%lld] = %d, want %d", (long long)i, Mn[i], imn);
+    }
+    check_guards_f32("atomic rowmax", Mx, M);
+  }
+  free(Y);
+  free(S);
+  free(Mx);
+  free(Mn);
+}
+
+/* stdlib/gemm.tl's gemm_splitk: C (f32, starting from random values) += A @ B^T, K in SPLIT parts. */
+static void test_splitk(const char *T, int64_t M, int64_t N, int64_t K, const char *swap, const char *bm,
+                        const char *split)
+{
+  bool bf = !strcmp(T, "bf16");
+  ConstDef defs[] = {{"T", T},     {"SWAP", swap},  {"BM", bm},       {"BN", "64"},
+                     {"BK", "32"}, {"STAGES", "2"}, {"SPLIT", split}, {"THREADS", "128"}};
+  uint16_t *A = h_array(bf, M * K, false, -1, 1), *B = h_array(bf, N * K, false, -1, 1);
+  float *C = f32_array(M * N, false), *C0 = malloc(sizeof *C0 * (size_t)(M * N));
+  memcpy(C0, C, sizeof *C0 * (size_t)(M * N));
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "C", .data = C},
+                      {.name = "M", .i = M},    {.name = "N", .i = N},    {.name = "K", .i = K}};
+  char what[96];
+  snprintf(what, sizeof what, "gemm_splitk %s %lldx%lldx%lld SWAP=%s SPLIT=%s", T, (long long)M, (long long)N,
+           (long long)K, swap, split);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", defs, 8, "gemm_splitk", args, 6)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        double mag, want = C0[m * N + n] + dot16(bf, A, B, m, n, M, N, K, false, true, &mag);
+        close_to(what, m * N + n, C[m * N + n], want, 1e-5, 1e-5 * mag + 1e-5);
+      }
+  }
+  free(A);
+  free(B);
+  free(C);
+  free(C0);
+}
+
 /* A run stops, with an error, after InterpOptions.max_steps statements. */
 static void test_budget(void)
 {
@@ -1113,9 +1247,14 @@ static void test_kernels(void)
   test_attention_decode("f16", 64, true, 1, 2, 2, 16, 10, 5);    /* splits past the keys, rows with none */
   test_attention_decode("f16", 64, true, 1, 8, 1, 9, 150, 2);    /* 72 rows of a group: two 64-row tiles */
   test_reduce_dim(70, 100);
+  test_atomics();
+  test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
+  test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
+  test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
   test_semantics();
   test_copy_edges();
   test_block_order();
+  test_atomic_order();
   test_budget();
 }
 
