@@ -19,6 +19,7 @@ typedef struct {
   const char *line_start;
   int line;
   Diags *diags;
+  int prev_id, prev_line; /* the last token returned and its line (the '//' warning) */
 } Lexer;
 
 /* src[len] must be a readable NUL: the end-of-input check reads it (lex.re). */

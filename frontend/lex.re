@@ -7,6 +7,7 @@
 #include "fe.h"
 #include "parse.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,18 +57,36 @@ static bool skip_block_comment(Lexer *lx, const char *open)
 	return false;
 }
 
+/* `N // 2` as TileLang's floor division: here "//" starts a comment, and the statement goes on
+ * (or fails) on the next line.  Warned when "//" follows an operand on its line and an operand
+ * follows it. */
+static void floor_division_warning(Lexer *lx, const char *slashes)
+{
+	int p = lx->prev_id;
+	bool operand = p == TK_IDENT || p == TK_INT || p == TK_FLOAT || p == TK_RPAREN || p == TK_RBRACKET;
+	if (!operand || lx->prev_line != lx->line)
+		return;
+	const char *q = slashes + 2;
+	while (q < lx->end && (*q == ' ' || *q == '\t'))
+		q++;
+	if (q < lx->end && (isalnum((unsigned char)*q) || *q == '_' || *q == '('))
+		diag_at(lx->diags, DIAG_WARNING, loc_of(lx, slashes),
+			"'//' starts a comment here, not a floor division; for integer division write '/' "
+			"(it rounds toward zero)");
+}
+
 Token lexer_next(Lexer *lx)
 {
 	const char *marker;
 	for (;;) {
 		const char *tok = lx->cur;
 		Token t = {0, tok, 0, loc_of(lx, tok)};
-#define TOK(id_) do { t.id = (id_); t.len = (int)(lx->cur - tok); return t; } while (0)
+#define TOK(id_) do { t.id = (id_); t.len = (int)(lx->cur - tok); lx->prev_id = t.id; lx->prev_line = lx->line; return t; } while (0)
 	/*!re2c
 		$ { t.loc = loc_of(lx, tok); return t; }
 		[ \t\r\v\f]+ { continue; }
 		"\n" { newline(lx, lx->cur); continue; }
-		"//" [^\n]* { continue; }
+		"//" [^\n]* { floor_division_warning(lx, tok); continue; }
 		"/*" { skip_block_comment(lx, tok); continue; }
 
 		"kernel" { TOK(TK_KERNEL); }
@@ -84,6 +103,7 @@ Token lexer_next(Lexer *lx)
 		"as" { TOK(TK_AS); }
 		"bool" | "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64"
 			| "f16" | "bf16" | "f32" | "f64" { TOK(TK_TYPE); }
+		"inf" { TOK(TK_FLOAT); } /* infinity: a float literal (strtod reads it), -inf too */
 		[a-zA-Z_][a-zA-Z_0-9]* { TOK(TK_IDENT); }
 
 		dec = [0-9]+ ("_" [0-9]+)*;

@@ -38,7 +38,14 @@ typedef struct {
   bool depth_reported;
   bool in_grid;          /* checking a grid(...) expression: num_sms is allowed */
   int num_sms_var;       /* the kernel's VAR_NUM_SMS, -1 until used */
-  int grid_dim_var[3];   /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
+  struct LetConst {
+    int var;
+    int64_t v;
+  } *let_consts;       /* `let` bindings of compile-time integers, usable where one is needed */
+  int nlet_consts, cap_let_consts;
+  const char **failed; /* names whose `let` failed (reported): later uses stay quiet */
+  int nfailed, cap_failed;
+  int grid_dim_var[3]; /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
 } Sema;
 
 /* ---------------------------------------------------------------- scopes */
@@ -62,6 +69,29 @@ static const Sym *sym_lookup(const Sema *s, const char *name)
     if (strcmp(s->syms[i].name, name) == 0)
       return &s->syms[i];
   return NULL;
+}
+
+/* A name whose declaration failed: its error is reported, so its uses are not "undefined". */
+static void note_failed(Sema *s, const char *name)
+{
+  if (s->nfailed == s->cap_failed) {
+    int cap = s->cap_failed ? s->cap_failed * 2 : 8;
+    const char **n = ARENA_ARRAY(s->a, const char *, cap);
+    if (s->nfailed)
+      memcpy(n, s->failed, sizeof *n * (size_t)s->nfailed);
+    s->failed = n;
+    s->cap_failed = cap;
+  }
+  s->failed[s->nfailed++] = name;
+}
+
+/* Reports `undefined name` unless the name's declaration failed. */
+static void undefined_name(Sema *s, SrcLoc loc, const char *name)
+{
+  for (int i = 0; i < s->nfailed; i++)
+    if (!strcmp(s->failed[i], name))
+      return;
+  error_at(s->d, loc, "undefined name '%s'", name);
 }
 
 /* ---------------------------------------------------------------- builtins */
@@ -194,6 +224,7 @@ static TypeKind resolve_type(Sema *s, TypeKind t, const char *tname, SrcLoc loc)
 /* ---------------------------------------------------------------- expressions */
 
 static Expr *check_expr(Sema *s, const Node *n, TypeKind hint);
+static bool sema_eval_int(Sema *s, const Expr *e, int64_t *out);
 
 /* A literal whose type comes from its context, as in Go: `x * 2` takes x's
  * type.  Bounded depth: beyond it an expression counts as typed. */
@@ -358,7 +389,7 @@ static Expr *check_binary_op(Sema *s, OpKind op, const Node *an, const Node *bn,
   /* A constant division by zero is an error now, not a trap later. */
   if ((op == OP_DIV || op == OP_MOD || op == OP_CEILDIV) && type_is_int(t)) {
     int64_t v;
-    if (ir_eval_int(s->a, s->k, b, &v) && v == 0) {
+    if (sema_eval_int(s, b, &v) && v == 0) {
       error_at(s->d, bn->loc, "division by zero");
       return NULL;
     }
@@ -712,7 +743,7 @@ static const Buffer *lookup_buffer(Sema *s, const Node *n, int *index)
   }
   const Sym *sym = sym_lookup(s, n->name);
   if (!sym) {
-    error_at(s->d, n->loc, "undefined name '%s'", n->name);
+    undefined_name(s, n->loc, n->name);
     return NULL;
   }
   if (sym->kind != SYM_BUF) {
@@ -746,7 +777,7 @@ static Expr **check_indices(Sema *s, const Buffer *b, const NodeList *idx, SrcLo
     int64_t c, extent = 0;
     bool fixed = b->scope != SCOPE_GLOBAL ? (extent = b->tile_shape[i], true)
                                           : ex_is_const_int(b->shape[i], &extent);
-    if (ir_eval_int(s->a, s->k, e, &c) && (c < 0 || (fixed && c >= extent))) {
+    if (sema_eval_int(s, e, &c) && (c < 0 || (fixed && c >= extent))) {
       if (fixed)
         error_at(s->d, in->loc,
                  "index %" PRId64 " is out of range for dimension %d of '%s' (size %" PRId64 ")", c, i,
@@ -804,7 +835,7 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
     if (!sym && !strcmp(n->name, "num_sms"))
       return check_num_sms(s, n);
     if (!sym) {
-      error_at(s->d, n->loc, "undefined name '%s'", n->name);
+      undefined_name(s, n->loc, n->name);
       return NULL;
     }
     if (sym->kind == SYM_TYPE) {
@@ -865,6 +896,44 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
   }
 }
 
+static Expr *subst_let_consts(void *ctx, Expr *e)
+{
+  const Sema *s = ctx;
+  if (e->kind == EX_VAR)
+    for (int i = 0; i < s->nlet_consts; i++)
+      if (s->let_consts[i].var == e->var)
+        return ex_int(s->a, e->type, s->let_consts[i].v);
+  return e;
+}
+
+/* e's value when it is known now: constants, and `let` names bound to such values
+ * (`let W = THREADS / 32; ... warps_m = W`). */
+static bool sema_eval_int(Sema *s, const Expr *e, int64_t *out)
+{
+  if (ir_eval_int(s->a, s->k, e, out))
+    return true;
+  if (!s->nlet_consts)
+    return false;
+  return ir_eval_int(s->a, s->k, expr_rewrite(ex_clone(s->a, e), subst_let_consts, s), out);
+}
+
+/* Remembers that let-bound var has the compile-time value of e, if it has one. */
+static void note_let_const(Sema *s, int var, const Expr *e)
+{
+  int64_t v;
+  if (!type_is_int(e->type) || !sema_eval_int(s, e, &v))
+    return;
+  if (s->nlet_consts == s->cap_let_consts) {
+    int cap = s->cap_let_consts ? s->cap_let_consts * 2 : 8;
+    struct LetConst *n = ARENA_ARRAY(s->a, struct LetConst, cap);
+    if (s->nlet_consts)
+      memcpy(n, s->let_consts, sizeof *n * (size_t)s->nlet_consts);
+    s->let_consts = n;
+    s->cap_let_consts = cap;
+  }
+  s->let_consts[s->nlet_consts++] = (struct LetConst){var, v};
+}
+
 /* A compile-time integer: shapes, thread counts, parallel extents. */
 static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *out)
 {
@@ -875,7 +944,7 @@ static bool check_const_int(Sema *s, const Node *n, const char *what, int64_t *o
     error_at(s->d, n->loc, "%s must be an integer, got %s", what, type_name(e->type));
     return false;
   }
-  if (!ir_eval_int(s->a, s->k, e, out)) {
+  if (!sema_eval_int(s, e, out)) {
     error_at(s->d, n->loc, "%s must be a compile-time constant", what);
     return false;
   }
@@ -990,6 +1059,8 @@ static Stmt *check_let(Sema *s, const Node *n)
   int var = new_var(s, n->name, n->kind == N_LET ? VAR_LET : VAR_MUT, e->type, n->loc);
   if (!declare(s, n->name, n->loc, SYM_VAR, var))
     return NULL;
+  if (n->kind == N_LET)
+    note_let_const(s, var, e);
   Stmt *st = st_new(s->a, n->kind == N_LET ? ST_LET : ST_ASSIGN, n->loc);
   st->var = var;
   st->value = e;
@@ -1004,7 +1075,7 @@ static Stmt *check_assign(Sema *s, const Node *n)
   if (lhs->kind == N_NAME) {
     const Sym *sym = sym_lookup(s, lhs->name);
     if (!sym) {
-      error_at(s->d, lhs->loc, "undefined name '%s'", lhs->name);
+      undefined_name(s, lhs->loc, lhs->name);
       return NULL;
     }
     if (sym->kind == SYM_BUF) {
@@ -1195,7 +1266,7 @@ static bool check_bool_named(Sema *s, const Node *call, const char *name, bool *
   int64_t v;
   if (!e)
     return false;
-  if (!ir_eval_int(s->a, s->k, e, &v)) {
+  if (!sema_eval_int(s, e, &v)) {
     error_at(s->d, n->loc, "'%s' must be a compile-time constant", name);
     return false;
   }
@@ -1682,7 +1753,7 @@ static Stmt *check_if(Sema *s, const Node *n)
     c = NULL;
   }
   int64_t taken;
-  if (c && ir_eval_int(s->a, s->k, c, &taken)) {
+  if (c && sema_eval_int(s, c, &taken)) {
     if (taken)
       return check_block(s, n->b);
     if (!n->c)
@@ -1705,7 +1776,13 @@ static Stmt *check_stmt(Sema *s, const Node *n)
 {
   switch (n->kind) {
   case N_LET:
-  case N_VAR: return check_let(s, n);
+  case N_VAR: {
+    int mark = s->nsyms;
+    Stmt *st = check_let(s, n);
+    if (s->nsyms == mark)
+      note_failed(s, n->name);
+    return st;
+  }
   case N_ASSIGN: return check_assign(s, n);
   case N_CALLSTMT: return check_call_stmt(s, n);
   case N_IF: return check_if(s, n);
@@ -2187,6 +2264,8 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
   s->k = k;
   s->nsyms = 0;
   s->num_sms_var = -1;
+  s->nlet_consts = 0;
+  s->nfailed = 0;
   for (int i = 0; i < 3; i++)
     s->grid_dim_var[i] = -1;
   int errors = s->d->nerrors;

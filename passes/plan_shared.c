@@ -86,8 +86,8 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
   if (off > limit) {
     error_at(pc->diags, k->loc,
              "kernel '%s' needs %" PRId64 " bytes of shared memory, more than the %" PRId64
-             " bytes a block can have on sm_%d; use smaller tiles or fewer stages",
-             k->name, off, limit, pc->target->sm);
+             " bytes a block can have on %s; use smaller tiles or fewer stages",
+             k->name, off, limit, pc->target->name);
     return false;
   }
   return true;
