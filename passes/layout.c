@@ -9,7 +9,10 @@
  *   - a fragment of the loop's shape without its last dimension, indexed by
  *     the leading variables (x[i, j] beside m[i]; for a 1-D loop m[0] of a
  *     [1] fragment), is broadcast along the last dimension: its class takes
- *     the ROWS layout of the loop's class.  reduce_*(x, m) says the same.
+ *     the ROWS layout of the loop's class.  reduce_*(x, m) says the same;
+ *   - a fragment of the loop's trailing shape, indexed by the trailing variables
+ *     (b[j] beside x[i, j]), is a column broadcast: it becomes a shared tile
+ *     before inference (columns_to_shared).
  * Any other access is a layout conflict, reported with a hint.
  *
  * Then each class without a parent gets an ELEMWISE layout whose vector is 16
@@ -71,9 +74,10 @@ static void add_derived(Inference *l, int child, int parent, SrcLoc loc)
 
 static const char HINT[] =
     "a fragment's elements are spread over the block's threads, so a parallel loop may only touch "
-    "element [i, j, ...] of a fragment of its own shape, indexed by its own variables in order, or "
-    "element [i, ...] of a fragment without the last dimension (broadcast along it); to read elements "
-    "in another pattern, stage the data through shared memory (alloc_shared)";
+    "element [i, j, ...] of a fragment of its own shape, indexed by its own variables in order, "
+    "element [i, ...] of a fragment without the last dimension (broadcast along it), or element "
+    "[j, ...] of one without the leading dimensions (a column fragment, kept in shared memory); to "
+    "read elements in another pattern, stage the data through shared memory (alloc_shared)";
 
 static bool is_frag(const Inference *l, int b) { return l->k->bufs[b].scope == SCOPE_FRAGMENT; }
 
@@ -660,6 +664,81 @@ static bool check_register_limit(Inference *l)
   return true;
 }
 
+/* ---- column broadcasts: x[i, j] + b[j]
+ *
+ * A fragment of the loop's trailing shape, indexed by its trailing variables, is read by the threads
+ * of every row: no register layout gives each thread the columns of its elements for every anchor,
+ * so such a fragment becomes a shared tile (each use one shared load; the threads of a warp read
+ * few distinct words, which the banks broadcast).  Only fragments that nothing else needs in
+ * registers: not a gemm operand, not a reduction's source, not the destination of one over the
+ * last dimension (the rows of its source). */
+
+typedef struct {
+  const Kernel *k;
+  const Stmt *loop;
+  bool *cols;  /* by buffer: read as a column broadcast */
+  bool *fixed; /* by buffer: must stay in registers */
+} ColScan;
+
+static bool is_column_read(const Kernel *k, const Stmt *p, const Expr *e)
+{
+  const Buffer *b = &k->bufs[e->buf];
+  int off = p->nvars - b->rank;
+  if (b->scope != SCOPE_FRAGMENT || off < 1 || e->nargs != b->rank)
+    return false;
+  for (int d = 0; d < b->rank; d++)
+    if (b->tile_shape[d] != p->extents[off + d]->i || e->args[d]->kind != EX_VAR ||
+        e->args[d]->var != p->vars[off + d])
+      return false;
+  return true;
+}
+
+static Expr *scan_col_expr(void *ctx, Expr *e)
+{
+  ColScan *c = ctx;
+  if (c->loop && e->kind == EX_LOAD && is_column_read(c->k, c->loop, e))
+    c->cols[e->buf] = true;
+  return e;
+}
+
+static void scan_cols(ColScan *c, Stmt *s)
+{
+  if (!s)
+    return;
+  if (s->kind == ST_GEMM)
+    c->fixed[s->a] = c->fixed[s->b] = c->fixed[s->c] = true;
+  if (s->kind == ST_REDUCE) { /* over another dimension than the last, the destination is written
+                                 in a parallel loop of its own (lower_reduce_dim): it may move */
+    c->fixed[s->src_buf] = true;
+    c->fixed[s->buf] |= s->dim == c->k->bufs[s->src_buf].rank - 1;
+  }
+  bool par = s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && !c->loop;
+  if (par)
+    c->loop = s;
+  if (s->value)
+    expr_rewrite(s->value, scan_col_expr, c);
+  if (s->cond)
+    expr_rewrite(s->cond, scan_col_expr, c);
+  for (int i = 0; i < s->nidx; i++)
+    expr_rewrite(s->idx[i], scan_col_expr, c);
+  for (int i = 0; i < s->nbody; i++)
+    scan_cols(c, s->body[i]);
+  scan_cols(c, s->then_s);
+  scan_cols(c, s->else_s);
+  if (par)
+    c->loop = NULL;
+}
+
+static void columns_to_shared(Inference *l)
+{
+  ColScan c = {l->k, NULL, ARENA_ARRAY(l->pc->arena, bool, l->k->nbufs + 1),
+               ARENA_ARRAY(l->pc->arena, bool, l->k->nbufs + 1)};
+  scan_cols(&c, l->k->body);
+  for (int b = 0; b < l->k->nbufs; b++)
+    if (c.cols[b] && !c.fixed[b])
+      l->k->bufs[b].scope = SCOPE_SHARED;
+}
+
 bool pass_infer_layouts(PassContext *pc, Kernel *k)
 {
   Inference l = {0};
@@ -670,6 +749,7 @@ bool pass_infer_layouts(PassContext *pc, Kernel *k)
   l.ok = true;
   for (int i = 0; i < k->nbufs; i++)
     l.parent[i] = i;
+  columns_to_shared(&l);
   visit_stmt(&l, k->body); /* classes of fragments that share a layout, rows, gemms */
   if (!l.ok || !find_row_parents(&l))
     return false;
