@@ -129,6 +129,8 @@ static const struct {
     {"reduce_sum", BUILTIN_TILE_OP, check_reduce},
     {"reduce_max", BUILTIN_TILE_OP, check_reduce},
     {"reduce_min", BUILTIN_TILE_OP, check_reduce},
+    {"reduce_argmax", BUILTIN_TILE_OP, check_reduce},
+    {"reduce_argmin", BUILTIN_TILE_OP, check_reduce},
     {"atomic_add", BUILTIN_TILE_OP, check_atomic},
     {"atomic_max", BUILTIN_TILE_OP, check_atomic},
     {"atomic_min", BUILTIN_TILE_OP, check_atomic},
@@ -1356,9 +1358,93 @@ static Stmt *check_gemm(Sema *s, const Node *call)
   return st;
 }
 
+/* A fragment for a lowering of the frontend's own: like alloc_fragment(shape of `like` without dim
+ * `drop` (-1: none), t). */
+static int temp_fragment(Sema *s, const char *name, const Buffer *like, int drop, TypeKind t, SrcLoc loc)
+{
+  Buffer b = {0};
+  b.name = arena_printf(s->a, "%s.%d", name, s->k->nbufs);
+  b.scope = SCOPE_FRAGMENT;
+  b.elem = t;
+  b.loc = loc;
+  b.param_index = -1;
+  for (int i = 0; i < like->rank; i++)
+    if (i != drop) {
+      b.tile_shape[b.rank] = like->tile_shape[i];
+      b.shape[b.rank++] = ex_int(s->a, TY_I32, like->tile_shape[i]);
+    }
+  if (b.rank == 0) { /* a 1-D source reduces to [1] */
+    b.tile_shape[0] = 1;
+    b.shape[0] = ex_int(s->a, TY_I32, 1);
+    b.rank = 1;
+  }
+  return kernel_add_buffer(s->a, s->k, b);
+}
+
+/* reduce_argmax(SRC, DST, dim = d) (argmin alike): the index along d of each extreme, the lowest
+ * index among equal ones.  Three steps of the existing kind, so layouts and every target follow:
+ *   reduce_max(SRC, m, dim = d);                                  m: f32 (f16 / bf16 widened), i32, u32
+ *   for v.. in parallel(SRC's shape) { t[v] = select(SRC[v] == m[v without d], v_d, 2^31 - 1) }
+ *   reduce_min(t, DST, dim = d);                                  t: i32 of SRC's shape
+ * m is read as the rows of SRC (d last) or as a column fragment (d = 0 of 2: shared memory). */
+static Stmt *arg_reduce(Sema *s, const Node *call, int src, int dst, int dim, bool max)
+{
+  const Buffer *S = &s->k->bufs[src];
+  TypeKind mt = type_is_float(S->elem) ? TY_F32 : S->elem;
+  if (mt != TY_F32 && mt != TY_I32 && mt != TY_U32) {
+    error_at(s->d, call->loc, "'%s' of %s elements is not supported; it takes f16, bf16, f32, i32 or u32",
+             call->name, type_name(S->elem));
+    return NULL;
+  }
+  int m = temp_fragment(s, max ? "argmax.m" : "argmin.m", S, dim, mt, call->loc);
+  int t = temp_fragment(s, max ? "argmax.t" : "argmin.t", &s->k->bufs[src], -1, TY_I32, call->loc);
+  S = &s->k->bufs[src]; /* the buffers may have moved */
+  Stmt *r1 = st_new(s->a, ST_REDUCE, call->loc);
+  r1->src_buf = src;
+  r1->buf = m;
+  r1->dim = dim;
+  r1->reduce = max ? RED_MAX : RED_MIN;
+  Stmt *loop = st_new(s->a, ST_FOR, call->loc);
+  loop->for_kind = FOR_PARALLEL;
+  loop->nvars = S->rank;
+  Expr **si = ARENA_ARRAY(s->a, Expr *, S->rank), **ti = ARENA_ARRAY(s->a, Expr *, S->rank);
+  Expr **mi = ARENA_ARRAY(s->a, Expr *, S->rank);
+  int nm = 0;
+  for (int d = 0; d < S->rank; d++) {
+    int v = new_var(s, arena_printf(s->a, "%s.i%d", call->name, d), VAR_LOOP, TY_I32, call->loc);
+    loop->vars[d] = v;
+    loop->extents[d] = ex_int(s->a, TY_I32, S->tile_shape[d]);
+    si[d] = ex_var(s->a, s->k, v);
+    ti[d] = ex_var(s->a, s->k, v);
+    if (d != dim)
+      mi[nm++] = ex_var(s->a, s->k, v);
+  }
+  if (nm == 0)
+    mi[nm++] = ex_int(s->a, TY_I32, 0);
+  Expr *x = ex_load(s->a, s->k, src, si, S->rank);
+  if (x->type != mt)
+    x = ex_cast(s->a, mt, x);
+  Expr *hit = ex_binary(s->a, OP_EQ, x, ex_load(s->a, s->k, m, mi, nm));
+  Stmt *st = st_new(s->a, ST_STORE, call->loc);
+  st->buf = t;
+  st->idx = ti;
+  st->nidx = S->rank;
+  st->value = ex_select(s->a, hit, ex_var(s->a, s->k, loop->vars[dim]), ex_int(s->a, TY_I32, INT32_MAX));
+  loop->then_s = st;
+  Stmt *r2 = st_new(s->a, ST_REDUCE, call->loc);
+  r2->src_buf = t;
+  r2->buf = dst;
+  r2->dim = dim;
+  r2->reduce = RED_MIN;
+  Stmt **v = ARENA_ARRAY(s->a, Stmt *, 3);
+  v[0] = r1, v[1] = loop, v[2] = r2;
+  return st_seq(s->a, v, 3);
+}
+
 /* reduce_sum(SRC, DST [, dim = INT] [, clear = BOOL]), and reduce_max, reduce_min alike
- * Fragments; DST has SRC's shape without dim (only the last dimension so far; [1] for a 1-D SRC),
- * SRC's element type or f32 from f16/bf16, and is f32, i32 or u32; clear = false accumulates. */
+ * Fragments; DST has SRC's shape without dim ([1] for a 1-D SRC), SRC's element type or f32 from
+ * f16/bf16, and is f32, i32 or u32; clear = false accumulates.  reduce_argmax / reduce_argmin:
+ * DST i32, always cleared (arg_reduce). */
 static Stmt *check_reduce(Sema *s, const Node *call)
 {
   static const char *const named[] = {"dim", "clear", NULL};
@@ -1382,7 +1468,19 @@ static Stmt *check_reduce(Sema *s, const Node *call)
   const Node *cn = named_arg(call, "clear");
   if (cn && !check_bool_named(s, call, "clear", &clear))
     return NULL;
+  bool arg = !strncmp(call->name, "reduce_arg", 10);
+  if (arg && !clear) {
+    error_at(s->d, cn->loc, "'%s' always starts afresh; clear = false is not supported", call->name);
+    return NULL;
+  }
+  if (arg && D->elem != TY_I32) {
+    error_at(s->d, call->loc, "'%s' gives indices: its destination must be i32, got %s", call->name,
+             type_name(D->elem));
+    return NULL;
+  }
   bool widen = (S->elem == TY_F16 || S->elem == TY_BF16) && D->elem == TY_F32; /* combined in f32 */
+  if (arg)
+    widen = true; /* the value reduction below picks its own destination type */
   if (S->elem != D->elem && !widen) {
     error_at(s->d, call->loc, "'%s' source is %s but destination is %s", call->name, type_name(S->elem),
              type_name(D->elem));
@@ -1413,6 +1511,8 @@ static Stmt *check_reduce(Sema *s, const Node *call)
              call->name, type_name(D->elem));
     return NULL;
   }
+  if (arg)
+    return arg_reduce(s, call, src, dst, (int)dim, !strcmp(call->name, "reduce_argmax"));
   Stmt *st = st_new(s->a, ST_REDUCE, call->loc);
   st->src_buf = src;
   st->buf = dst;

@@ -866,6 +866,49 @@ static void test_atomics(void)
   free(Mn);
 }
 
+/* tests/golden/argmax.tl: row argmax / argmin of f16 values with ties (values on a grid of 1/8), column
+ * argmax of small integers: the lowest index of the extreme. */
+static void test_argmax(int64_t M, int64_t N)
+{
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/argmax.tl";
+  uint16_t *X = malloc(sizeof *X * (size_t)(M * N));
+  for (int64_t i = 0; i < M * N; i++)
+    X[i] = tl_f16_from_double(floor(uniform(-2, 2) * 8) / 8);
+  int32_t *I = malloc(sizeof *I * (size_t)(M + N)), *J = malloc(sizeof *J * (size_t)M);
+  InterpArg rargs[] = {{.name = "X", .data = X},
+                       {.name = "I", .data = I},
+                       {.name = "J", .data = J},
+                       {.name = "M", .i = M},
+                       {.name = "N", .i = N}};
+  if (run_file(path, NULL, 0, "rows", rargs, 5))
+    for (int64_t r = 0; r < M; r++) {
+      int64_t hi = 0, lo = 0;
+      for (int64_t c = 1; c < N; c++) {
+        double v = tl_f16_to_float(X[r * N + c]);
+        hi = v > tl_f16_to_float(X[r * N + hi]) ? c : hi;
+        lo = v < tl_f16_to_float(X[r * N + lo]) ? c : lo;
+      }
+      CHECK(I[r] == hi && J[r] == lo, "argmax/argmin of row %lld: %d %d, want %lld %lld", (long long)r, I[r],
+            J[r], (long long)hi, (long long)lo);
+    }
+  int32_t *Xi = malloc(sizeof *Xi * (size_t)(M * N));
+  for (int64_t i = 0; i < M * N; i++)
+    Xi[i] = (int32_t)floor(uniform(-8, 8));
+  InterpArg cargs[] = {
+      {.name = "X", .data = Xi}, {.name = "I", .data = I}, {.name = "M", .i = M}, {.name = "N", .i = N}};
+  if (M <= 32 && run_file(path, NULL, 0, "cols", cargs, 4))
+    for (int64_t c = 0; c < N; c++) {
+      int64_t hi = 0;
+      for (int64_t r = 1; r < M; r++)
+        hi = Xi[r * N + c] > Xi[hi * N + c] ? r : hi;
+      CHECK(I[c] == hi, "argmax of column %lld: %d, want %lld", (long long)c, I[c], (long long)hi);
+    }
+  free(X);
+  free(Xi);
+  free(I);
+  free(J);
+}
+
 /* stdlib/gemm.tl's gemm_splitk: C (f32, starting from random values) += A @ B^T, K in SPLIT parts. */
 static void test_splitk(const char *T, int64_t M, int64_t N, int64_t K, const char *swap, const char *bm,
                         const char *split)
@@ -1248,6 +1291,7 @@ static void test_kernels(void)
   test_attention_decode("f16", 64, true, 1, 8, 1, 9, 150, 2);    /* 72 rows of a group: two 64-row tiles */
   test_reduce_dim(70, 100);
   test_atomics();
+  test_argmax(20, 100);
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
