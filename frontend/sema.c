@@ -113,6 +113,7 @@ static Stmt *check_clear_op(Sema *s, const Node *call);
 static Stmt *check_gemm(Sema *s, const Node *call);
 static Stmt *check_reduce(Sema *s, const Node *call);
 static Stmt *check_atomic(Sema *s, const Node *call);
+static Stmt *check_cumsum(Sema *s, const Node *call);
 static Stmt *check_use_swizzle(Sema *s, const Node *call);
 static Stmt *check_min_blocks(Sema *s, const Node *call);
 static Stmt *check_warp_specialize(Sema *s, const Node *call);
@@ -131,6 +132,7 @@ static const struct {
     {"reduce_min", BUILTIN_TILE_OP, check_reduce},
     {"reduce_argmax", BUILTIN_TILE_OP, check_reduce},
     {"reduce_argmin", BUILTIN_TILE_OP, check_reduce},
+    {"cumsum", BUILTIN_TILE_OP, check_cumsum},
     {"atomic_add", BUILTIN_TILE_OP, check_atomic},
     {"atomic_max", BUILTIN_TILE_OP, check_atomic},
     {"atomic_min", BUILTIN_TILE_OP, check_atomic},
@@ -1358,6 +1360,21 @@ static Stmt *check_gemm(Sema *s, const Node *call)
   return st;
 }
 
+/* The named argument `dim = d` of a reduction or scan of S (dflt when absent), checked in range. */
+static bool dim_arg(Sema *s, const Node *call, const Buffer *S, int64_t dflt, int64_t *dim)
+{
+  *dim = dflt;
+  const Node *dn = named_arg(call, "dim");
+  if (dn && !check_const_int(s, dn, "'dim'", dim))
+    return false;
+  if (*dim < 0 || *dim >= S->rank) {
+    error_at(s->d, dn ? dn->loc : call->loc, "dim %" PRId64 " is out of range for a %d-dimensional tile",
+             *dim, S->rank);
+    return false;
+  }
+  return true;
+}
+
 /* A fragment for a lowering of the frontend's own: like alloc_fragment(shape of `like` without dim
  * `drop` (-1: none), t). */
 static int temp_fragment(Sema *s, const char *name, const Buffer *like, int drop, TypeKind t, SrcLoc loc)
@@ -1455,15 +1472,9 @@ static Stmt *check_reduce(Sema *s, const Node *call)
   if (src < 0 || dst < 0)
     return NULL;
   const Buffer *S = &s->k->bufs[src], *D = &s->k->bufs[dst];
-  int64_t dim = S->rank - 1;
-  const Node *dn = named_arg(call, "dim");
-  if (dn && !check_const_int(s, dn, "'dim'", &dim))
+  int64_t dim;
+  if (!dim_arg(s, call, S, S->rank - 1, &dim))
     return NULL;
-  if (dim < 0 || dim >= S->rank) {
-    error_at(s->d, dn ? dn->loc : call->loc, "dim %" PRId64 " is out of range for a %d-dimensional tile", dim,
-             S->rank);
-    return NULL;
-  }
   bool clear = true;
   const Node *cn = named_arg(call, "clear");
   if (cn && !check_bool_named(s, call, "clear", &clear))
@@ -1522,6 +1533,137 @@ static Stmt *check_reduce(Sema *s, const Node *call)
                : !strcmp(call->name, "reduce_max") ? RED_MAX
                                                    : RED_MIN;
   return st;
+}
+
+/* A shared tile for a lowering of the frontend's own, of like's shape and type t. */
+static int temp_shared(Sema *s, const char *name, const Buffer *like, TypeKind t, SrcLoc loc)
+{
+  int b = temp_fragment(s, name, like, -1, t, loc);
+  s->k->bufs[b].scope = SCOPE_SHARED;
+  return b;
+}
+
+/* for v.. in parallel(shape of B) { body }: the loop with fresh variables in v[], body set later. */
+static Stmt *temp_loop(Sema *s, const Buffer *B, const char *name, Expr **v, SrcLoc loc)
+{
+  Stmt *loop = st_new(s->a, ST_FOR, loc);
+  loop->for_kind = FOR_PARALLEL;
+  loop->nvars = B->rank;
+  for (int d = 0; d < B->rank; d++) {
+    loop->vars[d] = new_var(s, arena_printf(s->a, "%s.i%d", name, d), VAR_LOOP, TY_I32, loc);
+    loop->extents[d] = ex_int(s->a, TY_I32, B->tile_shape[d]);
+    v[d] = ex_var(s->a, s->k, loop->vars[d]);
+  }
+  return loop;
+}
+
+/* buf[v with v[dim] replaced by at] */
+static Expr *load_at(Sema *s, int buf, Expr **v, int rank, int dim, Expr *at)
+{
+  Expr **idx = ARENA_ARRAY(s->a, Expr *, rank);
+  for (int d = 0; d < rank; d++)
+    idx[d] = d == dim ? at : ex_clone(s->a, v[d]);
+  return ex_load(s->a, s->k, buf, idx, rank);
+}
+
+static Stmt *store_at(Sema *s, int buf, Expr **v, int rank, Expr *value, SrcLoc loc)
+{
+  Stmt *st = st_new(s->a, ST_STORE, loc);
+  st->buf = buf;
+  st->idx = ARENA_ARRAY(s->a, Expr *, rank);
+  for (int d = 0; d < rank; d++)
+    st->idx[d] = ex_clone(s->a, v[d]);
+  st->nidx = rank;
+  st->value = value;
+  return st;
+}
+
+/* The element `off` steps back along dim (forward when reverse), or 0 past the edge:
+ * select(v_d >= off, X[.., v_d - off, ..], 0), the index clamped so that the unused side stays in
+ * the tile. */
+static Expr *shifted(Sema *s, int buf, Expr **v, int rank, int dim, int64_t off, int64_t n, bool reverse)
+{
+  Expr *vd = v[dim];
+  Expr *ok = reverse ? ex_binary(s->a, OP_LT,
+                                 ex_binary(s->a, OP_ADD, ex_clone(s->a, vd), ex_int(s->a, TY_I32, off)),
+                                 ex_int(s->a, TY_I32, n))
+                     : ex_binary(s->a, OP_GE, ex_clone(s->a, vd), ex_int(s->a, TY_I32, off));
+  Expr *at = reverse ? ex_binary(s->a, OP_MIN,
+                                 ex_binary(s->a, OP_ADD, ex_clone(s->a, vd), ex_int(s->a, TY_I32, off)),
+                                 ex_int(s->a, TY_I32, n - 1))
+                     : ex_binary(s->a, OP_MAX,
+                                 ex_binary(s->a, OP_SUB, ex_clone(s->a, vd), ex_int(s->a, TY_I32, off)),
+                                 ex_int(s->a, TY_I32, 0));
+  Expr *x = load_at(s, buf, v, rank, dim, at);
+  Expr *zero = type_is_float(x->type) ? ex_float(s->a, x->type, 0) : ex_int(s->a, x->type, 0);
+  return ex_select(s->a, ok, x, zero);
+}
+
+/* cumsum(SRC, DST [, dim = d] [, reverse = b] [, exclusive = b])   TileLang's order and dim = 0 default
+ * Fragments or shared tiles of one shape; DST of SRC's type (or f32 from f16 / bf16).  Written by
+ * the frontend as parallel loops over two shared tiles of DST's type (Hillis-Steele: after step k
+ * each element holds the sum of the 2^k up to it), ceil(log2(n)) steps for n along dim:
+ *   A[v] = SRC[v];  B[v] = A[v] + (v_d >= 1 ? A[v_d - 1] : 0);  A[v] = B[v] + (v_d >= 2 ? ...);  ...
+ *   DST[v] = A[v]  (exclusive: v_d >= 1 ? A[v_d - 1] : 0) */
+static Stmt *check_cumsum(Sema *s, const Node *call)
+{
+  static const char *const named[] = {"dim", "reverse", "exclusive", NULL};
+  if (!check_arity(s, call, 2, 2, named))
+    return NULL;
+  int src = tile_arg(s, positional(call, 0), "cumsum", "source");
+  int dst = tile_arg(s, positional(call, 1), "cumsum", "destination");
+  if (src < 0 || dst < 0)
+    return NULL;
+  const Buffer *S = &s->k->bufs[src], *D = &s->k->bufs[dst];
+  int64_t dim;
+  if (!dim_arg(s, call, S, 0, &dim))
+    return NULL;
+  bool reverse = false, exclusive = false;
+  if (!check_bool_named(s, call, "reverse", &reverse) || !check_bool_named(s, call, "exclusive", &exclusive))
+    return NULL;
+  if (!buffer_same_shape(S, D)) {
+    StrBuf a = {0}, b = {0};
+    shape_str(&a, S);
+    shape_str(&b, D);
+    error_at(s->d, call->loc, "'cumsum' keeps the shape: '%s' is %s but '%s' is %s", S->name, a.data, D->name,
+             b.data);
+    free(a.data);
+    free(b.data);
+    return NULL;
+  }
+  bool widen = (S->elem == TY_F16 || S->elem == TY_BF16) && D->elem == TY_F32;
+  if ((S->elem != D->elem && !widen) || D->elem == TY_BOOL) {
+    error_at(s->d, call->loc,
+             "'cumsum' source is %s but destination is %s; it sums in the destination's type "
+             "(the same, or f32 from f16 / bf16)",
+             type_name(S->elem), type_name(D->elem));
+    return NULL;
+  }
+  int rank = S->rank, d = (int)dim;
+  int64_t n = S->tile_shape[d];
+  int bufs[2] = {temp_shared(s, "cumsum.a", S, D->elem, call->loc),
+                 temp_shared(s, "cumsum.b", S, D->elem, call->loc)};
+  S = &s->k->bufs[src]; /* the buffers may have moved */
+  StmtList out = {0};
+  Expr *v[TL_MAX_RANK];
+  Stmt *loop = temp_loop(s, S, "cumsum", v, call->loc);
+  Expr *x = load_at(s, src, v, rank, -1, NULL);
+  loop->then_s = store_at(s, bufs[0], v, rank, x->type == D->elem ? x : ex_cast(s->a, D->elem, x), call->loc);
+  stlist_push(s->a, &out, loop);
+  int cur = 0;
+  for (int64_t off = 1; off < n; off *= 2, cur ^= 1) {
+    loop = temp_loop(s, S, "cumsum", v, call->loc);
+    Expr *sum = ex_binary(s->a, OP_ADD, load_at(s, bufs[cur], v, rank, -1, NULL),
+                          shifted(s, bufs[cur], v, rank, d, off, n, reverse));
+    loop->then_s = store_at(s, bufs[cur ^ 1], v, rank, sum, call->loc);
+    stlist_push(s->a, &out, loop);
+  }
+  loop = temp_loop(s, S, "cumsum", v, call->loc);
+  Expr *r = exclusive ? shifted(s, bufs[cur], v, rank, d, 1, n, reverse)
+                      : load_at(s, bufs[cur], v, rank, -1, NULL);
+  loop->then_s = store_at(s, dst, v, rank, r, call->loc);
+  stlist_push(s->a, &out, loop);
+  return stlist_seq(s->a, &out, call->loc);
 }
 
 /* The element types atomic_OP takes: add on every integer of 32 or 64 bits and every float

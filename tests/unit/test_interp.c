@@ -909,6 +909,50 @@ static void test_argmax(int64_t M, int64_t N)
   free(J);
 }
 
+/* tests/golden/cumsum.tl: inclusive row scans of f16 in f32, reverse exclusive ones, and an i32 scan of
+ * 1000 elements, against host sums. */
+static void test_cumsum(int64_t M, int64_t N)
+{
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/cumsum.tl";
+  uint16_t *X = h_array(false, M * N, false, -1, 1);
+  float *Y = f32_array(M * N, true), *Z = f32_array(M * N, true);
+  InterpArg args[] = {{.name = "X", .data = X},
+                      {.name = "Y", .data = Y},
+                      {.name = "Z", .data = Z},
+                      {.name = "M", .i = M},
+                      {.name = "N", .i = N}};
+  if (run_file(path, NULL, 0, "rows", args, 5)) {
+    misses = 0;
+    for (int64_t r = 0; r < M; r++) {
+      double up = 0, down = 0;
+      for (int64_t c = 0; c < N; c++) {
+        up += tl_f16_to_float(X[r * N + c]);
+        close_to("cumsum", r * N + c, Y[r * N + c], up, 1e-5, 1e-5);
+        int64_t cr = N - 1 - c; /* reverse, exclusive: the sum after cr */
+        close_to("cumsum reverse exclusive", r * N + cr, Z[r * N + cr], down, 1e-5, 1e-5);
+        down += tl_f16_to_float(X[r * N + cr]);
+      }
+    }
+    check_guards_f32("cumsum", Y, M * N);
+  }
+  int32_t *A = malloc(sizeof *A * 1000), *B = malloc(sizeof *B * 1000);
+  for (int i = 0; i < 1000; i++)
+    A[i] = (int32_t)floor(uniform(-100, 100));
+  InterpArg vargs[] = {{.name = "X", .data = A}, {.name = "Y", .data = B}, {.name = "N", .i = 1000}};
+  if (run_file(path, NULL, 0, "vec", vargs, 3)) {
+    int32_t sum = 0;
+    for (int i = 0; i < 1000; i++) {
+      sum += A[i];
+      CHECK(B[i] == sum, "cumsum vec[%d] = %d, want %d", i, B[i], sum);
+    }
+  }
+  free(X);
+  free(Y);
+  free(Z);
+  free(A);
+  free(B);
+}
+
 /* stdlib/gemm.tl's gemm_splitk: C (f32, starting from random values) += A @ B^T, K in SPLIT parts. */
 static void test_splitk(const char *T, int64_t M, int64_t N, int64_t K, const char *swap, const char *bm,
                         const char *split)
@@ -1292,6 +1336,7 @@ static void test_kernels(void)
   test_reduce_dim(70, 100);
   test_atomics();
   test_argmax(20, 100);
+  test_cumsum(11, 100);
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
