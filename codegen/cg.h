@@ -16,6 +16,7 @@
 #define TILEC_CG_H
 
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 
 #include "codegen.h"
 
@@ -37,6 +38,9 @@ typedef struct {
   LLVMValueRef *bases; /* k->nbufs entries */
   LLVMValueRef *tmaps; /* k->ntmaps entries: each map's parameter (a generic pointer to it) */
   LLVMFastMathFlags fmf;
+  /* -lineinfo: the DIBuilder, the kernel's DISubprogram and the statement's DILocation (NULL: off) */
+  LLVMDIBuilderRef di;
+  LLVMMetadataRef di_scope, di_loc;
 } Cg;
 
 #define ADDRSPACE_GLOBAL 1
@@ -116,7 +120,9 @@ void emit_stmt(Cg *cg, const Stmt *s);
 /* ---------------------------------------------------------------- cg_kernel.c */
 
 /* Adds k's function, its shared memory and its nvvm.annotations to mod. */
-void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k);
+/* di, file: the module's DIBuilder and DIFile for -lineinfo (NULL: no line info) */
+void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k, LLVMDIBuilderRef di,
+                 LLVMMetadataRef file);
 
 /* ---------------------------------------------------------------- cg_meta.c */
 

@@ -174,7 +174,20 @@ static void annotate_grid_constants(Cg *cg)
   LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
 }
 
-void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k)
+/* -lineinfo: the kernel's DISubprogram (line: its `kernel` keyword), so that statements can carry
+ * DILocations (emit_stmt). */
+static void attach_subprogram(Cg *cg, LLVMMetadataRef file)
+{
+  const Kernel *k = cg->k;
+  LLVMMetadataRef type = LLVMDIBuilderCreateSubroutineType(cg->di, file, NULL, 0, LLVMDIFlagZero);
+  unsigned line = k->loc.line > 0 ? (unsigned)k->loc.line : 1;
+  cg->di_scope = LLVMDIBuilderCreateFunction(cg->di, file, k->name, strlen(k->name), k->name, strlen(k->name),
+                                             file, line, type, false, true, line, LLVMDIFlagZero, true);
+  LLVMSetSubprogram(cg->fn, cg->di_scope);
+}
+
+void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k, LLVMDIBuilderRef di,
+                 LLVMMetadataRef file)
 {
   if (k->nthreads <= 0 || !k->body)
     DIE("kernel '%s' with %d threads and %s body", k->name, k->nthreads, k->body ? "a" : "no");
@@ -193,6 +206,9 @@ void emit_kernel(LLVMContextRef ctx, LLVMModuleRef mod, const Kernel *k)
   cg.b = LLVMCreateBuilderInContext(ctx);
 
   cg.fn = add_function(&cg);
+  cg.di = di;
+  if (di)
+    attach_subprogram(&cg, file);
   LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(ctx, cg.fn, "entry"));
   bind_params(&cg);
   place_shared(&cg);

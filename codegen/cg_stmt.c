@@ -264,7 +264,26 @@ static const char *stmt_kind_name(StmtKind k)
   }
 }
 
+static void emit_stmt_kind(Cg *cg, const Stmt *s);
+
+/* With -lineinfo, the instructions of s carry its .tl line and column; statements the lowering
+ * made without a location carry their parent's. */
 void emit_stmt(Cg *cg, const Stmt *s)
+{
+  if (!cg->di_scope || s->loc.line <= 0) {
+    emit_stmt_kind(cg, s);
+    return;
+  }
+  LLVMMetadataRef outer = cg->di_loc;
+  cg->di_loc = LLVMDIBuilderCreateDebugLocation(
+      cg->ctx, (unsigned)s->loc.line, (unsigned)(s->loc.col > 0 ? s->loc.col : 0), cg->di_scope, NULL);
+  LLVMSetCurrentDebugLocation2(cg->b, cg->di_loc);
+  emit_stmt_kind(cg, s);
+  cg->di_loc = outer;
+  LLVMSetCurrentDebugLocation2(cg->b, outer);
+}
+
+static void emit_stmt_kind(Cg *cg, const Stmt *s)
 {
   switch (s->kind) {
   case ST_SEQ: emit_seq(cg, s); return;

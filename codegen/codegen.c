@@ -123,6 +123,8 @@ typedef struct {
   SrcLoc loc;           /* of the first kernel: errors not tied to one kernel go there */
   const Target *target; /* its name is the LLVM CPU, its llvm_features the PTX ISA */
   int opt_level;
+  bool line_info;       /* -lineinfo */
+  const char *filename;
   bool straight_line;   /* no kernel has a run-time loop */
   LLVMContextRef ctx;
   LLVMModuleRef mod;
@@ -180,8 +182,32 @@ static bool build_module(Compilation *c)
   LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(c->tm);
   LLVMSetModuleDataLayout(c->mod, dl);
   LLVMDisposeTargetData(dl);
+  LLVMDIBuilderRef di = NULL;
+  LLVMMetadataRef file = NULL;
+  if (c->line_info) {
+    /* Debug directives only (DICompileUnit's DebugDirectivesOnly, 3; the C API's enum stops at
+     * LineTablesOnly, and the value is passed through): .file and .loc in the PTX, no DWARF
+     * sections, which is what nvcc -lineinfo gives ptxas. */
+    di = LLVMCreateDIBuilder(c->mod);
+    const char *name = c->filename ? c->filename : "<input>";
+    const char *slash = strrchr(name, '/');
+    const char *base = slash ? slash + 1 : name;
+    size_t dirlen = slash ? (size_t)(slash - name) : 1;
+    file = LLVMDIBuilderCreateFile(di, base, strlen(base), slash ? name : ".", dirlen);
+    LLVMDIBuilderCreateCompileUnit(di, LLVMDWARFSourceLanguageC, file, "tilec", 5, false, "", 0, 0, "", 0,
+                                   (LLVMDWARFEmissionKind)3, 0, false, false, "", 0, "", 0);
+    LLVMAddModuleFlag(
+        c->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c->ctx), LLVMDebugMetadataVersion(), 0)));
+    LLVMAddModuleFlag(c->mod, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
+                      LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c->ctx), 2, 0)));
+  }
   for (int i = 0; i < c->m->nkernels; i++)
-    emit_kernel(c->ctx, c->mod, c->m->kernels[i]);
+    emit_kernel(c->ctx, c->mod, c->m->kernels[i], di, file);
+  if (di) {
+    LLVMDIBuilderFinalize(di);
+    LLVMDisposeDIBuilder(di);
+  }
   char *msg = NULL;
   bool bad = LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg);
   if (bad) /* our bug, never the program's: say so rather than abort the host */
@@ -331,8 +357,11 @@ bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char *
   if (m->nkernels > 0)
     c.loc = m->kernels[0]->loc;
   c.target = opt && opt->target ? opt->target : target_default();
-  if (opt)
+  if (opt) {
     c.opt_level = opt->opt_level < 0 ? 0 : opt->opt_level > 3 ? 3 : opt->opt_level;
+    c.line_info = opt->line_info;
+    c.filename = opt->filename;
+  }
   pthread_once(&nvptx_once, init_nvptx);
 
   c.ctx = LLVMContextCreate();

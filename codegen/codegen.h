@@ -21,6 +21,8 @@
 typedef struct {
   const Target *target; /* a row of ir/target.h; NULL means target_default() */
   int opt_level;        /* 0..3; 0 still promotes per-thread arrays to registers */
+  bool line_info;       /* .file / .loc of the .tl source in the PTX (-lineinfo) */
+  const char *filename; /* the source's name for .file; NULL: "<input>" */
 } CodegenOptions;
 
 /* "LLVM 19.1.7": the LLVM that codegen was built against. */

@@ -150,6 +150,8 @@ typedef struct {
   tilec_emit emit;
   const char *kernel;
   const char *dump_after;
+  bool line_info;
+  const char *filename;
 } Request;
 
 /* A list of NAME=VALUE options (defines, sizes), checked and copied into the arena; false with an
@@ -183,7 +185,9 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
                   .opt_level = opt ? opt->opt_level : 3,
                   .emit = opt ? opt->emit : TILEC_EMIT_PTX,
                   .kernel = opt ? opt->kernel : NULL,
-                  .dump_after = opt ? opt->dump_after : NULL};
+                  .dump_after = opt ? opt->dump_after : NULL,
+                  .line_info = opt && opt->line_info,
+                  .filename = opt && opt->filename ? opt->filename : NULL};
   if (!src && len) {
     error_at(d, NO_LOC, "no source text given");
     return TILEC_ERR_INVALID_ARGUMENT;
@@ -365,7 +369,7 @@ static tilec_status ptx_output(tilec_result *r, Diags *d, const Request *rq, con
 static tilec_status generate(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
                              const Module *m, StrBuf *text)
 {
-  CodegenOptions co = {rq->target, rq->opt_level};
+  CodegenOptions co = {rq->target, rq->opt_level, rq->line_info, rq->filename};
   char *llvm = NULL, *ptx = NULL;
   const bool want_ptx = rq->emit == TILEC_EMIT_PTX || rq->emit == TILEC_EMIT_HEADER;
   tilec_status status = TILEC_ERR_SOURCE;

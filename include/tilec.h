@@ -62,6 +62,9 @@ typedef struct {
    * one for `sizes` (docs/cli.md, "--emit=header"). Variants with the same values are kept once. */
   const tilec_bucket *buckets;
   int nbuckets;
+  /* Nonzero: the PTX carries .file / .loc directives for the .tl source's lines (nvcc's -lineinfo),
+   * so that ptxas -lineinfo, cuobjdump / nvdisasm and Nsight Compute show .tl lines beside SASS. */
+  int line_info;
 } tilec_options;
 
 /* One diagnostic, as a record.  line and column are 1-based, 0 when unknown. */

@@ -29,6 +29,8 @@ extern "C" {
 enum {
   TL_JIT_NO_CACHE = 1u << 0,      /* neither read nor write any cache: always compile */
   TL_JIT_NO_DISK_CACHE = 1u << 1, /* use the memory cache only */
+  TL_JIT_LINE_INFO = 1u << 2,     /* .file / .loc of the source's lines in the PTX (tilec -lineinfo);
+                                     cached apart from the same source without them */
 };
 
 typedef struct tl_jit_options {
@@ -39,7 +41,7 @@ typedef struct tl_jit_options {
   const tilec_define *defines; /* -D NAME=VALUE overrides of kernel constants */
   int ndefines;
   const char *kernel;          /* compile only this kernel; NULL: all */
-  unsigned flags;              /* TL_JIT_NO_CACHE, TL_JIT_NO_DISK_CACHE */
+  unsigned flags;              /* TL_JIT_NO_CACHE, TL_JIT_NO_DISK_CACHE, TL_JIT_LINE_INFO */
   /* Called once per diagnostic (errors, warnings, notes) of a compilation that runs, in order,
    * before the call returns; the record's strings live only during the callback. A cache hit
    * compiles nothing and calls nothing. NULL: none. */
@@ -141,8 +143,9 @@ tl_jit_cache *tl_context_jit_cache(tl_context *ctx);
 
 /* The cache key of a compilation, as 32 hex digits: a hash of the source, the arch (which must be
  * given), the optimization level, the defines (normalized: the last value of each name, in name
- * order), the kernel selection and the compiler's build (tilec_build_id). Not in the key, because
- * they do not change the PTX: the filename, the callback and the flags. Needs no driver. */
+ * order), the kernel selection, the compiler's build (tilec_build_id) and TL_JIT_LINE_INFO. Not in
+ * the key, because they do not change the PTX: the filename, the callback and the other flags.
+ * Needs no driver. */
 tl_status tl_jit_key(const char *src, size_t len, const tl_jit_options *opt, char hex[33], char *err,
                      size_t err_size);
 

@@ -434,7 +434,7 @@ static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size
       tl_fmt(err, err_size, "define %d has no name or no value", i);
       return TL_ERR_BAD_ARGUMENT;
     }
-  if (o->flags & ~(unsigned)(TL_JIT_NO_CACHE | TL_JIT_NO_DISK_CACHE)) {
+  if (o->flags & ~(unsigned)(TL_JIT_NO_CACHE | TL_JIT_NO_DISK_CACHE | TL_JIT_LINE_INFO)) {
     tl_fmt(err, err_size, "unknown flags 0x%x", o->flags);
     return TL_ERR_BAD_ARGUMENT;
   }
@@ -456,7 +456,8 @@ static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size
   rq->use_memory = !off && cache->memory;
   rq->use_disk = !off && cache->dir[0] && !(o->flags & TL_JIT_NO_DISK_CACHE);
   tl_jit_compiler_id(rq->compiler_id, sizeof rq->compiler_id);
-  if (!tl_jit_key_for(src, len, rq->arch, o->opt_level, o->defines, o->ndefines, o->kernel, rq->compiler_id,
+  const int level = o->opt_level | (o->flags & TL_JIT_LINE_INFO ? TL_JIT_KEY_LINE_INFO : 0);
+  if (!tl_jit_key_for(src, len, rq->arch, level, o->defines, o->ndefines, o->kernel, rq->compiler_id,
                       &rq->key)) {
     tl_fmt(err, err_size, "out of memory");
     return TL_ERR_OUT_OF_MEMORY;
@@ -473,6 +474,7 @@ static tl_status compile(tl_jit_cache *cache, const request *rq, tl_cache_entry 
   to.filename = rq->opt.filename ? rq->opt.filename : "<jit>";
   to.arch = rq->arch;
   to.opt_level = rq->opt.opt_level;
+  to.line_info = (rq->opt.flags & TL_JIT_LINE_INFO) != 0;
   to.defines = rq->opt.defines;
   to.ndefines = rq->opt.ndefines;
   to.kernel = rq->opt.kernel;

@@ -40,6 +40,8 @@ static const char USAGE[] =
     "                      a group (its last step), all (every step) or groups:\n"
     "%s"
     "  -O0 -O1 -O2 -O3     LLVM optimization level (default -O3)\n"
+    "  -lineinfo           .file / .loc of the .tl lines in the PTX (also --line-info), for\n"
+    "                      ptxas -lineinfo, nvdisasm and Nsight Compute\n"
     "  --help              show this help\n"
     "  --version           show the version\n";
 
@@ -248,6 +250,8 @@ static int parse_args(int argc, char **argv, Command *cmd)
       opt->dump_after = a + 13;
     } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
       opt->opt_level = a[2] - '0';
+    } else if (!strcmp(a, "-lineinfo") || !strcmp(a, "--line-info")) {
+      opt->line_info = 1;
     } else if (a[0] == '-' && a[1]) {
       return usage_error("unknown option '%s'", a);
     } else if (cmd->input) {

@@ -430,7 +430,7 @@ static char *compile(const Module *m, const char *arch, int opt, char **ir)
 {
   Arena *a = arena_new();
   Diags d = diags_new(a);
-  CodegenOptions o = {target_find(arch), opt};
+  CodegenOptions o = {.target = target_find(arch), .opt_level = opt};
   char *ptx = NULL;
   bool ok = codegen_module(m, &o, &d, ir, &ptx);
   if (!ok) {
@@ -547,7 +547,7 @@ static void test_vector_add(void)
     }
   /* Either output may be skipped. */
   Diags d = diags_new(a);
-  CodegenOptions o = {target_find("sm_90"), 2};
+  CodegenOptions o = {.target = target_find("sm_90"), .opt_level = 2};
   char *ir = NULL;
   CHECK(codegen_module(m, &o, &d, &ir, NULL) && contains(ir, "@vector_add"), "IR only");
   free(ir);
@@ -1000,7 +1000,7 @@ static void test_errors(void)
   k->grid[1]->loc = (SrcLoc){7, 3};
   k->grid_rank = 2;
   Diags d2 = diags_new(a);
-  CodegenOptions o = {target_find("sm_80"), 3};
+  CodegenOptions o = {.target = target_find("sm_80"), .opt_level = 3};
   CHECK(!codegen_module(m, &o, &d2, &ir, &ptx), "float grid accepted");
   CHECK(d2.nerrors == 1 && d2.first->loc.line == 7 && contains(d2.first->message, "grid axis 1"),
         "grid error: %s", d2.first ? d2.first->message : "none");
@@ -1020,7 +1020,7 @@ static void *compile_in_thread(void *arg)
   for (int i = 0; i < 3; i++) {
     Arena *a = arena_new();
     Diags d = diags_new(a);
-    CodegenOptions o = {target_find(i % 2 ? "sm_90a" : "sm_80"), 3};
+    CodegenOptions o = {.target = target_find(i % 2 ? "sm_90a" : "sm_80"), .opt_level = 3};
     char *ptx = NULL;
     if (!codegen_module(m, &o, &d, NULL, &ptx) || !contains(ptx, "ld.global.v4.f32"))
       __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);

@@ -501,6 +501,33 @@ static tl_jit_stats compile_once(const char *dir, const char *reference, log_cap
   return s;
 }
 
+/* TL_JIT_LINE_INFO: its own cache entry (another key), and .loc directives in the PTX it gives; the
+ * same source without it has none, from the same cache. */
+static void test_line_info(void)
+{
+  char dir[4096], err[4096], k0[33], k1[33];
+  snprintf(dir, sizeof dir, "%s/lineinfo", tmp_root);
+  tl_jit_cache *c = NULL;
+  CHECK_STATUS(tl_jit_cache_create(dir, 0, &c, err, sizeof err), TL_OK, err);
+  tl_jit_options o = options_for("sm_90a", NULL, 0);
+  CHECK_STATUS(tl_jit_key(vector_add.text, vector_add.len, &o, k0, err, sizeof err), TL_OK, err);
+  o.flags = TL_JIT_LINE_INFO;
+  CHECK_STATUS(tl_jit_key(vector_add.text, vector_add.len, &o, k1, err, sizeof err), TL_OK, err);
+  CHECK(strcmp(k0, k1) != 0, "line info does not change the key (%s)", k0);
+  char *with = NULL, *without = NULL;
+  CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &o, &with, err, sizeof err), TL_OK,
+               err);
+  o.flags = 0;
+  CHECK_STATUS(tl_jit_compile_ptx(c, vector_add.text, vector_add.len, &o, &without, err, sizeof err), TL_OK,
+               err);
+  CHECK(with && strstr(with, "\t.loc\t") && strstr(with, "\t.file\t"),
+        "no .loc / .file with TL_JIT_LINE_INFO");
+  CHECK(without && !strstr(without, "\t.loc\t"), ".loc without TL_JIT_LINE_INFO");
+  free(with);
+  free(without);
+  tl_jit_cache_destroy(c);
+}
+
 static void test_disk_cache(void)
 {
   char dir[512], path[1024], err[4096];
@@ -1972,6 +1999,7 @@ int main(int argc, char **argv)
     test_key();
     test_format();
     test_disk_cache();
+    test_line_info();
     test_hostile_entries();
     test_disk_housekeeping();
     test_compile_errors();
