@@ -27,6 +27,8 @@ void lexer_init(Lexer *lx, const char *src, size_t len, Diags *d)
 	lx->end = src + len;
 	lx->line = 1;
 	lx->diags = d;
+	lx->prev_id = 0; /* no token yet: a '//' on the first line follows no operand */
+	lx->prev_line = 0;
 }
 
 static SrcLoc loc_of(const Lexer *lx, const char *p)
