@@ -1398,6 +1398,41 @@ static int temp_fragment(Sema *s, const char *name, const Buffer *like, int drop
   return kernel_add_buffer(s->a, s->k, b);
 }
 
+/* for v.. in parallel(shape of B) { body }: the loop with fresh variables in v[], body set later. */
+static Stmt *parallel_over(Sema *s, const Buffer *B, const char *name, Expr **v, SrcLoc loc)
+{
+  Stmt *loop = st_new(s->a, ST_FOR, loc);
+  loop->for_kind = FOR_PARALLEL;
+  loop->nvars = B->rank;
+  for (int d = 0; d < B->rank; d++) {
+    loop->vars[d] = new_var(s, arena_printf(s->a, "%s.i%d", name, d), VAR_LOOP, TY_I32, loc);
+    loop->extents[d] = ex_int(s->a, TY_I32, B->tile_shape[d]);
+    v[d] = ex_var(s->a, s->k, loop->vars[d]);
+  }
+  return loop;
+}
+
+/* buf[v with v[dim] replaced by at] */
+static Expr *load_at(Sema *s, int buf, Expr **v, int rank, int dim, Expr *at)
+{
+  Expr **idx = ARENA_ARRAY(s->a, Expr *, rank);
+  for (int d = 0; d < rank; d++)
+    idx[d] = d == dim ? at : ex_clone(s->a, v[d]);
+  return ex_load(s->a, s->k, buf, idx, rank);
+}
+
+static Stmt *store_at(Sema *s, int buf, Expr **v, int rank, Expr *value, SrcLoc loc)
+{
+  Stmt *st = st_new(s->a, ST_STORE, loc);
+  st->buf = buf;
+  st->idx = ARENA_ARRAY(s->a, Expr *, rank);
+  for (int d = 0; d < rank; d++)
+    st->idx[d] = ex_clone(s->a, v[d]);
+  st->nidx = rank;
+  st->value = value;
+  return st;
+}
+
 /* reduce_argmax(SRC, DST, dim = d) (argmin alike): the index along d of each extreme, the lowest
  * index among equal ones.  Three steps of the existing kind, so layouts and every target follow:
  *   reduce_max(SRC, m, dim = d);                                  m: f32 (f16 / bf16 widened), i32, u32
@@ -1421,41 +1456,29 @@ static Stmt *arg_reduce(Sema *s, const Node *call, int src, int dst, int dim, bo
   r1->buf = m;
   r1->dim = dim;
   r1->reduce = max ? RED_MAX : RED_MIN;
-  Stmt *loop = st_new(s->a, ST_FOR, call->loc);
-  loop->for_kind = FOR_PARALLEL;
-  loop->nvars = S->rank;
-  Expr **si = ARENA_ARRAY(s->a, Expr *, S->rank), **ti = ARENA_ARRAY(s->a, Expr *, S->rank);
-  Expr **mi = ARENA_ARRAY(s->a, Expr *, S->rank);
+  Expr *v[TL_MAX_RANK], **mi = ARENA_ARRAY(s->a, Expr *, S->rank);
+  Stmt *loop = parallel_over(s, S, call->name, v, call->loc);
   int nm = 0;
-  for (int d = 0; d < S->rank; d++) {
-    int v = new_var(s, arena_printf(s->a, "%s.i%d", call->name, d), VAR_LOOP, TY_I32, call->loc);
-    loop->vars[d] = v;
-    loop->extents[d] = ex_int(s->a, TY_I32, S->tile_shape[d]);
-    si[d] = ex_var(s->a, s->k, v);
-    ti[d] = ex_var(s->a, s->k, v);
+  for (int d = 0; d < S->rank; d++)
     if (d != dim)
-      mi[nm++] = ex_var(s->a, s->k, v);
-  }
+      mi[nm++] = ex_clone(s->a, v[d]);
   if (nm == 0)
     mi[nm++] = ex_int(s->a, TY_I32, 0);
-  Expr *x = ex_load(s->a, s->k, src, si, S->rank);
+  Expr *x = load_at(s, src, v, S->rank, -1, NULL);
   if (x->type != mt)
     x = ex_cast(s->a, mt, x);
   Expr *hit = ex_binary(s->a, OP_EQ, x, ex_load(s->a, s->k, m, mi, nm));
-  Stmt *st = st_new(s->a, ST_STORE, call->loc);
-  st->buf = t;
-  st->idx = ti;
-  st->nidx = S->rank;
-  st->value = ex_select(s->a, hit, ex_var(s->a, s->k, loop->vars[dim]), ex_int(s->a, TY_I32, INT32_MAX));
-  loop->then_s = st;
+  loop->then_s = store_at(s, t, v, S->rank,
+                          ex_select(s->a, hit, ex_clone(s->a, v[dim]), ex_int(s->a, TY_I32, INT32_MAX)),
+                          call->loc);
   Stmt *r2 = st_new(s->a, ST_REDUCE, call->loc);
   r2->src_buf = t;
   r2->buf = dst;
   r2->dim = dim;
   r2->reduce = RED_MIN;
-  Stmt **v = ARENA_ARRAY(s->a, Stmt *, 3);
-  v[0] = r1, v[1] = loop, v[2] = r2;
-  return st_seq(s->a, v, 3);
+  Stmt **seq = ARENA_ARRAY(s->a, Stmt *, 3);
+  seq[0] = r1, seq[1] = loop, seq[2] = r2;
+  return st_seq(s->a, seq, 3);
 }
 
 /* reduce_sum(SRC, DST [, dim = INT] [, clear = BOOL]), and reduce_max, reduce_min alike
@@ -1543,41 +1566,6 @@ static int temp_shared(Sema *s, const char *name, const Buffer *like, TypeKind t
   return b;
 }
 
-/* for v.. in parallel(shape of B) { body }: the loop with fresh variables in v[], body set later. */
-static Stmt *temp_loop(Sema *s, const Buffer *B, const char *name, Expr **v, SrcLoc loc)
-{
-  Stmt *loop = st_new(s->a, ST_FOR, loc);
-  loop->for_kind = FOR_PARALLEL;
-  loop->nvars = B->rank;
-  for (int d = 0; d < B->rank; d++) {
-    loop->vars[d] = new_var(s, arena_printf(s->a, "%s.i%d", name, d), VAR_LOOP, TY_I32, loc);
-    loop->extents[d] = ex_int(s->a, TY_I32, B->tile_shape[d]);
-    v[d] = ex_var(s->a, s->k, loop->vars[d]);
-  }
-  return loop;
-}
-
-/* buf[v with v[dim] replaced by at] */
-static Expr *load_at(Sema *s, int buf, Expr **v, int rank, int dim, Expr *at)
-{
-  Expr **idx = ARENA_ARRAY(s->a, Expr *, rank);
-  for (int d = 0; d < rank; d++)
-    idx[d] = d == dim ? at : ex_clone(s->a, v[d]);
-  return ex_load(s->a, s->k, buf, idx, rank);
-}
-
-static Stmt *store_at(Sema *s, int buf, Expr **v, int rank, Expr *value, SrcLoc loc)
-{
-  Stmt *st = st_new(s->a, ST_STORE, loc);
-  st->buf = buf;
-  st->idx = ARENA_ARRAY(s->a, Expr *, rank);
-  for (int d = 0; d < rank; d++)
-    st->idx[d] = ex_clone(s->a, v[d]);
-  st->nidx = rank;
-  st->value = value;
-  return st;
-}
-
 /* The element `off` steps back along dim (forward when reverse), or 0 past the edge:
  * select(v_d >= off, X[.., v_d - off, ..], 0), the index clamped so that the unused side stays in
  * the tile. */
@@ -1646,19 +1634,19 @@ static Stmt *check_cumsum(Sema *s, const Node *call)
   S = &s->k->bufs[src]; /* the buffers may have moved */
   StmtList out = {0};
   Expr *v[TL_MAX_RANK];
-  Stmt *loop = temp_loop(s, S, "cumsum", v, call->loc);
+  Stmt *loop = parallel_over(s, S, "cumsum", v, call->loc);
   Expr *x = load_at(s, src, v, rank, -1, NULL);
   loop->then_s = store_at(s, bufs[0], v, rank, x->type == D->elem ? x : ex_cast(s->a, D->elem, x), call->loc);
   stlist_push(s->a, &out, loop);
   int cur = 0;
   for (int64_t off = 1; off < n; off *= 2, cur ^= 1) {
-    loop = temp_loop(s, S, "cumsum", v, call->loc);
+    loop = parallel_over(s, S, "cumsum", v, call->loc);
     Expr *sum = ex_binary(s->a, OP_ADD, load_at(s, bufs[cur], v, rank, -1, NULL),
                           shifted(s, bufs[cur], v, rank, d, off, n, reverse));
     loop->then_s = store_at(s, bufs[cur ^ 1], v, rank, sum, call->loc);
     stlist_push(s->a, &out, loop);
   }
-  loop = temp_loop(s, S, "cumsum", v, call->loc);
+  loop = parallel_over(s, S, "cumsum", v, call->loc);
   Expr *r = exclusive ? shifted(s, bufs[cur], v, rank, d, 1, n, reverse)
                       : load_at(s, bufs[cur], v, rank, -1, NULL);
   loop->then_s = store_at(s, dst, v, rank, r, call->loc);
@@ -1736,7 +1724,6 @@ static Stmt *check_atomic(Sema *s, const Node *call)
   }
   /* Tile-wise: for i.. in parallel(TILE's shape): if inside T: atomic_OP(T[o + i ..], TILE[i ..]) */
   const Buffer *tile = &s->k->bufs[vs->index];
-  int ti = vs->index;
   if (tile->scope == SCOPE_GLOBAL || b->scope != SCOPE_GLOBAL) {
     error_at(s->d, call->loc,
              "'%s' of a whole tile goes from a fragment or shared tile into a global tensor "
@@ -1749,22 +1736,11 @@ static Stmt *check_atomic(Sema *s, const Node *call)
              tile->rank, b->name, b->rank);
     return NULL;
   }
-  Stmt *loop = st_new(s->a, ST_FOR, call->loc);
-  loop->for_kind = FOR_PARALLEL;
-  loop->nvars = tile->rank;
-  Expr **ti_idx = ARENA_ARRAY(s->a, Expr *, tile->rank);
-  Expr **gi = ARENA_ARRAY(s->a, Expr *, b->rank);
-  Expr *inside = NULL;
+  Expr *v[TL_MAX_RANK], **gi = ARENA_ARRAY(s->a, Expr *, b->rank), *inside = NULL;
+  Stmt *loop = parallel_over(s, tile, call->name, v, call->loc);
   int lead = b->rank - tile->rank;
   for (int d = 0; d < b->rank; d++) {
-    gi[d] = idx[d];
-    if (d >= lead) {
-      int v = new_var(s, arena_printf(s->a, "%s.i%d", call->name, d - lead), VAR_LOOP, TY_I32, call->loc);
-      loop->vars[d - lead] = v;
-      loop->extents[d - lead] = ex_int(s->a, TY_I32, tile->tile_shape[d - lead]);
-      ti_idx[d - lead] = ex_var(s->a, s->k, v);
-      gi[d] = ex_binary(s->a, OP_ADD, idx[d], ex_var(s->a, s->k, v));
-    }
+    gi[d] = d >= lead ? ex_binary(s->a, OP_ADD, idx[d], ex_clone(s->a, v[d - lead])) : idx[d];
     Expr *in = ex_binary(s->a, OP_LT, ex_clone(s->a, gi[d]), ex_clone(s->a, b->shape[d]));
     inside = inside ? ex_binary(s->a, OP_LAND, inside, in) : in;
   }
@@ -1772,7 +1748,7 @@ static Stmt *check_atomic(Sema *s, const Node *call)
   at->buf = bi;
   at->idx = gi;
   at->nidx = b->rank;
-  Expr *val = ex_load(s->a, s->k, ti, ti_idx, tile->rank);
+  Expr *val = load_at(s, vs->index, v, tile->rank, -1, NULL);
   at->value = val->type == b->elem ? val : ex_cast(s->a, b->elem, val);
   at->reduce = op;
   Stmt *guard = st_new(s->a, ST_IF, call->loc);

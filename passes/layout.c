@@ -696,7 +696,7 @@ static bool is_column_read(const Kernel *k, const Stmt *p, const Expr *e)
 static Expr *scan_col_expr(void *ctx, Expr *e)
 {
   ColScan *c = ctx;
-  if (c->loop && e->kind == EX_LOAD && is_column_read(c->k, c->loop, e))
+  if (e->kind == EX_LOAD && is_column_read(c->k, c->loop, e))
     c->cols[e->buf] = true;
   return e;
 }
@@ -712,21 +712,16 @@ static void scan_cols(ColScan *c, Stmt *s)
     c->fixed[s->src_buf] = true;
     c->fixed[s->buf] |= s->dim == c->k->bufs[s->src_buf].rank - 1;
   }
-  bool par = s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && !c->loop;
-  if (par)
+  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL) { /* no tile op or loop of its kind inside */
     c->loop = s;
-  if (s->value)
-    expr_rewrite(s->value, scan_col_expr, c);
-  if (s->cond)
-    expr_rewrite(s->cond, scan_col_expr, c);
-  for (int i = 0; i < s->nidx; i++)
-    expr_rewrite(s->idx[i], scan_col_expr, c);
+    stmt_rewrite_exprs(s->then_s, scan_col_expr, c);
+    c->loop = NULL;
+    return;
+  }
   for (int i = 0; i < s->nbody; i++)
     scan_cols(c, s->body[i]);
   scan_cols(c, s->then_s);
   scan_cols(c, s->else_s);
-  if (par)
-    c->loop = NULL;
 }
 
 static void columns_to_shared(Inference *l)
