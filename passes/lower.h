@@ -70,6 +70,10 @@ void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr
 bool lw_writes_shared(const Lw *w, int buf);
 Expr *lw_mma_row(Lw *w, const FragLayout *L, Expr *reg); /* the row of register reg of an MMA_ROWS fragment */
 bool lw_is_rows(const Buffer *b);                        /* ROWS or MMA_ROWS */
+/* True in the one thread that holds a row of a ROWS or MMA_ROWS fragment first, which stores or
+ * updates it once for all its holders: ROWS, the thread whose chunk starts the row (col: the
+ * parent's last coordinate of the chunk); MMA_ROWS, lane 0 of a quad in warp column 0 (col unused). */
+Expr *lw_row_owner(Lw *w, const FragLayout *L, Expr *col);
 int lw_coop_vec(const Buffer *tile, TypeKind other);
 int lw_piece_lanes(TypeKind a, TypeKind b, int n);
 void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n,

@@ -252,6 +252,16 @@ Expr *lw_mma_row(Lw *w, const FragLayout *L, Expr *reg)
   return row;
 }
 
+Expr *lw_row_owner(Lw *w, const FragLayout *L, Expr *col)
+{
+  if (L->kind != LAYOUT_MMA_ROWS)
+    return lw_bin(w, OP_EQ, col, lw_i32(w, 0));
+  Expr *lane = lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 32));
+  Expr *wn = lw_bin(w, OP_MOD, lw_bin(w, OP_DIV, lw_var(w, w->tid), lw_i32(w, 32)), lw_i32(w, L->warps_n));
+  return lw_and(w, lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, lane, lw_i32(w, 4)), lw_i32(w, 0)),
+                L->warps_n > 1 ? lw_bin(w, OP_EQ, wn, lw_i32(w, 0)) : NULL);
+}
+
 /* A ROWS or MMA_ROWS fragment: one element per row of a tile. */
 bool lw_is_rows(const Buffer *b)
 {

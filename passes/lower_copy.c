@@ -295,10 +295,7 @@ static RowPos row_pos(Lw *w, StmtList *out, const Buffer *F, int c)
     /* Register c = fm * 2 + h; lane 0 of each quad in warp column 0 stores. */
     r.rc[0] = lw_var(w, lw_let(w, out, "row", lw_mma_row(w, L, lw_var(w, c))));
     r.valid = NULL;
-    Expr *lane = lw_bin(w, OP_MOD, lw_var(w, w->tid), lw_i32(w, 32));
-    Expr *wn = lw_bin(w, OP_MOD, lw_bin(w, OP_DIV, lw_var(w, w->tid), lw_i32(w, 32)), lw_i32(w, L->warps_n));
-    r.first = lw_and(w, lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, lane, lw_i32(w, 4)), lw_i32(w, 0)),
-                     L->warps_n > 1 ? lw_bin(w, OP_EQ, wn, lw_i32(w, 0)) : NULL);
+    r.first = lw_row_owner(w, L, NULL);
     return r;
   }
   int64_t ptotal = 1;
@@ -314,7 +311,7 @@ static RowPos row_pos(Lw *w, StmtList *out, const Buffer *F, int c)
   for (int d = 0; d < F->rank; d++)
     r.rc[d] = L->parent_rank == 1 ? lw_i32(w, 0) : pc[d];
   r.valid = lw_bin(w, OP_LT, lw_var(w, flat), lw_i32(w, ptotal));
-  r.first = lw_bin(w, OP_EQ, pc[L->parent_rank - 1], lw_i32(w, 0));
+  r.first = lw_row_owner(w, L, pc[L->parent_rank - 1]);
   return r;
 }
 

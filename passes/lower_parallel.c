@@ -12,7 +12,7 @@ typedef struct {
   int lets[TL_MAX_RANK]; /* the loop variables, rebound per element */
   Expr *reg;             /* the register of the current element, in ELEMWISE fragments */
   Expr *row_reg;         /* the register of its row, in ROWS fragments */
-  Expr *primary;         /* anchors whose rows several threads hold: true in the one thread that
+  Expr *primary;         /* anchors whose rows several threads hold: lw_row_owner, the thread that
                             runs the row's atomics (NULL: every iteration has one thread) */
   bool shared_store;
 } ParCtx;
@@ -95,8 +95,7 @@ static Stmt *lower_parallel_rows(Lw *w, Stmt *s, const FragLayout *L)
   ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   for (int d = 0; d < s->nvars; d++)
     p.lets[d] = lw_let(w, &body, w->k->vars[s->vars[d]].name, L->parent_rank == 1 ? lw_i32(w, 0) : t[d]);
-  /* the row's first vector is this thread's */
-  p.primary = lw_bin(w, OP_EQ, ex_clone(w->a, t[L->parent_rank - 1]), lw_i32(w, 0));
+  p.primary = lw_row_owner(w, L, ex_clone(w->a, t[L->parent_rank - 1]));
   p.reg = lw_var(w, c);
   p.row_reg = lw_var(w, c);
   par_stmt(&p, s->then_s);
@@ -140,10 +139,7 @@ static Stmt *lower_parallel_mma_rows(Lw *w, Stmt *s, const FragLayout *L)
   StmtList body = {0};
   ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, lw_mma_row(w, L, lw_var(w, c)));
-  /* the thread that holds column 0 of the row (lane % 4 == 0 in the first column of warps) */
-  Expr *row0, *col0;
-  lw_mma_coords(w, L, lw_i32(w, 0), lw_i32(w, 0), lw_i32(w, 0), &row0, &col0);
-  p.primary = lw_bin(w, OP_EQ, col0, lw_i32(w, 0));
+  p.primary = lw_row_owner(w, L, NULL);
   p.reg = lw_var(w, c);
   p.row_reg = lw_var(w, c);
   par_stmt(&p, s->then_s);
