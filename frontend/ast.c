@@ -41,6 +41,7 @@ const char *token_name(int id)
   case TK_FLOAT: return "number";
   case TK_TYPE: return "type";
   case TK_KERNEL:
+  case TK_FN:
   case TK_LET:
   case TK_VAR:
   case TK_IF:
@@ -141,9 +142,9 @@ static void print_list(StrBuf *sb, const char *label, const NodeList *l, int d)
 
 static void print_node(StrBuf *sb, const Node *n, int d)
 {
-  static const char *kinds[] = {"Int",      "Float", "Bool", "Name",  "Type",   "Unary", "Binary",
-                                "Call",     "Index", "List", "Named", "Let",    "Var",   "Assign",
-                                "CallStmt", "If",    "For",  "Block", "Kernel", "Param", "Const"};
+  static const char *kinds[] = {"Int",   "Float", "Bool",  "Name",   "Type",  "Unary", "Binary", "Call",
+                                "Index", "List",  "Named", "Slice",  "Let",   "Var",   "Assign", "CallStmt",
+                                "If",    "For",   "Block", "Kernel", "Param", "Const"};
   if (!n) {
     ind(sb, d);
     sb_puts(sb, "<none>\n");

@@ -43,6 +43,7 @@ typedef enum {
   N_INDEX,
   N_LIST,
   N_NAMED,
+  N_SLICE, /* in an index list: `a : b` (.a, .b) or `:` (neither) */
   /* statements */
   N_LET,
   N_VAR,
@@ -55,6 +56,7 @@ typedef enum {
   N_KERNEL,
   N_PARAM,
   N_CONST,
+  N_FN, /* fn NAME(params) block (.b) | fn NAME(params) = expr; (.a); params in .list */
 } NodeKind;
 
 typedef struct Node Node;

@@ -92,6 +92,7 @@ Token lexer_next(Lexer *lx)
 		"/*" { skip_block_comment(lx, tok); continue; }
 
 		"kernel" { TOK(TK_KERNEL); }
+		"fn" { TOK(TK_FN); }
 		"let" { TOK(TK_LET); }
 		"var" { TOK(TK_VAR); }
 		"if" { TOK(TK_IF); }

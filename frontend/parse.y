@@ -138,7 +138,7 @@ static Node *mkcall(Parser *p, Token t, Node *args)
 
 /* ---------------------------------------------------------------- tokens */
 /* Every token the lexer produces, so that parse.h defines them all. */
-%token KERNEL LET VAR IF ELSE FOR IN TRUE FALSE GRID THREADS AS TYPE IDENT INT FLOAT
+%token KERNEL FN LET VAR IF ELSE FOR IN TRUE FALSE GRID THREADS AS TYPE IDENT INT FLOAT
        LPAREN RPAREN LBRACKET RBRACKET LBRACE RBRACE COMMA SEMI COLON DOT ASSIGN
        PLUSEQ MINUSEQ STAREQ SLASHEQ.
 
@@ -159,6 +159,32 @@ static Node *mkcall(Parser *p, Token t, Node *args)
 program ::= items.
 items ::= .
 items ::= items kernel(K).  { nodelist_push(p->arena, &p->kernels, K); }
+items ::= items fndef(F).  { nodelist_push(p->arena, &p->kernels, F); }
+
+/* Inline functions: statements (a block) or a value (= expr;), expanded where called (sema). */
+fndef(F) ::= FN(T) IDENT(N) LPAREN fnparams(P) RPAREN block(B).  {
+	F = NEW(N_FN, N.loc);
+	(void)T;
+	F->name = arena_strndup(p->arena, N.start, (size_t)N.len);
+	F->list = P->list;
+	F->b = B;
+}
+fndef(F) ::= FN(T) IDENT(N) LPAREN fnparams(P) RPAREN ASSIGN expr(E) SEMI.  {
+	F = NEW(N_FN, N.loc);
+	(void)T;
+	F->name = arena_strndup(p->arena, N.start, (size_t)N.len);
+	F->list = P->list;
+	F->a = E;
+}
+fnparams(L) ::= .  { L = mklist(p, NO_LOC); }
+fnparams(L) ::= fnparamlist(L0).  { L = L0; }
+fnparamlist(L) ::= fnparam(X).  { L = push(p, mklist(p, X->loc), X); }
+fnparamlist(L) ::= fnparamlist(L0) COMMA fnparam(X).  { L = push(p, L0, X); }
+fnparam(P) ::= IDENT(N) typeopt(T).  {
+	P = NEW(N_PARAM, N.loc);
+	P->name = arena_strndup(p->arena, N.start, (size_t)N.len);
+	settype(P, T);
+}
 
 kernel(K) ::= KERNEL(T) IDENT(N) constparams(C) LPAREN params(P) RPAREN launch(G) block(B). {
 	K = NEW(N_KERNEL, N.loc);
@@ -283,7 +309,7 @@ expr(E) ::= TILDE(T) expr(A).  { E = mkunary(p, OP_BNOT, T, A); }
 expr(E) ::= postfix(A).  { E = A; }
 
 postfix(E) ::= primary(A).  { E = A; }
-postfix(E) ::= postfix(A) LBRACKET(T) exprlist(I) RBRACKET.  { E = NEW(N_INDEX, T.loc); E->a = A; E->list = I->list; E = deep(p, E); }
+postfix(E) ::= postfix(A) LBRACKET(T) indexlist(I) RBRACKET.  { E = NEW(N_INDEX, T.loc); E->a = A; E->list = I->list; E = deep(p, E); }
 postfix(E) ::= IDENT(N) LPAREN args(A) RPAREN.  { E = mkcall(p, N, A); }
 postfix(E) ::= TYPE(N) LPAREN args(A) RPAREN.  { E = mkcall(p, N, A); }
 
@@ -294,6 +320,13 @@ primary(E) ::= FALSE(T).  { E = NEW(N_BOOL, T.loc); E->ival = 0; }
 primary(E) ::= IDENT(T).  { E = mkname(p, T); }
 primary(E) ::= LPAREN expr(A) RPAREN.  { E = A; }
 primary(E) ::= LBRACKET(T) exprlist(L) RBRACKET.  { E = L; E->loc = T.loc; E = deep(p, E); }
+
+/* Indices, or slices that pick the dimensions a copied tile spans: `a : b`, `:` (sema). */
+indexlist(L) ::= index(X).  { L = push(p, mklist(p, X->loc), X); }
+indexlist(L) ::= indexlist(L0) COMMA index(X).  { L = push(p, L0, X); }
+index(X) ::= expr(E).  { X = E; }
+index(X) ::= COLON(T).  { X = NEW(N_SLICE, T.loc); }
+index(X) ::= expr(A) COLON(T) expr(B).  { X = NEW(N_SLICE, T.loc); X->a = A; X->b = B; X = deep(p, X); }
 
 exprlist(L) ::= expr(X).  { L = push(p, mklist(p, X->loc), X); }
 exprlist(L) ::= exprlist(L0) COMMA expr(X).  { L = push(p, L0, X); }

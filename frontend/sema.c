@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { SYM_VAR, SYM_BUF, SYM_TYPE } SymKind; /* SYM_TYPE: index is a TypeKind */
+/* SYM_TYPE: index is a TypeKind; SYM_EXPR: a value fn's parameter, index into Sema.exprs (the
+ * argument, substituted where the name is used) */
+typedef enum { SYM_VAR, SYM_BUF, SYM_TYPE, SYM_EXPR } SymKind;
+
+enum { MAX_FN_DEPTH = 16 }; /* fns expanded inside fns */
 
 typedef struct {
   const char *name;
@@ -46,6 +50,13 @@ typedef struct {
   const char **failed; /* names whose `let` failed (reported): later uses stay quiet */
   int nfailed, cap_failed;
   int grid_dim_var[3]; /* num_blocks(axis)'s VAR_GRID_DIM, -1 until used */
+  const Node **fns;    /* the program's fn definitions (N_FN) */
+  int nfns;
+  int sym_base;        /* names are looked up from here: a fn's body sees its parameters only */
+  const Node *expanding[MAX_FN_DEPTH]; /* the fns being expanded, outermost first */
+  int nexpanding;
+  Expr **exprs;                        /* SYM_EXPR values */
+  int nexprs, cap_exprs;
 } Sema;
 
 /* ---------------------------------------------------------------- scopes */
@@ -65,7 +76,7 @@ static void sym_push(Sema *s, const char *name, SymKind kind, int index)
 
 static const Sym *sym_lookup(const Sema *s, const char *name)
 {
-  for (int i = s->nsyms - 1; i >= 0; i--)
+  for (int i = s->nsyms - 1; i >= s->sym_base; i--)
     if (strcmp(s->syms[i].name, name) == 0)
       return &s->syms[i];
   return NULL;
@@ -91,6 +102,11 @@ static void undefined_name(Sema *s, SrcLoc loc, const char *name)
   for (int i = 0; i < s->nfailed; i++)
     if (!strcmp(s->failed[i], name))
       return;
+  for (int i = s->sym_base - 1; i >= 0; i--)
+    if (!strcmp(s->syms[i].name, name)) {
+      error_at(s->d, loc, "undefined name '%s': a fn sees only its parameters; pass '%s' as one", name, name);
+      return;
+    }
   error_at(s->d, loc, "undefined name '%s'", name);
 }
 
@@ -617,6 +633,9 @@ static Expr *check_next_pow2(Sema *s, const Node *n)
  *   min(a, b)  max(a, b)  ceildiv(a, b)  select(COND, a, b)
  *   an intrinsic (exp, sqrt, fma, ...: docs/language.md section 8), its arguments of one type
  * A tile operation, alloc_* or a loop iterator here is reported as used in the wrong place. */
+static const Node *find_fn(const Sema *s, const char *name);
+static Expr *expand_value_fn(Sema *s, const Node *fn, const Node *call, TypeKind hint);
+
 static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
 {
   const char *name = n->name;
@@ -727,6 +746,14 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
     error_at(s->d, n->loc, "'%s' does not produce a value; use it as a statement", name);
     return NULL;
   }
+  const Node *fn_def = find_fn(s, name);
+  if (fn_def) {
+    if (!fn_def->a) {
+      error_at(s->d, n->loc, "fn '%s' is a block of statements, not a value; call it as a statement", name);
+      return NULL;
+    }
+    return expand_value_fn(s, fn_def, n, hint);
+  }
   if (!strncmp(name, "alloc_", 6)) {
     error_at(s->d, n->loc, "'%s' can only initialize a 'let' binding", name);
     return NULL;
@@ -771,6 +798,13 @@ static Expr **check_indices(Sema *s, const Buffer *b, const NodeList *idx, SrcLo
   bool ok = true;
   for (int i = 0; i < idx->n; i++) {
     const Node *in = idx->items[i];
+    if (in->kind == N_SLICE) {
+      error_at(s->d, in->loc,
+               "a slice names the part of a tensor that copy() moves; '%s' is indexed here by element",
+               b->name);
+      ok = false;
+      continue;
+    }
     Expr *e = require_int(s, check_expr(s, in, TY_I32), in->loc, "an index");
     if (!e) {
       ok = false;
@@ -851,6 +885,8 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
                scope_name(s->k->bufs[sym->index].scope), n->name);
       return NULL;
     }
+    if (sym->kind == SYM_EXPR)
+      return ex_clone(s->a, s->exprs[sym->index]);
     Expr *e = ex_var(s->a, s->k, sym->index);
     e->loc = n->loc;
     return e;
@@ -896,6 +932,9 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
   case N_LIST: error_at(s->d, n->loc, "a list is only allowed as the shape of an allocation"); return NULL;
   case N_TYPE: error_at(s->d, n->loc, "a type is not a value here"); return NULL;
   case N_NAMED: error_at(s->d, n->loc, "named argument '%s' is not allowed here", n->name); return NULL;
+  case N_SLICE:
+    error_at(s->d, n->loc, "a slice is only allowed among a tensor's indices in copy()");
+    return NULL;
   default: DIE("unexpected node kind %d in expression", n->kind);
   }
 }
@@ -1090,6 +1129,10 @@ static Stmt *check_assign(Sema *s, const Node *n)
       error_at(s->d, lhs->loc, "cannot assign to type '%s'", lhs->name);
       return NULL;
     }
+    if (sym->kind == SYM_EXPR) {
+      error_at(s->d, lhs->loc, "cannot assign to '%s', a parameter of a value fn", lhs->name);
+      return NULL;
+    }
     Var *v = &s->k->vars[sym->index];
     if (v->kind != VAR_MUT) {
       error_at(s->d, lhs->loc, "cannot assign to '%s': only 'var' bindings can change", lhs->name);
@@ -1138,8 +1181,105 @@ static Stmt *check_assign(Sema *s, const Node *n)
   return st;
 }
 
-/* One side of copy(): a whole buffer, or a global tensor at an origin. */
-static bool check_region(Sema *s, const Node *n, Region *r)
+/* Whether two expressions are written the same way (names, literals, operators, calls): the
+ * start of a slice `a : a + LEN` against its end. */
+static bool same_spelling(const Node *x, const Node *y, int depth)
+{
+  if (!x || !y || depth > 64)
+    return x == y;
+  if (x->kind != y->kind || x->op != y->op || x->list.n != y->list.n)
+    return false;
+  switch (x->kind) {
+  case N_INT: return x->ival == y->ival;
+  case N_NAME: return !strcmp(x->name, y->name);
+  case N_UNARY:
+  case N_BINARY: return same_spelling(x->a, y->a, depth + 1) && same_spelling(x->b, y->b, depth + 1);
+  case N_CALL:
+  case N_INDEX:
+    if ((x->kind == N_CALL && strcmp(x->name, y->name)) || !same_spelling(x->a, y->a, depth + 1))
+      return false;
+    for (int i = 0; i < x->list.n; i++)
+      if (!same_spelling(x->list.items[i], y->list.items[i], depth + 1))
+        return false;
+    return true;
+  default: return false;
+  }
+}
+
+/* The length of slice `a : b`, a constant: b - a when both are constants, or LEN when b is
+ * written `a + LEN` (or `LEN + a`); -1 with an error otherwise. */
+static int64_t slice_length(Sema *s, const Node *sl, Expr *start)
+{
+  int64_t a, b, len;
+  Expr *end = require_int(s, check_expr(s, sl->b, TY_I32), sl->b->loc, "the end of a slice");
+  if (!end)
+    return -1;
+  const Node *e = sl->b;
+  if (sema_eval_int(s, start, &a) && sema_eval_int(s, end, &b))
+    len = b - a;
+  else if (e->kind == N_BINARY && e->op == OP_ADD &&
+           (same_spelling(e->a, sl->a, 0) || same_spelling(e->b, sl->a, 0))) {
+    const Node *ln = same_spelling(e->a, sl->a, 0) ? e->b : e->a;
+    Expr *le = require_int(s, check_expr(s, ln, TY_I32), ln->loc, "the length of a slice");
+    if (!le)
+      return -1;
+    if (!sema_eval_int(s, le, &len)) {
+      error_at(s->d, ln->loc, "the length of a slice must be a constant");
+      return -1;
+    }
+  } else {
+    error_at(s->d, sl->loc, "the length of slice 'a : b' must be a constant: write its end as 'a + LEN'");
+    return -1;
+  }
+  if (len <= 0) {
+    error_at(s->d, sl->loc, "slice of length %" PRId64 "; it must be at least 1", len);
+    return -1;
+  }
+  return len;
+}
+
+/* A tensor side of copy() with slices: `a : b` and `:` mark the dimensions the tile spans (in
+ * order), starting at a (`:` at 0); the other indices fix a position.  lens[i]: the length of the
+ * i-th slice (-1 for `:`, which takes the tile's). */
+static bool check_slices(Sema *s, const Node *n, const Buffer *b, Region *r, int64_t *lens)
+{
+  if (n->list.n != b->rank) {
+    error_at(s->d, n->loc, "'%s' has %d dimension%s but is indexed with %d", b->name, b->rank,
+             b->rank == 1 ? "" : "s", n->list.n);
+    return false;
+  }
+  r->origin = ARENA_ARRAY(s->a, Expr *, b->rank);
+  bool ok = true;
+  for (int i = 0; i < b->rank; i++) {
+    const Node *in = n->list.items[i];
+    const Node *start = in->kind == N_SLICE ? in->a : in;
+    Expr *e = start ? require_int(s, check_expr(s, start, TY_I32), start->loc, "an index")
+                    : ex_int(s->a, TY_I32, 0);
+    if (!e) {
+      ok = false;
+      continue;
+    }
+    r->origin[i] = e->type == TY_I32 ? e : ex_cast(s->a, TY_I32, e);
+    if (in->kind != N_SLICE)
+      continue;
+    lens[r->nspan] = in->a ? slice_length(s, in, r->origin[i]) : -1;
+    ok = ok && (!in->a || lens[r->nspan] > 0);
+    r->span[r->nspan++] = (int8_t)i;
+  }
+  return ok;
+}
+
+static bool has_slice(const Node *n)
+{
+  for (int i = 0; n->kind == N_INDEX && i < n->list.n; i++)
+    if (n->list.items[i]->kind == N_SLICE)
+      return true;
+  return false;
+}
+
+/* One side of copy(): a whole buffer, or a global tensor at an origin (or with slices:
+ * check_slices; lens as there). */
+static bool check_region(Sema *s, const Node *n, Region *r, int64_t *lens)
 {
   int bi;
   const Node *name = n->kind == N_INDEX ? n->a : n;
@@ -1164,8 +1304,38 @@ static bool check_region(Sema *s, const Node *n, Region *r)
     error_at(s->d, n->loc, "copy() moves whole tiles; copying part of '%s' is not supported yet", b->name);
     return false;
   }
+  if (has_slice(n))
+    return check_slices(s, n, b, r, lens);
   r->origin = check_indices(s, b, &n->list, n->loc);
   return r->origin != NULL;
+}
+
+/* A copy's slices against its tile: one per tile dimension, each as long as the tile's; slices
+ * of the tensor's last dimensions are the plain form (.nspan 0). */
+static bool check_spans(Sema *s, const Node *n, Region *g, const int64_t *lens, const Buffer *tile)
+{
+  if (!g->nspan)
+    return true;
+  if (g->nspan != tile->rank) {
+    error_at(s->d, n->loc,
+             "%d slice%s of '%s' for tile '%s' of %d dimension%s: name one per dimension of the tile",
+             g->nspan, g->nspan == 1 ? "" : "s", s->k->bufs[g->buf].name, tile->name, tile->rank,
+             tile->rank == 1 ? "" : "s");
+    return false;
+  }
+  bool trailing = true;
+  for (int i = 0; i < g->nspan; i++) {
+    if (lens[i] >= 0 && lens[i] != tile->tile_shape[i]) {
+      error_at(s->d, n->list.items[g->span[i]]->loc,
+               "slice of length %" PRId64 " for dimension %d of tile '%s', which is %" PRId64 " long",
+               lens[i], i, tile->name, tile->tile_shape[i]);
+      return false;
+    }
+    trailing = trailing && g->span[i] == g->rank - g->nspan + i;
+  }
+  if (trailing)
+    g->nspan = 0;
+  return true;
 }
 
 static void shape_str(StrBuf *sb, const Buffer *b)
@@ -1183,8 +1353,9 @@ static Stmt *check_copy(Sema *s, const Node *call)
   if (!check_arity(s, call, 2, 2, NULL))
     return NULL;
   Stmt *st = st_new(s->a, ST_COPY, call->loc);
-  bool ok = check_region(s, positional(call, 0), &st->src);
-  ok = check_region(s, positional(call, 1), &st->dst) && ok;
+  int64_t src_lens[TL_MAX_RANK], dst_lens[TL_MAX_RANK];
+  bool ok = check_region(s, positional(call, 0), &st->src, src_lens);
+  ok = check_region(s, positional(call, 1), &st->dst, dst_lens) && ok;
   if (!ok)
     return NULL;
   const Buffer *src = &s->k->bufs[st->src.buf], *dst = &s->k->bufs[st->dst.buf];
@@ -1200,6 +1371,10 @@ static Stmt *check_copy(Sema *s, const Node *call)
                tile->rank, glob->name, glob->rank);
       return NULL;
     }
+    bool load = glob == src;
+    if (!check_spans(s, positional(call, load ? 0 : 1), load ? &st->src : &st->dst,
+                     load ? src_lens : dst_lens, tile))
+      return NULL;
     /* Fixed tensor dims smaller than the tile can never be covered fully: fine, masked. */
     return st;
   }
@@ -1830,6 +2005,169 @@ static Stmt *check_warp_specialize(Sema *s, const Node *call)
 /* stmt = postfix ";" ;  a call statement: copy, fill, clear, gemm, reduce_sum/max/min, atomic_add,
  * use_swizzle, min_blocks_per_sm, warp_specialize.  Anything else computes a value for nothing and is
  * reported. */
+/* ---------------------------------------------------------------- fn
+ *
+ * fn NAME(p, q: T, ...) { stmts }   a block of statements, expanded where it is called
+ * fn NAME(p, q: T, ...) = expr;     a value, expanded where it is used
+ *
+ * Parameters bind to their arguments: a buffer's or a type's name binds the buffer or the type
+ * itself; any other argument is a value, computed once at the call into a `let` (statement fns;
+ * usable as a compile-time constant when it is one) or substituted where the parameter is used
+ * (value fns, whose arguments are expressions without effects).  `q: T` requires an argument of
+ * element type T.  The body sees its parameters only (and the builtins): hygiene, so that a name
+ * in a fn never means a name of the kernel it is expanded in.  A fn's body is checked where it is
+ * expanded, with the arguments' types: a fn nobody calls is not checked.  No recursion. */
+
+static const Node *find_fn(const Sema *s, const char *name)
+{
+  for (int i = 0; i < s->nfns; i++)
+    if (!strcmp(s->fns[i]->name, name))
+      return s->fns[i];
+  return NULL;
+}
+
+/* Enters fn's expansion at call: arity and recursion checks; false if it cannot be entered. */
+static bool fn_enter(Sema *s, const Node *fn, const Node *call)
+{
+  for (int i = 0; i < call->list.n; i++)
+    if (call->list.items[i]->kind == N_NAMED) {
+      error_at(s->d, call->list.items[i]->loc, "fn '%s' takes its arguments by position, not by name",
+               fn->name);
+      return false;
+    }
+  if (call->list.n != fn->list.n) {
+    error_at(s->d, call->loc, "fn '%s' takes %d argument%s, got %d", fn->name, fn->list.n,
+             fn->list.n == 1 ? "" : "s", call->list.n);
+    return false;
+  }
+  for (int i = 0; i < s->nexpanding; i++)
+    if (s->expanding[i] == fn) {
+      error_at(s->d, call->loc,
+               "fn '%s' calls itself; a fn is expanded where it is called, so it cannot recurse", fn->name);
+      return false;
+    }
+  if (s->nexpanding == MAX_FN_DEPTH) {
+    error_at(s->d, call->loc, "fns expanded more than %d deep", MAX_FN_DEPTH);
+    return false;
+  }
+  s->expanding[s->nexpanding++] = fn;
+  return true;
+}
+
+/* A parameter's binding, decided in the caller's scope. */
+typedef struct {
+  SymKind kind;
+  int index;
+  Expr *value; /* SYM_VAR (a statement fn's let) and SYM_EXPR */
+} FnArg;
+
+static bool bind_arg(Sema *s, const Node *fn, const Node *param, const Node *arg, FnArg *out)
+{
+  if (param->tname) {
+    error_at(s->d, param->tloc, "the type of fn parameter '%s' must be an element type such as f32",
+             param->name);
+    return false;
+  }
+  if (param->type == TY_VOID && arg->kind == N_NAME) {
+    const Sym *sym = sym_lookup(s, arg->name);
+    if (sym && (sym->kind == SYM_BUF || sym->kind == SYM_TYPE)) {
+      *out = (FnArg){sym->kind, sym->index, NULL};
+      return true;
+    }
+  }
+  if (param->type == TY_VOID && arg->kind == N_TYPE) {
+    *out = (FnArg){SYM_TYPE, (int)arg->type, NULL};
+    return true;
+  }
+  Expr *e = check_expr(s, arg, param->type);
+  if (e && param->type != TY_VOID)
+    e = require_type(s, e, param->type, arg->loc, "the argument");
+  if (!e)
+    return false;
+  (void)fn;
+  *out = (FnArg){SYM_VAR, -1, e};
+  return true;
+}
+
+/* Binds the parameters (after every argument is checked in the caller's scope) above a new
+ * base; statement fns get their values as lets into *lets. */
+static void bind_params(Sema *s, const Node *fn, FnArg *args, StmtList *lets)
+{
+  s->sym_base = s->nsyms;
+  for (int i = 0; i < fn->list.n; i++) {
+    const Node *p = fn->list.items[i];
+    FnArg *a = &args[i];
+    if (a->kind == SYM_VAR && lets) {
+      int var = new_var(s, p->name, VAR_LET, a->value->type, p->loc);
+      Stmt *st = st_new(s->a, ST_LET, p->loc);
+      st->var = var;
+      st->value = a->value;
+      stlist_push(s->a, lets, st);
+      note_let_const(s, var, a->value);
+      declare(s, p->name, p->loc, SYM_VAR, var);
+    } else if (a->kind == SYM_VAR) {
+      if (s->nexprs == s->cap_exprs) {
+        int cap = s->cap_exprs ? s->cap_exprs * 2 : 8;
+        Expr **n = ARENA_ARRAY(s->a, Expr *, cap);
+        if (s->nexprs)
+          memcpy(n, s->exprs, sizeof *n * (size_t)s->nexprs);
+        s->exprs = n;
+        s->cap_exprs = cap;
+      }
+      s->exprs[s->nexprs] = a->value;
+      declare(s, p->name, p->loc, SYM_EXPR, s->nexprs++);
+    } else
+      declare(s, p->name, p->loc, a->kind, a->index);
+  }
+}
+
+static Stmt *expand_stmt_fn(Sema *s, const Node *fn, const Node *call)
+{
+  if (!fn_enter(s, fn, call))
+    return NULL;
+  int errors = s->d->nerrors, mark = s->nsyms, base = s->sym_base;
+  FnArg *args = ARENA_ARRAY(s->a, FnArg, fn->list.n + 1);
+  bool ok = true;
+  for (int i = 0; i < fn->list.n; i++)
+    ok = bind_arg(s, fn, fn->list.items[i], call->list.items[i], &args[i]) && ok;
+  Stmt *body = NULL;
+  StmtList l = {0};
+  if (ok) {
+    bind_params(s, fn, args, &l);
+    body = check_block(s, fn->b);
+    stlist_push(s->a, &l, body);
+  }
+  s->nsyms = mark;
+  s->sym_base = base;
+  s->nexpanding--;
+  if (s->d->nerrors != errors)
+    note_at(s->d, call->loc, "in fn '%s', expanded here", fn->name);
+  return ok ? stlist_seq(s->a, &l, call->loc) : NULL;
+}
+
+static Expr *expand_value_fn(Sema *s, const Node *fn, const Node *call, TypeKind hint)
+{
+  if (!fn_enter(s, fn, call))
+    return NULL;
+  int errors = s->d->nerrors, mark = s->nsyms, base = s->sym_base, nexprs = s->nexprs;
+  FnArg *args = ARENA_ARRAY(s->a, FnArg, fn->list.n + 1);
+  bool ok = true;
+  for (int i = 0; i < fn->list.n; i++)
+    ok = bind_arg(s, fn, fn->list.items[i], call->list.items[i], &args[i]) && ok;
+  Expr *e = NULL;
+  if (ok) {
+    bind_params(s, fn, args, NULL);
+    e = check_expr(s, fn->a, hint);
+  }
+  s->nsyms = mark;
+  s->sym_base = base;
+  s->nexprs = nexprs;
+  s->nexpanding--;
+  if (s->d->nerrors != errors)
+    note_at(s->d, call->loc, "in fn '%s', expanded here", fn->name);
+  return e;
+}
+
 static Stmt *check_call_stmt(Sema *s, const Node *n)
 {
   const Node *call = n->a;
@@ -1848,6 +2186,9 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
   int b = builtin_find(name);
   if (b >= 0 && builtins[b].check)
     return builtins[b].check(s, call);
+  const Node *fn = find_fn(s, name);
+  if (fn && !fn->a)
+    return expand_stmt_fn(s, fn, call);
   /* Anything else is a value computed for nothing: report what it is. */
   if (check_expr(s, call, TY_VOID))
     error_at(s->d, n->loc, "the result of '%s' is unused", name);
@@ -2481,6 +2822,9 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
   k->fast_math = true;
   s->k = k;
   s->nsyms = 0;
+  s->sym_base = 0;
+  s->nexpanding = 0;
+  s->nexprs = 0;
   s->num_sms_var = -1;
   s->nlet_consts = 0;
   s->nfailed = 0;
@@ -2559,10 +2903,32 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
   s.target = target ? target : target_default();
   int errors = d->nerrors;
   bool found = false;
+  /* The fns first: a kernel may call one defined after it. */
+  s.fns = ARENA_ARRAY(a, const Node *, kernels->n + 1);
+  for (int i = 0; i < kernels->n; i++) {
+    const Node *fn = kernels->items[i];
+    if (fn->kind != N_FN)
+      continue;
+    if (is_reserved(fn->name) || type_from_name(fn->name, strlen(fn->name)) != TY_VOID) {
+      error_at(d, fn->loc, "'%s' is a builtin and cannot be redefined", fn->name);
+      continue;
+    }
+    const Node *old = find_fn(&s, fn->name);
+    if (old) {
+      error_at(d, fn->loc, "redefinition of fn '%s'", fn->name);
+      note_at(d, old->loc, "'%s' was defined here", fn->name);
+      continue;
+    }
+    s.fns[s.nfns++] = fn;
+  }
+  int nkernels = 0;
   for (int i = 0; i < kernels->n; i++) {
     const Node *kn = kernels->items[i];
+    if (kn->kind != N_KERNEL)
+      continue;
+    nkernels++;
     for (int j = 0; j < i; j++)
-      if (!strcmp(kernels->items[j]->name, kn->name)) {
+      if (kernels->items[j]->kind == N_KERNEL && !strcmp(kernels->items[j]->name, kn->name)) {
         error_at(d, kn->loc, "redefinition of kernel '%s'", kn->name);
         note_at(d, kernels->items[j]->loc, "'%s' was defined here", kn->name);
       }
@@ -2575,7 +2941,7 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
   }
   if (only && !found)
     error_at(d, NO_LOC, "no kernel named '%s'", only);
-  else if (!kernels->n && d->nerrors == errors)
+  else if (!nkernels && d->nerrors == errors)
     error_at(d, NO_LOC, "no kernel in the input");
   /* A -D for a constant of a kernel that --kernel left out is not unused. */
   for (int i = 0; i < kernels->n; i++)
@@ -2593,7 +2959,7 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
     }
     bool named = false;
     for (int k = 0; k < kernels->n && !named; k++)
-      for (int p = 0; p < kernels->items[k]->list.n && !named; p++) {
+      for (int p = 0; kernels->items[k]->kind == N_KERNEL && p < kernels->items[k]->list.n && !named; p++) {
         const Node *pn = kernels->items[k]->list.items[p];
         for (int j = 0; pn->is_tensor && j < pn->list.n; j++)
           named |= pn->list.items[j]->kind == N_NAME && !strcmp(pn->list.items[j]->name, sizes[i].name);

@@ -901,6 +901,16 @@ static bool mbarrier(Th *th, const Stmt *s, int t)
   }
 }
 
+/* The tensor dimension of a TMA box's rows: the one before the last whose extent is not 1 (a
+ * copy with slices spans dimensions that need not be the last two), else the last but one. */
+static int box_rows_dim(const struct TensorMap *map, int R)
+{
+  for (int d = R - 2; d >= 0; d--)
+    if (map->box[d] > 1)
+      return d;
+  return R - 2;
+}
+
 /* A TMA statement's tensor coordinates o[], its tile's indices ti[] and its box
  * rows x cols: a 1024-byte aligned panel of a wgmma swizzled tile, or an error. */
 static bool tma_panel(Th *th, const Stmt *s, int t, int64_t *o, int64_t *ti, int64_t *rows, int64_t *cols)
@@ -913,7 +923,7 @@ static bool tma_panel(Th *th, const Stmt *s, int t, int64_t *o, int64_t *ti, int
   if (!eval_indices(th, s->src_idx, R, t, o) || !eval_indices(th, s->idx, s->nidx, t, ti) ||
       !locate(th, s->loc, t, s->buf, ti, s->nidx, 1, &at))
     return false;
-  *rows = map->box[R - 2];
+  *rows = map->box[box_rows_dim(map, R)];
   *cols = map->box[R - 1];
   int64_t span = swizzle_span(T->swizzle);
   if (!span || at % 1024 || *cols * 2 != span || ti[s->nidx - 1] % *cols ||
@@ -934,7 +944,7 @@ static bool tma_panel(Th *th, const Stmt *s, int t, int64_t *o, int64_t *ti, int
 static int tma_elem(Th *th, const Stmt *s, int t, const int64_t *o, const int64_t *ti, int64_t r, int64_t c,
                     int64_t *li, int64_t *byte, int64_t *gi, int64_t *off)
 {
-  int R = th->k->bufs[s->src_buf].rank;
+  int R = th->k->bufs[s->src_buf].rank, rd = box_rows_dim(&th->k->tmaps[s->tmap], R);
   const int64_t *dims = th->dims[s->src_buf];
   for (int d = 0; d < s->nidx; d++)
     li[d] = ti[d] + (d == s->nidx - 2 ? r : d == s->nidx - 1 ? c : 0);
@@ -942,7 +952,7 @@ static int tma_elem(Th *th, const Stmt *s, int t, const int64_t *o, const int64_
     return -1;
   bool inside = true;
   for (int d = 0; d < R; d++) {
-    gi[d] = o[d] + (d == R - 2 ? r : d == R - 1 ? c : 0);
+    gi[d] = o[d] + (d == rd ? r : d == R - 1 ? c : 0);
     inside &= gi[d] >= 0 && gi[d] < dims[d];
   }
   *off = 0;

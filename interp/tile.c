@@ -258,16 +258,18 @@ typedef struct {
   int buf;
   bool tensor;
   int64_t origin[TL_MAX_RANK];
+  const Region *r;
 } Side;
 
 static bool side_of(Interp *in, const Region *r, Side *s)
 {
-  *s = (Side){.buf = r->buf, .tensor = in->k->bufs[r->buf].scope == SCOPE_GLOBAL};
+  *s = (Side){.buf = r->buf, .tensor = in->k->bufs[r->buf].scope == SCOPE_GLOBAL, .r = r};
   return !r->origin || eval_indices(in, r->origin, r->rank, s->origin);
 }
 
-/* The index in side s of element t of a tile of rank r: a tensor's last r
- * dimensions start at the origin; false if it falls outside the tensor. */
+/* The index in side s of element t of a tile of rank r: the tensor's dimensions
+ * the tile spans (its last r, or those its slices named) start at the origin;
+ * false if it falls outside the tensor. */
 static bool place(Interp *in, const Side *s, const int64_t *t, int r, int64_t *off)
 {
   const Store *S = &in->bufs[s->buf];
@@ -281,7 +283,8 @@ static bool place(Interp *in, const Side *s, const int64_t *t, int r, int64_t *o
   }
   int64_t o = 0;
   for (int d = 0; d < R; d++) {
-    int64_t i = s->origin[d] + (d >= R - r ? t[d - (R - r)] : 0);
+    int td = region_tile_dim(s->r, r, d);
+    int64_t i = s->origin[d] + (td >= 0 ? t[td] : 0);
     if (i < 0 || i >= S->dims[d])
       return false;
     o = o * S->dims[d] + i;

@@ -370,12 +370,32 @@ struct Expr {
 };
 
 /* A side of a copy: a whole tile buffer (origin == NULL) or a global tensor
- * named by the origin of the tile within it. */
+ * named by the origin of the tile within it.  A tile of rank r spans the
+ * tensor's last r dimensions, unless slices named them (`Q[b, s0 : s0 + BM, h,
+ * :]`): then tile dimension i spans tensor dimension .span[i], in increasing
+ * order, and the other dimensions stay at their origin. */
 typedef struct {
   int buf;
-  Expr **origin; /* .rank entries (the tensor's rank), or NULL */
+  Expr **origin;            /* .rank entries (the tensor's rank), or NULL */
   int rank;
+  int nspan;                /* 0: the last dimensions; else the tile's rank */
+  int8_t span[TL_MAX_RANK]; /* .nspan entries */
 } Region;
+
+/* The tensor dimension that tile dimension td (of r) spans. */
+static inline int region_span(const Region *g, int r, int td)
+{
+  return g->nspan ? g->span[td] : g->rank - r + td;
+}
+
+/* The tile dimension (of r) that spans tensor dimension d, or -1. */
+static inline int region_tile_dim(const Region *g, int r, int d)
+{
+  for (int td = 0; td < r; td++)
+    if (region_span(g, r, td) == d)
+      return td;
+  return -1;
+}
 
 typedef enum {
   FOR_SERIAL,    /* one thread runs every iteration, in order */

@@ -95,11 +95,24 @@ static void indent(StrBuf *sb, int depth)
 static void print_region(StrBuf *sb, const Kernel *k, const Region *r)
 {
   sb_puts(sb, k->bufs[r->buf].name);
-  if (r->origin) {
+  if (!r->origin)
+    return;
+  if (!r->nspan) {
     sb_puts(sb, "[");
     print_exprs(sb, k, r->origin, r->rank);
     sb_puts(sb, "]");
+    return;
   }
+  /* Slices: the dimensions the tile spans are marked `origin :` */
+  sb_puts(sb, "[");
+  for (int d = 0; d < r->rank; d++) {
+    if (d)
+      sb_puts(sb, ", ");
+    print_exprs(sb, k, &r->origin[d], 1);
+    if (region_tile_dim(r, r->nspan, d) >= 0)
+      sb_puts(sb, " :");
+  }
+  sb_puts(sb, "]");
 }
 
 static const char *for_kind_name(ForKind f)

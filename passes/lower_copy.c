@@ -31,7 +31,7 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
                     Expr *stage, bool async, SrcLoc loc)
 {
   const Buffer *G = &w->k->bufs[gr->buf], *T = &w->k->bufs[tb];
-  int R = G->rank, r = T->rank - (stage != NULL), lead = R - r;
+  int R = G->rank, r = T->rank - (stage != NULL);
   /* A staged shared tile (pipelined loop) takes the stage as its first index. */
   Expr *ts[TL_MAX_RANK + 1];
   int toff = 0;
@@ -42,18 +42,22 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
   Expr **tt = creg ? t : ts;
   int trank = creg ? r : r + toff;
 
-  /* Global coordinates and the in-bounds test of all but the last dimension. */
+  /* Global coordinates and the in-bounds test of every dimension but the one the vector runs
+   * along (vd: the tensor dimension the tile's last spans; only the tensor's last is contiguous,
+   * so vectors along another go element by element). */
   Expr *g[TL_MAX_RANK];
   Expr *inb = NULL;
+  int vd = region_span(gr, r, r - 1);
   for (int d = 0; d < R; d++) {
     Expr *o = ex_clone(w->a, gr->origin[d]);
-    g[d] = d < lead ? o : lw_var(w, lw_let(w, body, "g", ex_add(w->a, o, ex_clone(w->a, t[d - lead]))));
-    if (d < R - 1)
+    int td = region_tile_dim(gr, r, d);
+    g[d] = td < 0 ? o : lw_var(w, lw_let(w, body, "g", ex_add(w->a, o, ex_clone(w->a, t[td]))));
+    if (d != vd)
       inb = lw_and(w, inb,
                    lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, g[d]), lw_i32(w, 0)),
                           lw_bin(w, OP_LT, ex_clone(w->a, g[d]), ex_clone(w->a, G->shape[d]))));
   }
-  Expr *glast = g[R - 1], *extent = G->shape[R - 1];
+  Expr *glast = g[vd], *extent = G->shape[vd];
 
   /* Fast path: the whole vector inside the tensor and aligned for one access. */
   StmtList fast = {0};
@@ -88,7 +92,7 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
                              lw_bin(w, OP_LT, lw_var(w, gv), ex_clone(w->a, extent))));
     Expr **ge = ARENA_ARRAY(w->a, Expr *, R);
     for (int d = 0; d < R; d++)
-      ge[d] = d == R - 1 ? lw_var(w, gv) : ex_clone(w->a, g[d]);
+      ge[d] = d == vd ? lw_var(w, gv) : ex_clone(w->a, g[d]);
     Expr **te = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
     if (load) {
       Stmt *ld = lw_store(w, tb, te, tn, ex_load(w->a, w->k, gr->buf, ge, R));
@@ -101,7 +105,7 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
     stlist_push(w->a, &slow, lw_unrolled(w, v, vec, stlist_seq(w->a, &one, loc)));
   }
   Stmt *fast_s = stlist_seq(w->a, &fast, loc), *slow_s = stlist_seq(w->a, &slow, loc);
-  if (vec == 1) {
+  if (vec == 1 || vd != R - 1) {
     stlist_push(w->a, body, slow_s);
     return;
   }
@@ -328,14 +332,14 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
   RowPos r = row_pos(w, &body, F, c);
   Expr **oi = ARENA_ARRAY(w->a, Expr *, O->rank);
   Expr *inb = r.valid;
-  int lead = O->rank - F->rank;
   for (int d = 0; d < O->rank; d++) {
     if (O->scope != SCOPE_GLOBAL) {
       oi[d] = ex_clone(w->a, r.rc[d]);
       continue;
     }
     Expr *o = ex_clone(w->a, other->origin[d]);
-    oi[d] = d < lead ? o : ex_add(w->a, o, ex_clone(w->a, r.rc[d - lead]));
+    int td = region_tile_dim(other, F->rank, d);
+    oi[d] = td < 0 ? o : ex_add(w->a, o, ex_clone(w->a, r.rc[td]));
     inb = lw_and(w, inb,
                  lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, oi[d]), lw_i32(w, 0)),
                         lw_bin(w, OP_LT, ex_clone(w->a, oi[d]), ex_clone(w->a, O->shape[d]))));
@@ -374,7 +378,7 @@ bool lw_tma_store_fits(const Lw *w, const int64_t *shape, TypeKind elem, const R
   const Buffer *G = &w->k->bufs[dst->buf];
   return w->pc->target->sm == 90 && w->pc->target->arch_specific && G->scope == SCOPE_GLOBAL &&
          G->elem == elem && type_bytes(elem) == 2 && G->rank >= 2 && G->rank <= 5 && dst->rank == G->rank &&
-         shape[1] % 16 == 0 && shape[0] % 8 == 0 && shape[0] <= 256;
+         region_span(dst, 2, 1) == G->rank - 1 && shape[1] % 16 == 0 && shape[0] % 8 == 0 && shape[0] <= 256;
 }
 
 bool lw_tma_store_shape(const Lw *w, const Stmt *s)
@@ -390,8 +394,9 @@ static Stmt *tma_store(Lw *w, Stmt *s)
   const Buffer *T = &k->bufs[s->src.buf], *G = &k->bufs[s->dst.buf];
   int R = G->rank;
   int64_t box[TL_MAX_RANK], panel = swizzle_span(T->swizzle) / 2;
+  int rows = region_span(&s->dst, 2, 0); /* the tensor dimension of the tile's rows */
   for (int d = 0; d < R; d++)
-    box[d] = d < R - 2 ? 1 : d == R - 2 ? T->tile_shape[0] : panel;
+    box[d] = d == R - 1 ? panel : d == rows ? T->tile_shape[0] : 1;
   int map = kernel_add_tmap(w->a, k, s->dst.buf, box);
   StmtList out = {0};
   for (int64_t c = 0; c < T->tile_shape[1]; c += panel) {

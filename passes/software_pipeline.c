@@ -188,11 +188,12 @@ static Expr *subst_iter(void *ctx, Expr *e)
 static Expr *interior(Lw *w, const Region *gr, const Buffer *tile, int vec)
 {
   const Buffer *G = &w->k->bufs[gr->buf];
-  int R = G->rank, lead = R - tile->rank;
+  int R = G->rank;
   Expr *ok = NULL;
   for (int d = 0; d < R; d++) {
     Expr *o = ex_clone(w->a, gr->origin[d]);
-    int64_t extent = d < lead ? 1 : tile->tile_shape[d - lead];
+    int td = region_tile_dim(gr, tile->rank, d);
+    int64_t extent = td < 0 ? 1 : tile->tile_shape[td];
     ok = lw_and(w, ok,
                 lw_and(w, lw_bin(w, OP_GE, o, lw_i32(w, 0)),
                        lw_bin(w, OP_LE, ex_add(w->a, ex_clone(w->a, o), lw_i32(w, extent)),
@@ -212,7 +213,7 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
                               SrcLoc loc)
 {
   const Buffer *G = &w->k->bufs[gr->buf];
-  int R = G->rank, r = tile->rank, lead = R - r;
+  int R = G->rank, r = tile->rank;
   int64_t vectors = buffer_elems(tile) / vec;
   int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
   int c = lw_fresh(w, "c", VAR_LOOP);
@@ -233,9 +234,11 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
   cp->src_buf = gr->buf;
   cp->nsrc_idx = R;
   cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
-  for (int d = 0; d < R; d++)
-    cp->src_idx[d] = d < lead ? ex_clone(w->a, gr->origin[d])
-                              : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[d - lead]));
+  for (int d = 0; d < R; d++) {
+    int td = region_tile_dim(gr, r, d);
+    cp->src_idx[d] = td < 0 ? ex_clone(w->a, gr->origin[d])
+                            : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[td]));
+  }
   cp->src_bytes = lw_i32(w, 16);
   cp->lanes = vec;
   stlist_push(w->a, &body, cp);
@@ -261,7 +264,9 @@ static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *st
   for (int d = 0; d < slice.rank; d++)
     slice.tile_shape[d] = T->tile_shape[d + 1];
   int vec = lw_coop_vec(&slice, G->elem);
-  bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16;
+  /* cp.async moves 16 contiguous bytes: a tile whose rows run along the tensor's last dimension */
+  bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16 &&
+               region_span(&gr, slice.rank, slice.rank - 1) == G->rank - 1;
   int64_t total = buffer_elems(&slice);
   int64_t vectors = (total + vec - 1) / vec;
   int chunks = (int)((vectors + w->k->nthreads - 1) / w->k->nthreads);
@@ -470,8 +475,8 @@ static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const 
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
     int span = swizzle_span(T->swizzle);
     if (T->stages || G->elem != T->elem || type_bytes(T->elem) != 2 || !span || T->rank != 2 || G->rank < 2 ||
-        G->rank > 5 || p->src.rank != G->rank || T->tile_shape[1] % (span / 2) || T->tile_shape[0] % 8 ||
-        T->tile_shape[0] > 256)
+        G->rank > 5 || p->src.rank != G->rank || region_span(&p->src, 2, 1) != G->rank - 1 ||
+        T->tile_shape[1] % (span / 2) || T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
       return false;
   }
   for (int i = 0; i < consumers->n; i++)
@@ -507,8 +512,9 @@ static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
     int R = G->rank;
     int64_t box[TL_MAX_RANK], panel = swizzle_span(T->swizzle) / 2;
+    int rows = region_span(&p->src, 2, 0); /* the tensor dimension of the tile's rows */
     for (int d = 0; d < R; d++)
-      box[d] = d < R - 2 ? 1 : d == R - 2 ? T->tile_shape[1] : panel;
+      box[d] = d == R - 1 ? panel : d == rows ? T->tile_shape[1] : 1;
     int map = kernel_add_tmap(w->a, k, p->src.buf, box);
     for (int64_t c = 0; c < T->tile_shape[2]; c += panel) {
       Stmt *t = st_new(w->a, ST_TMA_LOAD, p->loc);

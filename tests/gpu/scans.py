@@ -20,7 +20,7 @@ except ImportError:
     print("scans: no torch", file=sys.stderr)
     sys.exit(2)
 
-from tlcuda import ROOT, Driver, Kernel, script_args, timed, write_report  # noqa: E402
+from tlcuda import ROOT, Kernel, gpu_script, timed, write_report  # noqa: E402
 
 CUMSUM = os.path.join(ROOT, "tests/golden/cumsum.tl")
 ARGMAX = os.path.join(ROOT, "tests/golden/argmax.tl")
@@ -32,17 +32,11 @@ def cumsum_kernel(drv, tilec, bn):
 
 
 def main():
-    parsed = script_args(__doc__)
-    if not parsed:
+    setup = gpu_script(__doc__, "scans")
+    if not setup:
         return 2
-    tilec, outdir, args = parsed
-    reps = int(args[args.index("--reps") + 1]) if "--reps" in args else 20
-    if not torch.cuda.is_available():
-        print("scans: no GPU", file=sys.stderr)
-        return 2
-    drv = Driver()
-    lines = ["# Scans and arg-reductions on the GPU", "",
-             f"`python3 tests/gpu/scans.py` on {torch.cuda.get_device_name(0)}, torch {torch.__version__}.", "",
+    tilec, outdir, reps, drv, head = setup
+    lines = ["# Scans and arg-reductions on the GPU", ""] + head + [
              "## Correctness", "", "| kernel | M x N | max error | |", "|---|---|---|---|"]
     wrong = 0
     for M, N, bn in ((1, 1, 128), (37, 100, 128), (1000, 128, 128), (5, 1000, 1024)):

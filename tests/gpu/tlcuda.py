@@ -215,6 +215,21 @@ def script_args(doc):
     return args[0], args[1], args[2:]
 
 
+def gpu_script(doc, name):
+    """The common start of a checking-and-timing script: (TILEC, OUTDIR, reps (--reps, default 20),
+    Driver(), the report's first lines), or None after saying why (doc printed; no GPU)."""
+    parsed = script_args(doc)
+    if not parsed:
+        return None
+    tilec, outdir, args = parsed
+    reps = int(args[args.index("--reps") + 1]) if "--reps" in args else 20
+    if not torch.cuda.is_available():
+        print(f"{name}: no GPU", file=sys.stderr)
+        return None
+    head = [f"`python3 tests/gpu/{name}.py` on {torch.cuda.get_device_name(0)}, torch {torch.__version__}.", ""]
+    return tilec, outdir, reps, Driver(), head
+
+
 def write_report(outdir, name, lines):
     """Writes lines to OUTDIR/name (made if needed) and prints them."""
     os.makedirs(outdir, exist_ok=True)

@@ -953,6 +953,126 @@ static void test_cumsum(int64_t M, int64_t N)
   free(B);
 }
 
+/* tests/golden/slices.tl against the permutations and the product they stand for: [B, S, H, D] ->
+ * [B, H, S, D] and back, a column of A (strided), channels last -> first, and A[m, h, k] @ B. */
+static void test_slices(int64_t B, int64_t S, int64_t H, int64_t M, int64_t N, int64_t K)
+{
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/slices.tl";
+  const int64_t D = 64, n = B * S * H * D;
+  uint16_t *Q = h_array(false, n, false, -2, 2), *O = h_array(false, n, true, 0, 0),
+           *P = h_array(false, n, true, 0, 0);
+  InterpArg a1[] = {{.name = "Q", .data = Q},
+                    {.name = "O", .data = O},
+                    {.name = "B", .i = B},
+                    {.name = "S", .i = S},
+                    {.name = "H", .i = H}};
+  InterpArg a2[] = {{.name = "X", .data = O},
+                    {.name = "O", .data = P},
+                    {.name = "B", .i = B},
+                    {.name = "S", .i = S},
+                    {.name = "H", .i = H}};
+  if (run_file(path, NULL, 0, "bshd_to_bhsd", a1, 5) && run_file(path, NULL, 0, "bhsd_to_bshd", a2, 5)) {
+    int bad = 0;
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t sq = 0; sq < S; sq++)
+        for (int64_t h = 0; h < H; h++)
+          for (int64_t d = 0; d < D; d++) {
+            int64_t bshd = ((b * S + sq) * H + h) * D + d, bhsd = ((b * H + h) * S + sq) * D + d;
+            bad += O[bhsd] != Q[bshd] || P[bshd] != Q[bshd];
+          }
+    CHECK(bad == 0, "slices: %d elements of [B, S, H, D] <-> [B, H, S, D] (B=%lld S=%lld H=%lld) differ", bad,
+          (long long)B, (long long)S, (long long)H);
+    check_guards_16("bshd_to_bhsd", O, n);
+    check_guards_16("bhsd_to_bshd", P, n);
+  }
+  float *A = f32_array(M * N, false), *T = f32_array(N * M, true), *U = f32_array(M * N, true);
+  InterpArg a3[] = {{.name = "A", .data = A},
+                    {.name = "T", .data = T},
+                    {.name = "U", .data = U},
+                    {.name = "M", .i = M},
+                    {.name = "N", .i = N}};
+  if (run_file(path, NULL, 0, "column", a3, 5)) {
+    int bad = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t c = 0; c < N; c++)
+        bad += T[c * M + m] != A[m * N + c] || U[m * N + c] != A[m * N + c];
+    CHECK(bad == 0, "slices: %d elements of the columns (M=%lld N=%lld) differ", bad, (long long)M,
+          (long long)N);
+    check_guards_f32("column T", T, N * M);
+    check_guards_f32("column U", U, M * N);
+  }
+  float *Y = f32_array(M * N * H, true), *X = f32_array(M * N * H, false);
+  InterpArg a4[] = {{.name = "X", .data = X},
+                    {.name = "Y", .data = Y},
+                    {.name = "N", .i = M},
+                    {.name = "M", .i = N},
+                    {.name = "C", .i = H}};
+  if (run_file(path, NULL, 0, "channels_first", a4, 5)) {
+    int bad = 0;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++)
+        for (int64_t c = 0; c < H; c++)
+          bad += Y[(c * M + i) * N + j] != X[(i * N + j) * H + c];
+    CHECK(bad == 0, "slices: %d elements of channels_first differ", bad);
+    check_guards_f32("channels_first", Y, M * N * H);
+  }
+  uint16_t *GA = h_array(false, M * H * K, false, -1, 1), *GB = h_array(false, K * N, false, -1, 1);
+  float *C = f32_array(M * N, true);
+  const int64_t h = H - 1;
+  InterpArg a5[] = {{.name = "A", .data = GA}, {.name = "B", .data = GB}, {.name = "C", .data = C},
+                    {.name = "h", .i = h},     {.name = "M", .i = M},     {.name = "H", .i = H},
+                    {.name = "K", .i = K},     {.name = "N", .i = N}};
+  if (run_file(path, NULL, 0, "gemm_mhk", a5, 8)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t c = 0; c < N; c++) {
+        double want = 0;
+        for (int64_t k = 0; k < K; k++)
+          want += tl_f16_to_float(GA[(m * H + h) * K + k]) * tl_f16_to_float(GB[k * N + c]);
+        close_to("gemm_mhk", m * N + c, C[m * N + c], want, 1e-4, 1e-4);
+      }
+    check_guards_f32("gemm_mhk", C, M * N);
+  }
+  free(Q), free(O), free(P), free(A), free(T), free(U), free(X), free(Y), free(GA), free(GB), free(C);
+}
+
+/* tests/golden/fn.tl: kernels written with fns against what the fns compute. */
+static void test_fn(int64_t M, int64_t N)
+{
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/fn.tl";
+  float *X = f32_array(M * N, false), *Y = f32_array(M * N, true);
+  InterpArg a1[] = {
+      {.name = "X", .data = X}, {.name = "Y", .data = Y}, {.name = "M", .i = M}, {.name = "N", .i = N}};
+  if (run_file(path, NULL, 0, "softmax_rows", a1, 4)) {
+    misses = 0;
+    for (int64_t r = 0; r < M; r++) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t c = 0; c < N; c++)
+        mx = fmax(mx, X[r * N + c]);
+      for (int64_t c = 0; c < N; c++)
+        sum += exp(X[r * N + c] - mx);
+      for (int64_t c = 0; c < N; c++)
+        close_to("fn softmax_rows", r * N + c, Y[r * N + c], exp(X[r * N + c] - mx) / sum, 1e-5, 1e-7);
+    }
+    check_guards_f32("fn softmax_rows", Y, M * N);
+  }
+  float *A = f32_array(M * N, false), *G = f32_array(M * N, true), *Z = f32_array(M * N, true);
+  InterpArg a2[] = {{.name = "X", .data = A},
+                    {.name = "Y", .data = G},
+                    {.name = "Z", .data = Z},
+                    {.name = "N", .i = M * N}};
+  if (run_file(path, NULL, 0, "activations", a2, 4)) {
+    misses = 0;
+    for (int64_t i = 0; i < M * N; i++) {
+      close_to("fn gelu", i, G[i], gelu_tanh(A[i]), 1e-5, 1e-6);
+      close_to("fn sq", i, Z[i], (double)A[i] * A[i] + 4, 1e-6, 1e-6);
+    }
+    check_guards_f32("fn gelu", G, M * N);
+    check_guards_f32("fn sq", Z, M * N);
+  }
+  free(X), free(Y), free(A), free(G), free(Z);
+}
+
 /* stdlib/gemm.tl's gemm_splitk: C (f32, starting from random values) += A @ B^T, K in SPLIT parts. */
 static void test_splitk(const char *T, int64_t M, int64_t N, int64_t K, const char *swap, const char *bm,
                         const char *split)
@@ -1337,6 +1457,8 @@ static void test_kernels(void)
   test_atomics();
   test_argmax(20, 100);
   test_cumsum(11, 100);
+  test_slices(2, 70, 3, 37, 45, 70);                /* ragged: S, M, N and K are not multiples of the tiles */
+  test_fn(10, 100);                                 /* ragged rows and columns */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
