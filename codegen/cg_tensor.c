@@ -161,8 +161,8 @@ static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool
  * results), then the extra inputs, then the registers and values tied to the
  * outputs; the accumulator's results are stored back.  The text names the
  * registers $0 .. $n-1, the tied values $n ..., and the extras after them. */
-static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *tied, int ntied,
-                       LLVMValueRef *extra, const char *extra_cons, int nextra)
+static void asm_on_acc(Cg *cg, const char *text, int acc, const Expr *first, int n, LLVMValueRef *tied,
+                       int ntied, LLVMValueRef *extra, const char *extra_cons, int nextra)
 {
   const int nout = n + ntied;
   StrBuf cons = {0};
@@ -179,13 +179,16 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, int n, LLVMValueRef *t
     args[i] = extra[i];
   Expr zero = {.kind = EX_INT, .type = TY_I32};
   for (int i = 0; i < nout; i++) {
-    args[nextra + i] = i < n ? LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, &zero, i), "") : tied[i - n];
+    args[nextra + i] = i < n
+                           ? LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, first ? first : &zero, i), "")
+                           : tied[i - n];
     types[i] = i < n ? cg->t.f32 : cg->t.i32;
   }
   LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, types, (unsigned)nout, 0);
   LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + nout, true);
   for (int i = 0; i < n; i++)
-    LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, acc, &zero, i));
+    LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""),
+                   reg_ptr(cg, acc, first ? first : &zero, i));
   for (int i = 0; i < ntied; i++)
     tied[i] = LLVMBuildExtractValue(cg->b, r, (unsigned)(n + i), "");
   free(types);
@@ -206,7 +209,7 @@ void emit_wgmma_fence(Cg *cg, const Stmt *s)
   Stmt pack = {.a = s->a, .a_reg = &zero};
   for (int i = 0; i < na; i++)
     pairs[i] = a_operand(cg, &pack, i);
-  asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, s->acc_regs, pairs, na, NULL, NULL, 0);
+  asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, NULL, s->acc_regs, pairs, na, NULL, NULL, 0);
   if (na) {
     LLVMTypeRef pair = LLVMVectorType(cg_mem_type(cg, cg->k->bufs[s->a].elem), 2);
     for (int i = 0; i < na; i++) {
@@ -219,9 +222,11 @@ void emit_wgmma_fence(Cg *cg, const Stmt *s)
   free(pairs);
 }
 
+/* Registers c_reg .. c_reg + acc_regs - 1 of the accumulator (c_reg: its m64 row block). */
 void emit_wgmma(Cg *cg, const Stmt *s)
 {
   int n = s->acc_regs;
+  const Expr *first = s->c_reg;
   const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
   StrBuf text = {0};
   /* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
@@ -237,13 +242,13 @@ void emit_wgmma(Cg *cg, const Stmt *s)
     for (int i = 0; i < 4; i++)
       ops[i] = a_operand(cg, s, i);
     ops[4] = wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major);
-    asm_on_acc(cg, text.data, s->c, n, NULL, 0, ops, "r,r,r,r,l", 5);
+    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, ops, "r,r,r,r,l", 5);
   } else {
     sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
               s->b_mn_major ? 1 : 0);
     LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
                             wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
-    asm_on_acc(cg, text.data, s->c, n, NULL, 0, desc, "l,l", 2);
+    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);
   }
   free(text.data);
 }
@@ -257,7 +262,7 @@ void emit_wgmma_wait(Cg *cg, const Stmt *s)
 {
   char text[48];
   snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->pending);
-  asm_on_acc(cg, text, s->c, s->acc_regs, NULL, 0, NULL, NULL, 0);
+  asm_on_acc(cg, text, s->c, NULL, s->acc_regs, NULL, 0, NULL, NULL, 0);
 }
 
 void emit_fence_proxy_async(Cg *cg)

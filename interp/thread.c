@@ -1318,6 +1318,7 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
       return false;
     }
   }
+  int64_t c0 = s->c_reg ? eval(th, s->c_reg, g0).i : 0; /* the m64 row block's first register */
   WgQueue *q = &th->wg[g0 / WARPGROUP];
   if (q->n == q->cap) {
     int cap = q->cap ? 2 * q->cap : 8;
@@ -1357,9 +1358,9 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
     for (int i = 0; ok && i < s->acc_regs; i++) {
       int j = i / 4, r = i % 4;
       int row = 16 * w + ln / 4 + 8 * (r / 2), col = 8 * j + 2 * (ln % 4) + r % 2;
-      int64_t at = (int64_t)t * Cb->local_size + i;
+      int64_t at = (int64_t)t * Cb->local_size + c0 + i;
       if (!th->reg_set[s->c][at]) {
-        int64_t ii = i;
+        int64_t ii = c0 + i;
         char e[160];
         fail(th, s->loc, t, "%s is read by wgmma before anything wrote it",
              elem_text(e, sizeof e, th, s->c, &ii, 1));

@@ -259,8 +259,10 @@ const char *scope_name(Scope s);
  */
 /* MMA: the accumulator of gemm, as mma.sync.m16n8k16 leaves it.  The block's
  * warps form a warps_m x warps_n grid over the [M, N] tile; each warp owns a
- * (frag_m * 16) x (frag_n * 8) sub-tile of m16n8 pieces, and in each piece lane
- * l holds 4 registers:
+ * (frag_m * 16) x (frag_n * 8) sub-tile of m16n8 pieces (m_interleaved: the
+ * warp's frag_m row pieces are warps_m * 16 rows apart instead, piece fm of
+ * warp wm at rows fm * warps_m * 16 + wm * 16, so that each fm is one m64 row
+ * block of wgmma per warpgroup), and in each piece lane l holds 4 registers:
  *
  *          cols 2(l%4), 2(l%4)+1
  *   row l/4       r0, r1
@@ -284,6 +286,7 @@ typedef struct {
   int parent_rank;                      /* ROWS */
   int64_t parent_shape[TL_MAX_RANK];    /* ROWS */
   int warps_m, warps_n, frag_m, frag_n; /* MMA */
+  bool m_interleaved;                   /* MMA: row pieces warps_m * 16 apart (above) */
 } FragLayout;
 
 typedef struct Expr Expr;

@@ -360,12 +360,14 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
         sb_printf(sb, "%s%" PRId64, d ? ", " : "", b->layout.parent_shape[d]);
       sb_printf(sb, "], vec=%d, chunks=%d, threads=%d)", b->layout.vec, b->layout.chunks, b->layout.threads);
     }
+    /* interleaved row pieces (ir.h) differ from the others only with several of them */
+    const char *il = b->layout.m_interleaved && b->layout.frag_m > 1 ? ", interleaved" : "";
     if (b->has_layout && b->layout.kind == LAYOUT_MMA)
-      sb_printf(sb, " layout(mma, warps=%dx%d, frags=%dx%d)", b->layout.warps_m, b->layout.warps_n,
-                b->layout.frag_m, b->layout.frag_n);
+      sb_printf(sb, " layout(mma, warps=%dx%d, frags=%dx%d%s)", b->layout.warps_m, b->layout.warps_n,
+                b->layout.frag_m, b->layout.frag_n, il);
     if (b->has_layout && b->layout.kind == LAYOUT_MMA_ROWS)
-      sb_printf(sb, " layout(rows of mma, warps=%dx%d, frags=%dx%d)", b->layout.warps_m, b->layout.warps_n,
-                b->layout.frag_m, b->layout.frag_n);
+      sb_printf(sb, " layout(rows of mma, warps=%dx%d, frags=%dx%d%s)", b->layout.warps_m, b->layout.warps_n,
+                b->layout.frag_m, b->layout.frag_n, il);
     if (b->scope == SCOPE_SHARED && b->swizzle == SWIZZLE_LINES)
       sb_puts(sb, " swizzled");
     if (b->scope == SCOPE_SHARED && swizzle_span(b->swizzle))

@@ -91,7 +91,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   /* A pieces: one ldmatrix.x4 per 16x16; A in registers is read by the mma itself. */
   if (!reg_a) {
     int fm = lw_fresh(w, "fm", VAR_LOOP);
-    Expr *m0 = lw_add(w, lw_mul_c(w, lw_clone(w, p.wm), (int64_t)FM * 16), lw_mul_c(w, lw_var(w, fm), 16));
+    Expr *m0 = lw_mma_row0(w, L, lw_clone(w, p.wm), lw_var(w, fm));
     if (!s->trans_a) {
       row = lw_add(w, m0, lw_mod_c(w, lw_clone(w, p.lane), 16));
       col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
@@ -193,7 +193,7 @@ bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s)
 {
   const FragLayout *L = &w->k->bufs[s->c].layout;
   return gemm_wgmma_eligible(w->pc, w->k, s) && L->kind == LAYOUT_MMA && L->warps_m == w->k->nthreads / 32 &&
-         L->warps_n == 1 && L->frag_m == 1;
+         L->warps_n == 1 && (L->frag_m == 1 || L->m_interleaved);
 }
 
 Stmt *lw_wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int pending)
@@ -222,7 +222,8 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
 {
   const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
   int64_t K = A->tile_shape[(s->stage_a != NULL) + !s->trans_a];
-  int regs = Cb->layout.regs;   /* N / 2 */
+  int regs = Cb->layout.regs, FM = Cb->layout.frag_m; /* FM m64 row blocks of N / 2 registers each */
+  int per = regs / FM;
   StmtList out = {0};
   if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
     w->k->min_blocks_per_sm = 1;
@@ -233,9 +234,13 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
     fence->a_reg = lw_i32(w, A->layout.regs);
   }
   stlist_push(w->a, &out, fence);
-  int kk = lw_fresh(w, "kk", VAR_LOOP);
+  int kk = lw_fresh(w, "kk", VAR_LOOP), fm = FM > 1 ? lw_fresh(w, "fm", VAR_LOOP) : -1;
   Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
-  Stmt *mma = lw_wgmma_stmt(w, ST_WGMMA, s->c, regs, 0);
+  Stmt *mma = lw_wgmma_stmt(w, ST_WGMMA, s->c, per, 0);
+  if (FM > 1) { /* row block fm: rows fm * warps_m * 16 + 64 wg .., registers fm * per .. */
+    m0 = lw_add(w, lw_mul_c(w, lw_var(w, fm), (int64_t)Cb->layout.warps_m * 16), m0);
+    mma->c_reg = lw_mul_c(w, lw_var(w, fm), per);
+  }
   mma->loc = s->loc;
   mma->a = s->a;
   mma->b = s->b;
@@ -249,7 +254,7 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
                               : start_elem(w, s->stage_a, lw_clone(w, m0), lw_clone(w, k0), &mma->na_start);
   mma->b_start = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), lw_clone(w, k0), &mma->nb_start)
                             : start_elem(w, s->stage_b, lw_clone(w, k0), lw_i32(w, 0), &mma->nb_start);
-  stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, mma));
+  stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, FM > 1 ? lw_unrolled(w, fm, FM, mma) : mma));
   stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
   stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
   return stlist_seq(w->a, &out, s->loc);

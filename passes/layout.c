@@ -476,6 +476,7 @@ static bool choose_mma_layouts(Inference *l)
       L.warps_n = wn;
       L.frag_m = (int)(Ms[q] / (wm * 16));
       L.frag_n = (int)(Ns[q] / (wn * 8));
+      L.m_interleaved = wgmma && wn == 1 && wm == k->nthreads / 32; /* one m64 block per fm */
       L.regs = L.frag_m * L.frag_n * 4;
       mma[cls[q]] = L;
     }
@@ -497,7 +498,7 @@ static bool check_row_sharing(Inference *l)
   for (int i = 0; i < nalt; i++) {
     const FragLayout *a = &mma[find(l, alt_first[i].parent)], *b = &mma[find(l, alt[i].parent)];
     if (a->kind == LAYOUT_MMA && b->kind == LAYOUT_MMA && a->warps_m == b->warps_m &&
-        a->warps_n == b->warps_n && a->frag_m == b->frag_m)
+        a->warps_n == b->warps_n && a->frag_m == b->frag_m && a->m_interleaved == b->m_interleaved)
       continue;
     const Derived *d = &alt[i], *f = &alt_first[i];
     if (d->child == f->child)
@@ -539,7 +540,8 @@ static bool check_register_operands(Inference *l)
               "f16(s[i, j]) after gemm(..., s)), or stage it through shared memory (alloc_shared)");
       return false;
     }
-    if (La->warps_m != Lc->warps_m || La->warps_n != 1 || Lc->warps_n != 1 || La->frag_m != Lc->frag_m)
+    if (La->warps_m != Lc->warps_m || La->warps_n != 1 || Lc->warps_n != 1 || La->frag_m != Lc->frag_m ||
+        La->m_interleaved != Lc->m_interleaved)
       DIE("register A operand '%s': layouts %dx%d/%d and %dx%d/%d", l->k->bufs[g->a].name, La->warps_m,
           La->warps_n, La->frag_m, Lc->warps_m, Lc->warps_n, Lc->frag_m);
   }

@@ -66,6 +66,8 @@ typedef struct {
 } Deal;
 Deal lw_deal(Lw *w, int vec, int64_t total);
 /* Row and column of register (fm, fn, r) of an MMA fragment, for this thread. */
+/* The first row of piece fm of warp row wm of an MMA layout (ir.h: m_interleaved or not). */
+Expr *lw_mma_row0(Lw *w, const FragLayout *L, Expr *wm, Expr *fm);
 void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr **row, Expr **col);
 bool lw_writes_shared(const Lw *w, int buf);
 Expr *lw_mma_row(Lw *w, const FragLayout *L, Expr *reg); /* the row of register reg of an MMA_ROWS fragment */

@@ -228,13 +228,18 @@ Expr *lw_mod_c(Lw *w, Expr *x, int64_t c) { return lw_bin(w, OP_MOD, x, lw_i32(w
 
 /* Row and column of register r of piece (fm, fn) of an MMA fragment, for this
  * thread (ir.h draws the layout). */
+Expr *lw_mma_row0(Lw *w, const FragLayout *L, Expr *wm, Expr *fm)
+{
+  if (L->m_interleaved && L->frag_m > 1) /* (one piece: the same row either way) */
+    return lw_add(w, lw_mul_c(w, fm, (int64_t)L->warps_m * 16), lw_mul_c(w, wm, 16));
+  return lw_add(w, lw_mul_c(w, wm, (int64_t)L->frag_m * 16), lw_mul_c(w, fm, 16));
+}
+
 void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr **row, Expr **col)
 {
   Expr *lane = lw_mod_c(w, lw_var(w, w->tid), 32), *warp = lw_div_c(w, lw_var(w, w->tid), 32);
   Expr *wm = lw_div_c(w, warp, L->warps_n), *wn = lw_mod_c(w, lw_clone(w, warp), L->warps_n);
-  *row = lw_add(w,
-                lw_add(w, lw_add(w, lw_mul_c(w, wm, (int64_t)L->frag_m * 16), lw_mul_c(w, fm, 16)),
-                       lw_div_c(w, lane, 4)),
+  *row = lw_add(w, lw_add(w, lw_mma_row0(w, L, wm, fm), lw_div_c(w, lane, 4)),
                 lw_mul_c(w, lw_div_c(w, lw_clone(w, r), 2), 8));
   *col = lw_add(w,
                 lw_add(w, lw_add(w, lw_mul_c(w, wn, (int64_t)L->frag_n * 8), lw_mul_c(w, fn, 8)),

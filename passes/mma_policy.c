@@ -84,7 +84,10 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
     return false;
   int nwarps = k->nthreads / 32;
   int64_t M = Cb->tile_shape[0], N = Cb->tile_shape[1];
-  if (M != 16 * (int64_t)nwarps || N % 8 || N > 256)
+  /* M / (16 * nwarps) m64 blocks per warpgroup (layout.c interleaves the warps' row pieces so);
+   * their accumulators together at most 128 registers a thread; A in registers: one */
+  if (M % (16 * (int64_t)nwarps) || N % 8 || N > 256 || (M / (16 * nwarps)) * N > 256 ||
+      (reg_a && M != 16 * (int64_t)nwarps))
     return false;
   if ((g->warps_m && g->warps_m != nwarps) || (g->warps_n && g->warps_n != 1))
     return false;
