@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "tilec_version.h" /* TILEC_VERSION_*, TILEC_API */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -84,23 +86,24 @@ typedef struct tilec_result tilec_result;
 /* Compiles `len` bytes of source.  On return *out holds a result (also on
  * error, for its diagnostics) unless the status is TILEC_ERR_INVALID_ARGUMENT
  * with out == NULL.  Free it with tilec_result_free. */
-tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out);
+TILEC_API tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt,
+                                     tilec_result **out);
 
 /* The same for the file at `path` ("-" is not special here).  opt->filename,
  * when NULL, becomes the path.  TILEC_ERR_IO, with one diagnostic saying why,
  * if the file cannot be read. */
-tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tilec_result **out);
+TILEC_API tilec_status tilec_compile_file(const char *path, const tilec_options *opt, tilec_result **out);
 
 /* The emitted text (PTX, LLVM IR, ...), or NULL after an error.  Owned by the result. */
-const char *tilec_result_output(const tilec_result *r);
+TILEC_API const char *tilec_result_output(const tilec_result *r);
 /* IR dumps requested with dump_after ("" if none). */
-const char *tilec_result_dump(const tilec_result *r);
+TILEC_API const char *tilec_result_dump(const tilec_result *r);
 /* All diagnostics rendered as "file:line:col: error: ..." with source line and caret. */
-const char *tilec_result_diagnostics_text(const tilec_result *r);
-int tilec_result_num_diagnostics(const tilec_result *r);
+TILEC_API const char *tilec_result_diagnostics_text(const tilec_result *r);
+TILEC_API int tilec_result_num_diagnostics(const tilec_result *r);
 /* The i-th diagnostic; the record's strings live as long as the result. */
-tilec_diagnostic tilec_result_diagnostic(const tilec_result *r, int i);
-void tilec_result_free(tilec_result *r);
+TILEC_API tilec_diagnostic tilec_result_diagnostic(const tilec_result *r, int i);
+TILEC_API void tilec_result_free(tilec_result *r);
 
 /* ---- the kernels' signatures, from the PTX's metadata block (docs/abi.md) */
 
@@ -132,15 +135,16 @@ typedef struct {
 
 /* The kernels of a successful TILEC_EMIT_PTX or TILEC_EMIT_HEADER compilation
  * (0 otherwise), in the order of the PTX.  Owned by the result. */
-int tilec_result_num_kernels(const tilec_result *r);
-const tilec_kernel *tilec_result_kernel(const tilec_result *r, int i); /* NULL if out of range */
+TILEC_API int tilec_result_num_kernels(const tilec_result *r);
+TILEC_API const tilec_kernel *tilec_result_kernel(const tilec_result *r, int i); /* NULL if out of range */
 
 /* Whether `arch` is a target tilec can emit for. */
-int tilec_arch_supported(const char *arch);
-const char *tilec_version(void);
+TILEC_API int tilec_arch_supported(const char *arch);
+/* "MAJOR.MINOR.PATCH" of the library linked, as TILEC_VERSION_* spell it for the header. */
+TILEC_API const char *tilec_version(void);
 /* 16 hex digits that change whenever the compiler's sources or its LLVM do:
  * what the JIT cache keys on besides tilec_version(). */
-const char *tilec_build_id(void);
+TILEC_API const char *tilec_build_id(void);
 
 #ifdef __cplusplus
 }

@@ -68,7 +68,7 @@ static inline tl_jit_options tl_jit_default_options(void)
 /* The target tilec compiles for on a device of compute capability major.minor: sm_90a on 9.0 (the
  * architecture-specific features need exactly that device), else the newest of sm_80, sm_86,
  * sm_89, sm_90 that the device runs (sm_90 on 10.0 and 12.0). NULL below 8.0. A static string. */
-const char *tl_jit_arch_for(int cc_major, int cc_minor);
+TILEC_API const char *tl_jit_arch_for(int cc_major, int cc_minor);
 
 /* =========================================================================================== cache */
 
@@ -93,26 +93,26 @@ enum {
  * and why, a write that failed, a folder refused) go to the log callback (see
  * tl_jit_cache_set_log), or to stderr when $TILEC_DEBUG is set, else nowhere. */
 #define TL_JIT_CACHE_DIR_MAX 4054u
-tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **out, char *err,
-                              size_t err_size);
-void tl_jit_cache_destroy(tl_jit_cache *cache); /* NULL is fine; no context may still use it */
+TILEC_API tl_status tl_jit_cache_create(const char *dir, unsigned flags, tl_jit_cache **out, char *err,
+                                        size_t err_size);
+TILEC_API void tl_jit_cache_destroy(tl_jit_cache *cache); /* NULL is fine; no context may still use it */
 /* The disk folder, or "" when the disk cache is off. Owned by the cache. */
-const char *tl_jit_cache_dir(const tl_jit_cache *cache);
+TILEC_API const char *tl_jit_cache_dir(const tl_jit_cache *cache);
 /* Receive the cache's debug messages (level 0, the only one so far, is "debug"). */
-void tl_jit_cache_set_log(tl_jit_cache *cache, void (*log)(void *user, int level, const char *message),
-                          void *user);
+TILEC_API void tl_jit_cache_set_log(tl_jit_cache *cache,
+                                    void (*log)(void *user, int level, const char *message), void *user);
 /* The most bytes (PTX and device binaries) the memory table keeps: beyond it the least recently
  * used entries are dropped from memory (their disk entries stay). Default TL_JIT_MEMORY_LIMIT;
  * 0 keeps nothing in memory; SIZE_MAX never drops. Entries beyond a lowered limit go at once. */
 #define TL_JIT_MEMORY_LIMIT ((size_t)256 << 20)
-void tl_jit_cache_set_memory_limit(tl_jit_cache *cache, size_t bytes);
+TILEC_API void tl_jit_cache_set_memory_limit(tl_jit_cache *cache, size_t bytes);
 /* The most bytes the folder's entries may take: beyond it the entries read or written least
  * recently are removed (by any cache that writes to the folder: at its first write, then whenever
  * its count of the folder passes the limit), and so are temporary files that writers which
  * stopped left behind. Default TL_JIT_DISK_LIMIT; an entry larger than the limit is not written,
  * so 0 writes nothing; UINT64_MAX removes no entry. Setting it trims the folder at once. */
 #define TL_JIT_DISK_LIMIT ((uint64_t)1 << 30)
-void tl_jit_cache_set_disk_limit(tl_jit_cache *cache, uint64_t bytes);
+TILEC_API void tl_jit_cache_set_disk_limit(tl_jit_cache *cache, uint64_t bytes);
 
 typedef struct tl_jit_stats {
   uint64_t compiles;                 /* tilec compilations (cache misses, or the cache off) */
@@ -132,30 +132,30 @@ typedef struct tl_jit_stats {
   uint64_t disk_temporaries_removed; /* temporary files of crashed writers removed */
 } tl_jit_stats;
 
-void tl_jit_cache_stats(const tl_jit_cache *cache, tl_jit_stats *out); /* zeros for NULL */
+TILEC_API void tl_jit_cache_stats(const tl_jit_cache *cache, tl_jit_stats *out); /* zeros for NULL */
 
 /* The context uses `cache` from now on (NULL: back to its own). The context does not own it:
  * destroy the cache after every context that uses it. */
-tl_status tl_context_set_jit_cache(tl_context *ctx, tl_jit_cache *cache);
+TILEC_API tl_status tl_context_set_jit_cache(tl_context *ctx, tl_jit_cache *cache);
 /* The cache the context uses, creating its own if it has none yet; NULL on failure (message in the
  * context). */
-tl_jit_cache *tl_context_jit_cache(tl_context *ctx);
+TILEC_API tl_jit_cache *tl_context_jit_cache(tl_context *ctx);
 
 /* The cache key of a compilation, as 32 hex digits: a hash of the source, the arch (which must be
  * given), the optimization level, the defines (normalized: the last value of each name, in name
  * order), the kernel selection, the compiler's build (tilec_build_id) and TL_JIT_LINE_INFO. Not in
  * the key, because they do not change the PTX: the filename, the callback and the other flags.
  * Needs no driver. */
-tl_status tl_jit_key(const char *src, size_t len, const tl_jit_options *opt, char hex[33], char *err,
-                     size_t err_size);
+TILEC_API tl_status tl_jit_key(const char *src, size_t len, const tl_jit_options *opt, char hex[33],
+                               char *err, size_t err_size);
 
 /* ========================================================================================= compile */
 
 /* Source to PTX through `cache` (NULL: no cache), with no driver and no context: opt->arch must be
  * given (NULL means sm_90a, as tilec_compile). *ptx is malloc'd (free it with free()). A source
  * with errors gives TL_ERR_COMPILE with the rendered diagnostics in err. */
-tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
-                             char **ptx, char *err, size_t err_size);
+TILEC_API tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len,
+                                       const tl_jit_options *opt, char **ptx, char *err, size_t err_size);
 
 /* Source to a loaded module: look the key up in the context's cache (memory, then disk), else
  * compile with tilec and have the driver make a device binary from the PTX; store both; load. A
@@ -172,12 +172,12 @@ tl_status tl_jit_compile_ptx(tl_jit_cache *cache, const char *src, size_t len, c
  * for the interpreter, which tl_launch runs ($TILEC_INTERP_LEVEL: tile, the default, or thread, the
  * lowering for the options' arch; another value is TL_ERR_BAD_ARGUMENT here). No device binary is
  * made or loaded. */
-tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
-                            tl_module **out);
+TILEC_API tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
+                                      tl_module **out);
 /* The same for a file (TL_ERR_IO if it cannot be read); its path is the diagnostics' filename
  * unless opt->filename says otherwise. */
-tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit_options *opt,
-                                 tl_module **out);
+TILEC_API tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit_options *opt,
+                                           tl_module **out);
 
 /* ========================================================================================== tuning */
 
@@ -193,14 +193,14 @@ tl_status tl_module_compile_file(tl_context *ctx, const char *path, const tl_jit
  * compiled with (defines, opt_level). sizes: every size of the kernel, NAME and a decimal value;
  * best: the winning defines. TL_ERR_BAD_ARGUMENT for a bad argument, TL_ERR_IO when the cache has
  * no folder (or it cannot be written), with the message in err. */
-tl_status tl_jit_tune_store(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
-                            const tilec_define *sizes, int nsizes, const tilec_define *best, int nbest,
-                            char *err, size_t err_size);
+TILEC_API tl_status tl_jit_tune_store(tl_jit_cache *cache, const char *src, size_t len,
+                                      const tl_jit_options *opt, const tilec_define *sizes, int nsizes,
+                                      const tilec_define *best, int nbest, char *err, size_t err_size);
 /* The defines stored for the bucket of sizes, as "NAME=VALUE NAME=VALUE" in defines (size bytes):
  * TL_OK, TL_ERR_NOT_FOUND when there are none, or as tl_jit_tune_store. */
-tl_status tl_jit_tune_lookup(tl_jit_cache *cache, const char *src, size_t len, const tl_jit_options *opt,
-                             const tilec_define *sizes, int nsizes, char *defines, size_t size, char *err,
-                             size_t err_size);
+TILEC_API tl_status tl_jit_tune_lookup(tl_jit_cache *cache, const char *src, size_t len,
+                                       const tl_jit_options *opt, const tilec_define *sizes, int nsizes,
+                                       char *defines, size_t size, char *err, size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tilec_version.h" /* TILEC_VERSION_*, TILEC_API */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,7 +47,7 @@ typedef enum tl_status {
 } tl_status;
 
 /* "TL_OK", "TL_ERR_NO_DRIVER", ...; "TL_ERR_?" for a value outside the enum. */
-const char *tl_status_name(tl_status status);
+TILEC_API const char *tl_status_name(tl_status status);
 
 /* ====================================================================== element types (runtime.c) */
 
@@ -67,23 +69,23 @@ typedef enum tl_dtype {
 } tl_dtype;
 
 /* "f32", ...; "?" for a value outside the enum. */
-const char *tl_dtype_name(tl_dtype dtype);
+TILEC_API const char *tl_dtype_name(tl_dtype dtype);
 /* Bytes per element (bool: 1); 0 for a value outside the enum. */
-size_t tl_dtype_size(tl_dtype dtype);
+TILEC_API size_t tl_dtype_size(tl_dtype dtype);
 /* The dtype of an ELEM name ("bf16" -> TL_BF16); false if the name is not one. */
-bool tl_dtype_from_name(const char *name, tl_dtype *out);
+TILEC_API bool tl_dtype_from_name(const char *name, tl_dtype *out);
 
 /* ==================================================================== f16 / bf16 on the host (half.c) */
 
 /* IEEE binary16 and bfloat16 as raw bits. Conversions to them round to nearest, ties to even, keep
  * the sign of zero, overflow to infinity and turn any NaN into a quiet NaN; conversions from them are
  * exact. No libm and no compiler support for _Float16 needed. */
-uint16_t tl_f16_from_float(float x);
-uint16_t tl_f16_from_double(double x); /* one rounding from double, not two through float */
-float tl_f16_to_float(uint16_t bits);
-uint16_t tl_bf16_from_float(float x);
-uint16_t tl_bf16_from_double(double x);
-float tl_bf16_to_float(uint16_t bits);
+TILEC_API uint16_t tl_f16_from_float(float x);
+TILEC_API uint16_t tl_f16_from_double(double x); /* one rounding from double, not two through float */
+TILEC_API float tl_f16_to_float(uint16_t bits);
+TILEC_API uint16_t tl_bf16_from_float(float x);
+TILEC_API uint16_t tl_bf16_from_double(double x);
+TILEC_API float tl_bf16_to_float(uint16_t bits);
 
 /* ================================================================== launch metadata (meta.c)
  * The parsed "// tilec-meta" block. This part needs no driver: hosts can inspect a kernel's signature
@@ -176,11 +178,12 @@ typedef struct tl_meta tl_meta;
  * and only the block is read). Fails with TL_ERR_BAD_METADATA and a message "line N: ..." for a
  * missing or malformed block. On success *out owns everything the tl_kernel_info pointers reach;
  * free it with tl_meta_free. */
-tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, size_t err_size);
-void tl_meta_free(tl_meta *meta);                                                 /* NULL is fine */
-int tl_meta_kernel_count(const tl_meta *meta);
-const tl_kernel_info *tl_meta_kernel(const tl_meta *meta, int index);             /* NULL if out of range */
-const tl_kernel_info *tl_meta_find_kernel(const tl_meta *meta, const char *name); /* NULL if absent */
+TILEC_API tl_status tl_meta_parse(const char *text, size_t len, tl_meta **out, char *err, size_t err_size);
+TILEC_API void tl_meta_free(tl_meta *meta); /* NULL is fine */
+TILEC_API int tl_meta_kernel_count(const tl_meta *meta);
+/* The kernel at `index`, NULL if out of range; the kernel called `name`, NULL if absent. */
+TILEC_API const tl_kernel_info *tl_meta_kernel(const tl_meta *meta, int index);
+TILEC_API const tl_kernel_info *tl_meta_find_kernel(const tl_meta *meta, const char *name);
 
 /* ==================================================================== launch arguments (plan.c) */
 
@@ -266,14 +269,14 @@ typedef struct tl_launch_plan {
  * TL_ERR_BAD_ARGUMENT and a message naming the argument ("argument 1 ('B'): expected a tensor of
  * f32, got f16"). Needs no driver. Release the plan with tl_launch_plan_release, also after a
  * failure (harmless then). */
-tl_status tl_plan_launch(const tl_kernel_info *kernel, const tl_arg *args, int nargs, tl_launch_plan *plan,
-                         char *err, size_t err_size);
+TILEC_API tl_status tl_plan_launch(const tl_kernel_info *kernel, const tl_arg *args, int nargs,
+                                   tl_launch_plan *plan, char *err, size_t err_size);
 /* The same for the device with `num_sms` multiprocessors (tl_device_info.sm_count), which a grid
  * that uses `num_sms` needs (tl_kernel_info.uses_num_sms); tl_plan_launch refuses such a grid,
  * and so does a num_sms below 1. tl_launch passes its context's device. */
-tl_status tl_plan_launch_sms(const tl_kernel_info *kernel, const tl_arg *args, int nargs, int num_sms,
-                             tl_launch_plan *plan, char *err, size_t err_size);
-void tl_launch_plan_release(tl_launch_plan *plan);
+TILEC_API tl_status tl_plan_launch_sms(const tl_kernel_info *kernel, const tl_arg *args, int nargs,
+                                       int num_sms, tl_launch_plan *plan, char *err, size_t err_size);
+TILEC_API void tl_launch_plan_release(tl_launch_plan *plan);
 
 /* The arguments of cuTensorMapEncodeTiled (cuda.h, CUDA 12+) for one tensor map, in the driver's
  * order and units (docs/abi.md, "Tensor maps"): dims innermost first, strides in bytes. */
@@ -296,8 +299,8 @@ typedef struct tl_tmap_encoding {
  * map cannot be encoded for these arguments (a pointer not 16-byte aligned, a row stride that is
  * not a multiple of 16 bytes, an empty dim, ...): then the launch passes tmap_ok = 0. Needs no
  * driver. */
-bool tl_tmap_encoding_of(const tl_kernel_info *kernel, int param, const tl_arg *args, int nargs,
-                         tl_tmap_encoding *out, char *why, size_t why_size);
+TILEC_API bool tl_tmap_encoding_of(const tl_kernel_info *kernel, int param, const tl_arg *args, int nargs,
+                                   tl_tmap_encoding *out, char *why, size_t why_size);
 
 /* ====================================================================== contexts (runtime.c) */
 
@@ -313,14 +316,14 @@ typedef struct tl_context tl_context;
  * The CPU device instead, with no driver loaded: ordinal TL_DEVICE_CPU, or $TILEC_DEVICE=cpu (any
  * ordinal); $TILEC_DEVICE=auto: the GPU if the driver and the device are there, else the CPU;
  * unset, "" or "gpu": the GPU only. Another value is TL_ERR_BAD_ARGUMENT. */
-tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err_size);
+TILEC_API tl_status tl_context_create(int ordinal, tl_context **out, char *err, size_t err_size);
 /* Unloads the context's remaining modules, then releases the primary context (device memory the
  * primary context still holds is freed with it once no other user retains it). NULL is fine. */
-void tl_context_destroy(tl_context *ctx);
+TILEC_API void tl_context_destroy(tl_context *ctx);
 /* The message of the last call made with this context (or one of its modules or kernels): "" after
  * a success. Valid until the next call with the context. A context is not meant to be used from two
  * threads at once; give each thread its own (they share the device's primary context). */
-const char *tl_context_message(const tl_context *ctx);
+TILEC_API const char *tl_context_message(const tl_context *ctx);
 
 typedef struct tl_device_info {
   int ordinal;            /* TL_DEVICE_CPU on the CPU device */
@@ -332,7 +335,7 @@ typedef struct tl_device_info {
   int driver_version;     /* 13000 for CUDA 13.0 */
 } tl_device_info;
 
-tl_status tl_context_device(tl_context *ctx, tl_device_info *out);
+TILEC_API tl_status tl_context_device(tl_context *ctx, tl_device_info *out);
 
 /* CU_STREAM_LEGACY: the legacy default stream, named explicitly. */
 #define TL_STREAM_LEGACY ((void *)1)
@@ -340,21 +343,21 @@ tl_status tl_context_device(tl_context *ctx, tl_device_info *out);
 /* The stream that tl_launch uses when it is passed NULL (a CUstream; NULL, the default, is the
  * legacy default stream, so a context that never sets one launches as before). The context does
  * not own the stream: destroy it only after the last launch on it. */
-tl_status tl_context_set_stream(tl_context *ctx, void *stream);
-void *tl_context_stream(const tl_context *ctx); /* NULL for a NULL context */
+TILEC_API tl_status tl_context_set_stream(tl_context *ctx, void *stream);
+TILEC_API void *tl_context_stream(const tl_context *ctx); /* NULL for a NULL context */
 
 /* Device memory, in the context's primary context. tl_malloc of 0 bytes gives 0 and tl_free(0) does
  * nothing, so empty tensors need no special case. Copies are synchronous.
  * On the CPU device: host memory (a tl_devptr is its address; new bytes are 0xFF), every
  * allocation tracked, so that a pointer it did not give out, a range past the end of an
  * allocation, or a free of anything but an allocation's start is TL_ERR_BAD_ARGUMENT. */
-tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out);
-tl_status tl_free(tl_context *ctx, tl_devptr ptr);
-tl_status tl_memcpy_htod(tl_context *ctx, tl_devptr dst, const void *src, size_t bytes);
-tl_status tl_memcpy_dtoh(tl_context *ctx, void *dst, tl_devptr src, size_t bytes);
-tl_status tl_memset_d8(tl_context *ctx, tl_devptr dst, unsigned char value, size_t bytes);
+TILEC_API tl_status tl_malloc(tl_context *ctx, size_t bytes, tl_devptr *out);
+TILEC_API tl_status tl_free(tl_context *ctx, tl_devptr ptr);
+TILEC_API tl_status tl_memcpy_htod(tl_context *ctx, tl_devptr dst, const void *src, size_t bytes);
+TILEC_API tl_status tl_memcpy_dtoh(tl_context *ctx, void *dst, tl_devptr src, size_t bytes);
+TILEC_API tl_status tl_memset_d8(tl_context *ctx, tl_devptr dst, unsigned char value, size_t bytes);
 /* Wait for all work in the context; reports the first asynchronous launch failure, if any. */
-tl_status tl_synchronize(tl_context *ctx);
+TILEC_API tl_status tl_synchronize(tl_context *ctx);
 
 /* ================================================================= modules and launches (runtime.c) */
 
@@ -366,18 +369,18 @@ typedef struct tl_kernel tl_kernel;
  * (TL_ERR_BAD_METADATA if the PTX lacks one). Kernels that ask for more than 48 KiB of dynamic shared
  * memory are opted in here. The runtime keeps no reference to `ptx`. TL_ERR_UNSUPPORTED on the CPU
  * device, which runs .tl source (tl_module_compile, tilec_jit.h). */
-tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out);
+TILEC_API tl_status tl_module_load_ptx(tl_context *ctx, const char *ptx, tl_module **out);
 /* The same, reading the PTX from a file (TL_ERR_IO if it cannot be read; on the CPU device
  * TL_ERR_UNSUPPORTED, the file unread). */
-tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out);
+TILEC_API tl_status tl_module_load_file(tl_context *ctx, const char *path, tl_module **out);
 /* Frees the module, its metadata and its kernels. NULL is fine. */
-void tl_module_unload(tl_module *module);
-const tl_meta *tl_module_meta(const tl_module *module);
+TILEC_API void tl_module_unload(tl_module *module);
+TILEC_API const tl_meta *tl_module_meta(const tl_module *module);
 
 /* A kernel of the module by name: TL_ERR_NOT_FOUND (the message lists the kernels there are) if the
  * module has none such. The kernel belongs to the module: valid until it is unloaded. */
-tl_status tl_module_get_kernel(tl_module *module, const char *name, tl_kernel **out);
-const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
+TILEC_API tl_status tl_module_get_kernel(tl_module *module, const char *name, tl_kernel **out);
+TILEC_API const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
 
 /* Check the arguments (as tl_plan_launch) and launch on `stream` (a CUstream; NULL for the
  * context's stream, tl_context_set_stream, which is itself the legacy default stream unless set).
@@ -393,7 +396,7 @@ const tl_kernel_info *tl_kernel_get_info(const tl_kernel *kernel);
  * On the CPU device the same checks, then every non-empty tensor must lie inside one allocation of
  * the context; the interpreter runs the kernel, blocks one after another, before tl_launch returns
  * (the stream is ignored), and a check it fails is TL_ERR_KERNEL_FAILED from this call. */
-tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream);
+TILEC_API tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream);
 
 #ifdef __cplusplus
 }

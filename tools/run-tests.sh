@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The CPU test suite: first the formatting of every C file (tools/check-format.sh,
 # a few seconds), then a release build and an ASan + UBSan build, each running
-# every CTest test (unit, golden, diagnostics, CLI, ptxas); then the fuzzers for
-# a bounded time (tests/fuzz/run.sh --ci, about 3 minutes; TILEC_FUZZ=0 skips it).
+# every CTest test (unit, golden, diagnostics, CLI, ptxas, the ABI checks; in the
+# release build also the install, the consumer project and the .deb: docs/install.md);
+# then the fuzzers for a bounded time (tests/fuzz/run.sh --ci, about 3 minutes;
+# TILEC_FUZZ=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .ci/install-deps.sh
