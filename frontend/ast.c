@@ -144,7 +144,8 @@ static void print_node(StrBuf *sb, const Node *n, int d)
 {
   static const char *kinds[] = {"Int",   "Float", "Bool",  "Name",   "Type",  "Unary", "Binary", "Call",
                                 "Index", "List",  "Named", "Slice",  "Let",   "Var",   "Assign", "CallStmt",
-                                "If",    "For",   "Block", "Kernel", "Param", "Const"};
+                                "If",    "For",   "Block", "Kernel", "Param", "Const", "Fn"};
+  _Static_assert(sizeof kinds / sizeof kinds[0] == N_FN + 1, "a name for every node kind");
   if (!n) {
     ind(sb, d);
     sb_puts(sb, "<none>\n");
