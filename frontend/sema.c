@@ -787,13 +787,19 @@ static const Buffer *lookup_buffer(Sema *s, const Node *n, int *index)
 }
 
 /* Indices of buf[...]: integers, one per dimension, constant ones in range. */
+/* One index per dimension of b (also for a copy's slices). */
+static bool index_count_ok(Sema *s, const Buffer *b, int n, SrcLoc loc)
+{
+  if (n != b->rank)
+    error_at(s->d, loc, "'%s' has %d dimension%s but is indexed with %d", b->name, b->rank,
+             b->rank == 1 ? "" : "s", n);
+  return n == b->rank;
+}
+
 static Expr **check_indices(Sema *s, const Buffer *b, const NodeList *idx, SrcLoc loc)
 {
-  if (idx->n != b->rank) {
-    error_at(s->d, loc, "'%s' has %d dimension%s but is indexed with %d", b->name, b->rank,
-             b->rank == 1 ? "" : "s", idx->n);
+  if (!index_count_ok(s, b, idx->n, loc))
     return NULL;
-  }
   Expr **v = ARENA_ARRAY(s->a, Expr *, idx->n);
   bool ok = true;
   for (int i = 0; i < idx->n; i++) {
@@ -1243,11 +1249,8 @@ static int64_t slice_length(Sema *s, const Node *sl, Expr *start)
  * i-th slice (-1 for `:`, which takes the tile's). */
 static bool check_slices(Sema *s, const Node *n, const Buffer *b, Region *r, int64_t *lens)
 {
-  if (n->list.n != b->rank) {
-    error_at(s->d, n->loc, "'%s' has %d dimension%s but is indexed with %d", b->name, b->rank,
-             b->rank == 1 ? "" : "s", n->list.n);
+  if (!index_count_ok(s, b, n->list.n, n->loc))
     return false;
-  }
   r->origin = ARENA_ARRAY(s->a, Expr *, b->rank);
   bool ok = true;
   for (int i = 0; i < b->rank; i++) {
@@ -2061,7 +2064,7 @@ typedef struct {
   Expr *value; /* SYM_VAR (a statement fn's let) and SYM_EXPR */
 } FnArg;
 
-static bool bind_arg(Sema *s, const Node *fn, const Node *param, const Node *arg, FnArg *out)
+static bool bind_arg(Sema *s, const Node *param, const Node *arg, FnArg *out)
 {
   if (param->tname) {
     error_at(s->d, param->tloc, "the type of fn parameter '%s' must be an element type such as f32",
@@ -2084,7 +2087,6 @@ static bool bind_arg(Sema *s, const Node *fn, const Node *param, const Node *arg
     e = require_type(s, e, param->type, arg->loc, "the argument");
   if (!e)
     return false;
-  (void)fn;
   *out = (FnArg){SYM_VAR, -1, e};
   return true;
 }
@@ -2121,27 +2123,46 @@ static void bind_params(Sema *s, const Node *fn, FnArg *args, StmtList *lets)
   }
 }
 
+/* What an expansion changes in the Sema, to undo at its end (fn_close). */
+typedef struct {
+  int errors, nsyms, sym_base, nexprs;
+} FnScope;
+
+/* Binds fn's parameters to call's arguments (checked in the caller's scope) above a new base;
+ * statement fns get their values as lets into *lets (NULL: a value fn). False if an argument is
+ * wrong; fn_close undoes it either way. */
+static bool fn_open(Sema *s, const Node *fn, const Node *call, StmtList *lets, FnScope *sc)
+{
+  *sc = (FnScope){s->d->nerrors, s->nsyms, s->sym_base, s->nexprs};
+  FnArg *args = ARENA_ARRAY(s->a, FnArg, fn->list.n + 1);
+  bool ok = true;
+  for (int i = 0; i < fn->list.n; i++)
+    ok = bind_arg(s, fn->list.items[i], call->list.items[i], &args[i]) && ok;
+  if (ok)
+    bind_params(s, fn, args, lets);
+  return ok;
+}
+
+static void fn_close(Sema *s, const Node *fn, const Node *call, const FnScope *sc)
+{
+  s->nsyms = sc->nsyms;
+  s->sym_base = sc->sym_base;
+  s->nexprs = sc->nexprs;
+  s->nexpanding--;
+  if (s->d->nerrors != sc->errors)
+    note_at(s->d, call->loc, "in fn '%s', expanded here", fn->name);
+}
+
 static Stmt *expand_stmt_fn(Sema *s, const Node *fn, const Node *call)
 {
   if (!fn_enter(s, fn, call))
     return NULL;
-  int errors = s->d->nerrors, mark = s->nsyms, base = s->sym_base;
-  FnArg *args = ARENA_ARRAY(s->a, FnArg, fn->list.n + 1);
-  bool ok = true;
-  for (int i = 0; i < fn->list.n; i++)
-    ok = bind_arg(s, fn, fn->list.items[i], call->list.items[i], &args[i]) && ok;
-  Stmt *body = NULL;
+  FnScope sc;
   StmtList l = {0};
-  if (ok) {
-    bind_params(s, fn, args, &l);
-    body = check_block(s, fn->b);
-    stlist_push(s->a, &l, body);
-  }
-  s->nsyms = mark;
-  s->sym_base = base;
-  s->nexpanding--;
-  if (s->d->nerrors != errors)
-    note_at(s->d, call->loc, "in fn '%s', expanded here", fn->name);
+  bool ok = fn_open(s, fn, call, &l, &sc);
+  if (ok)
+    stlist_push(s->a, &l, check_block(s, fn->b));
+  fn_close(s, fn, call, &sc);
   return ok ? stlist_seq(s->a, &l, call->loc) : NULL;
 }
 
@@ -2149,22 +2170,9 @@ static Expr *expand_value_fn(Sema *s, const Node *fn, const Node *call, TypeKind
 {
   if (!fn_enter(s, fn, call))
     return NULL;
-  int errors = s->d->nerrors, mark = s->nsyms, base = s->sym_base, nexprs = s->nexprs;
-  FnArg *args = ARENA_ARRAY(s->a, FnArg, fn->list.n + 1);
-  bool ok = true;
-  for (int i = 0; i < fn->list.n; i++)
-    ok = bind_arg(s, fn, fn->list.items[i], call->list.items[i], &args[i]) && ok;
-  Expr *e = NULL;
-  if (ok) {
-    bind_params(s, fn, args, NULL);
-    e = check_expr(s, fn->a, hint);
-  }
-  s->nsyms = mark;
-  s->sym_base = base;
-  s->nexprs = nexprs;
-  s->nexpanding--;
-  if (s->d->nerrors != errors)
-    note_at(s->d, call->loc, "in fn '%s', expanded here", fn->name);
+  FnScope sc;
+  Expr *e = fn_open(s, fn, call, NULL, &sc) ? check_expr(s, fn->a, hint) : NULL;
+  fn_close(s, fn, call, &sc);
   return e;
 }
 

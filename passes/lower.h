@@ -97,6 +97,9 @@ Stmt *lower_copy(Lw *w, Stmt *s);
 bool lw_tma_store_shape(const Lw *w, const Stmt *s);
 /* The same for a 2-D tile of `shape` and `elem` stored at dst (a tensor region). */
 bool lw_tma_store_fits(const Lw *w, const int64_t *shape, TypeKind elem, const Region *dst);
+/* The tensor map of a 2-D tile's copy through the copy engine: a box of `rows` in the tensor
+ * dimension the tile's rows span, `panel` columns in the last, 1 elsewhere. */
+int lw_tma_map(Lw *w, const Region *g, int64_t rows, int64_t panel);
 Stmt *lower_fill(Lw *w, Stmt *s);
 Stmt *lower_copy_mma_global(Lw *w, Stmt *s, bool load);
 Stmt *lower_copy_mma_shared(Lw *w, Stmt *s);

@@ -381,6 +381,15 @@ bool lw_tma_store_fits(const Lw *w, const int64_t *shape, TypeKind elem, const R
          region_span(dst, 2, 1) == G->rank - 1 && shape[1] % 16 == 0 && shape[0] % 8 == 0 && shape[0] <= 256;
 }
 
+int lw_tma_map(Lw *w, const Region *g, int64_t rows, int64_t panel)
+{
+  int R = w->k->bufs[g->buf].rank, rd = region_span(g, 2, 0); /* the tensor dimension of the rows */
+  int64_t box[TL_MAX_RANK];
+  for (int d = 0; d < R; d++)
+    box[d] = d == R - 1 ? panel : d == rd ? rows : 1;
+  return kernel_add_tmap(w->a, w->k, g->buf, box);
+}
+
 bool lw_tma_store_shape(const Lw *w, const Stmt *s)
 {
   const Buffer *T = &w->k->bufs[s->src.buf];
@@ -393,11 +402,8 @@ static Stmt *tma_store(Lw *w, Stmt *s)
   Kernel *k = w->k;
   const Buffer *T = &k->bufs[s->src.buf], *G = &k->bufs[s->dst.buf];
   int R = G->rank;
-  int64_t box[TL_MAX_RANK], panel = swizzle_span(T->swizzle) / 2;
-  int rows = region_span(&s->dst, 2, 0); /* the tensor dimension of the tile's rows */
-  for (int d = 0; d < R; d++)
-    box[d] = d == R - 1 ? panel : d == rows ? T->tile_shape[0] : 1;
-  int map = kernel_add_tmap(w->a, k, s->dst.buf, box);
+  int64_t panel = swizzle_span(T->swizzle) / 2;
+  int map = lw_tma_map(w, &s->dst, T->tile_shape[0], panel);
   StmtList out = {0};
   for (int64_t c = 0; c < T->tile_shape[1]; c += panel) {
     Stmt *t = st_new(w->a, ST_TMA_STORE, s->loc);

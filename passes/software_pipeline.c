@@ -511,11 +511,8 @@ static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter
     const Stmt *p = producers->items[i];
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
     int R = G->rank;
-    int64_t box[TL_MAX_RANK], panel = swizzle_span(T->swizzle) / 2;
-    int rows = region_span(&p->src, 2, 0); /* the tensor dimension of the tile's rows */
-    for (int d = 0; d < R; d++)
-      box[d] = d == R - 1 ? panel : d == rows ? T->tile_shape[1] : 1;
-    int map = kernel_add_tmap(w->a, k, p->src.buf, box);
+    int64_t panel = swizzle_span(T->swizzle) / 2;
+    int map = lw_tma_map(w, &p->src, T->tile_shape[1], panel);
     for (int64_t c = 0; c < T->tile_shape[2]; c += panel) {
       Stmt *t = st_new(w->a, ST_TMA_LOAD, p->loc);
       t->tmap = map;
