@@ -11,23 +11,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* XXH3's state is a full type here (tl_hasher holds one), and its functions are inlined into
+ * hash.c: the JIT needs xxhash.h to build but no xxHash library to run. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "tilec_jit.h"
 
 /* ---------------------------------------------------------------------------------------- hash.c */
 
-/* A 128-bit non-cryptographic hash: fast on the few kilobytes of a kernel's source and PTX, every
- * input bit reaching every output bit. Good against accidents (a cache key colliding, a file
- * damaged), not against an adversary who can write into the cache folder. */
+/* A 128-bit non-cryptographic hash, xxHash's XXH3-128: fast on the few kilobytes of a kernel's
+ * source and PTX, every input bit reaching every output bit. Good against accidents (a cache key
+ * colliding, a file damaged), not against an adversary who can write into the cache folder. */
 typedef struct tl_hash128 {
   uint64_t lo, hi;
 } tl_hash128;
 
 /* Incremental form: init, update any number of times, final (which leaves the state usable). */
 typedef struct tl_hasher {
-  uint64_t h1, h2;
-  uint64_t total;        /* bytes so far */
-  unsigned char buf[16]; /* a partial block */
-  size_t nbuf;
+  XXH3_state_t state;
 } tl_hasher;
 
 void tl_hasher_init(tl_hasher *h, uint64_t seed);
@@ -89,7 +91,7 @@ void tl_cache_entry_free(tl_cache_entry *e); /* frees the buffers and zeroes the
  * The file's size must be exactly the header plus both lengths: a truncated or extended file is
  * rejected before its checksum is even computed (on disk, before its payload is even read). */
 #define TL_CACHE_MAGIC "TILECJIT"
-#define TL_CACHE_FORMAT 1u
+#define TL_CACHE_FORMAT 2u
 #define TL_CACHE_HEADER 136u
 #define TL_CACHE_ID_BYTES 64u
 #define TL_CACHE_SUFFIX ".tljit"

@@ -35,7 +35,8 @@ for f in ./usr/bin/tilec ./usr/include/tilec.h ./usr/include/tilec_runtime.h ./u
   "./usr/lib/libtilec_jit.so.$version" "./usr/lib/libtilec_jit.so.$major" ./usr/lib/libtilec_jit.so \
   ./usr/lib/libtilec_jit.a ./usr/lib/libtilec_runtime.a ./usr/lib/cmake/tilec/tilecConfig.cmake \
   ./usr/lib/cmake/tilec/tilecConfigVersion.cmake ./usr/lib/pkgconfig/tilec-jit.pc \
-  ./usr/share/man/man1/tilec.1 ./usr/share/tilec/stdlib/softmax.tl ./usr/share/doc/tilec/install.md; do
+  ./usr/share/man/man1/tilec.1 ./usr/share/tilec/stdlib/softmax.tl ./usr/share/doc/tilec/install.md \
+  ./usr/lib/python3/dist-packages/tilec.pth ./usr/share/tilec/python/tilec/__init__.py; do
   grep -qxF "$f" "$tmp/files" || fail "the package lacks $f"
 done
 shlibs=$(dpkg-deb -I "$deb" shlibs)

@@ -435,10 +435,10 @@ static void test_format(void)
   CHECK_CONTAINS(why, "another compiler");
   CHECK(!tl_cache_decode(data, len - 1, key, id, &d, why, sizeof why), "truncated");
   CHECK_CONTAINS(why, "truncated");
-  data[8] = 2; /* format version 2 */
+  data[8] = 3; /* format version 3 */
   CHECK(!tl_cache_decode(data, len, key, id, &d, why, sizeof why), "format");
-  CHECK_CONTAINS(why, "foreign format version 2");
-  data[8] = 1;
+  CHECK_CONTAINS(why, "foreign format version 3");
+  data[8] = TL_CACHE_FORMAT;
   data[len - 1] ^= 1;
   CHECK(!tl_cache_decode(data, len, key, id, &d, why, sizeof why), "payload");
   CHECK_CONTAINS(why, "checksum");
