@@ -52,11 +52,11 @@ static LLVMValueRef swizzle(Cg *cg, LLVMValueRef off, TypeKind elem)
 }
 
 /* SWIZZLE_128B, _64B, _32B (ir.h), the layouts wgmma reads: a [R, C] tile
- * (after the stage index) of 16-bit elements as C / P panels [R, P] with
- * S-byte rows (S the span, P = S / 2), then the hardware's S-byte swizzle of
+ * (after the stage index) of 16-bit (or 8-bit) elements as C / P panels [R, P]
+ * with S-byte rows (S the span, P = S / 2, or S for 8 bits), then the hardware's S-byte swizzle of
  * the chunk bits (4 up) by the bits from 7 up (the tile is 1024-aligned):
  *
- *   byte = (c / P) * R * S + r * S + (c % P) * 2
+ *   byte = (c / P) * R * S + r * S + (c % P) * esize
  *   byte' = byte ^ (((byte >> 7) & (S / 16 - 1)) << 4)
  *
  *   S = 128, one 1024-byte atom (8 rows of a panel), 16-byte chunks:
@@ -73,7 +73,7 @@ static LLVMValueRef tile_offset_wgmma(Cg *cg, const Buffer *buf, Expr *const *id
 {
   int first = buf->stages > 0 ? 1 : 0;
   int esize = type_bytes(buf->elem), S = swizzle_span(buf->swizzle);
-  if (nidx != first + 2 || esize != 2)
+  if (nidx != first + 2 || esize > 2)
     DIE("wgmma tile '%s' indexed with %d indices", buf->name, nidx);
   int64_t R = buf->tile_shape[first], panel = S / esize;
   LLVMBuilderRef B = cg->b;

@@ -4,6 +4,7 @@
  *
  *   ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16   shared -> registers
  *   mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}...f32   the warp's MMA
+ *   mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}...s32     (8-bit inputs)
  *   cp.async.cg.shared.global [dst], [src], 16, src_bytes     global -> shared
  *   cp.async.commit_group / cp.async.wait_group N
  *   wgmma.fence / mma_async / commit_group / wait_group N   sm_90a warpgroup MMA
@@ -95,24 +96,36 @@ static LLVMValueRef a_operand(Cg *cg, const Stmt *s, int i)
   return LLVMBuildBitCast(cg->b, v, cg->t.i32, "");
 }
 
+/* The PTX name of a tensor-core input type. */
+static const char *mma_type(TypeKind t)
+{
+  return t == TY_BF16 ? "bf16" : t == TY_I8 ? "s8" : t == TY_U8 ? "u8" : "f16";
+}
+
+/* m16n8k16 for 16-bit inputs into f32; m16n8k32 for 8-bit ones into s32 (same
+ * registers: 4 of A, 2 of B, 4 of C). */
 void emit_mma(Cg *cg, const Stmt *s)
 {
   char text[200];
-  const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
+  const char *t = mma_type(s->elem);
+  bool int8 = type_bytes(s->elem) == 1;
   snprintf(text, sizeof text,
-           "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+           "mma.sync.aligned.m16n8k%d.row.col.%s.%s.%s.%s {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
            "{$10, $11, $12, $13};",
-           t, t);
+           int8 ? 32 : 16, int8 ? "s32" : "f32", t, t, int8 ? "s32" : "f32");
+  LLVMTypeRef acc = int8 ? cg->t.i32 : cg->t.f32;
   LLVMValueRef args[10];
   for (int i = 0; i < 4; i++)
     args[i] = a_operand(cg, s, i);
   for (int i = 0; i < 2; i++)
     args[4 + i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->b, s->b_reg, i), "");
   for (int i = 0; i < 4; i++)
-    args[6 + i] = LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, s->c, s->c_reg, i), "");
-  LLVMTypeRef f32s[4] = {cg->t.f32, cg->t.f32, cg->t.f32, cg->t.f32};
-  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, 4, 0);
-  LLVMValueRef r = inline_asm(cg, ret, text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
+    args[6 + i] = LLVMBuildLoad2(cg->b, acc, reg_ptr(cg, s->c, s->c_reg, i), "");
+  LLVMTypeRef accs[4] = {acc, acc, acc, acc};
+  LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, accs, 4, 0);
+  LLVMValueRef r = inline_asm(cg, ret, text,
+                              int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3" : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
+                              args, 10, false);
   for (int i = 0; i < 4; i++)
     LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, s->c_reg, i));
 }
@@ -156,7 +169,8 @@ static LLVMValueRef wgmma_desc(Cg *cg, int buf, Expr *const *idx, int nidx, bool
   return LLVMBuildOr(cg->b, LLVMBuildZExt(cg->b, addr, cg->t.i64, ""), bits, "");
 }
 
-/* An asm statement over the accumulator registers acc[0 .. n): "=f" x n, then
+/* An asm statement over the accumulator registers acc[0 .. n): "=f" x n ("=r"
+ * for an i32 accumulator), then
  * "=r" x ntied for the i32 values tied[] (read and replaced by the asm's
  * results), then the extra inputs, then the registers and values tied to the
  * outputs; the accumulator's results are stored back.  The text names the
@@ -165,9 +179,12 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, const Expr *first, int
                        int ntied, LLVMValueRef *extra, const char *extra_cons, int nextra)
 {
   const int nout = n + ntied;
+  const bool int_acc = cg->k->bufs[acc].elem == TY_I32; /* 8-bit inputs' s32 accumulator */
+  LLVMTypeRef acc_t = int_acc ? cg->t.i32 : cg->t.f32;
+  const char *acc_c = int_acc ? "=r" : "=f";
   StrBuf cons = {0};
   for (int i = 0; i < nout; i++)
-    sb_puts(&cons, i == 0 ? (n ? "=f" : "=r") : i < n ? ",=f" : ",=r");
+    sb_printf(&cons, "%s%s", i ? "," : "", i < n ? acc_c : "=r");
   if (nextra)
     sb_printf(&cons, ",%s", extra_cons);
   for (int i = 0; i < nout; i++)
@@ -179,10 +196,9 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, const Expr *first, int
     args[i] = extra[i];
   Expr zero = {.kind = EX_INT, .type = TY_I32};
   for (int i = 0; i < nout; i++) {
-    args[nextra + i] = i < n
-                           ? LLVMBuildLoad2(cg->b, cg->t.f32, reg_ptr(cg, acc, first ? first : &zero, i), "")
-                           : tied[i - n];
-    types[i] = i < n ? cg->t.f32 : cg->t.i32;
+    args[nextra + i] = i < n ? LLVMBuildLoad2(cg->b, acc_t, reg_ptr(cg, acc, first ? first : &zero, i), "")
+                             : tied[i - n];
+    types[i] = i < n ? acc_t : cg->t.i32;
   }
   LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, types, (unsigned)nout, 0);
   LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + nout, true);
@@ -227,12 +243,13 @@ void emit_wgmma(Cg *cg, const Stmt *s)
 {
   int n = s->acc_regs;
   const Expr *first = s->c_reg;
-  const char *t = s->elem == TY_BF16 ? "bf16" : "f16";
+  const char *t = mma_type(s->elem);
+  bool int8 = type_bytes(s->elem) == 1;
   StrBuf text = {0};
   /* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
   sb_printf(&text,
-            "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-            2 * n, t, t);
+            "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {",
+            2 * n, int8 ? 32 : 16, int8 ? "s32" : "f32", t, t);
   for (int i = 0; i < n; i++)
     sb_printf(&text, "%s$%d", i ? ", " : "", i);
   if (s->a_reg) { /* A in registers: {a0, a1, a2, a3}, no transpose-A immediate */
@@ -243,6 +260,11 @@ void emit_wgmma(Cg *cg, const Stmt *s)
       ops[i] = a_operand(cg, s, i);
     ops[4] = wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major);
     asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, ops, "r,r,r,r,l", 5);
+  } else if (int8) { /* integer wgmma: no scale or transpose immediates (both operands K-major) */
+    sb_printf(&text, "}, $%d, $%d, p;\n}", n, n + 1);
+    LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
+                            wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
+    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);
   } else {
     sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
               s->b_mn_major ? 1 : 0);

@@ -1463,7 +1463,8 @@ static Stmt *check_clear_op(Sema *s, const Node *call) { return check_fill(s, ca
 /* gemm(A, B, C [, transpose_A = BOOL] [, transpose_B = BOOL] [, warps_m = INT] [, warps_n = INT])
  * 2-D tiles: A and B both f16 or both bf16, B in shared memory, A in shared memory or a fragment
  * (registers: it must have the layout of a gemm accumulator, layout.c; not transposed),
- * C an f32 fragment; M x K times K x N into M x N after the transposes, M % 16, N % 8, K % 16 = 0;
+ * C an f32 fragment; or A and B both i8 or both u8, K-major (A [M, K] shared, B^T [N, K]), C i32;
+ * M x K times K x N into M x N after the transposes, M % 16, N % 8, K % 16 (8 bits: 32) = 0;
  * warps_m, warps_n constants 1 to 32. */
 static Stmt *check_gemm(Sema *s, const Node *call)
 {
@@ -1492,19 +1493,29 @@ static Stmt *check_gemm(Sema *s, const Node *call)
     error_at(s->d, call->loc, "gemm reads B from shared memory and A from shared memory or a fragment");
     return NULL;
   }
-  if ((A->elem != TY_F16 && A->elem != TY_BF16) || A->elem != B->elem) {
-    error_at(s->d, call->loc, "gemm inputs must both be f16 or both bf16, got %s and %s", type_name(A->elem),
-             type_name(B->elem));
+  bool int8 = A->elem == TY_I8 || A->elem == TY_U8;
+  if ((A->elem != TY_F16 && A->elem != TY_BF16 && !int8) || A->elem != B->elem) {
+    error_at(s->d, call->loc, "gemm inputs must both be f16, both bf16, both i8 or both u8, got %s and %s",
+             type_name(A->elem), type_name(B->elem));
     return NULL;
   }
-  if (C->elem != TY_F32) {
-    error_at(s->d, positional(call, 2)->loc, "the accumulator of 'gemm' must be f32, got %s",
-             type_name(C->elem));
+  if (C->elem != (int8 ? TY_I32 : TY_F32)) {
+    error_at(s->d, positional(call, 2)->loc, "the accumulator of 'gemm' on %s inputs must be %s, got %s",
+             type_name(A->elem), int8 ? "i32" : "f32", type_name(C->elem));
     return NULL;
   }
   if (A->scope == SCOPE_FRAGMENT && st->trans_a) {
     error_at(s->d, named_arg(call, "transpose_A")->loc,
              "gemm with A in a fragment takes it as [M, K]; transpose_A = true needs A in shared memory");
+    return NULL;
+  }
+  /* The tensor cores read 8-bit operands only along K (mma.sync's .row.col, wgmma's K-major
+   * layouts: no transposing load exists for bytes), and take A from shared memory. */
+  if (int8 && (st->trans_a || !st->trans_b || A->scope == SCOPE_FRAGMENT)) {
+    error_at(s->d, call->loc,
+             "gemm on 8-bit inputs reads both operands along K: A as [M, K] in shared memory and B as "
+             "[N, K] with transpose_B = true (store B as [N, K], or transpose it into the shared tile in a "
+             "parallel loop)");
     return NULL;
   }
   int64_t M = A->tile_shape[st->trans_a], K = A->tile_shape[!st->trans_a];
@@ -1516,11 +1527,12 @@ static Stmt *check_gemm(Sema *s, const Node *call)
              M, K, KB, N, C->tile_shape[0], C->tile_shape[1]);
     return NULL;
   }
-  if (M % 16 || N % 8 || K % 16) {
+  const int64_t kstep = int8 ? 32 : 16; /* the instruction's K: m16n8k16, m16n8k32 for 8 bits */
+  if (M % 16 || N % 8 || K % kstep) {
     error_at(s->d, call->loc,
-             "gemm tiles must be multiples of the m16n8k16 instruction: M %% 16, N %% 8 and "
-             "K %% 16 must be 0 (M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64 ")",
-             M, N, K);
+             "gemm tiles must be multiples of the m16n8k%" PRId64 " instruction: M %% 16, N %% 8 and "
+             "K %% %" PRId64 " must be 0 (M=%" PRId64 ", N=%" PRId64 ", K=%" PRId64 ")",
+             kstep, kstep, M, N, K);
     return NULL;
   }
   static const char *const wn[] = {"warps_m", "warps_n"};

@@ -926,7 +926,7 @@ static bool tma_panel(Th *th, const Stmt *s, int t, int64_t *o, int64_t *ti, int
   *rows = map->box[box_rows_dim(map, R)];
   *cols = map->box[R - 1];
   int64_t span = swizzle_span(T->swizzle);
-  if (!span || at % 1024 || *cols * 2 != span || ti[s->nidx - 1] % *cols ||
+  if (!span || at % 1024 || *cols * type_bytes(T->elem) != span || ti[s->nidx - 1] % *cols ||
       ti[s->nidx - 2] + *rows > T->tile_shape[T->rank - 2]) {
     fail(th, s->loc, t,
          "TMA box [%lld, %lld] %s %s at byte %lld: not a 1024-byte aligned panel of a wgmma swizzled tile "
@@ -966,6 +966,7 @@ static bool tma_load(Th *th, const Stmt *s, int t)
 {
   const Kernel *k = th->k;
   int R = k->bufs[s->src_buf].rank;
+  const int64_t esize = type_bytes(k->bufs[s->buf].elem); /* 2, or 1 (8-bit gemm operands) */
   int64_t o[TL_MAX_RANK], di[TL_MAX_RANK], rows, cols;
   if (!tma_panel(th, s, t, o, di, &rows, &cols))
     return false;
@@ -982,9 +983,9 @@ static bool tma_load(Th *th, const Stmt *s, int t)
       if (inside) {
         if (!tensor_order(th, s->loc, t, s->src_buf, gi, R, off, 1, NULL))
           return false;
-        memcpy(bits, (const char *)th->data[s->src_buf] + off * 2, 2);
+        memcpy(bits, (const char *)th->data[s->src_buf] + off * esize, (size_t)esize);
       }
-      for (int64_t i = byte; i < byte + 2; i++) {
+      for (int64_t i = byte; i < byte + esize; i++) {
         Shadow *sh = &th->shadow[i];
         if (sh->inflight || sh->async_reads) {
           char e[160];
@@ -994,14 +995,14 @@ static bool tma_load(Th *th, const Stmt *s, int t)
         }
         *sh = (Shadow){.written = 1, .w_thread = t, .w_async = 1};
       }
-      memcpy(th->smem + byte, bits, 2);
+      memcpy(th->smem + byte, bits, (size_t)esize);
     }
   th->stats.async_copies++;
   th->progress++;
-  m->tx -= rows * cols * 2;
+  m->tx -= rows * cols * esize;
   if (m->tx < 0) {
-    fail(th, s->loc, t, "TMA load of %lld bytes on %s, which expected fewer", (long long)(rows * cols * 2),
-         k->bufs[s->bar].name);
+    fail(th, s->loc, t, "TMA load of %lld bytes on %s, which expected fewer",
+         (long long)(rows * cols * esize), k->bufs[s->bar].name);
     return false;
   }
   mbar_settle(m);
@@ -1136,14 +1137,29 @@ static bool ldmatrix(Th *th, const Stmt *s, int w)
 
 static double half_of(TypeKind t, uint32_t bits) { return val_from_bits(t, bits & 0xffff).f; }
 
-/* The two 16-bit values of A's 32-bit operand register r for thread t: u32
- * register a0 + r, or (A in a 16-bit fragment) its registers a0 + 2r, + 1. */
-static bool a_pair(Th *th, const Stmt *s, int t, int64_t a0, int r, double out[2])
+/* The elements of input type t packed in a 32-bit operand register: two 16-bit
+ * floats or four 8-bit integers, the first in the low bits.  Returns how many. */
+static int unpack_reg(TypeKind t, uint32_t x, double *out)
+{
+  if (type_bytes(t) == 1) {
+    for (int e = 0; e < 4; e++) {
+      uint32_t b = (x >> (8 * e)) & 0xff;
+      out[e] = t == TY_I8 ? (double)(int8_t)(uint8_t)b : (double)b;
+    }
+    return 4;
+  }
+  out[0] = half_of(t, x);
+  out[1] = half_of(t, x >> 16);
+  return 2;
+}
+
+/* The values of A's 32-bit operand register r for thread t: u32 register
+ * a0 + r, or (A in a 16-bit fragment) its registers a0 + 2r, + 1. */
+static bool a_pair(Th *th, const Stmt *s, int t, int64_t a0, int r, double out[4])
 {
   if (th->k->bufs[s->a].elem == TY_U32) {
     uint64_t x = read_u32(th, s->loc, t, s->a, a0 + r);
-    out[0] = half_of(s->elem, (uint32_t)x);
-    out[1] = half_of(s->elem, (uint32_t)(x >> 16));
+    unpack_reg(s->elem, (uint32_t)x, out);
     return !th->failed;
   }
   /* Read directly: wgmma's earlier reads of A (its other k steps) may still be in flight. */
@@ -1161,42 +1177,53 @@ static bool a_pair(Th *th, const Stmt *s, int t, int64_t a0, int r, double out[2
   return true;
 }
 
-/* Lane l's part of a 16 x 16 A operand (thread t, first register a0) into A,
- * row-major with 16 columns, as mma.sync and wgmma's register form read it:
- * 32-bit register r holds row l/4 + 8 (r % 2), columns 2 (l % 4) + 8 (r / 2)
- * and the next. */
+/* Lane l's part of a 16 x KS A operand (thread t, first register a0) into A,
+ * row-major with KS columns (16, or 32 for 8-bit inputs: E = 2 or 4 elements a
+ * register), as mma.sync and wgmma's register form read it: 32-bit register r
+ * holds row l/4 + 8 (r % 2), columns E (l % 4) + KS/2 (r / 2) and the next E - 1. */
 static bool a_lane(Th *th, const Stmt *s, int t, int l, int64_t a0, double *A)
 {
-  for (int r = 0; r < 4; r++)
-    if (!a_pair(th, s, t, a0, r, &A[(l / 4 + 8 * (r % 2)) * 16 + 2 * (l % 4) + 8 * (r / 2)]))
+  const int E = 4 / type_bytes(s->elem), KS = 8 * E;
+  for (int r = 0; r < 4; r++) {
+    double v[4];
+    if (!a_pair(th, s, t, a0, r, v))
       return false;
+    for (int e = 0; e < E; e++)
+      A[(l / 4 + 8 * (r % 2)) * KS + E * (l % 4) + KS / 2 * (r / 2) + e] = v[e];
+  }
   return true;
 }
 
-/* mma.sync.m16n8k16.row.col: D = A B + C over the warp's registers, g = l / 4, q = l % 4:
- *   A 16x16: a0 (g, 2q..2q+1)  a1 (g+8, 2q..)  a2 (g, 2q+8..)  a3 (g+8, 2q+8..)
- *   B 16x8:  b0 (2q..2q+1, g)  b1 (2q+8..2q+9, g)
+/* mma.sync.m16n8k16.row.col (16-bit inputs, f32 accumulator) and
+ * m16n8k32.row.col (8-bit inputs, s32): D = A B + C over the warp's registers,
+ * g = l / 4, q = l % 4, E = 2 (16 bits) or 4 (8 bits) elements a register, KS = 8E:
+ *   A 16xKS: a0 (g, Eq..Eq+E-1)  a1 (g+8, Eq..)  a2 (g, Eq+KS/2..)  a3 (g+8, Eq+KS/2..)
+ *   B KSx8:  b0 (Eq..Eq+E-1, g)  b1 (Eq+KS/2.., g)
  *   C 16x8:  c0 c1 (g, 2q..2q+1)  c2 c3 (g+8, 2q..2q+1)
- * Products are exact in double, summed in double, rounded once to f32. */
+ * Float products are exact in double, summed in double, rounded once to f32;
+ * integer ones exact, the sum wrapping to 32 bits as the hardware's does. */
 static bool mma(Th *th, const Stmt *s, int w)
 {
-  double A[16][16], B[16][8], C[16][8];
+  const int E = 4 / type_bytes(s->elem), KS = 8 * E;
+  const bool int_acc = th->k->bufs[s->c].elem == TY_I32;
+  double A[16 * 32], B[32][8], C[16][8]; /* A row-major with KS columns */
   for (int l = 0; l < WARP; l++) {
     int t = w + l, g = l / 4, q = l % 4;
     int64_t a0 = eval(th, s->a_reg, t).i, b0 = eval(th, s->b_reg, t).i, c0 = eval(th, s->c_reg, t).i;
-    if (!a_lane(th, s, t, l, a0, &A[0][0]))
+    if (!a_lane(th, s, t, l, a0, A))
       return false;
     for (int r = 0; r < 2; r++) {
-      uint64_t x = read_u32(th, s->loc, t, s->b, b0 + r);
-      B[2 * q + 8 * r][g] = half_of(s->elem, (uint32_t)x);
-      B[2 * q + 8 * r + 1][g] = half_of(s->elem, (uint32_t)(x >> 16));
+      double v[4];
+      unpack_reg(s->elem, (uint32_t)read_u32(th, s->loc, t, s->b, b0 + r), v);
+      for (int e = 0; e < E; e++)
+        B[E * q + KS / 2 * r + e][g] = v[e];
     }
     for (int r = 0; r < 4; r++) {
       int64_t i = c0 + r;
       Val v = zero;
       if (!read_elems(th, s->loc, t, s->c, &i, 1, 1, &v))
         return false;
-      C[g + 8 * (r / 2)][2 * q + r % 2] = v.f;
+      C[g + 8 * (r / 2)][2 * q + r % 2] = int_acc ? (double)v.i : v.f;
     }
     if (th->failed)
       return false;
@@ -1207,9 +1234,13 @@ static bool mma(Th *th, const Stmt *s, int w)
     for (int r = 0; r < 4; r++) {
       int row = g + 8 * (r / 2), col = 2 * q + r % 2;
       double acc = 0;
-      for (int k = 0; k < 16; k++)
-        acc += A[row][k] * B[k][col];
-      Val v = {.f = val_round(TY_F32, C[row][col] + acc)};
+      for (int k = 0; k < KS; k++)
+        acc += A[row * KS + k] * B[k][col];
+      Val v;
+      if (int_acc)
+        v.i = (int32_t)(uint32_t)((int64_t)C[row][col] + (int64_t)acc);
+      else
+        v.f = val_round(TY_F32, C[row][col] + acc);
       int64_t i = c0 + r;
       if (!write_elems(th, s->loc, t, s->c, &i, 1, 1, &v))
         return false;
@@ -1225,14 +1256,14 @@ static bool mma(Th *th, const Stmt *s, int w)
  * 32 bytes by the descriptor's mode 1, 2, 3: K-major rows of S bytes, 8-row
  * groups SBO apart; MN-major rows of K, panels of S / 2 LBO apart; then the
  * chunk bits 4 up XORed with the bits from 7 up). */
-static int64_t operand_byte(uint64_t desc, bool mn_major, int64_t mn, int64_t k)
+static int64_t operand_byte(uint64_t desc, bool mn_major, int64_t mn, int64_t k, int64_t esize)
 {
   int64_t start = (int64_t)(desc & 0x3FFF) << 4, lbo = (int64_t)((desc >> 16) & 0x3FFF) << 4,
           sbo = (int64_t)((desc >> 32) & 0x3FFF) << 4;
   int mode = (int)(desc >> 62);
   int64_t S = mode == 1 ? 128 : mode == 2 ? 64 : 32, P = S / 2;
   int64_t a = mn_major ? start + (mn % P) * 2 + (mn / P) * lbo + (k % 8) * S + (k / 8) * sbo
-                       : start + (mn % 8) * S + (mn / 8) * sbo + k * 2;
+                       : start + (mn % 8) * S + (mn / 8) * sbo + k * esize;
   return a ^ (((a >> 7) & (S / 16 - 1)) << 4);
 }
 
@@ -1249,11 +1280,19 @@ static bool descriptor(Th *th, const Stmt *s, int t, int b, Expr **start, int n,
   return true;
 }
 
+/* An input element as a number: a 16-bit float, or an 8-bit integer. */
+static double wg_value(TypeKind t, const unsigned char *p)
+{
+  Val v = val_load(t, p, 0);
+  return type_bytes(t) == 1 ? (double)v.i : v.f;
+}
+
 static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op, double *out)
 {
   char e[160];
-  int64_t idx = (byte - th->k->bufs[b].smem_offset) / 2;
-  if (byte < 0 || byte + 2 > th->smem_bytes) {
+  const int esize = type_bytes(s->elem);
+  int64_t idx = (byte - th->k->bufs[b].smem_offset) / esize;
+  if (byte < 0 || byte + esize > th->smem_bytes) {
     fail(th, s->loc, t, "wgmma reads byte %lld, outside the block's shared memory", (long long)byte);
     return false;
   }
@@ -1265,8 +1304,8 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
   }
   if (sh->w_async) { /* a TMA load: async proxy to async proxy, published by its mbarrier */
     op->bytes[op->nbytes++] = (int32_t)byte;
-    th->stats.shared_bytes += 2;
-    *out = val_load(s->elem, th->smem + byte, 0).f;
+    th->stats.shared_bytes += esize;
+    *out = wg_value(s->elem, th->smem + byte);
     return true;
   }
   /* wgmma reads the whole tile: any writer needs a barrier first */
@@ -1284,16 +1323,19 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
     return false;
   }
   op->bytes[op->nbytes++] = (int32_t)byte;
-  th->stats.shared_bytes += 2;
-  *out = val_load(s->elem, th->smem + byte, 0).f;
+  th->stats.shared_bytes += esize;
+  *out = wg_value(s->elem, th->smem + byte);
   return true;
 }
 
-/* wgmma.mma_async m64nNk16 for warpgroup g0 (its first thread): D[64, N] += A[64, 16] B[16, N];
- * thread w * 32 + l holds, for n8 block j, registers 4j + r = D[16w + l/4 + 8(r/2), 8j + 2(l%4) + r%2]. */
+/* wgmma.mma_async m64nNk16 (m64nNk32 for 8-bit inputs, KS = 32) for warpgroup g0 (its first
+ * thread): D[64, N] += A[64, KS] B[KS, N]; thread w * 32 + l holds, for n8 block j, registers
+ * 4j + r = D[16w + l/4 + 8(r/2), 8j + 2(l%4) + r%2].  An i32 accumulator's sum wraps to 32 bits. */
 static bool wgmma(Th *th, const Stmt *s, int g0)
 {
   int N = 2 * s->acc_regs;
+  const int esize = type_bytes(s->elem), KS = 32 / esize;
+  const bool int_acc = th->k->bufs[s->c].elem == TY_I32;
   uint64_t da = 0, db = 0;
   for (int l = 0; l < WARPGROUP; l++) {
     uint64_t a = 0, b;
@@ -1334,24 +1376,24 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
   *op = (WgOp){.group = q->committed,
                .acc = s->c,
                .areg = s->a_reg ? s->a : -1,
-               .bytes = malloc(sizeof(int32_t) * (size_t)(64 + N) * 16)};
+               .bytes = malloc(sizeof(int32_t) * (size_t)(64 + N) * (size_t)KS)};
   if (!op->bytes) {
     fail(th, s->loc, g0, "out of memory");
     return false;
   }
   q->n++;
-  double *A = malloc(sizeof(double) * 64 * 16), *B = malloc(sizeof(double) * 16 * (size_t)N);
+  double *A = malloc(sizeof(double) * 64 * (size_t)KS), *B = malloc(sizeof(double) * (size_t)KS * (size_t)N);
   bool ok = A && B;
   if (s->a_reg) /* warp w's lanes: rows 16w .. 16w + 15, as mma.sync's A */
     for (int l = 0; ok && l < WARPGROUP; l++)
-      ok = a_lane(th, s, g0 + l, l % WARP, eval(th, s->a_reg, g0 + l).i, &A[16 * (l / WARP) * 16]);
+      ok = a_lane(th, s, g0 + l, l % WARP, eval(th, s->a_reg, g0 + l).i, &A[16 * (l / WARP) * KS]);
   else
     for (int m = 0; ok && m < 64; m++)
-      for (int k = 0; ok && k < 16; k++)
-        ok = wg_read(th, s, g0, s->a, operand_byte(da, s->a_mn_major, m, k), op, &A[m * 16 + k]);
+      for (int k = 0; ok && k < KS; k++)
+        ok = wg_read(th, s, g0, s->a, operand_byte(da, s->a_mn_major, m, k, esize), op, &A[m * KS + k]);
   for (int n = 0; ok && n < N; n++)
-    for (int k = 0; ok && k < 16; k++)
-      ok = wg_read(th, s, g0, s->b, operand_byte(db, s->b_mn_major, n, k), op, &B[k * N + n]);
+    for (int k = 0; ok && k < KS; k++)
+      ok = wg_read(th, s, g0, s->b, operand_byte(db, s->b_mn_major, n, k, esize), op, &B[k * N + n]);
   for (int l = 0; ok && l < WARPGROUP; l++) {
     int t = g0 + l, w = l / WARP, ln = l % WARP;
     const Buffer *Cb = &th->k->bufs[s->c];
@@ -1368,9 +1410,12 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
         break;
       }
       double acc = 0;
-      for (int k = 0; k < 16; k++)
-        acc += A[row * 16 + k] * B[k * N + col];
-      th->reg[s->c][at].f = val_round(TY_F32, th->reg[s->c][at].f + acc);
+      for (int k = 0; k < KS; k++)
+        acc += A[row * KS + k] * B[k * N + col];
+      if (int_acc)
+        th->reg[s->c][at].i = (int32_t)(uint32_t)(th->reg[s->c][at].i + (int64_t)acc);
+      else
+        th->reg[s->c][at].f = val_round(TY_F32, th->reg[s->c][at].f + acc);
     }
     th->acc_busy[s->c * th->T + t]++;
     if (s->a_reg)

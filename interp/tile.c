@@ -344,7 +344,8 @@ static bool all_written(Interp *in, int b)
 
 /* c[m, n] += sum over k of op(a)[m, k] * op(b)[k, n]: each product and each
  * sum in f32, k in order, starting from c (the tensor cores' order differs:
- * results agree within f32 rounding, not bit for bit). */
+ * results agree within f32 rounding, not bit for bit); for 8-bit inputs in
+ * 32-bit integers, exactly as the tensor cores. */
 static bool gemm_tiles(Interp *in, const Stmt *st)
 {
   const Buffer *A = &in->k->bufs[st->a], *C = &in->k->bufs[st->c];
@@ -353,6 +354,17 @@ static bool gemm_tiles(Interp *in, const Stmt *st)
   int64_t M = C->tile_shape[0], N = C->tile_shape[1], K = A->tile_shape[st->trans_a ? 0 : 1];
   const Val *a = in->bufs[st->a].v, *b = in->bufs[st->b].v;
   Val *c = in->bufs[st->c].v;
+  if (C->elem == TY_I32) { /* 8-bit inputs: exact products, the sum wrapping to 32 bits */
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        uint32_t acc = (uint32_t)c[m * N + n].i;
+        for (int64_t k = 0; k < K; k++)
+          acc += (uint32_t)(a[st->trans_a ? k * M + m : m * K + k].i *
+                            b[st->trans_b ? n * K + k : k * N + n].i);
+        c[m * N + n].i = (int32_t)acc;
+      }
+    return true;
+  }
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       float acc = (float)c[m * N + n].f;

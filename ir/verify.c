@@ -105,7 +105,7 @@ static bool expr_ok(Verifier *v, const Expr *e)
   return fail(v, "unknown expression kind");
 }
 
-/* TMA_LOAD, TMA_STORE: a tensor map of .src_buf, a 16-bit global tensor, and one
+/* TMA_LOAD, TMA_STORE: a tensor map of .src_buf, a 16-bit (8-bit) global tensor, and one
  * panel (the map's box) of the wgmma swizzled shared tile .buf. */
 static bool tma_ok(Verifier *v, const Stmt *s, const char *what)
 {
@@ -115,12 +115,13 @@ static bool tma_ok(Verifier *v, const Stmt *s, const char *what)
     return fail(v, arena_printf(v->arena, "malformed %s", what));
   const Buffer *T = &v->k->bufs[s->buf], *G = &v->k->bufs[s->src_buf];
   if (T->scope != SCOPE_SHARED || G->scope != SCOPE_GLOBAL || !swizzle_span(T->swizzle) ||
-      T->elem != G->elem || type_bytes(T->elem) != 2 ||
-      v->k->tmaps[s->tmap].box[G->rank - 1] * 2 != swizzle_span(T->swizzle))
-    return fail(v, arena_printf(v->arena,
-                                "%s moves one panel (the map's box) between a 16-bit global tensor and a "
-                                "wgmma swizzled shared tile",
-                                what));
+      T->elem != G->elem || type_bytes(T->elem) > 2 ||
+      v->k->tmaps[s->tmap].box[G->rank - 1] * type_bytes(T->elem) != swizzle_span(T->swizzle))
+    return fail(v,
+                arena_printf(v->arena,
+                             "%s moves one panel (the map's box) between a 16-bit (or 8-bit) global tensor "
+                             "and a wgmma swizzled shared tile",
+                             what));
   return true;
 }
 
@@ -208,18 +209,20 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!buf_ok(v, s->buf, 1, "ldmatrix") || !buf_ok(v, s->src_buf, s->nsrc_idx, "ldmatrix"))
       return false;
     if (!registers(v, &v->k->bufs[s->buf]) || v->k->bufs[s->buf].elem != TY_U32 ||
-        v->k->bufs[s->src_buf].scope != SCOPE_SHARED || type_bytes(v->k->bufs[s->src_buf].elem) != 2)
-      return fail(v, "ldmatrix moves 16-bit shared elements into u32 registers");
+        v->k->bufs[s->src_buf].scope != SCOPE_SHARED || type_bytes(v->k->bufs[s->src_buf].elem) > 2)
+      return fail(v, "ldmatrix moves 16-bit (or pairs of 8-bit) shared elements into u32 registers");
     return true;
   case ST_MMA:
     if (!buf_ok(v, s->a, 1, "mma") || !buf_ok(v, s->b, 1, "mma") || !buf_ok(v, s->c, 1, "mma") ||
         !expr_ok(v, s->a_reg) || !expr_ok(v, s->b_reg) || !expr_ok(v, s->c_reg))
       return fail(v, "malformed mma");
-    if (v->k->bufs[s->c].elem != TY_F32 ||
-        (v->k->bufs[s->a].elem != TY_U32 && v->k->bufs[s->a].elem != s->elem) ||
+    bool int8 = s->elem == TY_I8 || s->elem == TY_U8;
+    if (v->k->bufs[s->c].elem != (int8 ? TY_I32 : TY_F32) ||
+        (v->k->bufs[s->a].elem != TY_U32 && (int8 || v->k->bufs[s->a].elem != s->elem)) ||
         !registers(v, &v->k->bufs[s->a]) || v->k->bufs[s->b].elem != TY_U32 ||
-        (s->elem != TY_F16 && s->elem != TY_BF16))
-      return fail(v, "mma takes u32 (or A's 16-bit) operand registers and an f32 accumulator");
+        (s->elem != TY_F16 && s->elem != TY_BF16 && !int8))
+      return fail(
+          v, "mma takes u32 (or A's 16-bit) operand registers and an f32 (8-bit inputs: i32) accumulator");
     return true;
   case ST_CP_ASYNC:
     if (!buf_ok(v, s->buf, s->nidx, "cp.async") || !buf_ok(v, s->src_buf, s->nsrc_idx, "cp.async") ||
@@ -236,9 +239,10 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!buf_ok(v, s->c, 1, "wgmma"))
       return false;
     const Buffer *C = &v->k->bufs[s->c];
-    if (!registers(v, C) || C->elem != TY_F32 || s->acc_regs < 4 || s->acc_regs > 128 || s->acc_regs % 4 ||
-        s->acc_regs > register_count(C))
-      return fail(v, "wgmma's accumulator is 4 to 128 f32 registers, a multiple of 4, of a local buffer");
+    if (!registers(v, C) || (C->elem != TY_F32 && C->elem != TY_I32) || s->acc_regs < 4 ||
+        s->acc_regs > 128 || s->acc_regs % 4 || s->acc_regs > register_count(C))
+      return fail(
+          v, "wgmma's accumulator is 4 to 128 f32 (or i32) registers, a multiple of 4, of a local buffer");
     if (s->kind == ST_WGMMA_FENCE && s->a_reg) {
       if (!buf_ok(v, s->a, 1, "wgmma.fence") || s->a_reg->kind != EX_INT)
         return fail(v, "malformed wgmma.fence");
@@ -259,10 +263,12 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!buf_ok(v, s->b, s->nb_start, "wgmma") || !exprs_ok(v, s->b_start, s->nb_start))
       return false;
     const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
+    bool int8 = s->elem == TY_I8 || s->elem == TY_U8;
     if ((!s->a_reg && (A->scope != SCOPE_SHARED || !swizzle_span(A->swizzle))) || B->scope != SCOPE_SHARED ||
         !swizzle_span(B->swizzle) || A->elem != s->elem || B->elem != s->elem ||
-        (s->elem != TY_F16 && s->elem != TY_BF16))
-      return fail(v, "wgmma reads f16 or bf16 shared tiles in a wgmma swizzle layout");
+        (s->elem != TY_F16 && s->elem != TY_BF16 && !int8) ||
+        (int8 && (s->a_reg || s->a_mn_major || s->b_mn_major)) || C->elem != (int8 ? TY_I32 : TY_F32))
+      return fail(v, "wgmma reads f16, bf16 (or K-major i8, u8) shared tiles in a wgmma swizzle layout");
     return true;
   }
   case ST_MBAR_INIT:

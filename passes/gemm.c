@@ -75,6 +75,10 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   int sa = s->stage_a != NULL;
   int64_t K = A->tile_shape[sa + !s->trans_a];
   int FM = L->frag_m, FN = L->frag_n;
+  /* The instruction's K: 32 bytes of each row, m16n8k16 for 16 bits, m16n8k32 for 8 (K-major
+   * operands only, sema), whose fragments are the 16-bit ones byte for byte; half a step is the
+   * second 8x8 matrix of 16-byte rows. */
+  const int64_t KS = 32 / type_bytes(A->elem), KH = KS / 2;
   StmtList out = {0};
   if (!w->k->min_blocks_per_sm) /* unless the kernel says: registers matter more than occupancy */
     w->k->min_blocks_per_sm = 1;
@@ -84,7 +88,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   int bfrag = lw_new_buffer(w, "bfrag", SCOPE_LOCAL, TY_U32, (int64_t)(FN + 1) / 2 * 4);
   int kk = lw_fresh(w, "kk", VAR_LOOP);
   StmtList step = {0};
-  Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16);
+  Expr *k0 = lw_mul_c(w, lw_var(w, kk), KS);
   Expr *n_base = lw_mul_c(w, lw_clone(w, p.wn), (int64_t)FN * 8);
   Expr *row, *col;
 
@@ -94,7 +98,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
     Expr *m0 = lw_mma_row0(w, L, lw_clone(w, p.wm), lw_var(w, fm));
     if (!s->trans_a) {
       row = lw_add(w, m0, lw_mod_c(w, lw_clone(w, p.lane), 16));
-      col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
+      col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), KH));
     } else {
       row = lw_add(w, lw_add(w, lw_clone(w, k0), lw_mod_c(w, lw_clone(w, p.lane), 8)),
                    lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
@@ -116,7 +120,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
     } else {
       row = lw_add(w, lw_add(w, n0, lw_mod_c(w, lw_clone(w, p.lane), 8)),
                    lw_mul_c(w, lw_div_c(w, lw_clone(w, p.lane), 16), 8));
-      col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), 8));
+      col = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_mod_c(w, lw_div_c(w, lw_clone(w, p.lane), 8), 2), KH));
     }
     if (count == 2 && s->trans_b) /* x2: lanes 0-15 address n0 + l%8, k + ((l/8)%2)*8 */
       row = lw_add(w, lw_clone(w, n0), lw_mod_c(w, lw_clone(w, p.lane), 8));
@@ -143,7 +147,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   mma->c_reg = lw_mul_c(w, lw_add(w, lw_mul_c(w, lw_var(w, mi), FN), lw_var(w, ni)), 4);
   stlist_push(w->a, &step, lw_unrolled(w, mi, FM, lw_unrolled(w, ni, FN, mma)));
 
-  Stmt *loop = lw_unrolled(w, kk, K / 16, stlist_seq(w->a, &step, s->loc));
+  Stmt *loop = lw_unrolled(w, kk, K / KS, stlist_seq(w->a, &step, s->loc));
   stlist_push(w->a, &out, loop);
   return stlist_seq(w->a, &out, s->loc);
 }
@@ -235,7 +239,8 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   }
   stlist_push(w->a, &out, fence);
   int kk = lw_fresh(w, "kk", VAR_LOOP), fm = FM > 1 ? lw_fresh(w, "fm", VAR_LOOP) : -1;
-  Expr *k0 = lw_mul_c(w, lw_var(w, kk), 16), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
+  const int64_t KS = 32 / type_bytes(A->elem); /* k16, k32 for 8 bits: 32 bytes of K per wgmma */
+  Expr *k0 = lw_mul_c(w, lw_var(w, kk), KS), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
   Stmt *mma = lw_wgmma_stmt(w, ST_WGMMA, s->c, per, 0);
   if (FM > 1) { /* row block fm: rows fm * warps_m * 16 + 64 wg .., registers fm * per .. */
     m0 = lw_add(w, lw_mul_c(w, lw_var(w, fm), (int64_t)Cb->layout.warps_m * 16), m0);
@@ -254,7 +259,7 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
                               : start_elem(w, s->stage_a, lw_clone(w, m0), lw_clone(w, k0), &mma->na_start);
   mma->b_start = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), lw_clone(w, k0), &mma->nb_start)
                             : start_elem(w, s->stage_b, lw_clone(w, k0), lw_i32(w, 0), &mma->nb_start);
-  stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, FM > 1 ? lw_unrolled(w, fm, FM, mma) : mma));
+  stlist_push(w->a, &out, lw_unrolled(w, kk, K / KS, FM > 1 ? lw_unrolled(w, fm, FM, mma) : mma));
   stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
   stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
   return stlist_seq(w->a, &out, s->loc);

@@ -557,10 +557,10 @@ static bool give_mma_layouts(Inference *l)
     Buffer *b = &k->bufs[i];
     if (!is_frag(l, i) || mma[find(l, i)].kind != LAYOUT_MMA)
       continue;
-    if (b->elem != TY_F32 && b->elem != TY_F16 && b->elem != TY_BF16) {
+    if (b->elem != TY_F32 && b->elem != TY_F16 && b->elem != TY_BF16 && b->elem != TY_I32) {
       error_at(pc->diags, b->loc,
                "fragment '%s' shares the layout of a gemm accumulator, which holds 32- "
-               "or 16-bit floats, not %s",
+               "or 16-bit floats or i32, not %s",
                b->name, type_name(b->elem));
       return false;
     }

@@ -121,7 +121,7 @@ static void linearize_locals(Lw *w, Stmt *s)
  * wgmma layout when a gemm reading them is lowered to wgmma (which then wins
  * over any mma.sync gemm that reads them too: ldmatrix reads 16-byte rows,
  * which stay whole in either layout), else in 128-byte lines when they hold
- * 16-bit elements in whole lines. */
+ * 16-bit or 8-bit elements in whole lines. */
 static void mark_swizzled(Lw *w, const Stmt *s)
 {
   if (!s)
@@ -137,8 +137,8 @@ static void mark_swizzled(Lw *w, const Stmt *s)
       int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
       int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
       if (wgmma)
-        b->swizzle = wgmma_swizzle(b->tile_shape[b->rank - 1]);
-      else if (b->swizzle == SWIZZLE_NONE && b->scope == SCOPE_SHARED && type_bytes(b->elem) == 2 &&
+        b->swizzle = wgmma_operand_swizzle(b->tile_shape[b->rank - 1], type_bytes(b->elem));
+      else if (b->swizzle == SWIZZLE_NONE && b->scope == SCOPE_SHARED && type_bytes(b->elem) <= 2 &&
                bytes % 128 == 0 && row % 16 == 0)
         b->swizzle = SWIZZLE_LINES;
     }

@@ -62,12 +62,12 @@ static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_
 
 /* wgmma is used when:
  *   - the target is sm_90a (wgmma does not exist on sm_90 without "a");
- *   - A and B are f16 or bf16 shared tiles, C is f32;
+ *   - A and B are f16 or bf16 shared tiles, C is f32; or i8 or u8 (K-major: sema's rule), C i32;
  *   - the block is whole warpgroups and C is [16 * warps, N]: one m64 slice per
  *     warpgroup, N % 8 == 0 and N <= 256 (one wgmma covers all of N);
  *   - warps_m / warps_n, if given, are (warps, 1);
  *   - each operand tile [R, C] (A or B as stored, transposed or not) has
- *     R % 8 == 0 and C % 16 == 0: whole rows of one of the swizzles' spans
+ *     R % 8 == 0 and C % 16 == 0 (8 bits: 32): whole rows of one of the swizzles' spans
  *     (wgmma_swizzle: 128 bytes when C % 64 == 0, else 64 or 32), so BK a
  *     multiple of 16 for K-major operands and BM, BN multiples of 16 for
  *     MN-major ones; or A is a fragment (registers, [M, K]: layout.c gives it
@@ -79,8 +79,10 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
     return false;
   const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
   bool reg_a = A->scope == SCOPE_FRAGMENT;
+  bool int8 = A->elem == TY_I8 || A->elem == TY_U8; /* K-major both (sema), C i32 */
   if ((A->scope != SCOPE_SHARED && !reg_a) || B->scope != SCOPE_SHARED || A->elem != B->elem ||
-      (A->elem != TY_F16 && A->elem != TY_BF16) || Cb->elem != TY_F32 || Cb->rank != 2)
+      (A->elem != TY_F16 && A->elem != TY_BF16 && !int8) || Cb->elem != (int8 ? TY_I32 : TY_F32) ||
+      Cb->rank != 2)
     return false;
   int nwarps = k->nthreads / 32;
   int64_t M = Cb->tile_shape[0], N = Cb->tile_shape[1];
@@ -94,10 +96,17 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
   int64_t ar, ac, br, bc;
   if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
     return false;
-  return (reg_a || (ar % 8 == 0 && ac % 16 == 0)) && br % 8 == 0 && bc % 16 == 0;
+  /* rows of whole 32-byte units (16 columns of 16 bits, 32 of 8) */
+  int64_t ebytes = type_bytes(A->elem);
+  return (reg_a || (ar % 8 == 0 && ac * ebytes % 32 == 0)) && br % 8 == 0 && bc * ebytes % 32 == 0;
 }
 
 SwizzleKind wgmma_swizzle(int64_t cols)
 {
   return cols % 64 == 0 ? SWIZZLE_128B : cols % 32 == 0 ? SWIZZLE_64B : SWIZZLE_32B;
+}
+
+SwizzleKind wgmma_operand_swizzle(int64_t cols, int64_t elem_bytes)
+{
+  return wgmma_swizzle(cols * elem_bytes / 2);
 }

@@ -56,6 +56,8 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g);
 /* The layout of a wgmma operand tile whose rows are cols 16-bit elements
  * (cols % 16 == 0): the widest swizzle whose panels divide the rows. */
 SwizzleKind wgmma_swizzle(int64_t cols);
+/* A gemm operand's: by the bytes of its rows (cols of elem_bytes: 8-bit rows are half as long). */
+SwizzleKind wgmma_operand_swizzle(int64_t cols, int64_t elem_bytes);
 
 /* The steps of the pipeline, in order: pass_name(i, &group) for i below
  * pass_count() (NULL beyond).  --dump-after takes a step's name, a group's,

@@ -439,11 +439,12 @@ static Stmt *steady_loop(Lw *w, int kv, int n, StmtList *it, SrcLoc loc)
 
 /* ---------------------------------------------------------------- TMA (sm_90a)
  *
- * When every producer copies a 16-bit global tile into a shared tile in a wgmma
- * layout (SWIZZLE_128B, _64B or _32B: what wgmma reads) and every consumer is a
- * gemm lowered to wgmma, the copy engine fills the stages instead of the
- * threads: one thread issues a cp.async.bulk.tensor per panel of each tile (the
- * box [R, P], P = 64, 32 or 16 columns, lands in the panel exactly as the
+ * When every producer copies a 16-bit (or 8-bit) global tile into a shared tile
+ * in a wgmma layout (SWIZZLE_128B, _64B or _32B: what wgmma reads) and every
+ * consumer is a gemm lowered to wgmma, the copy engine fills the stages instead
+ * of the threads: one thread issues a cp.async.bulk.tensor per panel of each
+ * tile (the box [R, P], P = 64, 32 or 16 columns of 16 bits, twice as many of
+ * 8, lands in the panel exactly as the
  * layout places it when the map's swizzle has the layout's span; elements
  * outside the tensor are zeros), and mbarriers replace the block-wide barrier:
  *
@@ -474,9 +475,9 @@ static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const 
     const Stmt *p = producers->items[i];
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
     int span = swizzle_span(T->swizzle);
-    if (T->stages || G->elem != T->elem || type_bytes(T->elem) != 2 || !span || T->rank != 2 || G->rank < 2 ||
+    if (T->stages || G->elem != T->elem || type_bytes(T->elem) > 2 || !span || T->rank != 2 || G->rank < 2 ||
         G->rank > 5 || p->src.rank != G->rank || region_span(&p->src, 2, 1) != G->rank - 1 ||
-        T->tile_shape[1] % (span / 2) || T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
+        T->tile_shape[1] % (span / type_bytes(T->elem)) || T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
       return false;
   }
   for (int i = 0; i < consumers->n; i++)
@@ -503,7 +504,7 @@ static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter
   int64_t bytes = 0;
   for (int i = 0; i < producers->n; i++) {
     const Buffer *T = &k->bufs[producers->items[i]->dst.buf];
-    bytes += T->tile_shape[1] * T->tile_shape[2] * 2; /* staged: [S, R, C] */
+    bytes += T->tile_shape[1] * T->tile_shape[2] * type_bytes(T->elem); /* staged: [S, R, C] */
   }
   stlist_push(w->a, &out, mbar_stmt(w, ST_MBAR_EXPECT_TX, mbar, lw_clone(w, stage), lw_i32(w, bytes)));
   Stage st = {w, NULL, NULL, loop_var, iter, true};
@@ -511,7 +512,7 @@ static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter
     const Stmt *p = producers->items[i];
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
     int R = G->rank;
-    int64_t panel = swizzle_span(T->swizzle) / 2;
+    int64_t panel = swizzle_span(T->swizzle) / type_bytes(T->elem);
     int map = lw_tma_map(w, &p->src, T->tile_shape[1], panel);
     for (int64_t c = 0; c < T->tile_shape[2]; c += panel) {
       Stmt *t = st_new(w->a, ST_TMA_LOAD, p->loc);

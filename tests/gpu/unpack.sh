@@ -4,7 +4,7 @@
 set -euo pipefail
 src=${1:?usage: unpack.sh SRC DIR} dir=${2:?usage: unpack.sh SRC DIR}
 mkdir -p "$dir"
-cp "$src"/bin/* "$dir"/
+if compgen -G "$src/bin/*" >/dev/null; then cp "$src"/bin/* "$dir"/; fi
 for f in "$src"/xz/*.xz; do
   out="$dir/$(basename "$f" .xz)"
   if command -v xz >/dev/null; then xz -dc "$f" >"$out"

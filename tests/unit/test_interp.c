@@ -955,6 +955,69 @@ static void test_cumsum(int64_t M, int64_t N)
 
 /* tests/golden/slices.tl against the permutations and the product they stand for: [B, S, H, D] ->
  * [B, H, S, D] and back, a column of A (strided), channels last -> first, and A[m, h, k] @ B. */
+/* tests/golden/gemm_i8.tl: i8 and u8 gemm into i32 against C at ragged sizes, over the whole
+ * range of the bytes (the sums of 127 * 127 or 255 * 255 products are exact, and with K of a few
+ * hundred they stay inside i32), and the W8A8 epilogue's scales into f16. */
+static void test_gemm_i8(int64_t M, int64_t N, int64_t K)
+{
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/gemm_i8.tl";
+  for (int u = 0; u < 2; u++) {
+    uint8_t *A = malloc((size_t)(M * K)), *B = malloc((size_t)(N * K));
+    int32_t *C = malloc(sizeof *C * (size_t)(M * N + GUARD));
+    for (int64_t i = 0; i < M * K; i++)
+      A[i] = (uint8_t)(int)uniform(0, 256);
+    for (int64_t i = 0; i < N * K; i++)
+      B[i] = (uint8_t)(int)uniform(0, 256);
+    for (int64_t i = 0; i < M * N + GUARD; i++)
+      C[i] = i < M * N ? INT32_MIN : -12345;
+    InterpArg args[] = {{.name = "A", .data = A}, {.name = "B", .data = B}, {.name = "C", .data = C},
+                        {.name = "M", .i = M},    {.name = "N", .i = N},    {.name = "K", .i = K}};
+    if (run_file(path, NULL, 0, u ? "mm_u8" : "mm_i8", args, 6)) {
+      int bad = 0;
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+          int64_t want = 0;
+          for (int64_t k = 0; k < K; k++)
+            want += u ? (int64_t)A[m * K + k] * B[n * K + k]
+                      : (int64_t)(int8_t)A[m * K + k] * (int8_t)B[n * K + k];
+          if (C[m * N + n] != want && bad++ < 3)
+            CHECK(false, "%s: C[%lld, %lld] is %d, expected %lld", u ? "mm_u8" : "mm_i8", (long long)m,
+                  (long long)n, C[m * N + n], (long long)want);
+        }
+      CHECK(bad == 0, "%s (M=%lld N=%lld K=%lld): %d elements differ", u ? "mm_u8" : "mm_i8", (long long)M,
+            (long long)N, (long long)K, bad);
+      for (int i = 0; i < GUARD; i++)
+        CHECK(C[M * N + i] == -12345, "%s: guard element %d past the end was written", u ? "mm_u8" : "mm_i8",
+              i);
+    }
+    if (!u) {
+      float *sa = f32_array(M, false), *sb = f32_array(N, false);
+      for (int64_t i = 0; i < M; i++)
+        sa[i] = (float)uniform(1e-4, 2e-4);
+      for (int64_t i = 0; i < N; i++)
+        sb[i] = (float)uniform(1e-3, 2e-3);
+      uint16_t *O = h_array(false, M * N, true, 0, 0);
+      InterpArg w[] = {{.name = "A", .data = A},   {.name = "B", .data = B}, {.name = "sa", .data = sa},
+                       {.name = "sb", .data = sb}, {.name = "C", .data = O}, {.name = "M", .i = M},
+                       {.name = "N", .i = N},      {.name = "K", .i = K}};
+      if (run_file(path, NULL, 0, "w8a8", w, 8)) {
+        misses = 0;
+        for (int64_t m = 0; m < M; m++)
+          for (int64_t n = 0; n < N; n++) {
+            int64_t dot = 0;
+            for (int64_t k = 0; k < K; k++)
+              dot += (int64_t)(int8_t)A[m * K + k] * (int8_t)B[n * K + k];
+            close_to("w8a8", m * N + n, tl_f16_to_float(O[m * N + n]),
+                     (double)(float)((float)dot * sa[m]) * sb[n], 2e-3, 1e-6);
+          }
+        check_guards_16("w8a8", O, M * N);
+      }
+      free(sa), free(sb), free(O);
+    }
+    free(A), free(B), free(C);
+  }
+}
+
 static void test_slices(int64_t B, int64_t S, int64_t H, int64_t M, int64_t N, int64_t K)
 {
   const char *path = TILEC_SOURCE_DIR "/tests/golden/slices.tl";
@@ -1459,6 +1522,8 @@ static void test_kernels(void)
   test_cumsum(11, 100);
   test_slices(2, 70, 3, 37, 45, 70);                /* ragged: S, M, N and K are not multiples of the tiles */
   test_fn(10, 100);                                 /* ragged rows and columns */
+  test_gemm_i8(70, 45, 200);                        /* ragged M, N, K: K not a multiple of 64 or 128 */
+  test_gemm_i8(130, 140, 96);                       /* two tiles each way, the second ragged */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
