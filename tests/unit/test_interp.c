@@ -957,7 +957,8 @@ static void test_cumsum(int64_t M, int64_t N)
  * [B, H, S, D] and back, a column of A (strided), channels last -> first, and A[m, h, k] @ B. */
 /* tests/golden/gemm_i8.tl: i8 and u8 gemm into i32 against C at ragged sizes, over the whole
  * range of the bytes (the sums of 127 * 127 or 255 * 255 products are exact, and with K of a few
- * hundred they stay inside i32), and the W8A8 epilogue's scales into f16. */
+ * hundred they stay inside i32), and the W8A8 epilogue's scales into f16 (the golden's w8a8 and
+ * stdlib/gemm.tl's gemm_w8a8). */
 static void test_gemm_i8(int64_t M, int64_t N, int64_t K)
 {
   const char *path = TILEC_SOURCE_DIR "/tests/golden/gemm_i8.tl";
@@ -1000,17 +1001,25 @@ static void test_gemm_i8(int64_t M, int64_t N, int64_t K)
       InterpArg w[] = {{.name = "A", .data = A},   {.name = "B", .data = B}, {.name = "sa", .data = sa},
                        {.name = "sb", .data = sb}, {.name = "C", .data = O}, {.name = "M", .i = M},
                        {.name = "N", .i = N},      {.name = "K", .i = K}};
-      if (run_file(path, NULL, 0, "w8a8", w, 8)) {
+      static const char *const w8a8[][2] = {{"/tests/golden/gemm_i8.tl", "w8a8"},
+                                            {"/stdlib/gemm.tl", "gemm_w8a8"}};
+      for (int f = 0; f < 2; f++) {
+        char file[512];
+        snprintf(file, sizeof file, "%s%s", TILEC_SOURCE_DIR, w8a8[f][0]);
+        for (int64_t i = 0; i < M * N; i++)
+          O[i] = 0x7e00;
+        if (!run_file(file, NULL, 0, w8a8[f][1], w, 8))
+          continue;
         misses = 0;
         for (int64_t m = 0; m < M; m++)
           for (int64_t n = 0; n < N; n++) {
             int64_t dot = 0;
             for (int64_t k = 0; k < K; k++)
               dot += (int64_t)(int8_t)A[m * K + k] * (int8_t)B[n * K + k];
-            close_to("w8a8", m * N + n, tl_f16_to_float(O[m * N + n]),
+            close_to(w8a8[f][1], m * N + n, tl_f16_to_float(O[m * N + n]),
                      (double)(float)((float)dot * sa[m]) * sb[n], 2e-3, 1e-6);
           }
-        check_guards_16("w8a8", O, M * N);
+        check_guards_16(w8a8[f][1], O, M * N);
       }
       free(sa), free(sb), free(O);
     }
