@@ -108,7 +108,7 @@ void emit_mma(Cg *cg, const Stmt *s)
 {
   char text[200];
   const char *t = mma_type(s->elem);
-  bool int8 = type_bytes(s->elem) == 1;
+  bool int8 = type_is_int8(s->elem);
   snprintf(text, sizeof text,
            "mma.sync.aligned.m16n8k%d.row.col.%s.%s.%s.%s {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
            "{$10, $11, $12, $13};",
@@ -244,7 +244,7 @@ void emit_wgmma(Cg *cg, const Stmt *s)
   int n = s->acc_regs;
   const Expr *first = s->c_reg;
   const char *t = mma_type(s->elem);
-  bool int8 = type_bytes(s->elem) == 1;
+  bool int8 = type_is_int8(s->elem);
   StrBuf text = {0};
   /* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
   sb_printf(&text,

@@ -1493,7 +1493,7 @@ static Stmt *check_gemm(Sema *s, const Node *call)
     error_at(s->d, call->loc, "gemm reads B from shared memory and A from shared memory or a fragment");
     return NULL;
   }
-  bool int8 = A->elem == TY_I8 || A->elem == TY_U8;
+  bool int8 = type_is_int8(A->elem);
   if ((A->elem != TY_F16 && A->elem != TY_BF16 && !int8) || A->elem != B->elem) {
     error_at(s->d, call->loc, "gemm inputs must both be f16, both bf16, both i8 or both u8, got %s and %s",
              type_name(A->elem), type_name(B->elem));

@@ -1138,19 +1138,18 @@ static bool ldmatrix(Th *th, const Stmt *s, int w)
 static double half_of(TypeKind t, uint32_t bits) { return val_from_bits(t, bits & 0xffff).f; }
 
 /* The elements of input type t packed in a 32-bit operand register: two 16-bit
- * floats or four 8-bit integers, the first in the low bits.  Returns how many. */
-static int unpack_reg(TypeKind t, uint32_t x, double *out)
+ * floats or four 8-bit integers, the first in the low bits. */
+static void unpack_reg(TypeKind t, uint32_t x, double *out)
 {
-  if (type_bytes(t) == 1) {
+  if (type_is_int8(t)) {
     for (int e = 0; e < 4; e++) {
       uint32_t b = (x >> (8 * e)) & 0xff;
       out[e] = t == TY_I8 ? (double)(int8_t)(uint8_t)b : (double)b;
     }
-    return 4;
+    return;
   }
   out[0] = half_of(t, x);
   out[1] = half_of(t, x >> 16);
-  return 2;
 }
 
 /* The values of A's 32-bit operand register r for thread t: u32 register

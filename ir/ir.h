@@ -120,6 +120,8 @@ int type_bits(TypeKind t);
 int type_bytes(TypeKind t);   /* bool is stored as one byte */
 bool type_is_float(TypeKind t);
 bool type_is_int(TypeKind t); /* i8..u64 */
+/* i8 or u8: the tensor cores' integer inputs (gemm into i32, m16n8k32, wgmma k32) */
+static inline bool type_is_int8(TypeKind t) { return t == TY_I8 || t == TY_U8; }
 bool type_is_signed(TypeKind t);
 /* v wrapped to the width and signedness of integer type t, as the GPU would
  * (bool: v != 0); other types: v.  The folder's and the interpreter's. */

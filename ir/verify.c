@@ -216,7 +216,7 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!buf_ok(v, s->a, 1, "mma") || !buf_ok(v, s->b, 1, "mma") || !buf_ok(v, s->c, 1, "mma") ||
         !expr_ok(v, s->a_reg) || !expr_ok(v, s->b_reg) || !expr_ok(v, s->c_reg))
       return fail(v, "malformed mma");
-    bool int8 = s->elem == TY_I8 || s->elem == TY_U8;
+    bool int8 = type_is_int8(s->elem);
     if (v->k->bufs[s->c].elem != (int8 ? TY_I32 : TY_F32) ||
         (v->k->bufs[s->a].elem != TY_U32 && (int8 || v->k->bufs[s->a].elem != s->elem)) ||
         !registers(v, &v->k->bufs[s->a]) || v->k->bufs[s->b].elem != TY_U32 ||
@@ -263,7 +263,7 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!buf_ok(v, s->b, s->nb_start, "wgmma") || !exprs_ok(v, s->b_start, s->nb_start))
       return false;
     const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
-    bool int8 = s->elem == TY_I8 || s->elem == TY_U8;
+    bool int8 = type_is_int8(s->elem);
     if ((!s->a_reg && (A->scope != SCOPE_SHARED || !swizzle_span(A->swizzle))) || B->scope != SCOPE_SHARED ||
         !swizzle_span(B->swizzle) || A->elem != s->elem || B->elem != s->elem ||
         (s->elem != TY_F16 && s->elem != TY_BF16 && !int8) ||

@@ -79,7 +79,7 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
     return false;
   const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
   bool reg_a = A->scope == SCOPE_FRAGMENT;
-  bool int8 = A->elem == TY_I8 || A->elem == TY_U8; /* K-major both (sema), C i32 */
+  bool int8 = type_is_int8(A->elem); /* K-major both (sema), C i32 */
   if ((A->scope != SCOPE_SHARED && !reg_a) || B->scope != SCOPE_SHARED || A->elem != B->elem ||
       (A->elem != TY_F16 && A->elem != TY_BF16 && !int8) || Cb->elem != (int8 ? TY_I32 : TY_F32) ||
       Cb->rank != 2)
