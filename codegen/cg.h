@@ -81,7 +81,7 @@ LLVMTypeRef cg_mem_type(const Cg *cg, TypeKind t);
 LLVMTypeRef cg_with_lanes(LLVMTypeRef t, int lanes); /* lanes == 1: t itself */
 bool cg_is_half(TypeKind t);                         /* f16 or bf16 */
 LLVMValueRef cg_const_int(const Cg *cg, TypeKind t, int64_t v);
-LLVMValueRef cg_const_float(const Cg *cg, TypeKind t, double v);
+LLVMValueRef cg_const_float(Cg *cg, TypeKind t, double v);
 LLVMValueRef cg_const_f32(const Cg *cg, double v);
 /* Converts a scalar or vector value elementwise, as EX_CAST does. */
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to);

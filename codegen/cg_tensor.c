@@ -99,7 +99,11 @@ static LLVMValueRef a_operand(Cg *cg, const Stmt *s, int i)
 /* The PTX name of a tensor-core input type. */
 static const char *mma_type(TypeKind t)
 {
-  return t == TY_BF16 ? "bf16" : t == TY_I8 ? "s8" : t == TY_U8 ? "u8" : "f16";
+  return t == TY_BF16     ? "bf16"
+         : t == TY_I8     ? "s8"
+         : t == TY_U8     ? "u8"
+         : type_is_fp8(t) ? type_name(t)
+                          : "f16";
 }
 
 /* m16n8k16 for 16-bit inputs into f32; m16n8k32 for 8-bit ones into s32 (same
@@ -243,13 +247,13 @@ void emit_wgmma(Cg *cg, const Stmt *s)
 {
   int n = s->acc_regs;
   const Expr *first = s->c_reg;
-  const char *t = mma_type(s->elem);
-  bool int8 = type_is_int8(s->elem);
+  const char *t = mma_type(s->elem), *tb = mma_type(cg->k->bufs[s->b].elem); /* e4m3 x e5m2 mix */
+  bool int8 = type_is_int8(s->elem), fp8 = type_is_fp8(s->elem);
   StrBuf text = {0};
   /* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
   sb_printf(&text,
             "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {",
-            2 * n, int8 ? 32 : 16, int8 ? "s32" : "f32", t, t);
+            2 * n, int8 || fp8 ? 32 : 16, int8 ? "s32" : "f32", t, tb);
   for (int i = 0; i < n; i++)
     sb_printf(&text, "%s$%d", i ? ", " : "", i);
   if (s->a_reg) { /* A in registers: {a0, a1, a2, a3}, no transpose-A immediate */
@@ -262,6 +266,11 @@ void emit_wgmma(Cg *cg, const Stmt *s)
     asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, ops, "r,r,r,r,l", 5);
   } else if (int8) { /* integer wgmma: no scale or transpose immediates (both operands K-major) */
     sb_printf(&text, "}, $%d, $%d, p;\n}", n, n + 1);
+    LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
+                            wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
+    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);
+  } else if (fp8) { /* 8-bit floats: scale immediates, no transpose ones (both operands K-major) */
+    sb_printf(&text, "}, $%d, $%d, p, 1, 1;\n}", n, n + 1);
     LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
                             wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
     asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);

@@ -1,6 +1,10 @@
 /* cg_types.c: element types in registers and in memory, constants, conversions. */
 #include "cg.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 void cg_types_init(CgTypes *t, LLVMContextRef ctx)
 {
   t->void_t = LLVMVoidTypeInContext(ctx);
@@ -34,6 +38,8 @@ LLVMTypeRef cg_reg_type(const Cg *cg, TypeKind t)
   case TY_BF16: return cg->t.bf16;
   case TY_F32: return cg->t.f32;
   case TY_F64: return cg->t.f64;
+  case TY_E4M3:
+  case TY_E5M2: return cg->t.i8; /* the bits: no arithmetic, conversions through cvt (below) */
   case TY_VOID:
   case TY_COUNT: break;
   }
@@ -56,8 +62,11 @@ LLVMValueRef cg_const_int(const Cg *cg, TypeKind t, int64_t v)
   return LLVMConstInt(cg_reg_type(cg, t), (unsigned long long)v, 1);
 }
 
-LLVMValueRef cg_const_float(const Cg *cg, TypeKind t, double v)
+LLVMValueRef cg_const_float(Cg *cg, TypeKind t, double v)
 {
+  if (type_is_fp8(t)) /* zero's bits; another value rounded by the target's cvt (passes fill with 0) */
+    return v == 0 ? LLVMConstInt(cg->t.i8, signbit(v) ? 0x80 : 0, 0)
+                  : cg_convert(cg, cg_const_f32(cg, v), TY_F32, t);
   return LLVMConstReal(cg_reg_type(cg, t), v); /* rounds to nearest for f16/bf16 */
 }
 
@@ -165,10 +174,69 @@ static LLVMValueRef convert_float_to_float(Cg *cg, LLVMValueRef v, TypeKind from
   return LLVMBuildFPTrunc(cg->b, v, dst, "");
 }
 
+/* 8-bit floats (sm_89 and later: sema's rule) go through f16 and f32, one lane at a time:
+ *   e4m3/e5m2 -> f16   cvt.rn.f16x2.{e4m3,e5m2}x2 of the byte in the low half (exact)
+ *   f32 -> e4m3/e5m2   cvt.rn.satfinite.{e4m3,e5m2}x2.f32 with 0 in the high byte: nearest even,
+ *                      magnitudes past the largest finite value saturate to it, NaN stays NaN
+ * Any other type reaches f32 first (f64 rounds to f32, then to 8 bits). */
+static LLVMValueRef fp8_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *cons, LLVMValueRef *args,
+                            int nargs)
+{
+  LLVMTypeRef tys[2];
+  for (int i = 0; i < nargs; i++)
+    tys[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)nargs, "");
+}
+
+static LLVMValueRef fp8_lane_to_f16(Cg *cg, LLVMValueRef b, TypeKind from)
+{
+  char text[64];
+  snprintf(text, sizeof text, "cvt.rn.f16x2.%sx2 $0, $1;", type_name(from));
+  LLVMValueRef h = LLVMBuildZExt(cg->b, b, cg->t.i16, "");
+  LLVMValueRef r = fp8_asm(cg, cg->t.i32, text, "=r,h", &h, 1);
+  return LLVMBuildBitCast(cg->b, LLVMBuildTrunc(cg->b, r, cg->t.i16, ""), cg->t.f16, "");
+}
+
+static LLVMValueRef fp8_lane_from_f32(Cg *cg, LLVMValueRef f, TypeKind to)
+{
+  char text[80];
+  snprintf(text, sizeof text, "cvt.rn.satfinite.%sx2.f32 $0, $1, $2;", type_name(to));
+  LLVMValueRef args[2] = {LLVMConstNull(cg->t.f32), f}; /* high byte, low byte */
+  LLVMValueRef r = fp8_asm(cg, cg->t.i16, text, "=h,f,f", args, 2);
+  return LLVMBuildTrunc(cg->b, r, cg->t.i8, "");
+}
+
+static LLVMValueRef convert_fp8(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
+{
+  int lanes = value_lanes(v);
+  LLVMValueRef out = lanes > 1 ? LLVMGetUndef(lanes_like(cg, v, to)) : NULL;
+  for (int l = 0; l < lanes; l++) {
+    LLVMValueRef idx = LLVMConstInt(cg->t.i32, (unsigned)l, 0);
+    LLVMValueRef x = lanes > 1 ? LLVMBuildExtractElement(cg->b, v, idx, "") : v;
+    TypeKind t = from;
+    if (type_is_fp8(t)) {
+      x = fp8_lane_to_f16(cg, x, t);
+      t = TY_F16;
+    }
+    if (type_is_fp8(to)) {
+      x = fp8_lane_from_f32(cg, cg_convert(cg, x, t, TY_F32), to);
+    } else {
+      x = cg_convert(cg, x, t, to);
+    }
+    out = lanes > 1 ? LLVMBuildInsertElement(cg->b, out, x, idx, "") : x;
+  }
+  return out;
+}
+
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
 {
   if (from == to)
     return v;
+  if (type_is_fp8(from) || type_is_fp8(to))
+    return convert_fp8(cg, v, from, to);
   if (to == TY_BOOL)
     return convert_to_bool(cg, v, from);
   bool ffrom = type_is_float(from), fto = type_is_float(to);

@@ -84,7 +84,8 @@ static char *stem_of(const char *source_name)
 
 /* The C type of one element (tensors) or of a scalar as the launcher takes it:
  * f16 and bf16 scalars are taken as float and converted; their tensors are
- * arrays of 16-bit patterns. */
+ * arrays of 16-bit patterns. e4m3 and e5m2 are their 8-bit patterns, scalars
+ * too (tl_e4m3_from_float, tl_e5m2_from_float make them). */
 static const char *c_type(tl_dtype t, bool scalar)
 {
   switch (t) {
@@ -101,6 +102,8 @@ static const char *c_type(tl_dtype t, bool scalar)
   case TL_BF16: return scalar ? "float" : "uint16_t";
   case TL_F32: return "float";
   case TL_F64: return "double";
+  case TL_E4M3:
+  case TL_E5M2: return "uint8_t";
   }
   return "void";
 }

@@ -105,7 +105,7 @@ Token lexer_next(Lexer *lx)
 		"threads" { TOK(TK_THREADS); }
 		"as" { TOK(TK_AS); }
 		"bool" | "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64"
-			| "f16" | "bf16" | "f32" | "f64" { TOK(TK_TYPE); }
+			| "f16" | "bf16" | "f32" | "f64" | "e4m3" | "e5m2" { TOK(TK_TYPE); }
 		"inf" { TOK(TK_FLOAT); } /* infinity: a float literal (strtod reads it), -inf too */
 		[a-zA-Z_][a-zA-Z_0-9]* { TOK(TK_IDENT); }
 

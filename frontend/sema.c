@@ -277,6 +277,40 @@ static bool int_fits(TypeKind t, int64_t v)
   }
 }
 
+/* 8-bit floats (e4m3, e5m2) are for storage and the tensor cores: values are loaded, stored,
+ * copied, selected and converted, and every operation converts them first.  The conversions are
+ * the cvt instructions (f16x2 <- e4m3x2, e4m3x2 <- f32 with saturation) of sm_90, and of sm_89 from
+ * PTX 8.1 only, above that target's ISA (target.h): sm_90 and later. */
+static bool fp8_no_arith(Sema *s, SrcLoc loc, TypeKind t, const char *what)
+{
+  if (!type_is_fp8(t))
+    return true;
+  error_at(s->d, loc, "%s on %s values: 8-bit floats are for storage and gemm; convert first, as f32(x)",
+           what, type_name(t));
+  return false;
+}
+
+static bool fp8_convert_ok(Sema *s, SrcLoc loc, TypeKind from, TypeKind to)
+{
+  if ((!type_is_fp8(from) && !type_is_fp8(to)) || s->target->sm >= 90)
+    return true;
+  error_at(
+      s->d, loc,
+      "converting %s to %s needs sm_90 or later (the cvt instructions of 8-bit floats); the target is %s",
+      type_name(from), type_name(to), s->target->name);
+  return false;
+}
+
+/* A literal of an 8-bit float type: an f32 literal converted (rounded by the target, as f16's are). */
+static Expr *fp8_literal(Sema *s, TypeKind t, double v, SrcLoc loc)
+{
+  if (!fp8_convert_ok(s, loc, TY_F32, t))
+    return NULL;
+  Expr *e = ex_cast(s->a, t, ex_float(s->a, TY_F32, v));
+  e->loc = loc;
+  return e;
+}
+
 /* primary = INT ;  also "-" INT (negate), so that -128 is an i8 literal rather than -(128).
  * The type is the context's (hint: an integer type, or a float type for 2 in `x * 2` with x an f32),
  * else i32, or i64 when the value does not fit in i32; a value that does not fit is reported. */
@@ -287,6 +321,8 @@ static Expr *check_int_literal(Sema *s, const Node *n, TypeKind hint, bool negat
     return NULL;
   }
   int64_t v = negate ? -n->ival : n->ival;
+  if (type_is_fp8(hint))
+    return fp8_literal(s, hint, (double)v, n->loc);
   if (type_is_float(hint)) {
     Expr *e = ex_float(s->a, hint, (double)v);
     e->loc = n->loc;
@@ -305,6 +341,8 @@ static Expr *check_int_literal(Sema *s, const Node *n, TypeKind hint, bool negat
 /* primary = FLOAT ;  also "-" FLOAT (negate).  f32 unless the context hints another float type. */
 static Expr *check_float_literal(Sema *s, const Node *n, TypeKind hint, bool negate)
 {
+  if (type_is_fp8(hint))
+    return fp8_literal(s, hint, negate ? -n->fval : n->fval, n->loc);
   Expr *e = ex_float(s->a, type_is_float(hint) ? hint : TY_F32, negate ? -n->fval : n->fval);
   e->loc = n->loc;
   return e;
@@ -385,6 +423,8 @@ static Expr *check_binary_op(Sema *s, OpKind op, const Node *an, const Node *bn,
     return NULL;
   }
   TypeKind t = a->type;
+  if (!fp8_no_arith(s, loc, t, cmp ? "comparison" : "arithmetic"))
+    return NULL;
   if (logical && t != TY_BOOL) {
     error_at(s->d, loc, "operands of '%s' must be bool, got %s", op_spelling(op), type_name(t));
     return NULL;
@@ -665,6 +705,8 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
       return NULL;
     if (e->type == cast)
       return e;
+    if (!fp8_convert_ok(s, n->loc, e->type, cast))
+      return NULL;
     e = ex_cast(s->a, cast, e);
     e->loc = n->loc;
     return e;
@@ -725,6 +767,8 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
         return NULL;
       }
     }
+    if (!fp8_no_arith(s, n->loc, t, name))
+      return NULL;
     if (intrinsic_float_only((IntrinsicKind)fn) && !type_is_float(t)) {
       error_at(s->d, n->loc, "'%s' needs a floating-point argument, got %s; convert it with f32(x)", name,
                type_name(t));
@@ -904,6 +948,8 @@ static Expr *check_expr_inner(Sema *s, const Node *n, TypeKind hint)
       return check_float_literal(s, n->a, hint, true);
     Expr *a = check_expr(s, n->a, n->op == OP_NOT ? TY_BOOL : hint);
     if (!a)
+      return NULL;
+    if (!fp8_no_arith(s, n->loc, a->type, "arithmetic"))
       return NULL;
     if (n->op == OP_NOT && a->type != TY_BOOL) {
       error_at(s->d, n->loc, "'!' needs a bool operand, got %s; compare with 0 instead", type_name(a->type));
@@ -1362,6 +1408,8 @@ static Stmt *check_copy(Sema *s, const Node *call)
   if (!ok)
     return NULL;
   const Buffer *src = &s->k->bufs[st->src.buf], *dst = &s->k->bufs[st->dst.buf];
+  if (src->elem != dst->elem && !fp8_convert_ok(s, call->loc, src->elem, dst->elem))
+    return NULL;
   if (src->scope == SCOPE_GLOBAL && dst->scope == SCOPE_GLOBAL) {
     error_at(s->d, call->loc, "copy() between two global tensors is not supported; stage through a tile");
     return NULL;
@@ -1494,9 +1542,18 @@ static Stmt *check_gemm(Sema *s, const Node *call)
     return NULL;
   }
   bool int8 = type_is_int8(A->elem);
-  if ((A->elem != TY_F16 && A->elem != TY_BF16 && !int8) || A->elem != B->elem) {
-    error_at(s->d, call->loc, "gemm inputs must both be f16, both bf16, both i8 or both u8, got %s and %s",
-             type_name(A->elem), type_name(B->elem));
+  bool fp8 = type_is_fp8(A->elem) && type_is_fp8(B->elem); /* e4m3 and e5m2 mix (wgmma's .atype, .btype) */
+  if ((A->elem != TY_F16 && A->elem != TY_BF16 && !int8 && !fp8) || (A->elem != B->elem && !fp8)) {
+    error_at(
+        s->d, call->loc,
+        "gemm inputs must both be f16, both bf16, both i8, both u8 or both 8-bit floats (e4m3, e5m2), got "
+        "%s and %s",
+        type_name(A->elem), type_name(B->elem));
+    return NULL;
+  }
+  if (fp8 && !(s->target->sm == 90 && s->target->arch_specific)) {
+    error_at(s->d, call->loc, "gemm on 8-bit floats needs wgmma: compile for sm_90a (the target is %s)",
+             s->target->name);
     return NULL;
   }
   if (C->elem != (int8 ? TY_I32 : TY_F32)) {
@@ -1511,7 +1568,7 @@ static Stmt *check_gemm(Sema *s, const Node *call)
   }
   /* The tensor cores read 8-bit operands only along K (mma.sync's .row.col, wgmma's K-major
    * layouts: no transposing load exists for bytes), and take A from shared memory. */
-  if (int8 && (st->trans_a || !st->trans_b || A->scope == SCOPE_FRAGMENT)) {
+  if ((int8 || fp8) && (st->trans_a || !st->trans_b || A->scope == SCOPE_FRAGMENT)) {
     error_at(s->d, call->loc,
              "gemm on 8-bit inputs reads both operands along K: A as [M, K] in shared memory and B as "
              "[N, K] with transpose_B = true (store B as [N, K], or transpose it into the shared tile in a "
@@ -1527,7 +1584,7 @@ static Stmt *check_gemm(Sema *s, const Node *call)
              M, K, KB, N, C->tile_shape[0], C->tile_shape[1]);
     return NULL;
   }
-  const int64_t kstep = int8 ? 32 : 16; /* the instruction's K: m16n8k16, m16n8k32 for 8 bits */
+  const int64_t kstep = int8 || fp8 ? 32 : 16; /* the instruction's K: m16n8k16, m16n8k32 for 8 bits */
   if (M % 16 || N % 8 || K % kstep) {
     error_at(s->d, call->loc,
              "gemm tiles must be multiples of the m16n8k%" PRId64 " instruction: M %% 16, N %% 8 and "
@@ -1685,6 +1742,8 @@ static Stmt *check_reduce(Sema *s, const Node *call)
   if (src < 0 || dst < 0)
     return NULL;
   const Buffer *S = &s->k->bufs[src], *D = &s->k->bufs[dst];
+  if (!fp8_no_arith(s, call->loc, S->elem, call->name) || !fp8_no_arith(s, call->loc, D->elem, call->name))
+    return NULL;
   int64_t dim;
   if (!dim_arg(s, call, S, S->rank - 1, &dim))
     return NULL;
@@ -1793,6 +1852,8 @@ static Stmt *check_cumsum(Sema *s, const Node *call)
   if (src < 0 || dst < 0)
     return NULL;
   const Buffer *S = &s->k->bufs[src], *D = &s->k->bufs[dst];
+  if (!fp8_no_arith(s, call->loc, S->elem, "cumsum") || !fp8_no_arith(s, call->loc, D->elem, "cumsum"))
+    return NULL;
   int64_t dim;
   if (!dim_arg(s, call, S, 0, &dim))
     return NULL;

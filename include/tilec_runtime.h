@@ -66,6 +66,8 @@ typedef enum tl_dtype {
   TL_BF16,
   TL_F32,
   TL_F64,
+  TL_E4M3, /* OCP FP8 E4M3FN: 8-bit float, no infinities (appended: the values above are unchanged) */
+  TL_E5M2, /* OCP FP8 E5M2 */
 } tl_dtype;
 
 /* "f32", ...; "?" for a value outside the enum. */
@@ -75,7 +77,7 @@ TILEC_API size_t tl_dtype_size(tl_dtype dtype);
 /* The dtype of an ELEM name ("bf16" -> TL_BF16); false if the name is not one. */
 TILEC_API bool tl_dtype_from_name(const char *name, tl_dtype *out);
 
-/* ==================================================================== f16 / bf16 on the host (half.c) */
+/* ================================================= f16, bf16, e4m3 and e5m2 on the host (half.c) */
 
 /* IEEE binary16 and bfloat16 as raw bits. Conversions to them round to nearest, ties to even, keep
  * the sign of zero, overflow to infinity and turn any NaN into a quiet NaN; conversions from them are
@@ -86,6 +88,19 @@ TILEC_API float tl_f16_to_float(uint16_t bits);
 TILEC_API uint16_t tl_bf16_from_float(float x);
 TILEC_API uint16_t tl_bf16_from_double(double x);
 TILEC_API float tl_bf16_to_float(uint16_t bits);
+
+/* OCP FP8 as raw bits: e4m3 (E4M3FN: bias 7, no infinities, NaN only S.1111.111, max 448) and e5m2
+ * (bias 15, IEEE-like with infinities, max 57344). Conversions to them are those of PTX's
+ * cvt.rn.satfinite: round to nearest, ties to even, keep the sign of zero, and SATURATE: a magnitude
+ * beyond the largest finite value, infinity included, becomes +-448 / +-57344; any NaN becomes 0x7F
+ * (a NaN in both formats; the H200's cvt gives it for every NaN, either sign). Conversions from them
+ * are exact (e5m2 0x7C: infinity). */
+TILEC_API uint8_t tl_e4m3_from_float(float x);
+TILEC_API uint8_t tl_e4m3_from_double(double x); /* one rounding from double */
+TILEC_API float tl_e4m3_to_float(uint8_t bits);
+TILEC_API uint8_t tl_e5m2_from_float(float x);
+TILEC_API uint8_t tl_e5m2_from_double(double x);
+TILEC_API float tl_e5m2_to_float(uint8_t bits);
 
 /* ================================================================== launch metadata (meta.c)
  * The parsed "// tilec-meta" block. This part needs no driver: hosts can inspect a kernel's signature
@@ -202,7 +217,7 @@ typedef struct tl_arg {
   union {               /* scalar: which member depends on dtype */
     int64_t i;          /*   bool (nonzero is true) and i8 .. i64 */
     uint64_t u;         /*   u8 .. u64 */
-    double f;           /*   f16, bf16 (rounded to nearest even), f32, f64 */
+    double f;           /*   f16, bf16 (rounded to nearest even), e4m3, e5m2 (and saturated), f32, f64 */
   } value;
 } tl_arg;
 

@@ -1279,11 +1279,11 @@ static bool descriptor(Th *th, const Stmt *s, int t, int b, Expr **start, int n,
   return true;
 }
 
-/* An input element as a number: a 16-bit float, or an 8-bit integer. */
+/* An input element as a number: a 16- or 8-bit float, or an 8-bit integer. */
 static double wg_value(TypeKind t, const unsigned char *p)
 {
   Val v = val_load(t, p, 0);
-  return type_bytes(t) == 1 ? (double)v.i : v.f;
+  return type_is_int8(t) ? (double)v.i : v.f;
 }
 
 static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op, double *out)
@@ -1304,7 +1304,7 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
   if (sh->w_async) { /* a TMA load: async proxy to async proxy, published by its mbarrier */
     op->bytes[op->nbytes++] = (int32_t)byte;
     th->stats.shared_bytes += esize;
-    *out = wg_value(s->elem, th->smem + byte);
+    *out = wg_value(th->k->bufs[b].elem, th->smem + byte); /* B may be another 8-bit float */
     return true;
   }
   /* wgmma reads the whole tile: any writer needs a barrier first */
@@ -1323,7 +1323,7 @@ static bool wg_read(Th *th, const Stmt *s, int t, int b, int64_t byte, WgOp *op,
   }
   op->bytes[op->nbytes++] = (int32_t)byte;
   th->stats.shared_bytes += esize;
-  *out = wg_value(s->elem, th->smem + byte);
+  *out = wg_value(th->k->bufs[b].elem, th->smem + byte); /* B may be another 8-bit float */
   return true;
 }
 

@@ -10,7 +10,7 @@
  * the correctly rounded f32 result, as the GPU's .rn instructions do. */
 #include "interp.h"
 
-#include "tilec_runtime.h" /* f16 and bf16 conversions */
+#include "tilec_runtime.h" /* f16, bf16, e4m3 and e5m2 conversions */
 
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +21,8 @@ double val_round(TypeKind t, double x)
   switch (t) {
   case TY_F16: return tl_f16_to_float(tl_f16_from_float((float)x));
   case TY_BF16: return tl_bf16_to_float(tl_bf16_from_float((float)x));
+  case TY_E4M3: return tl_e4m3_to_float(tl_e4m3_from_float((float)x)); /* through f32, as cvt */
+  case TY_E5M2: return tl_e5m2_to_float(tl_e5m2_from_float((float)x));
   case TY_F32: return (float)x;
   default: return x;
   }
@@ -75,6 +77,8 @@ Val val_from_bits(TypeKind t, uint64_t bits)
   case TY_BOOL: v.i = (bits & 0xff) != 0; break;
   case TY_F16: v.f = tl_f16_to_float((uint16_t)bits); break;
   case TY_BF16: v.f = tl_bf16_to_float((uint16_t)bits); break;
+  case TY_E4M3: v.f = tl_e4m3_to_float((uint8_t)bits); break;
+  case TY_E5M2: v.f = tl_e5m2_to_float((uint8_t)bits); break;
   case TY_F32: {
     uint32_t u = (uint32_t)bits;
     float f;
@@ -94,6 +98,8 @@ uint64_t val_bits(TypeKind t, Val v)
   case TY_BOOL: return v.i != 0;
   case TY_F16: return tl_f16_from_double(v.f);
   case TY_BF16: return tl_bf16_from_double(v.f);
+  case TY_E4M3: return tl_e4m3_from_double(v.f);
+  case TY_E5M2: return tl_e5m2_from_double(v.f);
   case TY_F32: {
     float f = (float)v.f;
     uint32_t u;

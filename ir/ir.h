@@ -106,7 +106,9 @@ _Noreturn void tl_die(const char *file, int line, const char *fmt, ...) __attrib
   X(TY_F16, "f16", 16, 1, 1)   \
   X(TY_BF16, "bf16", 16, 1, 1) \
   X(TY_F32, "f32", 32, 1, 1)   \
-  X(TY_F64, "f64", 64, 1, 1)
+  X(TY_F64, "f64", 64, 1, 1)   \
+  X(TY_E4M3, "e4m3", 8, 1, 1)  \
+  X(TY_E5M2, "e5m2", 8, 1, 1)
 
 typedef enum {
 #define X(e, n, b, f, s) e,
@@ -122,6 +124,8 @@ bool type_is_float(TypeKind t);
 bool type_is_int(TypeKind t); /* i8..u64 */
 /* i8 or u8: the tensor cores' integer inputs (gemm into i32, m16n8k32, wgmma k32) */
 static inline bool type_is_int8(TypeKind t) { return t == TY_I8 || t == TY_U8; }
+/* e4m3 or e5m2: 8-bit floats (OCP FP8), storage and tensor-core inputs only: no arithmetic */
+static inline bool type_is_fp8(TypeKind t) { return t == TY_E4M3 || t == TY_E5M2; }
 bool type_is_signed(TypeKind t);
 /* v wrapped to the width and signedness of integer type t, as the GPU would
  * (bool: v != 0); other types: v.  The folder's and the interpreter's. */

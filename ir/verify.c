@@ -263,12 +263,15 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     if (!buf_ok(v, s->b, s->nb_start, "wgmma") || !exprs_ok(v, s->b_start, s->nb_start))
       return false;
     const Buffer *A = &v->k->bufs[s->a], *B = &v->k->bufs[s->b];
-    bool int8 = type_is_int8(s->elem);
+    bool int8 = type_is_int8(s->elem),
+         fp8 = type_is_fp8(s->elem) && type_is_fp8(B->elem); /* B's may differ */
     if ((!s->a_reg && (A->scope != SCOPE_SHARED || !swizzle_span(A->swizzle))) || B->scope != SCOPE_SHARED ||
-        !swizzle_span(B->swizzle) || A->elem != s->elem || B->elem != s->elem ||
-        (s->elem != TY_F16 && s->elem != TY_BF16 && !int8) ||
-        (int8 && (s->a_reg || s->a_mn_major || s->b_mn_major)) || C->elem != (int8 ? TY_I32 : TY_F32))
-      return fail(v, "wgmma reads f16, bf16 (or K-major i8, u8) shared tiles in a wgmma swizzle layout");
+        !swizzle_span(B->swizzle) || A->elem != s->elem || (B->elem != s->elem && !fp8) ||
+        (s->elem != TY_F16 && s->elem != TY_BF16 && !int8 && !fp8) ||
+        ((int8 || fp8) && (s->a_reg || s->a_mn_major || s->b_mn_major)) ||
+        C->elem != (int8 ? TY_I32 : TY_F32))
+      return fail(
+          v, "wgmma reads f16, bf16 (or K-major i8, u8, e4m3, e5m2) shared tiles in a wgmma swizzle layout");
     return true;
   }
   case ST_MBAR_INIT:

@@ -132,6 +132,9 @@ static InterpArg interp_arg(const tl_kernel_info *info, int i, const tl_arg *arg
     case TL_BF16:
     case TL_F32:
     case TL_F64: a.f = args[i].value.f; break;
+    /* rounded here from the double, once, as plan.c rounds it for the GPU */
+    case TL_E4M3: a.f = tl_e4m3_to_float(tl_e4m3_from_double(args[i].value.f)); break;
+    case TL_E5M2: a.f = tl_e5m2_to_float(tl_e5m2_from_double(args[i].value.f)); break;
     case TL_U8:
     case TL_U16:
     case TL_U32:

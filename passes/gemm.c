@@ -71,6 +71,9 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
   if (lw_gemm_uses_wgmma(w, s))
     return lower_gemm_wgmma(w, s);
   const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
+  if (type_is_fp8(A->elem)) /* layout.c reports an fp8 gemm wgmma cannot take; this is its backstop */
+    error_at(w->pc->diags, s->loc,
+             "gemm on 8-bit floats runs only on wgmma, and its accumulator's layout does not allow it");
   const FragLayout *L = &Cb->layout;
   int sa = s->stage_a != NULL;
   int64_t K = A->tile_shape[sa + !s->trans_a];

@@ -434,7 +434,16 @@ static bool choose_mma_layouts(Inference *l)
       }
       req_m = h->warps_m ? h->warps_m : req_m;
       req_n = h->warps_n ? h->warps_n : req_n;
-      wgmma |= gemm_wgmma_eligible(pc, k, h);
+      bool h_wgmma = gemm_wgmma_eligible(pc, k, h);
+      if (!h_wgmma && type_is_fp8(k->bufs[h->a].elem)) {
+        error_at(pc->diags, h->loc,
+                 "gemm on 8-bit floats runs only on wgmma, and this one cannot take it: it needs a block "
+                 "of whole warpgroups (threads a multiple of 128), an accumulator of 16 x (threads / 32) "
+                 "rows or a multiple of them and at most 256 columns (a multiple of 8), no other warp grid, "
+                 "and operand rows of whole 32-byte units");
+        return false;
+      }
+      wgmma |= h_wgmma;
       if (is_register_a(l, h))
         reg_a = h;
       bool seen = false;

@@ -63,6 +63,7 @@ static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_
 /* wgmma is used when:
  *   - the target is sm_90a (wgmma does not exist on sm_90 without "a");
  *   - A and B are f16 or bf16 shared tiles, C is f32; or i8 or u8 (K-major: sema's rule), C i32;
+ *     or 8-bit floats, e4m3 or e5m2 each (K-major), C f32;
  *   - the block is whole warpgroups and C is [16 * warps, N]: one m64 slice per
  *     warpgroup, N % 8 == 0 and N <= 256 (one wgmma covers all of N);
  *   - warps_m / warps_n, if given, are (warps, 1);
@@ -79,9 +80,10 @@ bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
     return false;
   const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
   bool reg_a = A->scope == SCOPE_FRAGMENT;
-  bool int8 = type_is_int8(A->elem); /* K-major both (sema), C i32 */
-  if ((A->scope != SCOPE_SHARED && !reg_a) || B->scope != SCOPE_SHARED || A->elem != B->elem ||
-      (A->elem != TY_F16 && A->elem != TY_BF16 && !int8) || Cb->elem != (int8 ? TY_I32 : TY_F32) ||
+  bool int8 = type_is_int8(A->elem);                       /* K-major both (sema), C i32 */
+  bool fp8 = type_is_fp8(A->elem) && type_is_fp8(B->elem); /* K-major both, C f32, e4m3 and e5m2 mixed */
+  if ((A->scope != SCOPE_SHARED && !reg_a) || B->scope != SCOPE_SHARED || (A->elem != B->elem && !fp8) ||
+      (A->elem != TY_F16 && A->elem != TY_BF16 && !int8 && !fp8) || Cb->elem != (int8 ? TY_I32 : TY_F32) ||
       Cb->rank != 2)
     return false;
   int nwarps = k->nthreads / 32;

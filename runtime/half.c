@@ -1,34 +1,53 @@
-/* half.c: f16 and bf16 on the host, bit-exact and without libm or _Float16.
+/* half.c: f16, bf16 and the 8-bit floats e4m3 and e5m2 on the host, bit-exact and without libm or
+ * _Float16.
  *
- * Both formats are "small IEEE floats" that differ only in field widths:
+ * All four are "small floats" that differ in field widths and in what the all-ones exponent means:
  *
- *        sign | exponent | mantissa          bias
- *   f16    1  |    5     |    10              15
- *   bf16   1  |    8     |     7             127
+ *        sign | exponent | mantissa    bias   all-ones exponent        too large
+ *   f16    1  |    5     |    10        15    inf, NaN                 inf
+ *   bf16   1  |    8     |     7       127    inf, NaN                 inf
+ *   e5m2   1  |    5     |     2        15    inf, NaN                 largest finite (57344)
+ *   e4m3   1  |    4     |     3         7    numbers; S.1111.111 NaN  largest finite (448)
  *
- * so one rounding routine, parametrised by the widths, serves both. It rounds from double: a float
- * converts to double exactly, and rounding a double once avoids the double rounding of going
- * double -> float -> half.
+ * so one rounding routine, parametrised by the widths and the last two columns, serves them all. It
+ * rounds from double: a float converts to double exactly, and rounding a double once avoids the double
+ * rounding of going double -> float -> half. The 8-bit formats saturate as PTX's cvt.rn.satfinite
+ * does (the GPU's conversion), infinity included.
  */
 #include <string.h>
 
 #include "tilec_runtime.h"
 
+/* What a format does at the top of its range: the last two columns of the table above. */
+typedef enum {
+  TOP_IEEE,         /* f16, bf16: the all-ones exponent is inf and NaN; too large rounds to inf */
+  TOP_SATFINITE,    /* e5m2: IEEE's layout, but too large (inf included) gives the largest finite */
+  TOP_FN_SATFINITE, /* e4m3 ("FN": finite and NaN): the all-ones exponent is one more binade whose
+                       all-ones mantissa is the only NaN; saturates as TOP_SATFINITE */
+} Top;
+
 /* Round x to the nearest value with `ebits` exponent and `mbits` mantissa bits, ties to even, and
- * return its bit pattern. */
-static uint16_t round_to_small_float(double x, int ebits, int mbits)
+ * return its bit pattern; what is too large, and NaN, as `top` says. */
+static uint16_t round_to_small_float(double x, int ebits, int mbits, Top top)
 {
   uint64_t b;
   memcpy(&b, &x, sizeof b);
   const uint16_t sign = (uint16_t)((b >> 63) << (ebits + mbits));
   const int dexp = (int)((b >> 52) & 0x7FF);
   const uint64_t dmant = b & ((UINT64_C(1) << 52) - 1);
-  const int max_biased = (1 << ebits) - 1; /* the all-ones exponent: inf and NaN */
-  const uint16_t inf = (uint16_t)(max_biased << mbits);
+  const int max_biased = (1 << ebits) - 1; /* the all-ones exponent */
+  const uint32_t mant_mask = (1u << mbits) - 1;
+  const uint32_t inf = (uint32_t)max_biased << mbits;
+  /* the largest finite magnitude, and the NaN made (quiet: top mantissa bit, so that it stays a NaN) */
+  const uint32_t max_finite = top == TOP_FN_SATFINITE ? inf | (mant_mask - 1) : inf - 1;
+  const uint32_t nan = top == TOP_FN_SATFINITE ? inf | mant_mask : inf | (1u << (mbits - 1));
+  const uint32_t too_large = top == TOP_IEEE ? inf : max_finite;
 
-  if (dexp == 0x7FF) /* inf, or NaN made quiet (top mantissa bit) so that it stays a NaN */
-    return (uint16_t)(sign | inf | (dmant ? (1u << (mbits - 1)) : 0));
-  if (dexp == 0)     /* zero, or a double subnormal (< 2^-1022): far below either format's range */
+  if (dexp == 0x7FF && dmant && top != TOP_IEEE) /* 8-bit: the GPU's cvt gives 0x7F, sign dropped */
+    return 0x7F;
+  if (dexp == 0x7FF)
+    return (uint16_t)(sign | (dmant ? nan : too_large));
+  if (dexp == 0) /* zero, or a double subnormal (< 2^-1022): far below every format's range */
     return sign;
 
   /* x = sig * 2^(exp - 52), with sig having its implicit leading 1 (53 bits). */
@@ -54,15 +73,20 @@ static uint16_t round_to_small_float(double x, int ebits, int mbits)
     q >>= 1;
     biased++;
   }
-  if (biased >= max_biased)
-    return (uint16_t)(sign | inf);
-  return (uint16_t)(sign | ((uint16_t)biased << mbits) | (q & ((1u << mbits) - 1)));
+  /* rounded as if the exponent had no limit, then compared: e4m3's 464 ties down to 448, finite */
+  if (biased > max_biased || (((uint32_t)biased << mbits) | (uint32_t)(q & mant_mask)) > max_finite)
+    return (uint16_t)(sign | too_large);
+  return (uint16_t)(sign | ((uint32_t)biased << mbits) | (uint32_t)(q & mant_mask));
 }
 
-uint16_t tl_f16_from_double(double x) { return round_to_small_float(x, 5, 10); }
-uint16_t tl_f16_from_float(float x) { return round_to_small_float((double)x, 5, 10); }
-uint16_t tl_bf16_from_double(double x) { return round_to_small_float(x, 8, 7); }
-uint16_t tl_bf16_from_float(float x) { return round_to_small_float((double)x, 8, 7); }
+uint16_t tl_f16_from_double(double x) { return round_to_small_float(x, 5, 10, TOP_IEEE); }
+uint16_t tl_f16_from_float(float x) { return round_to_small_float((double)x, 5, 10, TOP_IEEE); }
+uint16_t tl_bf16_from_double(double x) { return round_to_small_float(x, 8, 7, TOP_IEEE); }
+uint16_t tl_bf16_from_float(float x) { return round_to_small_float((double)x, 8, 7, TOP_IEEE); }
+uint8_t tl_e4m3_from_double(double x) { return (uint8_t)round_to_small_float(x, 4, 3, TOP_FN_SATFINITE); }
+uint8_t tl_e4m3_from_float(float x) { return tl_e4m3_from_double(x); }
+uint8_t tl_e5m2_from_double(double x) { return (uint8_t)round_to_small_float(x, 5, 2, TOP_SATFINITE); }
+uint8_t tl_e5m2_from_float(float x) { return tl_e5m2_from_double(x); }
 
 float tl_f16_to_float(uint16_t h)
 {
@@ -92,3 +116,26 @@ float tl_bf16_to_float(uint16_t h)
   memcpy(&f, &bits, sizeof f);
   return f;
 }
+
+float tl_e4m3_to_float(uint8_t h)
+{
+  const uint32_t sign = (uint32_t)(h >> 7) << 31;
+  const uint32_t exp = (h >> 3) & 0xF;
+  const uint32_t mant = h & 0x7;
+  uint32_t bits;
+  if (exp == 0xF && mant == 0x7) {
+    bits = sign | 0x7FC00000u; /* the only NaN; exponent 15 is otherwise a binade of numbers */
+  } else if (exp == 0) {
+    /* zero or subnormal: mant * 2^-9, exact in float */
+    float f = (float)mant * (1.0f / 512.0f);
+    return sign ? -f : f;
+  } else {
+    bits = sign | ((exp - 7 + 127) << 23) | (mant << 20);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* e5m2 is the top half of an f16, inf and NaNs included. */
+float tl_e5m2_to_float(uint8_t h) { return tl_f16_to_float((uint16_t)(h << 8)); }

@@ -468,7 +468,7 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
   if (!tl_dtype_from_name(elem, &param->dtype))
     return fail(p,
                 "param '%s': unknown element type '%s' (expected one of bool i8 i16 i32 i64 u8 "
-                "u16 u32 u64 f16 bf16 f32 f64)",
+                "u16 u32 u64 f16 bf16 f32 f64 e4m3 e5m2)",
                 name, elem);
 
   /* The ABI orders params: every .tl parameter, then every size, every tmap, the tmap flag. */

@@ -9,7 +9,8 @@
  * Parameter layout: one 8-byte slot per PTX parameter, the value at the start of its slot, except
  * tensor maps, which take 128 bytes each in an area of their own, 64-byte aligned:
  *
- *   tensor -> u64 device pointer     scalar  -> its own size (bool 1 byte, f16/bf16 2 bytes of bits)
+ *   tensor -> u64 device pointer     scalar  -> its own size (bool 1 byte, f16/bf16 2 bytes of bits,
+ *                                               e4m3/e5m2 1 byte of bits)
  *   size   -> i32                    tmap_ok -> u32 0
  *   tmap   -> 128 zero bytes (only the driver can encode a map: tl_launch does, when it can)
  */
@@ -75,6 +76,12 @@ static tl_status encode_scalar(const tl_kernel_info *k, int i, const tl_arg *a, 
     return TL_OK;
   }
   case TL_F64: memcpy(slot, &a->value.f, 8); return TL_OK;
+  case TL_E4M3:
+  case TL_E5M2: { /* saturating, as the GPU's cvt.rn.satfinite */
+    uint8_t v = a->dtype == TL_E4M3 ? tl_e4m3_from_double(a->value.f) : tl_e5m2_from_double(a->value.f);
+    memcpy(slot, &v, 1);
+    return TL_OK;
+  }
   }
   const size_t size = tl_dtype_size(a->dtype);
   if (hi != 0) { /* signed */
@@ -477,9 +484,11 @@ bool tl_tmap_data_type(tl_dtype t, int *out)
   switch (t) {
   case TL_BOOL:
   case TL_I8:
-  case TL_U8: *out = 0; return true;  /* UINT8 */
+  case TL_U8:
+  case TL_E4M3:
+  case TL_E5M2: *out = 0; return true; /* UINT8: a map moves bytes, whatever they hold */
   case TL_I16:
-  case TL_U16: *out = 1; return true; /* UINT16 */
+  case TL_U16: *out = 1; return true;  /* UINT16 */
   case TL_U32: *out = 2; return true;
   case TL_I32: *out = 3; return true;
   case TL_U64: *out = 4; return true;

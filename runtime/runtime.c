@@ -105,10 +105,10 @@ static const struct {
   const char *name;
   size_t size;
 } dtype_table[] = {
-    [TL_BOOL] = {"bool", 1}, [TL_I8] = {"i8", 1},   [TL_I16] = {"i16", 2},   [TL_I32] = {"i32", 4},
-    [TL_I64] = {"i64", 8},   [TL_U8] = {"u8", 1},   [TL_U16] = {"u16", 2},   [TL_U32] = {"u32", 4},
-    [TL_U64] = {"u64", 8},   [TL_F16] = {"f16", 2}, [TL_BF16] = {"bf16", 2}, [TL_F32] = {"f32", 4},
-    [TL_F64] = {"f64", 8},
+    [TL_BOOL] = {"bool", 1}, [TL_I8] = {"i8", 1},     [TL_I16] = {"i16", 2},   [TL_I32] = {"i32", 4},
+    [TL_I64] = {"i64", 8},   [TL_U8] = {"u8", 1},     [TL_U16] = {"u16", 2},   [TL_U32] = {"u32", 4},
+    [TL_U64] = {"u64", 8},   [TL_F16] = {"f16", 2},   [TL_BF16] = {"bf16", 2}, [TL_F32] = {"f32", 4},
+    [TL_F64] = {"f64", 8},   [TL_E4M3] = {"e4m3", 1}, [TL_E5M2] = {"e5m2", 1},
 };
 #define DTYPE_COUNT ((int)(sizeof dtype_table / sizeof dtype_table[0]))
 

@@ -5,11 +5,15 @@
 # about wgmma (instructions serialized, or a warpgroup.wait it had to inject
 # because the accumulator was used too early) or setmaxnreg (ignored when ptxas
 # cannot tell the register count at entry).  Exits 77 (skip) when
-# ptxas is not installed.
+# ptxas is not installed, or when FILE.tl names its targets on a "// TARGETS:" line
+# and ARCH is not one of them.
 set -u
 f=$1; arch=$2; shift 2
 : "${TILEC:?}"
 [ -x "${PTXAS:-}" ] || { echo "skipped: ptxas not found"; exit 77; }
+# A file for some targets only says so on a "// TARGETS: sm_90a ..." line (stdlib/gemm_fp8.tl).
+only=$(sed -n 's,^// TARGETS: ,,p' "$f" | head -1)
+if [ -n "$only" ] && ! echo " $only " | grep -q " $arch "; then echo "skipped: $f is for $only only"; exit 77; fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$TILEC" --arch="$arch" "$@" "$f" -o "$tmp/k.ptx" || { echo "tilec failed"; exit 1; }
 "$PTXAS" -arch="$arch" -v "$tmp/k.ptx" -o "$tmp/k.cubin" 2>"$tmp/log" || { cat "$tmp/log"; echo "ptxas failed"; exit 1; }

@@ -130,6 +130,32 @@ lacks 'flag'                                              # scalars are not summ
 cp y.npy y.keep; ok run types.tl "${t[@]}" --arg Bf=ones; cmp -s y.npy y.keep || { echo "FAIL: y.npy overwritten"; fail=1; }
 ok run types.tl "${t[@]}" --arg Bf=ones --arg Out=o2.npy; [ -s o2.npy ] || { echo "FAIL: --arg Out=o2.npy not written"; fail=1; }
 
+# ---------------------------------------------------------------- e4m3, e5m2: <f4 rounded (saturating) or |u1 bits
+cat >fp8.tl <<'EOF'
+kernel fp8(E: e4m3[N], F: e5m2[N], Out: f32[N], G: f32[N], O8: e4m3[N], s: e4m3) grid(1) threads(32)
+{
+    for i in serial(N) {
+        Out[i] = f32(E[i]) * f32(s);
+        G[i] = f32(F[i]);
+        O8[i] = E[i];
+    }
+}
+EOF
+npy e32.npy '<f4' '(3,)' '\x00\x00\x80\x3f\x9a\x99\x99\x3e\x00\x00\x7a\x44'   # 1.0f, 0.3f, 1000.0f
+npy ebits.npy '|u1' '(3,)' '\x38\x3a\xfe'                                    # e4m3 bits: 1.0, 1.25, -448
+npy f32.npy '<f4' '(3,)' '\x00\x00\x80\x3f\xf9\x02\x15\x50\x00\x00\x40\xc0'  # 1.0f, 1e10f, -3.0f
+npy fbits.npy '|u1' '(3,)' '\x3c\x7c\x7e'                                    # e5m2 bits: 1.0, inf, NaN
+ok run fp8.tl --arg E=e32.npy --arg F=f32.npy --arg s=1
+has 'E: e4m3[3]  min 0.3125  max 448  mean 149.771  [1, 0.3125, 448]'   # 0.3 rounded, 1000 saturated
+has 'F: e5m2[3]  min -3  max 57344  mean 19114  [1, 57344, -3]'
+ok run fp8.tl --arg E=e32.npy --arg F=f32.npy --arg s=1 --out O8=o8.npy
+grep -qF "'descr': '<f4'" o8.npy || { echo "FAIL: an e4m3 tensor is not written as <f4"; fail=1; }
+ok run fp8.tl --arg E=o8.npy --arg F=fbits.npy --arg s=1000 --print Out --print G   # o8.npy read back exactly
+has '[4.48000e+02 1.40000e+02 2.00704e+05]'                                          # s saturated to 448
+has '[  1. inf  nan ]'
+ok run fp8.tl --arg E=ebits.npy --arg F=fbits.npy --arg s=0.3 --print Out
+has '[   0.3125      0.390625 -140.      ]'
+
 # ---------------------------------------------------------------- the interpreter's errors
 cat >oob.tl <<'EOF'
 // an index past the end of a shared tile
@@ -253,6 +279,10 @@ bad 1 "cannot read 'past.npy': the header's length (65535 bytes) runs past the e
 bad 1 "tilec: error: --arg A=y.npy: the tensor A: f32[N] needs <f4, but 'y.npy' holds <i4" run "${va[@]}" --arg A=y.npy --arg B=ones
 bad 1 "tilec: error: --arg Bf=h.npy: the tensor Bf: bf16[N] needs <f4 (rounded to bf16) or <u2 (bf16 bits), but 'h.npy' holds <f2" \
   run types.tl "${t[@]}" --arg Bf=h.npy
+bad 1 "tilec: error: --arg E=h.npy: the tensor E: e4m3[N] needs <f4 (rounded to e4m3) or |u1 (e4m3 bits), but 'h.npy' holds <f2" \
+  run fp8.tl --arg E=h.npy --arg F=fbits.npy --arg s=1
+bad 1 "tilec: error: --arg F=y.npy: the tensor F: e5m2[N] needs <f4 (rounded to e5m2) or |u1 (e5m2 bits), but 'y.npy' holds <i4" \
+  run fp8.tl --arg E=ebits.npy --arg F=y.npy --arg s=1
 bad 1 "tilec: error: --arg A=x.npy: the tensor A: f32[N] has 1 dimension, but 'x.npy' has 2" run "${va[@]}" --arg A=x.npy --arg B=ones
 npy x3.npy '<f4' '(1, 3)' "$one$one$one"
 bad 1 "tilec: error: --arg X=x3.npy: the tensor X: f32[N, 4] has 4 in dimension 1, but 'x3.npy' has 3" \

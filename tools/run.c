@@ -17,7 +17,7 @@
 #include "cli.h"
 #include "interp.h"        /* interp/interp.h; fe.h, ir.h with it */
 #include "npy.h"
-#include "tilec_runtime.h" /* f16 and bf16 on the host */
+#include "tilec_runtime.h" /* f16, bf16, e4m3 and e5m2 on the host */
 
 #include <errno.h>
 #include <math.h>
@@ -56,8 +56,9 @@ static const char USAGE[] =
     "\n"
     "Without --out and --print, each tensor is summed up after the run. A tensor the kernel only\n"
     "writes and that no --arg names starts as zeros. A .npy file must have the parameter's rank and\n"
-    "dtype (f32: <f4, i32: <i4, ...); a bf16 tensor reads <f4 (rounded to bf16) or <u2 (the bits)\n"
-    "and is written as <f4. See docs/cli.md.\n";
+    "dtype (f32: <f4, i32: <i4, ...); a bf16 tensor reads <f4 (rounded to bf16) or <u2 (the bits),\n"
+    "an e4m3 or e5m2 tensor <f4 (rounded, saturating) or |u1 (the bits); all three are written as\n"
+    "<f4. See docs/cli.md.\n";
 
 /* ---------------------------------------------------------------- the command line */
 
@@ -393,6 +394,8 @@ static bool scalar_value(const Run *r, Param *p)
                      : t == TY_BOOL   ? "true or false"
                                       : arena_printf(r->arena, "an integer that fits in %s", type_name(t)));
   p->source = SRC_NUMBER;
+  if (type_is_fp8(t)) /* rounded once from the double (saturating), as the runtime does for the GPU */
+    f = t == TY_E4M3 ? tl_e4m3_to_float(tl_e4m3_from_double(f)) : tl_e5m2_to_float(tl_e5m2_from_double(f));
   p->value = type_is_float(t) ? (InterpArg){.name = p->name, .f = f} : (InterpArg){.name = p->name, .i = i};
   return true;
 }
@@ -426,7 +429,7 @@ static bool tensor_source(Param *p)
   return true;
 }
 
-/* The .npy dtype that holds a tensor of type t; bf16 has none: see read_file_tensor. */
+/* The .npy dtype that holds a tensor of type t; bf16, e4m3 and e5m2 have none: see read_file_tensor. */
 static NpyDtype npy_dtype_of(TypeKind t)
 {
   switch (t) {
@@ -441,7 +444,7 @@ static NpyDtype npy_dtype_of(TypeKind t)
   case TY_U64: return NPY_U64;
   case TY_F16: return NPY_F16;
   case TY_F64: return NPY_F64;
-  default: return NPY_F32; /* f32, and bf16 when written */
+  default: return NPY_F32; /* f32, and bf16, e4m3, e5m2 when written */
   }
 }
 
@@ -473,18 +476,21 @@ static bool size_from_file(Run *r, Param *p, int d)
                    size->size_from, (long long)got, from);
 }
 
-/* A tensor read from its file: the parameter's rank and dtype (bf16: <f4 or <u2), sizes from its
- * shape or checked against it. */
+/* A tensor read from its file: the parameter's rank and dtype (bf16: <f4 or <u2; e4m3, e5m2: <f4 or
+ * |u1), sizes from its shape or checked against it. */
 static bool read_file_tensor(Run *r, Param *p)
 {
   char err[512];
   TypeKind t = p->buf->elem;
   if (!npy_read(p->arg->value, &p->file, err, sizeof err))
     return run_error("%s: cannot read '%s': %s", p->arg->text, p->arg->value, err);
-  NpyDtype want = npy_dtype_of(t);
-  if (t == TY_BF16 ? p->file.dtype != NPY_F32 && p->file.dtype != NPY_U16 : p->file.dtype != want)
+  NpyDtype want = npy_dtype_of(t), bits = t == TY_BF16 ? NPY_U16 : NPY_U8;
+  bool no_npy = t == TY_BF16 || t == TY_E4M3 || t == TY_E5M2; /* numpy has no such dtype */
+  if (no_npy ? p->file.dtype != NPY_F32 && p->file.dtype != bits : p->file.dtype != want)
     return run_error("%s: the tensor %s needs %s, but '%s' holds %s", p->arg->text, param_text(r, p),
-                     t == TY_BF16 ? "<f4 (rounded to bf16) or <u2 (bf16 bits)" : npy_descr(want),
+                     no_npy ? arena_printf(r->arena, "<f4 (rounded to %s) or %s (%s bits)", type_name(t),
+                                           npy_descr(bits), type_name(t))
+                            : npy_descr(want),
                      p->arg->value, npy_descr(p->file.dtype));
   if (p->file.rank != p->buf->rank)
     return run_error("%s: the tensor %s has %d dimension%s, but '%s' has %d", p->arg->text, param_text(r, p),
@@ -502,6 +508,8 @@ static void store_float(TypeKind t, void *data, int64_t i, double x)
   switch (t) {
   case TY_F16: ((uint16_t *)data)[i] = tl_f16_from_double(x); break;
   case TY_BF16: ((uint16_t *)data)[i] = tl_bf16_from_double(x); break;
+  case TY_E4M3: ((uint8_t *)data)[i] = tl_e4m3_from_double(x); break;
+  case TY_E5M2: ((uint8_t *)data)[i] = tl_e5m2_from_double(x); break;
   case TY_F64: ((double *)data)[i] = x; break;
   default: ((float *)data)[i] = (float)x; break;
   }
@@ -524,6 +532,8 @@ static double load_float(TypeKind t, const void *data, int64_t i)
   switch (t) {
   case TY_F16: return tl_f16_to_float(((const uint16_t *)data)[i]);
   case TY_BF16: return tl_bf16_to_float(((const uint16_t *)data)[i]);
+  case TY_E4M3: return tl_e4m3_to_float(((const uint8_t *)data)[i]);
+  case TY_E5M2: return tl_e5m2_to_float(((const uint8_t *)data)[i]);
   case TY_F64: return ((const double *)data)[i];
   default: return ((const float *)data)[i];
   }
@@ -563,9 +573,9 @@ static void fill_tensor(Param *p)
   if (p->source == SRC_FILE) { /* zeros for a tensor the kernel only writes: its file was not read */
     if (!p->file.data)
       return;
-    if (t == TY_BF16 && p->file.dtype == NPY_F32)
+    if (t != TY_F32 && p->file.dtype == NPY_F32) /* bf16, e4m3, e5m2 from <f4 */
       for (int64_t i = 0; i < p->count; i++)
-        ((uint16_t *)p->data)[i] = tl_bf16_from_float(((const float *)p->file.data)[i]);
+        store_float(t, p->data, i, ((const float *)p->file.data)[i]);
     else
       memcpy(p->data, p->file.data, (size_t)p->count * (size_t)type_bytes(t));
     return;
@@ -669,6 +679,8 @@ static double round_to(TypeKind t, double x)
   switch (t) {
   case TY_F16: return tl_f16_to_float(tl_f16_from_double(x));
   case TY_BF16: return tl_bf16_to_float(tl_bf16_from_double(x));
+  case TY_E4M3: return tl_e4m3_to_float(tl_e4m3_from_double(x));
+  case TY_E5M2: return tl_e5m2_to_float(tl_e5m2_from_double(x));
   case TY_F32: return (float)x;
   default: return x;
   }
@@ -866,17 +878,17 @@ static void summarize_tensor(FILE *f, const Run *r, const Param *p)
 
 /* ---------------------------------------------------------------- after the run */
 
-/* The tensor as a .npy file at path (bf16 as <f4, exactly). */
+/* The tensor as a .npy file at path (bf16, e4m3 and e5m2 as <f4, exactly). */
 static bool write_tensor(const Param *p, const char *path)
 {
   TypeKind t = p->buf->elem;
   NpyArray a = {.dtype = npy_dtype_of(t), .rank = p->buf->rank, .count = p->count, .data = p->data};
   memcpy(a.shape, p->dims, sizeof p->dims);
   float *wide = NULL;
-  if (t == TY_BF16) {
+  if (t == TY_BF16 || t == TY_E4M3 || t == TY_E5M2) {
     a.data = wide = malloc((size_t)p->count * sizeof *wide + 1);
     for (int64_t i = 0; wide && i < p->count; i++)
-      wide[i] = tl_bf16_to_float(((const uint16_t *)p->data)[i]);
+      wide[i] = (float)load_float(t, p->data, i);
   }
   size_t len = 0;
   char *bytes = a.data ? npy_format(&a, &len) : NULL;

@@ -389,6 +389,11 @@ static void compile_all(Pool *p)
 
 /* ------------------------------------------------------------------------------------ measuring */
 
+static bool is_float(tl_dtype t)
+{
+  return t == TL_F16 || t == TL_BF16 || t == TL_F32 || t == TL_F64 || t == TL_E4M3 || t == TL_E5M2;
+}
+
 /* Tensors for every tensor parameter of k at the sizes given (random values for floating types,
  * zeros otherwise), scalars 1. false after an error (reported). */
 static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOptions *o, tl_arg *args,
@@ -398,9 +403,7 @@ static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOption
   for (int i = 0; i < k->nargs; i++) {
     const tl_param *p = &k->params[i];
     if (p->kind == TL_PARAM_SCALAR) {
-      args[i] = p->dtype == TL_F16 || p->dtype == TL_BF16 || p->dtype == TL_F32 || p->dtype == TL_F64
-                    ? tl_arg_float(p->dtype, 1.0)
-                    : tl_arg_int(p->dtype, 1);
+      args[i] = is_float(p->dtype) ? tl_arg_float(p->dtype, 1.0) : tl_arg_int(p->dtype, 1);
       continue;
     }
     size_t elems = 1;
@@ -433,6 +436,8 @@ static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOption
       else if (p->dtype == TL_F16 || p->dtype == TL_BF16) {
         uint16_t h = p->dtype == TL_F16 ? tl_f16_from_float(x) : tl_bf16_from_float(x);
         memcpy(host + e * 2, &h, 2);
+      } else if (p->dtype == TL_E4M3 || p->dtype == TL_E5M2) {
+        host[e] = p->dtype == TL_E4M3 ? tl_e4m3_from_float(x) : tl_e5m2_from_float(x);
       } else if (p->dtype == TL_F64) {
         double dx = x;
         memcpy(host + e * 8, &dx, 8);

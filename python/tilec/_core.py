@@ -210,6 +210,8 @@ _TYPESTR = {("b", 1): "bool", ("i", 1): "i8", ("i", 2): "i16", ("i", 4): "i32", 
             ("u", 1): "u8", ("u", 2): "u16", ("u", 4): "u32", ("u", 8): "u64",
             ("f", 2): "f16", ("f", 4): "f32", ("f", 8): "f64"}
 _TYPESTR = {k: L.DTYPES[v] for k, v in _TYPESTR.items()}
+# the dtype names of ml_dtypes' types NumPy lacks -> tl_dtype name
+_ML_DTYPES = {"bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 _torch_dtypes = None  # torch.dtype -> tl_dtype, made when the first torch tensor is seen
 
 
@@ -219,8 +221,9 @@ def _torch_dtype_map(torch):
         m = {}
         for tname, tl in (("bool", "bool"), ("int8", "i8"), ("int16", "i16"), ("int32", "i32"), ("int64", "i64"),
                           ("uint8", "u8"), ("uint16", "u16"), ("uint32", "u32"), ("uint64", "u64"),
-                          ("float16", "f16"), ("bfloat16", "bf16"), ("float32", "f32"), ("float64", "f64")):
-            dt = getattr(torch, tname, None)
+                          ("float16", "f16"), ("bfloat16", "bf16"), ("float32", "f32"), ("float64", "f64"),
+                          ("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
+            dt = getattr(torch, tname, None)  # an older torch lacks some (uint16..uint64, float8_*)
             if dt is not None:
                 m[dt] = L.DTYPES[tl]
         _torch_dtypes = m
@@ -259,15 +262,15 @@ def _from_interface(x, iface, host, i, name):
     typestr = iface["typestr"]
     dtype = None
     nd = getattr(x, "dtype", None)
-    if getattr(nd, "name", None) == "bfloat16":  # ml_dtypes' bfloat16 NumPy arrays ('<V2')
-        dtype = L.DTYPES["bf16"]
+    if getattr(nd, "name", None) in _ML_DTYPES:  # ml_dtypes' NumPy arrays ('<V2', '|V1')
+        dtype = L.DTYPES[_ML_DTYPES[nd.name]]
     elif len(typestr) >= 3 and typestr[0] in "<|=":
         dtype = _TYPESTR.get((typestr[1], int(typestr[2:]) if typestr[2:].isdigit() else 0))
     elif len(typestr) >= 3 and typestr[0] == ">":
         raise LaunchError("%s: a big-endian array (%s) cannot be passed" % (_where(i, name), typestr))
     if dtype is None:
-        raise LaunchError("%s: element type '%s' has no tilec type (bool, i8..i64, u8..u64, f16, bf16, f32, f64)"
-                          % (_where(i, name), typestr))
+        raise LaunchError("%s: element type '%s' has no tilec type (bool, i8..i64, u8..u64, f16, bf16, f32, f64, "
+                          "e4m3, e5m2)" % (_where(i, name), typestr))
     itemsize = L.SIZES[dtype]
     if not _contiguous(shape, iface.get("strides"), itemsize):
         raise LaunchError("%s: the array is not contiguous (shape %s, strides %s bytes): tilec takes row-major "

@@ -23,13 +23,14 @@ TL_ERR_COMPILE = 10
 TL_ERR_KERNEL_FAILED = 12
 
 # tl_dtype: starts at 1
-DTYPE_NAMES = (None, "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64")
+DTYPE_NAMES = (None, "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+               "e4m3", "e5m2")
 DTYPES = {name: i for i, name in enumerate(DTYPE_NAMES) if name}
 TL_BOOL, TL_I64, TL_F64 = DTYPES["bool"], DTYPES["i64"], DTYPES["f64"]
 SIGNED = {DTYPES[n] for n in ("i8", "i16", "i32", "i64")}
 UNSIGNED = {DTYPES[n] for n in ("u8", "u16", "u32", "u64")}
-FLOATS = {DTYPES[n] for n in ("f16", "bf16", "f32", "f64")}
-SIZES = (0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8)  # bytes per element, by tl_dtype
+FLOATS = {DTYPES[n] for n in ("f16", "bf16", "f32", "f64", "e4m3", "e5m2")}
+SIZES = (0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1)  # bytes per element, by tl_dtype
 
 TL_PARAM_TENSOR, TL_PARAM_SCALAR, TL_PARAM_SIZE, TL_PARAM_TMAP, TL_PARAM_TMAP_OK = 1, 2, 3, 4, 5
 TL_ARG_TENSOR, TL_ARG_SCALAR = 1, 2

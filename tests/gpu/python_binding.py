@@ -6,7 +6,8 @@
 TILEC_LIBRARY is libtilec_jit.so (build/packaging/ of a build). Checks, on torch CUDA tensors:
 examples/vector_add.tl at a ragged size (exact), also launched inside `with torch.cuda.stream(s)`
 (the binding launches on torch's current stream), and stdlib/softmax.tl in f16 (its default T) at
-three shapes against torch.softmax in f32. Then the host overhead of one Python launch: the time
+three shapes against torch.softmax in f32, and stdlib/gemm_fp8.tl on torch's float8_e4m3fn tensors
+(the runtime's tensor maps for 8-bit floats) against a float64 product. Then the host overhead of one Python launch: the time
 per call of add(a, b, c) over a loop of 1000 calls ended by torch.cuda.synchronize() (N = 4096, so
 the GPU keeps up and the loop measures the host), beside a Triton kernel doing the same vector add
 and torch.add(a, b, out=c), in the same process; the median of 7 loops each. Writes
@@ -118,6 +119,19 @@ def main():
         ref = torch.softmax(x.float(), dim=1)
         err = (y.float() - ref).abs().max().item()
         row("softmax f16", (m, k), err, bool(torch.allclose(y.float(), ref, rtol=4e-3, atol=1e-4)))
+
+    # 8-bit floats: torch's float8 tensors as e4m3 arguments, the runtime's tensor maps for them (TMA)
+    fp8 = tilec.compile_file(os.path.join(ROOT, "stdlib", "gemm_fp8.tl"), device=dev)["gemm_fp8"]
+    for m, n8, k in ((300, 200, 256), (1000, 4096, 1024)):
+        a8 = (4 * torch.randn(m, k, device="cuda")).to(torch.float8_e4m3fn)
+        b8 = (4 * torch.randn(n8, k, device="cuda")).to(torch.float8_e4m3fn)
+        sa, sb = torch.rand(m, device="cuda") + 0.5, torch.rand(n8, device="cuda") + 0.5
+        o = torch.full((m, n8), float("nan"), device="cuda", dtype=torch.bfloat16)
+        fp8(a8, b8, sa, sb, o)
+        want = (a8.double() @ b8.double().t()) * sa.double()[:, None] * sb.double()[None, :]
+        mag = (a8.double().abs() @ b8.double().abs().t()) * sa.double()[:, None] * sb.double()[None, :]
+        err = (((o.double() - want).abs() - want.abs() * 2.0 ** -8).clamp(min=0) / mag).max().item()
+        row("gemm_fp8 e4m3 -> bf16 (error past bf16 rounding / sum of magnitudes)", (m, n8, k), err, err <= 2e-3)
 
     try:  # an error surfaces as LaunchError, not a crash
         add(a, b.half(), c)

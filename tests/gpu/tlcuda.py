@@ -16,10 +16,10 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 # CUtensorMapDataType of the element types a tensor map may have
-TMAP_DTYPE = {"u8": 0, "i8": 0, "u16": 1, "i16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7,
-              "f64": 8, "bf16": 9}
-ESIZE = {"u8": 1, "i8": 1, "u16": 2, "i16": 2, "f16": 2, "bf16": 2, "u32": 4, "i32": 4, "f32": 4, "u64": 8,
-         "i64": 8, "f64": 8}
+TMAP_DTYPE = {"u8": 0, "i8": 0, "e4m3": 0, "e5m2": 0, "u16": 1, "i16": 1, "u32": 2, "i32": 3, "u64": 4,
+              "i64": 5, "f16": 6, "f32": 7, "f64": 8, "bf16": 9}
+ESIZE = {"u8": 1, "i8": 1, "e4m3": 1, "e5m2": 1, "u16": 2, "i16": 2, "f16": 2, "bf16": 2, "u32": 4, "i32": 4,
+         "f32": 4, "u64": 8, "i64": 8, "f64": 8}
 SWIZZLE = {"none": 0, "32": 1, "64": 2, "128": 3}
 
 

@@ -80,6 +80,56 @@ class Layout(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(_lib.Arg), 40)
 
 
+class Dtypes(unittest.TestCase):
+    def test_names_and_sizes_match_the_library(self):
+        """DTYPE_NAMES and SIZES are tl_dtype's table, e4m3 (14) and e5m2 (15) included."""
+        import ctypes
+        cdll = ctypes.CDLL(_lib.lib()._name)  # its own handle: the binding's prototypes stay as they are
+        name, size = cdll.tl_dtype_name, cdll.tl_dtype_size
+        name.restype, name.argtypes = ctypes.c_char_p, (ctypes.c_int,)
+        size.restype, size.argtypes = ctypes.c_size_t, (ctypes.c_int,)
+        self.assertEqual(len(_lib.DTYPE_NAMES), len(_lib.SIZES))
+        for t in range(1, len(_lib.DTYPE_NAMES)):
+            self.assertEqual(name(t).decode(), _lib.DTYPE_NAMES[t])
+            self.assertEqual(size(t), _lib.SIZES[t], _lib.DTYPE_NAMES[t])
+        self.assertEqual(name(len(_lib.DTYPE_NAMES)), b"?")  # no dtype the binding lacks
+        self.assertEqual((_lib.DTYPES["e4m3"], _lib.DTYPES["e5m2"]), (14, 15))
+        self.assertTrue({_lib.DTYPES["e4m3"], _lib.DTYPES["e5m2"]} <= _lib.FLOATS)
+
+    def test_torch_and_ml_dtypes(self):
+        """torch.float8_e4m3fn / float8_e5m2 map to e4m3 / e5m2 (an older torch without them is fine), and
+        ml_dtypes' float8 NumPy arrays ('|V1') are taken by their dtype's name."""
+        from tilec import _core
+
+        class Torch:  # the attributes the map reads; no torch needed
+            float32, float8_e4m3fn, float8_e5m2 = object(), object(), object()
+
+        class OldTorch:
+            float32 = object()
+        try:
+            _core._torch_dtypes = None
+            m = _core._torch_dtype_map(Torch)
+            self.assertEqual((m[Torch.float8_e4m3fn], m[Torch.float8_e5m2], m[Torch.float32]), (14, 15, 12))
+            _core._torch_dtypes = None
+            self.assertEqual(_core._torch_dtype_map(OldTorch), {OldTorch.float32: 12})
+        finally:
+            _core._torch_dtypes = None
+
+        class Array:
+            def __init__(self, name):
+                self.dtype = type("dtype", (), {"name": name})()
+        for name, tl in (("float8_e4m3fn", 14), ("float8_e5m2", 15), ("bfloat16", 11)):
+            iface = {"shape": (2, 3), "typestr": "|V1" if tl != 11 else "<V2", "data": (0x1000, False)}
+            t = _core._from_interface(Array(name), iface, True, 0, "X")
+            self.assertEqual((t.dtype, t.nbytes), (tl, 6 * _lib.SIZES[tl]), name)
+        with self.assertRaisesRegex(tilec.LaunchError, "f64, e4m3, e5m2"):
+            _core._from_interface(Array("float8_e4m3fnuz"), {"shape": (1,), "typestr": "|V1", "data": (0, False)},
+                                  True, 0, "X")
+        slot = _lib.Arg()
+        _core._scalar(slot, 1.5, _lib.DTYPES["e4m3"], 0, "a")  # a float: the runtime rounds it
+        self.assertEqual((slot.dtype, slot.value.f), (14, 1.5))
+
+
 @unittest.skipIf(np is None, "NumPy is missing")
 class Launches(unittest.TestCase):
     @classmethod

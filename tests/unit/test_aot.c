@@ -1,7 +1,7 @@
 /* test_aot: the C launchers of tilec --emit=header, compiled here with -Wall -Wextra -pedantic
  * -Werror from headers that the build generated for examples/vector_add.tl, saxpy.tl, gelu.tl and
- * tests/unit/aot_kernels.tl (2-D tensors, bool / f16 / i32 / f64 / bf16 scalars, an integer scalar
- * and every operator in the grid, num_sms in a grid, a kernel named `int`).
+ * tests/unit/aot_kernels.tl (2-D tensors, bool / f16 / i32 / f64 / bf16 / e4m3 / e5m2 scalars, an
+ * integer scalar and every operator in the grid, num_sms in a grid, a kernel named `int`).
  *
  * Checks, through the stand-in driver (fake_cuda.c): every grid function against the runtime's
  * tl_plan_launch over many sizes (the same numbers, the same refusals); launches carry exactly the
@@ -241,6 +241,12 @@ static void test_launches(void)
   const uint16_t two = 0x4000; /* 2.0 in bf16 */
   CHECK(r == TILEC_AOT_SUCCESS && l->grid[0] == 5 && !strcmp(l->function, "int"), "int_launch: %d", r);
   expect_param(3, &two, 2);
+  /* e4m3, e5m2: 8-bit patterns, tensors and scalars alike */
+  const uint8_t e4m3_one = 0x38, e5m2_max = 0x7B;
+  r = fp8_launch(NULL, (uint8_t *)A, B, e4m3_one, e5m2_max, 257);
+  CHECK(r == TILEC_AOT_SUCCESS && l->grid[0] == 2 && !strcmp(l->function, "fp8"), "fp8_launch: %d", r);
+  expect_param(2, &e4m3_one, 1);
+  expect_param(3, &e5m2_max, 1);
   r = gelu_bf16_launch(NULL, (uint16_t *)A, (uint16_t *)B, 1);
   CHECK(r == TILEC_AOT_SUCCESS && !strcmp(l->function, "gelu_bf16"), "gelu_bf16: %d", r);
   r = saxpy_launch(NULL, A, B, C, 2.0f, 1 << 20);

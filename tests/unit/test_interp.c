@@ -1027,6 +1027,93 @@ static void test_gemm_i8(int64_t M, int64_t N, int64_t K)
   }
 }
 
+/* 8-bit floats: gemm_fp8.tl's kernels (wgmma on sm_90a: no sm_80 level) against double sums of
+ * the same fp8 values, and the quantize kernel's conversions bit for bit against half.c's. */
+static uint8_t *fp8_array(bool e5m2, int64_t n, double lo, double hi)
+{
+  uint8_t *p = malloc((size_t)n);
+  for (int64_t i = 0; i < n; i++)
+    p[i] = e5m2 ? tl_e5m2_from_double(uniform(lo, hi)) : tl_e4m3_from_double(uniform(lo, hi));
+  return p;
+}
+
+static double fp8_value(bool e5m2, uint8_t b) { return e5m2 ? tl_e5m2_to_float(b) : tl_e4m3_to_float(b); }
+
+static void test_gemm_fp8(int64_t M, int64_t N, int64_t K)
+{
+  if (level == 1) /* gemm on 8-bit floats is sm_90a's */
+    return;
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/gemm_fp8.tl";
+  static const struct {
+    const char *kernel;
+    bool a5, b5; /* e5m2 operands */
+    int out;     /* 0 f32, 1 f16, 2 bf16 (scaled by sa and sb) */
+  } cases[] = {{"mm_e4m3", 0, 0, 0}, {"mm_mixed", 0, 1, 1}, {"scaled", 1, 1, 2}, {"gemm_fp8", 0, 0, 2}};
+  for (int c = 0; c < 4; c++) {
+    uint8_t *A = fp8_array(cases[c].a5, M * K, -4, 4), *B = fp8_array(cases[c].b5, N * K, -4, 4);
+    float *sa = f32_array(M, false), *sb = f32_array(N, false);
+    float *C32 = f32_array(M * N, true);
+    uint16_t *C16 = h_array(cases[c].out == 2, M * N, true, 0, 0);
+    void *C = cases[c].out ? (void *)C16 : (void *)C32;
+    InterpArg args[] = {{.name = "A", .data = A},   {.name = "B", .data = B},   {.name = "C", .data = C},
+                        {.name = "sa", .data = sa}, {.name = "sb", .data = sb}, {.name = "M", .i = M},
+                        {.name = "N", .i = N},      {.name = "K", .i = K}};
+    InterpArg plain[] = {args[0], args[1], args[2], args[5], args[6], args[7]};
+    const char *file = c == 3 ? TILEC_SOURCE_DIR "/stdlib/gemm_fp8.tl" : path;
+    bool ok = cases[c].out == 2 ? run_file(file, NULL, 0, cases[c].kernel, args, 8)
+                                : run_file(file, NULL, 0, cases[c].kernel, plain, 6);
+    if (ok) {
+      misses = 0;
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+          double dot = 0, mag = 0;
+          for (int64_t k = 0; k < K; k++) {
+            double x = fp8_value(cases[c].a5, A[m * K + k]) * fp8_value(cases[c].b5, B[n * K + k]);
+            dot += x, mag += fabs(x);
+          }
+          double got = cases[c].out == 0 ? C32[m * N + n] : from16(cases[c].out == 2, C16[m * N + n]);
+          double want = cases[c].out == 2 ? dot * sa[m] * sb[n] : dot;
+          double scale = cases[c].out == 2 ? fabs(sa[m] * sb[n]) : 1;
+          double rel = cases[c].out == 0 ? 1e-6 : cases[c].out == 1 ? 1e-3 : 8e-3;
+          close_to(cases[c].kernel, m * N + n, got, want, rel, 1e-6 * mag * scale + 1e-6);
+        }
+      if (cases[c].out)
+        check_guards_16(cases[c].kernel, C16, M * N);
+      else
+        check_guards_f32(cases[c].kernel, C32, M * N);
+    }
+    free(A), free(B), free(sa), free(sb), free(C32), free(C16);
+  }
+  /* quantize: saturation past 448, subnormals, rounding ties; Q and its f16 value R exactly */
+  int64_t n = 3000;
+  float *X = f32_array(n, false);
+  for (int64_t i = 0; i < n; i++)
+    X[i] = (float)(i % 3 == 0 ? uniform(-1000, 1000) : i % 3 == 1 ? uniform(-0.01, 0.01) : uniform(-8, 8));
+  X[0] = 464.0f, X[1] = -1e30f, X[2] = 0x1p-10f, X[3] = 1.0625f; /* a tie, past the max, half a subnormal */
+  uint8_t *Q = malloc((size_t)n + GUARD);
+  uint16_t *R = h_array(false, n, true, 0, 0);
+  memset(Q, 0xAB, (size_t)n + GUARD);
+  InterpArg q[] = {{.name = "X", .data = X},
+                   {.name = "scale", .f = 0.75},
+                   {.name = "Q", .data = Q},
+                   {.name = "R", .data = R},
+                   {.name = "N", .i = n}};
+  if (run_file(path, NULL, 0, "quantize", q, 5)) {
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+      uint8_t want = tl_e4m3_from_float(X[i] * 0.75f);
+      if ((Q[i] != want || R[i] != tl_f16_from_float(tl_e4m3_to_float(want))) && bad++ < 3)
+        CHECK(false, "quantize: element %lld (%.9g) is 0x%02x / 0x%04x, expected 0x%02x", (long long)i,
+              (double)X[i], Q[i], R[i], want);
+    }
+    CHECK(bad == 0, "quantize: %d elements differ", bad);
+    for (int i = 0; i < GUARD; i++)
+      CHECK(Q[n + i] == 0xAB, "quantize: guard byte %d past the end was written", i);
+    check_guards_16("quantize R", R, n);
+  }
+  free(X), free(Q), free(R);
+}
+
 static void test_slices(int64_t B, int64_t S, int64_t H, int64_t M, int64_t N, int64_t K)
 {
   const char *path = TILEC_SOURCE_DIR "/tests/golden/slices.tl";
@@ -1533,6 +1620,8 @@ static void test_kernels(void)
   test_fn(10, 100);                                 /* ragged rows and columns */
   test_gemm_i8(70, 45, 200);                        /* ragged M, N, K: K not a multiple of 64 or 128 */
   test_gemm_i8(130, 140, 96);                       /* two tiles each way, the second ragged */
+  test_gemm_fp8(70, 45, 200);                       /* ragged M, N, K */
+  test_gemm_fp8(130, 140, 96);                      /* two tiles each way, the second ragged */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */

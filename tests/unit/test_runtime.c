@@ -2,7 +2,7 @@
  *
  * Covers the tilec-meta parser (docs/abi.md's example and one malformed block per rule), grid
  * programs, launch-argument checks and the kernel parameter layout (tl_plan_launch: everything
- * tl_launch does short of the driver call), f16/bf16 conversions, NULL handling, and context
+ * tl_launch does short of the driver call), f16/bf16/e4m3/e5m2 conversions, NULL handling, and context
  * creation where libcuda.so.1 is absent. Tensor maps (TMA): their metadata lines, good and
  * malformed, their zeroed 64-byte-aligned slots in the plan, their encoding, and tl_launch through
  * the stand-in driver (fake_cuda.c): the arguments of cuTensorMapEncodeTiled, tmap_ok, the map
@@ -934,6 +934,222 @@ static void test_half_conversions(void)
 #endif
 }
 
+/* ------------------------------------------------------------------------------- e4m3, e5m2 */
+
+typedef uint8_t (*fp8_from_float_fn)(float);
+typedef uint8_t (*fp8_from_double_fn)(double);
+typedef float (*fp8_to_float_fn)(uint8_t);
+
+/* An 8-bit float format: its conversions, the bits of its largest finite value, and of the NaN a
+ * conversion makes (0x7F for both: the H200's cvt gives it for any NaN, either sign). */
+typedef struct {
+  const char *name;
+  fp8_from_float_fn from_f;
+  fp8_from_double_fn from_d;
+  fp8_to_float_fn to_f;
+  uint8_t max_bits, nan_bits;
+} Fp8Format;
+
+/* The reference: x rounded by search over the format's values, not by bit arithmetic. The finite
+ * positive values are to_f(0) < ... < to_f(max_bits); a magnitude between two of them goes to the
+ * nearer, a midpoint to the one with an even pattern, and one at or beyond the largest to it
+ * (saturation). */
+static uint8_t fp8_reference(const Fp8Format *fmt, double x)
+{
+  if (x != x)
+    return fmt->nan_bits;
+  const uint8_t sign = x < 0 || (x == 0 && 1 / x < 0) ? 0x80 : 0;
+  const double ax = x < 0 ? -x : x;
+  if (ax >= fmt->to_f(fmt->max_bits))
+    return sign | fmt->max_bits;
+  unsigned i = 0;
+  while (fmt->to_f((uint8_t)(i + 1)) <= ax)
+    i++;
+  const double lo = fmt->to_f((uint8_t)i), hi = fmt->to_f((uint8_t)(i + 1));
+  const double mid = (lo + hi) / 2; /* exact: both have 4 significant bits at most */
+  const unsigned r = ax < mid ? i : ax > mid ? i + 1 : (i & 1) ? i + 1 : i;
+  return (uint8_t)(sign | r);
+}
+
+/* Every bit pattern round-trips (NaNs become the one NaN; e5m2's infinities saturate); every
+ * midpoint between neighbours rounds to the even one, a hair either side to the nearer; beyond the
+ * largest value everything saturates; pseudo-random doubles and floats agree with fp8_reference. */
+static void check_fp8_format(const Fp8Format *fmt)
+{
+  int bad_roundtrip = 0, bad_midpoint = 0, bad_saturation = 0, bad_random = 0;
+  for (unsigned h = 0; h < 256; h++) {
+    const uint8_t sign = (uint8_t)(h & 0x80), mag = (uint8_t)(h & 0x7F);
+    const float f = fmt->to_f((uint8_t)h);
+    if (is_nan_f(f)) {
+      const uint8_t back = fmt->from_f(f), backd = fmt->from_d((double)f);
+      if (back != fmt->nan_bits || backd != back)
+        bad_roundtrip++;
+      continue;
+    }
+    if (mag > fmt->max_bits) { /* e5m2's infinities */
+      if (fmt->from_f(f) != (sign | fmt->max_bits) || fmt->from_d((double)f) != (sign | fmt->max_bits))
+        bad_roundtrip++;
+      continue;
+    }
+    if (fmt->from_f(f) != h || fmt->from_d((double)f) != h)
+      bad_roundtrip++;
+    if (mag >= fmt->max_bits)
+      continue;
+    /* the midpoint between h and the next pattern away from zero, on both sides of zero alike */
+    const double lo = f, hi = fmt->to_f((uint8_t)(h + 1)), mid = (lo + hi) / 2;
+    const uint8_t even = (h & 1) ? (uint8_t)(h + 1) : (uint8_t)h;
+    if ((double)(float)mid != mid || fmt->from_f((float)mid) != even || fmt->from_d(mid) != even)
+      bad_midpoint++;
+    if (fmt->from_d(mid * (1 + 1e-12)) != h + 1 || fmt->from_d(mid * (1 - 1e-12)) != h)
+      bad_midpoint++;
+    if (fmt->from_f(bits_float(float_bits((float)mid) + 1)) != h + 1 ||
+        (mid != 0 && fmt->from_f(bits_float(float_bits((float)mid) - 1)) != h))
+      bad_midpoint++;
+  }
+  /* beyond the largest finite value: the midpoint to the value one step above it, and everything
+   * else, saturates; so do infinities */
+  const double max = fmt->to_f(fmt->max_bits), step = max - fmt->to_f((uint8_t)(fmt->max_bits - 1));
+  const double big[] = {
+      max + step / 2, max + step / 2 + step / 1024, max * 1.0625, max + step, max * 2, 1e10, DBL_MAX,
+      1.0 / 0.0};
+  for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
+    bad_saturation += fmt->from_d(big[i]) != fmt->max_bits;
+    bad_saturation += fmt->from_d(-big[i]) != (0x80 | fmt->max_bits);
+    bad_saturation += fmt->from_f((float)big[i]) != fmt->max_bits;
+    bad_saturation += fmt->from_f((float)-big[i]) != (0x80 | fmt->max_bits);
+  }
+  /* random: sign and mantissa random, exponent across the whole range and beyond it */
+  uint64_t s = 0x2545F4914F6CDD1Dull;
+  for (int i = 0; i < 200000; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    const uint64_t exponent = 1023 - 24 + (s >> 40) % 44; /* 2^-24 .. 2^19 */
+    const uint64_t bits = (s & 0x800FFFFFFFFFFFFFull) | exponent << 52;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    bad_random += fmt->from_d(d) != fp8_reference(fmt, d);
+    bad_random += fmt->from_f((float)d) != fp8_reference(fmt, (float)d);
+  }
+  CHECK(bad_roundtrip == 0, "%s: %d bit patterns do not round-trip", fmt->name, bad_roundtrip);
+  CHECK(bad_midpoint == 0, "%s: %d midpoints round wrongly", fmt->name, bad_midpoint);
+  CHECK(bad_saturation == 0, "%s: %d values beyond the largest do not saturate", fmt->name, bad_saturation);
+  CHECK(bad_random == 0, "%s: %d random values differ from the reference", fmt->name, bad_random);
+}
+
+static void test_fp8_conversions(void)
+{
+  static const Fp8Format e4m3 = {"e4m3", tl_e4m3_from_float, tl_e4m3_from_double, tl_e4m3_to_float, 0x7E,
+                                 0x7F};
+  static const Fp8Format e5m2 = {"e5m2", tl_e5m2_from_float, tl_e5m2_from_double, tl_e5m2_to_float, 0x7B,
+                                 0x7F};
+  check_fp8_format(&e4m3);
+  check_fp8_format(&e5m2);
+
+  /* e4m3 (E4M3FN): no infinities; S.1111.111 is the only NaN */
+  CHECK(tl_e4m3_from_float(1.0f) == 0x38 && tl_e4m3_from_float(-2.0f) == 0xC0, "e4m3 1.0, -2.0");
+  CHECK(tl_e4m3_from_float(448.0f) == 0x7E && tl_e4m3_to_float(0x7E) == 448.0f, "e4m3 448, the largest");
+  CHECK(tl_e4m3_from_double(448 * 1.0625) == 0x7E, "e4m3 476 saturates (would round to 480)");
+  CHECK(tl_e4m3_from_double(464) == 0x7E, "e4m3 464, the midpoint to 480, -> 448");
+  CHECK(tl_e4m3_from_float(1e10f) == 0x7E && tl_e4m3_from_float(-1e10f) == 0xFE, "e4m3 saturates");
+  CHECK(tl_e4m3_from_float(bits_float(0x7F800000)) == 0x7E, "e4m3 +inf -> 448");
+  CHECK(tl_e4m3_from_float(bits_float(0xFF800000)) == 0xFE, "e4m3 -inf -> -448");
+  CHECK(tl_e4m3_from_float(bits_float(0x7FC00000)) == 0x7F &&
+            tl_e4m3_from_float(bits_float(0xFFC00000)) == 0x7F,
+        "e4m3 NaN, either sign, -> 0x7F (the GPU's)");
+  CHECK(tl_e4m3_from_float(bits_float(0x7F800001)) == 0x7F, "e4m3 signalling NaN");
+  CHECK(is_nan_f(tl_e4m3_to_float(0x7F)) && is_nan_f(tl_e4m3_to_float(0xFF)), "e4m3 0x7F, 0xFF are NaN");
+  CHECK(tl_e4m3_to_float(0x78) == 256.0f && tl_e4m3_to_float(0xF8) == -256.0f,
+        "e4m3 exponent 15 is a number");
+  CHECK(tl_e4m3_from_double(0x1p-9) == 0x01 && tl_e4m3_to_float(0x01) == 0x1p-9f, "e4m3 2^-9, the smallest");
+  CHECK(tl_e4m3_from_double(0x1p-10) == 0x00 && tl_e4m3_from_double(0x1.8p-10) == 0x01 &&
+            tl_e4m3_from_double(-0x1p-11) == 0x80,
+        "e4m3 below the smallest subnormal");
+  CHECK(tl_e4m3_from_double(0x1p-6 - 0x1p-10) == 0x08, "e4m3 rounds up into the smallest normal");
+  CHECK(tl_e4m3_from_float(0.0f) == 0x00 && tl_e4m3_from_float(-0.0f) == 0x80, "e4m3 signed zero");
+  CHECK(tl_e4m3_to_float(0x80) == 0.0f && 1 / tl_e4m3_to_float(0x80) < 0, "e4m3 -0");
+  CHECK(tl_e4m3_to_float(0x3D) == 1.625f && tl_e4m3_to_float(0x07) == 7 * 0x1p-9f, "e4m3 to float");
+  /* one rounding from double: 1 + 2^-4 + 2^-40 is above a tie in e4m3; as a float it is the tie */
+  CHECK(tl_e4m3_from_double(1.0 + 0x1p-4 + 0x1p-40) == 0x39 && tl_e4m3_from_float(1.0f + 0x1p-4f) == 0x38,
+        "e4m3 one rounding from double");
+
+  /* e5m2: the top byte of an f16, infinities and NaNs as IEEE; conversions saturate */
+  CHECK(tl_e5m2_from_float(1.0f) == 0x3C && tl_e5m2_from_float(-2.0f) == 0xC0, "e5m2 1.0, -2.0");
+  CHECK(tl_e5m2_from_float(57344.0f) == 0x7B && tl_e5m2_to_float(0x7B) == 57344.0f, "e5m2 57344");
+  CHECK(tl_e5m2_from_double(59392) == 0x7B && tl_e5m2_from_double(61440) == 0x7B, "e5m2 saturates");
+  CHECK(tl_e5m2_from_float(bits_float(0x7F800000)) == 0x7B &&
+            tl_e5m2_from_float(bits_float(0xFF800000)) == 0xFB,
+        "e5m2 +-inf -> +-57344");
+  CHECK(tl_e5m2_to_float(0x7C) == 1.0f / 0.0f && tl_e5m2_to_float(0xFC) == -1.0f / 0.0f, "e5m2 0x7C is inf");
+  CHECK(is_nan_f(tl_e5m2_to_float(0x7D)) && is_nan_f(tl_e5m2_to_float(0x7E)) &&
+            is_nan_f(tl_e5m2_to_float(0xFF)),
+        "e5m2 NaNs");
+  CHECK(tl_e5m2_from_float(bits_float(0x7FC00000)) == 0x7F &&
+            tl_e5m2_from_float(bits_float(0xFFC00000)) == 0x7F,
+        "e5m2 NaN, either sign, -> 0x7F (the GPU's)");
+  CHECK(tl_e5m2_from_double(0x1p-16) == 0x01 && tl_e5m2_to_float(0x01) == 0x1p-16f,
+        "e5m2 2^-16, the smallest");
+  CHECK(tl_e5m2_from_double(0x1p-17) == 0x00 && tl_e5m2_from_double(0x1.8p-17) == 0x01, "e5m2 below it");
+  CHECK(tl_e5m2_from_float(0.0f) == 0x00 && tl_e5m2_from_float(-0.0f) == 0x80, "e5m2 signed zero");
+  for (unsigned h = 0; h < 256; h++) /* e5m2 is f16's top byte */
+    if (!is_nan_f(tl_e5m2_to_float((uint8_t)h)))
+      CHECK(tl_e5m2_to_float((uint8_t)h) == tl_f16_to_float((uint16_t)(h << 8)), "e5m2 %02x", h);
+}
+
+/* e4m3 and e5m2: tensors of 1-byte elements, scalars one byte of bits rounded (saturating) from
+ * the double, tensor maps of UINT8. */
+static void test_plan_fp8(void)
+{
+  const char *text = "// tilec-meta v1\n"
+                     "// tilec-meta kernel q threads=32 smem=0 params=5\n"
+                     "// tilec-meta param 0 tensor X e4m3 rank=1 dims=N\n"
+                     "// tilec-meta param 1 tensor Y e5m2 rank=1 dims=N\n"
+                     "// tilec-meta param 2 scalar a e4m3\n"
+                     "// tilec-meta param 3 scalar b e5m2\n"
+                     "// tilec-meta param 4 size N i32\n"
+                     "// tilec-meta grid 0 N 32 ceildiv\n"
+                     "// tilec-meta grid 1 1\n"
+                     "// tilec-meta grid 2 1\n"
+                     "// tilec-meta end\n";
+  tl_meta *meta = PARSE_OK(text);
+  const tl_kernel_info *k = meta ? tl_meta_find_kernel(meta, "q") : NULL;
+  if (!k) {
+    tl_meta_free(meta);
+    return;
+  }
+  CHECK(k->params[0].dtype == TL_E4M3 && k->params[1].dtype == TL_E5M2 && k->params[2].dtype == TL_E4M3 &&
+            k->params[3].dtype == TL_E5M2,
+        "fp8 param dtypes");
+  int64_t n[1] = {100};
+  tl_arg args[4] = {tl_arg_tensor(0x1001, TL_E4M3, 1, n), tl_arg_tensor(0x2003, TL_E5M2, 1, n),
+                    tl_arg_float(TL_E4M3, 1.0), tl_arg_float(TL_E5M2, -1e10)};
+  char err[512] = "";
+  tl_launch_plan plan;
+  tl_status st = tl_plan_launch(k, args, 4, &plan, err, sizeof err); /* 1-byte elements: any address */
+  CHECK_STATUS(st, TL_OK, err);
+  if (st == TL_OK) {
+    CHECK(*(uint8_t *)plan.params[2] == 0x38, "e4m3 bits %02x", *(uint8_t *)plan.params[2]);
+    CHECK(*(uint8_t *)plan.params[3] == 0xFB, "e5m2 bits %02x (saturated)", *(uint8_t *)plan.params[3]);
+    CHECK(*(int32_t *)plan.params[4] == 100 && plan.grid[0] == 4, "N and the grid");
+  }
+  tl_launch_plan_release(&plan);
+  args[2] = tl_arg_float(TL_E4M3, 1000.0);
+  args[3] = tl_arg_float(TL_E5M2, (double)bits_float(0xFFC00000)); /* a negative NaN: 0x7F all the same */
+  st = tl_plan_launch(k, args, 4, &plan, err, sizeof err);
+  CHECK_STATUS(st, TL_OK, err);
+  if (st == TL_OK)
+    CHECK(*(uint8_t *)plan.params[2] == 0x7E && *(uint8_t *)plan.params[3] == 0x7F, "e4m3 448, e5m2 NaN");
+  tl_launch_plan_release(&plan);
+  args[2] = tl_arg_float(TL_E5M2, 1.0);
+  st = tl_plan_launch(k, args, 4, &plan, err, sizeof err);
+  CHECK_STATUS(st, TL_ERR_BAD_ARGUMENT, err);
+  CHECK_CONTAINS(err, "argument 2 ('a'): expected a scalar e4m3, got e5m2");
+  tl_launch_plan_release(&plan);
+  tl_meta_free(meta);
+
+  int dt = -1;
+  CHECK(tl_tmap_data_type(TL_E4M3, &dt) && dt == 0 && tl_tmap_data_type(TL_E5M2, &dt) && dt == 0,
+        "fp8 tensor maps are UINT8");
+}
+
 /* ----------------------------------------------------------------------------------- names */
 
 static void test_names(void)
@@ -941,16 +1157,20 @@ static void test_names(void)
   CHECK(strcmp(tl_status_name(TL_OK), "TL_OK") == 0, "TL_OK");
   CHECK(strcmp(tl_status_name(TL_ERR_PTX_REJECTED), "TL_ERR_PTX_REJECTED") == 0, "PTX_REJECTED");
   CHECK(strcmp(tl_status_name((tl_status)1234), "TL_ERR_?") == 0, "unknown status");
-  static const char *names[] = {"bool", "i8",  "i16", "i32",  "i64", "u8", "u16",
-                                "u32",  "u64", "f16", "bf16", "f32", "f64"};
-  static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
-  for (int i = 0; i < 13; i++) {
+  static const char *names[] = {"bool", "i8",  "i16",  "i32", "i64", "u8",   "u16", "u32",
+                                "u64",  "f16", "bf16", "f32", "f64", "e4m3", "e5m2"};
+  static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
+  for (int i = 0; i < 15; i++) {
     tl_dtype t = (tl_dtype)0;
     CHECK(tl_dtype_from_name(names[i], &t) && t == (tl_dtype)(TL_BOOL + i), "from_name %s", names[i]);
     CHECK(strcmp(tl_dtype_name(t), names[i]) == 0, "name %s", names[i]);
     CHECK(tl_dtype_size(t) == sizes[i], "size %s", names[i]);
   }
-  CHECK(!tl_dtype_from_name("f8", NULL) && !tl_dtype_from_name(NULL, NULL), "bad names");
+  /* the compiler's TypeKind order (ir/ir.h): e4m3 and e5m2 follow f64 */
+  CHECK(TL_E4M3 == 14 && TL_E5M2 == 15 && TL_F64 == 13, "the fp8 dtypes' values");
+  CHECK(!tl_dtype_from_name("f8", NULL) && !tl_dtype_from_name("e4m3fn", NULL) &&
+            !tl_dtype_from_name(NULL, NULL),
+        "bad names");
   CHECK(tl_dtype_size((tl_dtype)0) == 0 && strcmp(tl_dtype_name((tl_dtype)77), "?") == 0, "bad dtypes");
 }
 
@@ -1434,6 +1654,8 @@ int main(void)
   test_launch_consts();
   test_many_params();
   test_half_conversions();
+  test_fp8_conversions();
+  test_plan_fp8();
   test_names();
   test_context_and_nulls();
   test_tmap_metadata();
