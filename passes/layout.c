@@ -407,9 +407,9 @@ static bool choose_mma_layouts(Inference *l)
     if (group_done[group])
       continue; /* chosen with an earlier gemm of the group */
     /* The group's accumulator classes (one shape each), requests and wgmma. */
-    int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, l->ngemms),
-            *Ns = ARENA_ARRAY(pc->arena, int64_t, l->ngemms);
-    int *cls = ARENA_ARRAY(pc->arena, int, l->ngemms);
+    int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, 2 * l->ngemms),
+            *Ns = ARENA_ARRAY(pc->arena, int64_t, 2 * l->ngemms);
+    int *cls = ARENA_ARRAY(pc->arena, int, 2 * l->ngemms);
     int n = 0, req_m = 0, req_n = 0;
     bool wgmma = false;
     const Stmt *reg_a = NULL; /* a gemm of the group with A in registers */
@@ -453,6 +453,22 @@ static bool choose_mma_layouts(Inference *l)
         cls[n] = r;
         Ms[n] = k->bufs[h->c].tile_shape[0];
         Ns[n] = k->bufs[h->c].tile_shape[1];
+        n++;
+      }
+      /* A register A operand that no accumulator's layout reaches (filled in a parallel loop, as a
+       * dequantized weight tile is) gets the layout of an accumulator of its own shape [M, K] in
+       * the same warp grid: the MMA layout whose registers are the instruction's A operand. */
+      int ra = is_register_a(l, h) ? find(l, h->a) : -1;
+      for (int q = 0; ra >= 0 && q < l->ngemms; q++)
+        if (find(l, l->gemms[q]->c) == ra)
+          ra = -1;
+      for (int q = 0; ra >= 0 && q < n; q++)
+        if (cls[q] == ra)
+          ra = -1;
+      if (ra >= 0) {
+        cls[n] = ra;
+        Ms[n] = k->bufs[h->a].tile_shape[0];
+        Ns[n] = k->bufs[h->a].tile_shape[1];
         n++;
       }
     }
@@ -530,8 +546,9 @@ static bool check_row_sharing(Inference *l)
   return true;
 }
 
-/* A gemm's register A operand must be a fragment that shares an accumulator's
- * layout (joined to it by a parallel loop or a copy). */
+/* A gemm's register A operand shares an accumulator's layout (joined to it by a parallel loop or a
+ * copy), or has one of its own shape in C's warp grid (choose_mma_layouts): either way C's rows, warp
+ * for warp. */
 static bool check_register_operands(Inference *l)
 {
   for (int i = 0; i < l->ngemms; i++) {
@@ -539,18 +556,8 @@ static bool check_register_operands(Inference *l)
     if (!is_register_a(l, g))
       continue;
     const FragLayout *La = &l->mma[find(l, g->a)], *Lc = &l->mma[find(l, g->c)];
-    if (La->kind != LAYOUT_MMA) {
-      error_at(l->pc->diags, g->loc,
-               "gemm reads A '%s' from registers, so it must have the layout of a gemm accumulator, "
-               "but nothing gives it one",
-               l->k->bufs[g->a].name);
-      note_at(l->pc->diags, g->loc,
-              "compute it from an accumulator of the same shape in a parallel loop (p[i, j] = "
-              "f16(s[i, j]) after gemm(..., s)), or stage it through shared memory (alloc_shared)");
-      return false;
-    }
-    if (La->warps_m != Lc->warps_m || La->warps_n != 1 || Lc->warps_n != 1 || La->frag_m != Lc->frag_m ||
-        La->m_interleaved != Lc->m_interleaved)
+    if (La->kind != LAYOUT_MMA || La->warps_m != Lc->warps_m || La->warps_n != 1 || Lc->warps_n != 1 ||
+        La->frag_m != Lc->frag_m || La->m_interleaved != Lc->m_interleaved)
       DIE("register A operand '%s': layouts %dx%d/%d and %dx%d/%d", l->k->bufs[g->a].name, La->warps_m,
           La->warps_n, La->frag_m, Lc->warps_m, Lc->warps_n, Lc->frag_m);
   }

@@ -1114,6 +1114,37 @@ static void test_gemm_fp8(int64_t M, int64_t N, int64_t K)
   free(X), free(Q), free(R);
 }
 
+/* stdlib/gemm.tl's gemm_w8a16: f16 activations times i8 weights dequantized in registers (gemm's
+ * register A operand filled from bytes), scaled per output channel, against double sums. */
+static void test_w8a16(int64_t M, int64_t N, int64_t K)
+{
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *C = h_array(false, M * N, true, 0, 0);
+  int8_t *W = malloc((size_t)(N * K));
+  float *sw = f32_array(N, false);
+  for (int64_t i = 0; i < N * K; i++)
+    W[i] = (int8_t)(int)uniform(-128, 128);
+  for (int64_t i = 0; i < N; i++)
+    sw[i] = (float)uniform(1e-3, 1e-2);
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "W", .data = W}, {.name = "sw", .data = sw},
+                      {.name = "C", .data = C}, {.name = "M", .i = M},    {.name = "N", .i = N},
+                      {.name = "K", .i = K}};
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", NULL, 0, "gemm_w8a16", args, 7)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        double dot = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+          double x = tl_f16_to_float(A[m * K + k]) * W[n * K + k];
+          dot += x, mag += fabs(x);
+        }
+        close_to("gemm_w8a16", m * N + n, tl_f16_to_float(C[m * N + n]), dot * sw[n], 1e-3,
+                 1e-6 * mag * sw[n] + 1e-6);
+      }
+    check_guards_16("gemm_w8a16", C, M * N);
+  }
+  free(A), free(C), free(W), free(sw);
+}
+
 static void test_slices(int64_t B, int64_t S, int64_t H, int64_t M, int64_t N, int64_t K)
 {
   const char *path = TILEC_SOURCE_DIR "/tests/golden/slices.tl";
@@ -1622,6 +1653,8 @@ static void test_kernels(void)
   test_gemm_i8(130, 140, 96);                       /* two tiles each way, the second ragged */
   test_gemm_fp8(70, 45, 200);                       /* ragged M, N, K */
   test_gemm_fp8(130, 140, 96);                      /* two tiles each way, the second ragged */
+  test_w8a16(16, 100, 200);                         /* decoding's rows; ragged N and K */
+  test_w8a16(37, 70, 64);                           /* ragged rows and columns, one K step */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""gemm_w8a16.py: the weight-only quantized GEMM (stdlib/gemm.tl's gemm_w8a16: f16 activations, i8
+weights with a scale per output channel) on the GPU, checked against float64 and timed against
+torch's f16 GEMM on the dequantized weights (cuBLAS) in the same process.
+
+    python3 tests/gpu/gemm_w8a16.py TILEC OUTDIR [--reps R] [--quick]
+
+Correctness, outputs poisoned (NaN) first, at ragged shapes, on sm_90a (wgmma; the swapped form for
+few rows) and on sm_80 code (mma.sync): error relative to the sum of the products' magnitudes
+(f16 rounding of the output allowed for). Speed: M in {16, 64, 128, 512, 4096} x (N, K) in
+{(4096, 4096), (14336, 4096), (4096, 14336)} (--quick: M in {16, 4096}, the first two): the kernel
+at its launch-chosen variant against `a @ w16.t()` with w16 the f16 weights already dequantized
+(what the quantized model is compared with: the f16 model's GEMM), and against what a torch user
+writes for W8A16 without a fused kernel (`a @ (w.half() * s.half()[:, None]).t()`); at M = 16 also
+a few other tile settings (-D), to show what the defaults leave. Median of R replays of a CUDA
+graph (tlcuda.timed). Writes OUTDIR/gemm_w8a16.md and prints it. Exit 1 when a result is wrong, 2
+without a GPU or torch.
+"""
+import math
+import os
+import sys
+
+try:
+    import torch
+except ImportError:
+    print("gemm_w8a16: no torch", file=sys.stderr)
+    sys.exit(2)
+
+from tlcuda import ROOT, Kernel, gpu_script, timed, write_report  # noqa: E402
+
+STDLIB = os.path.join(ROOT, "stdlib/gemm.tl")
+SHAPES = ((1, 1, 16), (16, 100, 200), (37, 300, 256), (70, 45, 200), (130, 140, 96), (257, 1000, 384),
+          (1000, 513, 1024))
+GRID_M = (16, 64, 128, 512, 4096)
+GRID_NK = ((4096, 4096), (14336, 4096), (4096, 14336))
+EXPLORE = (("BN=16", "STAGES=8"), ("BN=32", "STAGES=8"), ("BN=32", "BK=128", "STAGES=6"), ("BN=64", "BK=128", "STAGES=6"),
+           ("BN=128", "STAGES=6"), ("BN=128", "BK=128", "STAGES=4"))
+
+
+def weights(n, k):
+    w = torch.randint(-128, 128, (n, k), device="cuda", dtype=torch.int16).to(torch.int8)
+    s = torch.rand(n, device="cuda") * 0.01 + 0.001
+    return w, s
+
+
+def main():
+    setup = gpu_script(__doc__, "gemm_w8a16")
+    if not setup:
+        return 2
+    tilec, outdir, reps, drv, head = setup
+    quick = "--quick" in sys.argv
+    lines = ["# W8A16 GEMM on the GPU", ""] + head + [
+        "## Correctness (outputs poisoned with NaN)", "",
+        "| arch | M x N x K | variant | error | |", "|---|---|---|---|---|"]
+    wrong = 0
+
+    def check(k, a, w, s, arch, M, N, K):
+        nonlocal wrong
+        o = torch.full((M, N), float("nan"), device="cuda", dtype=torch.half)
+        k(A=a, W=w, sw=s, C=o, M=M, N=N, K=K)
+        torch.cuda.synchronize()
+        ad, wd = a.double(), w.double()
+        want = (ad @ wd.t()) * s.double()[None, :]
+        mag = (ad.abs() @ wd.abs().t()) * s.double()[None, :]
+        e = (((o.double() - want).abs() - want.abs() * 2.0 ** -11).clamp(min=0) / (mag + 1e-30)).max().item()
+        ok = e <= 1e-4
+        wrong += not ok
+        lines.append(f"| {arch} | {M}x{N}x{K} | {k.variant}{' TMA' if k.tma else ''} | {e:.1e} | "
+                     f"{'ok' if ok else '**WRONG**'} |")
+        return ok
+
+    for arch in ("sm_90a", "sm_80"):
+        for M, N, K in SHAPES:
+            k = Kernel(drv, tilec, STDLIB, "gemm_w8a16", "f16", sizes={"M": M, "N": N, "K": K},
+                       flags=[f"--arch={arch}"], quiet=True, tag=f"{arch}_{M}_{N}_{K}")
+            a = torch.rand(M, K, device="cuda").half() * 2 - 1
+            w, s = weights(N, K)
+            check(k, a, w, s, arch, M, N, K)
+
+    lines += ["", "## Speed against torch (f16 GEMM on dequantized weights; and torch's own W8A16)", "",
+              "| M | N | K | variant | tilec TFLOP/s | f16 GEMM TFLOP/s | ratio | torch dequant + GEMM | ratio |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    ratios = {}
+    explore = ["", "## Other tile settings at M = 16 and 4096, N = 4096 (ratio to the f16 GEMM)", "",
+               "| M | N | K | default | " + " | ".join(" ".join(e) for e in EXPLORE) + " |",
+               "|---|---|---|---|" + "---|" * len(EXPLORE)]
+    for M in ((16, 4096) if quick else GRID_M):
+        for N, K in (GRID_NK[:2] if quick else GRID_NK):
+            a = torch.rand(M, K, device="cuda").half() * 2 - 1
+            w, s = weights(N, K)
+            w16 = (w.half() * s.half()[:, None]).contiguous()
+            o = torch.empty((M, N), device="cuda", dtype=torch.half)
+            k = Kernel(drv, tilec, STDLIB, "gemm_w8a16", "f16", sizes={"M": M, "N": N, "K": K}, quiet=True,
+                       tag=f"t_{M}_{N}_{K}")
+            if not check(k, a, w, s, "sm_90a (timed shape)", M, N, K):
+                continue
+            t_ours = timed(lambda: k(A=a, W=w, sw=s, C=o, M=M, N=N, K=K), reps)
+            t_f16 = timed(lambda: a @ w16.t(), reps)
+            t_torch = timed(lambda: a @ (w.half() * s.half()[:, None]).t(), reps)
+            tf = lambda t: 2 * M * N * K / (t * 1e-3) / 1e12  # noqa: E731
+            ratios.setdefault(M, []).append(t_f16 / t_ours)
+            lines.append(f"| {M} | {N} | {K} | {k.variant} | {tf(t_ours):.0f} | {tf(t_f16):.0f} | "
+                         f"**{t_f16 / t_ours:.3f}** | {tf(t_torch):.0f} | {t_torch / t_ours:.3f} |")
+            if M in (16, 4096) and N == 4096:
+                cells = []
+                for e in EXPLORE:
+                    flags = []
+                    for d in e:
+                        flags += ["-D", d]
+                    try:
+                        kc = Kernel(drv, tilec, STDLIB, "gemm_w8a16", "f16", sizes={"M": M, "N": N, "K": K},
+                                    flags=flags, quiet=True, tag=f"x_{'_'.join(e)}_{N}_{K}")
+                    except Exception:
+                        cells.append("-")
+                        continue
+                    ok = check(kc, a, w, s, "sm_90a " + " ".join(e), M, N, K)
+                    cells.append(f"{t_f16 / timed(lambda: kc(A=a, W=w, sw=s, C=o, M=M, N=N, K=K), reps):.3f}"
+                                 if ok else "WRONG")
+                explore.append(f"| {M} | {N} | {K} | {t_f16 / t_ours:.3f} | " + " | ".join(cells) + " |")
+    lines += [""] + [f"M = {m}: geometric mean {math.exp(sum(map(math.log, r)) / len(r)):.3f} of the f16 GEMM "
+                     f"over {len(r)} shapes." for m, r in ratios.items()]
+    lines += explore + ["", f"{wrong} wrong results." if wrong else "All results right."]
+    write_report(outdir, "gemm_w8a16.md", lines)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
