@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""gemm_w8a16.py: the weight-only quantized GEMM (stdlib/gemm.tl's gemm_w8a16: f16 activations, i8
-weights with a scale per output channel) on the GPU, checked against float64 and timed against
-torch's f16 GEMM on the dequantized weights (cuBLAS) in the same process.
+"""gemm_w8a16.py: the weight-only quantized GEMMs (stdlib/gemm.tl's gemm_w8a16: f16 activations, i8
+weights with a scale per output channel; gemm_w4a16: 4-bit weights two to a byte, zero point 8, a
+scale per 128 weights of a row) on the GPU, checked against float64 and timed against torch's f16
+GEMM on the dequantized weights (cuBLAS) in the same process.
 
     python3 tests/gpu/gemm_w8a16.py TILEC OUTDIR [--reps R] [--quick]
 
@@ -12,7 +13,8 @@ few rows) and on sm_80 code (mma.sync): error relative to the sum of the product
 at its launch-chosen variant against `a @ w16.t()` with w16 the f16 weights already dequantized
 (what the quantized model is compared with: the f16 model's GEMM), and against what a torch user
 writes for W8A16 without a fused kernel (`a @ (w.half() * s.half()[:, None]).t()`); at M = 16 also
-a few other tile settings (-D), to show what the defaults leave. Median of R replays of a CUDA
+a few other tile settings (-D), to show what the defaults leave. Then gemm_w4a16 the same way
+(correctness at the ragged shapes, speed over the same grid against the f16 GEMM). Median of R replays of a CUDA
 graph (tlcuda.timed). Writes OUTDIR/gemm_w8a16.md and prints it. Exit 1 when a result is wrong, 2
 without a GPU or torch.
 """
@@ -119,6 +121,60 @@ def main():
                 explore.append(f"| {M} | {N} | {K} | {t_f16 / t_ours:.3f} | " + " | ".join(cells) + " |")
     lines += [""] + [f"M = {m}: geometric mean {math.exp(sum(map(math.log, r)) / len(r)):.3f} of the f16 GEMM "
                      f"over {len(r)} shapes." for m, r in ratios.items()]
+
+    # 4-bit weights
+    def w4(n, k):
+        q = torch.randint(0, 16, (n, k), device="cuda", dtype=torch.int32)
+        kg = (k + 127) // 128
+        sc = torch.rand(n, kg, device="cuda") * 0.01 + 0.001
+        qp = torch.zeros(n, (k + 1) // 2, device="cuda", dtype=torch.int32)
+        qp[:, : (k + 1) // 2] = q[:, 0::2]
+        qp[:, : k // 2] |= q[:, 1::2] << 4
+        wd = ((q.float() - 8) * sc.repeat_interleave(128, dim=1)[:, :k]).half()  # as the kernel rounds them
+        return qp.to(torch.uint8), sc, wd
+
+    lines += ["", "## gemm_w4a16: correctness", "", "| arch | M x N x K | variant | error | |", "|---|---|---|---|---|"]
+    for arch in ("sm_90a", "sm_80"):
+        for M, N, K in SHAPES:
+            sz = {"M": M, "N": N, "K": K, "KH": (K + 1) // 2, "KG": (K + 127) // 128}
+            k4 = Kernel(drv, tilec, STDLIB, "gemm_w4a16", "f16", sizes=sz, flags=[f"--arch={arch}"], quiet=True,
+                        tag=f"w4_{arch}_{M}_{N}_{K}")
+            a = torch.rand(M, K, device="cuda").half() * 2 - 1
+            qp, sc, wd = w4(N, K)
+            o = torch.full((M, N), float("nan"), device="cuda", dtype=torch.half)
+            k4(A=a, Wq=qp, S=sc, C=o, **sz)
+            torch.cuda.synchronize()
+            want, mag = a.double() @ wd.double().t(), a.double().abs() @ wd.double().abs().t()
+            e = (((o.double() - want).abs() - want.abs() * 2.0 ** -11).clamp(min=0) / (mag + 1e-30)).max().item()
+            ok = e <= 1e-4
+            wrong += not ok
+            lines.append(f"| {arch} | {M}x{N}x{K} | {k4.variant} | {e:.1e} | {'ok' if ok else '**WRONG**'} |")
+    lines += ["", "## gemm_w4a16: speed against the f16 GEMM", "",
+              "| M | N | K | variant | tilec TFLOP/s | f16 GEMM TFLOP/s | ratio |", "|---|---|---|---|---|---|---|"]
+    r4 = {}
+    for M in ((16, 4096) if quick else GRID_M):
+        for N, K in (GRID_NK[:2] if quick else GRID_NK):
+            sz = {"M": M, "N": N, "K": K, "KH": (K + 1) // 2, "KG": (K + 127) // 128}
+            a = torch.rand(M, K, device="cuda").half() * 2 - 1
+            qp, sc, wd = w4(N, K)
+            o = torch.empty((M, N), device="cuda", dtype=torch.half)
+            k4 = Kernel(drv, tilec, STDLIB, "gemm_w4a16", "f16", sizes=sz, quiet=True, tag=f"w4t_{M}_{N}_{K}")
+            k4(A=a, Wq=qp, S=sc, C=o, **sz)
+            torch.cuda.synchronize()
+            want, mag = a.double() @ wd.double().t(), a.double().abs() @ wd.double().abs().t()
+            e = (((o.double() - want).abs() - want.abs() * 2.0 ** -11).clamp(min=0) / (mag + 1e-30)).max().item()
+            if e > 1e-4:
+                wrong += 1
+                lines.append(f"| {M} | {N} | {K} | {k4.variant} | **WRONG** {e:.1e} | | |")
+                continue
+            t_ours = timed(lambda: k4(A=a, Wq=qp, S=sc, C=o, **sz), reps)
+            t_f16 = timed(lambda: a @ wd.t(), reps)
+            tf = lambda t: 2 * M * N * K / (t * 1e-3) / 1e12  # noqa: E731
+            r4.setdefault(M, []).append(t_f16 / t_ours)
+            lines.append(f"| {M} | {N} | {K} | {k4.variant} | {tf(t_ours):.0f} | {tf(t_f16):.0f} | "
+                         f"**{t_f16 / t_ours:.3f}** |")
+    lines += [""] + [f"M = {m}: geometric mean {math.exp(sum(map(math.log, r)) / len(r)):.3f} of the f16 GEMM "
+                     f"over {len(r)} shapes." for m, r in r4.items()]
     lines += explore + ["", f"{wrong} wrong results." if wrong else "All results right."]
     write_report(outdir, "gemm_w8a16.md", lines)
     return 1 if wrong else 0

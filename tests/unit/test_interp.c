@@ -1145,6 +1145,40 @@ static void test_w8a16(int64_t M, int64_t N, int64_t K)
   free(A), free(C), free(W), free(sw);
 }
 
+/* stdlib/gemm.tl's gemm_w4a16: two 4-bit weights to a byte (low nibble first), zero point 8, a
+ * scale per 128 weights of a row, against double sums of the dequantized weights. */
+static void test_w4a16(int64_t M, int64_t N, int64_t K)
+{
+  int64_t KH = (K + 1) / 2, KG = (K + 127) / 128;
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *C = h_array(false, M * N, true, 0, 0);
+  uint8_t *Wq = malloc((size_t)(N * KH));
+  float *S = f32_array(N * KG, false);
+  for (int64_t i = 0; i < N * KH; i++)
+    Wq[i] = (uint8_t)(int)uniform(0, 256);
+  for (int64_t i = 0; i < N * KG; i++)
+    S[i] = (float)uniform(1e-3, 1e-2);
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "Wq", .data = Wq}, {.name = "S", .data = S},
+                      {.name = "C", .data = C}, {.name = "M", .i = M},      {.name = "N", .i = N},
+                      {.name = "K", .i = K},    {.name = "KH", .i = KH},    {.name = "KG", .i = KG}};
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", NULL, 0, "gemm_w4a16", args, 9)) {
+    misses = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        double dot = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+          int q = (Wq[n * KH + k / 2] >> (k % 2 ? 4 : 0)) & 15;
+          /* the kernel rounds each dequantized weight to f16 before the product */
+          double w = tl_f16_to_float(tl_f16_from_double((float)((q - 8) * (double)S[n * KG + k / 128])));
+          double x = tl_f16_to_float(A[m * K + k]) * w;
+          dot += x, mag += fabs(x);
+        }
+        close_to("gemm_w4a16", m * N + n, tl_f16_to_float(C[m * N + n]), dot, 1e-3, 1e-6 * mag + 1e-6);
+      }
+    check_guards_16("gemm_w4a16", C, M * N);
+  }
+  free(A), free(C), free(Wq), free(S);
+}
+
 static void test_slices(int64_t B, int64_t S, int64_t H, int64_t M, int64_t N, int64_t K)
 {
   const char *path = TILEC_SOURCE_DIR "/tests/golden/slices.tl";
@@ -1655,6 +1689,8 @@ static void test_kernels(void)
   test_gemm_fp8(130, 140, 96);                      /* two tiles each way, the second ragged */
   test_w8a16(16, 100, 200);                         /* decoding's rows; ragged N and K */
   test_w8a16(37, 70, 64);                           /* ragged rows and columns, one K step */
+  test_w4a16(16, 100, 300);                         /* three groups of K, the last partial */
+  test_w4a16(37, 70, 129);                          /* an odd K: half a byte past the end */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
