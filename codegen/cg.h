@@ -61,6 +61,9 @@ void emit_cp_wait(Cg *cg, int n);
 void emit_wgmma_fence(Cg *cg, const Stmt *s);
 void emit_wgmma(Cg *cg, const Stmt *s);
 void emit_wgmma_commit(Cg *cg);
+/* An inline PTX asm statement returning ret (void: none), its operands args by constraint ($0 ...). */
+LLVMValueRef cg_inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints,
+                           LLVMValueRef *args, int nargs, bool side_effects);
 /* f16 or bf16 -> f32 through an asm statement, which LLVM does not merge
  * with an ordinary conversion of the same value (EX_CAST with .opaque). */
 LLVMValueRef emit_widen_opaque(Cg *cg, LLVMValueRef v, TypeKind from);

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static LLVMValueRef inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints,
-                               LLVMValueRef *args, int nargs, bool side_effects)
+LLVMValueRef cg_inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints,
+                           LLVMValueRef *args, int nargs, bool side_effects)
 {
   LLVMTypeRef *tys = malloc(sizeof *tys * (size_t)(nargs ? nargs : 1));
   for (int i = 0; i < nargs; i++)
@@ -45,7 +45,7 @@ LLVMValueRef emit_widen_opaque(Cg *cg, LLVMValueRef v, TypeKind from)
   const char *text = from == TY_F16
                          ? "cvt.f32.f16 $0, $1;"
                          : "{ .reg .b16 z; mov.b16 z, 0; mov.b32 $0, {z, $1}; }"; /* bf16 bits << 16 */
-  return inline_asm(cg, cg->t.f32, text, "=f,h", &v, 1, false);
+  return cg_inline_asm(cg, cg->t.f32, text, "=f,h", &v, 1, false);
 }
 
 /* The 32-bit shared-window address of an element. */
@@ -74,7 +74,7 @@ void emit_ldmatrix(Cg *cg, const Stmt *s)
   LLVMValueRef addr = shared_addr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
   LLVMTypeRef i32s[4] = {cg->t.i32, cg->t.i32, cg->t.i32, cg->t.i32};
   LLVMTypeRef ret = n == 1 ? cg->t.i32 : LLVMStructTypeInContext(cg->ctx, i32s, (unsigned)n, 0);
-  LLVMValueRef r = inline_asm(cg, ret, text, cons, &addr, 1, true);
+  LLVMValueRef r = cg_inline_asm(cg, ret, text, cons, &addr, 1, true);
   for (int i = 0; i < n; i++) {
     LLVMValueRef v = n == 1 ? r : LLVMBuildExtractValue(cg->b, r, (unsigned)i, "");
     LLVMBuildStore(cg->b, v, reg_ptr(cg, s->buf, s->idx[0], i));
@@ -127,9 +127,9 @@ void emit_mma(Cg *cg, const Stmt *s)
     args[6 + i] = LLVMBuildLoad2(cg->b, acc, reg_ptr(cg, s->c, s->c_reg, i), "");
   LLVMTypeRef accs[4] = {acc, acc, acc, acc};
   LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, accs, 4, 0);
-  LLVMValueRef r = inline_asm(cg, ret, text,
-                              int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3" : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
-                              args, 10, false);
+  LLVMValueRef r = cg_inline_asm(cg, ret, text,
+                                 int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3" : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
+                                 args, 10, false);
   for (int i = 0; i < 4; i++)
     LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""), reg_ptr(cg, s->c, s->c_reg, i));
 }
@@ -141,20 +141,20 @@ void emit_cp_async(Cg *cg, const Stmt *s)
   LLVMValueRef src = emit_elem_ptr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
   args[1] = LLVMBuildPtrToInt(cg->b, src, cg->t.i64, "");
   args[2] = emit_index(cg, s->src_bytes, cg->t.i32);
-  inline_asm(cg, cg->t.void_t, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", args, 3,
-             true);
+  cg_inline_asm(cg, cg->t.void_t, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", args, 3,
+                true);
 }
 
 void emit_cp_commit(Cg *cg)
 {
-  inline_asm(cg, cg->t.void_t, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
+  cg_inline_asm(cg, cg->t.void_t, "cp.async.commit_group;", "~{memory}", NULL, 0, true);
 }
 
 void emit_cp_wait(Cg *cg, int n)
 {
   char text[48];
   snprintf(text, sizeof text, "cp.async.wait_group %d;", n);
-  inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
+  cg_inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
 }
 
 /* ---------------------------------------------------------------- wgmma (sm_90a) */
@@ -205,7 +205,7 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, const Expr *first, int
     types[i] = i < n ? acc_t : cg->t.i32;
   }
   LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, types, (unsigned)nout, 0);
-  LLVMValueRef r = inline_asm(cg, ret, text, cons.data, args, nextra + nout, true);
+  LLVMValueRef r = cg_inline_asm(cg, ret, text, cons.data, args, nextra + nout, true);
   for (int i = 0; i < n; i++)
     LLVMBuildStore(cg->b, LLVMBuildExtractValue(cg->b, r, (unsigned)i, ""),
                    reg_ptr(cg, acc, first ? first : &zero, i));
@@ -264,19 +264,15 @@ void emit_wgmma(Cg *cg, const Stmt *s)
       ops[i] = a_operand(cg, s, i);
     ops[4] = wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major);
     asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, ops, "r,r,r,r,l", 5);
-  } else if (int8) { /* integer wgmma: no scale or transpose immediates (both operands K-major) */
-    sb_printf(&text, "}, $%d, $%d, p;\n}", n, n + 1);
-    LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
-                            wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
-    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);
-  } else if (fp8) { /* 8-bit floats: scale immediates, no transpose ones (both operands K-major) */
-    sb_printf(&text, "}, $%d, $%d, p, 1, 1;\n}", n, n + 1);
-    LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
-                            wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
-    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);
-  } else {
-    sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
-              s->b_mn_major ? 1 : 0);
+  } else { /* the immediates after scale-d: 16-bit inputs scale-a, scale-b, transpose-a, transpose-b;
+              8-bit floats the scales only; integers none (both operands K-major) */
+    if (int8)
+      sb_printf(&text, "}, $%d, $%d, p;\n}", n, n + 1);
+    else if (fp8)
+      sb_printf(&text, "}, $%d, $%d, p, 1, 1;\n}", n, n + 1);
+    else
+      sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
+                s->b_mn_major ? 1 : 0);
     LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
                             wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
     asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);
@@ -286,7 +282,7 @@ void emit_wgmma(Cg *cg, const Stmt *s)
 
 void emit_wgmma_commit(Cg *cg)
 {
-  inline_asm(cg, cg->t.void_t, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
+  cg_inline_asm(cg, cg->t.void_t, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
 }
 
 void emit_wgmma_wait(Cg *cg, const Stmt *s)
@@ -298,7 +294,7 @@ void emit_wgmma_wait(Cg *cg, const Stmt *s)
 
 void emit_fence_proxy_async(Cg *cg)
 {
-  inline_asm(cg, cg->t.void_t, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
+  cg_inline_asm(cg, cg->t.void_t, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
 }
 
 /* bar.sync 0, or the named barrier .bar_id of .bar_threads threads (LLVM's
@@ -319,7 +315,7 @@ void emit_setmaxnreg(Cg *cg, const Stmt *s)
 {
   char text[64];
   snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", s->inc ? "inc" : "dec", s->nregs);
-  inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
+  cg_inline_asm(cg, cg->t.void_t, text, "~{memory}", NULL, 0, true);
 }
 
 /* ---------------------------------------------------------------- mbarrier, TMA (sm_90) */
@@ -332,22 +328,22 @@ void emit_mbarrier(Cg *cg, const Stmt *s)
     args[1] = emit_index(cg, s->value, cg->t.i32);
   switch (s->kind) {
   case ST_MBAR_INIT:
-    inline_asm(cg, cg->t.void_t,
-               "mbarrier.init.shared::cta.b64 [$0], $1;\n\tfence.mbarrier_init.release.cluster;",
-               "r,r,~{memory}", args, 2, true);
+    cg_inline_asm(cg, cg->t.void_t,
+                  "mbarrier.init.shared::cta.b64 [$0], $1;\n\tfence.mbarrier_init.release.cluster;",
+                  "r,r,~{memory}", args, 2, true);
     return;
   case ST_MBAR_ARRIVE:
-    inline_asm(cg, cg->t.void_t, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", args, 1, true);
+    cg_inline_asm(cg, cg->t.void_t, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", args, 1, true);
     return;
   case ST_MBAR_EXPECT_TX:
-    inline_asm(cg, cg->t.void_t, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
-               args, 2, true);
+    cg_inline_asm(cg, cg->t.void_t, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+                  args, 2, true);
     return;
   case ST_MBAR_WAIT: /* labels inside { } are local to the block */
-    inline_asm(cg, cg->t.void_t,
-               "{\n\t.reg .pred p;\n\tWAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n\t"
-               "@!p bra WAIT;\n\t}",
-               "r,r,~{memory}", args, 2, true);
+    cg_inline_asm(cg, cg->t.void_t,
+                  "{\n\t.reg .pred p;\n\tWAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n\t"
+                  "@!p bra WAIT;\n\t}",
+                  "r,r,~{memory}", args, 2, true);
     return;
   default: DIE("%s is not an mbarrier statement", stmt_spelling(s->kind));
   }
@@ -378,7 +374,7 @@ void emit_tma_load(Cg *cg, const Stmt *s)
   tma_coords(cg, s, args, 3, &text, &cons);
   sb_puts(&text, "}], [$2];");
   sb_puts(&cons, ",~{memory}");
-  inline_asm(cg, cg->t.void_t, text.data, cons.data, args, 3 + R, true);
+  cg_inline_asm(cg, cg->t.void_t, text.data, cons.data, args, 3 + R, true);
   free(text.data);
   free(cons.data);
 }
@@ -395,13 +391,13 @@ void emit_tma_store(Cg *cg, const Stmt *s)
   tma_coords(cg, s, args, 2, &text, &cons);
   sb_puts(&text, "}], [$1];");
   sb_puts(&cons, ",~{memory}");
-  inline_asm(cg, cg->t.void_t, text.data, cons.data, args, 2 + R, true);
+  cg_inline_asm(cg, cg->t.void_t, text.data, cons.data, args, 2 + R, true);
   free(text.data);
   free(cons.data);
 }
 
 void emit_tma_store_wait(Cg *cg)
 {
-  inline_asm(cg, cg->t.void_t, "cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;", "~{memory}",
-             NULL, 0, true);
+  cg_inline_asm(cg, cg->t.void_t, "cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;",
+                "~{memory}", NULL, 0, true);
 }

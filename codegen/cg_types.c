@@ -3,7 +3,6 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 void cg_types_init(CgTypes *t, LLVMContextRef ctx)
 {
@@ -174,29 +173,17 @@ static LLVMValueRef convert_float_to_float(Cg *cg, LLVMValueRef v, TypeKind from
   return LLVMBuildFPTrunc(cg->b, v, dst, "");
 }
 
-/* 8-bit floats (sm_89 and later: sema's rule) go through f16 and f32, one lane at a time:
+/* 8-bit floats (sm_90 and later: sema's rule) go through f16 and f32, one lane at a time:
  *   e4m3/e5m2 -> f16   cvt.rn.f16x2.{e4m3,e5m2}x2 of the byte in the low half (exact)
  *   f32 -> e4m3/e5m2   cvt.rn.satfinite.{e4m3,e5m2}x2.f32 with 0 in the high byte: nearest even,
  *                      magnitudes past the largest finite value saturate to it, NaN stays NaN
  * Any other type reaches f32 first (f64 rounds to f32, then to 8 bits). */
-static LLVMValueRef fp8_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *cons, LLVMValueRef *args,
-                            int nargs)
-{
-  LLVMTypeRef tys[2];
-  for (int i = 0; i < nargs; i++)
-    tys[i] = LLVMTypeOf(args[i]);
-  LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 0, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)nargs, "");
-}
-
 static LLVMValueRef fp8_lane_to_f16(Cg *cg, LLVMValueRef b, TypeKind from)
 {
   char text[64];
   snprintf(text, sizeof text, "cvt.rn.f16x2.%sx2 $0, $1;", type_name(from));
   LLVMValueRef h = LLVMBuildZExt(cg->b, b, cg->t.i16, "");
-  LLVMValueRef r = fp8_asm(cg, cg->t.i32, text, "=r,h", &h, 1);
+  LLVMValueRef r = cg_inline_asm(cg, cg->t.i32, text, "=r,h", &h, 1, false);
   return LLVMBuildBitCast(cg->b, LLVMBuildTrunc(cg->b, r, cg->t.i16, ""), cg->t.f16, "");
 }
 
@@ -205,7 +192,7 @@ static LLVMValueRef fp8_lane_from_f32(Cg *cg, LLVMValueRef f, TypeKind to)
   char text[80];
   snprintf(text, sizeof text, "cvt.rn.satfinite.%sx2.f32 $0, $1, $2;", type_name(to));
   LLVMValueRef args[2] = {LLVMConstNull(cg->t.f32), f}; /* high byte, low byte */
-  LLVMValueRef r = fp8_asm(cg, cg->t.i16, text, "=h,f,f", args, 2);
+  LLVMValueRef r = cg_inline_asm(cg, cg->t.i16, text, "=h,f,f", args, 2, false);
   return LLVMBuildTrunc(cg->b, r, cg->t.i8, "");
 }
 

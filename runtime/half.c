@@ -38,15 +38,15 @@ static uint16_t round_to_small_float(double x, int ebits, int mbits, Top top)
   const int max_biased = (1 << ebits) - 1; /* the all-ones exponent */
   const uint32_t mant_mask = (1u << mbits) - 1;
   const uint32_t inf = (uint32_t)max_biased << mbits;
-  /* the largest finite magnitude, and the NaN made (quiet: top mantissa bit, so that it stays a NaN) */
   const uint32_t max_finite = top == TOP_FN_SATFINITE ? inf | (mant_mask - 1) : inf - 1;
-  const uint32_t nan = top == TOP_FN_SATFINITE ? inf | mant_mask : inf | (1u << (mbits - 1));
   const uint32_t too_large = top == TOP_IEEE ? inf : max_finite;
 
-  if (dexp == 0x7FF && dmant && top != TOP_IEEE) /* 8-bit: the GPU's cvt gives 0x7F, sign dropped */
-    return 0x7F;
+  /* NaN: made quiet (top mantissa bit) so that it stays a NaN; in the 8-bit formats 0x7F, sign
+   * dropped, what the GPU's cvt gives (a NaN in both) */
+  if (dexp == 0x7FF && dmant)
+    return top == TOP_IEEE ? (uint16_t)(sign | inf | (1u << (mbits - 1))) : 0x7F;
   if (dexp == 0x7FF)
-    return (uint16_t)(sign | (dmant ? nan : too_large));
+    return (uint16_t)(sign | too_large);
   if (dexp == 0) /* zero, or a double subnormal (< 2^-1022): far below every format's range */
     return sign;
 
@@ -117,24 +117,19 @@ float tl_bf16_to_float(uint16_t h)
   return f;
 }
 
+/* e4m3 without its sign, shifted left by 7, is an f16 whose exponent's bias is 8 too large: widened
+ * through f16 and scaled by 2^8, exactly (subnormals included). Exponent 15 is a binade of numbers
+ * but for S.1111.111, the only NaN. */
 float tl_e4m3_to_float(uint8_t h)
 {
-  const uint32_t sign = (uint32_t)(h >> 7) << 31;
-  const uint32_t exp = (h >> 3) & 0xF;
-  const uint32_t mant = h & 0x7;
-  uint32_t bits;
-  if (exp == 0xF && mant == 0x7) {
-    bits = sign | 0x7FC00000u; /* the only NaN; exponent 15 is otherwise a binade of numbers */
-  } else if (exp == 0) {
-    /* zero or subnormal: mant * 2^-9, exact in float */
-    float f = (float)mant * (1.0f / 512.0f);
-    return sign ? -f : f;
-  } else {
-    bits = sign | ((exp - 7 + 127) << 23) | (mant << 20);
-  }
   float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
+  if ((h & 0x7F) == 0x7F) {
+    const uint32_t bits = (uint32_t)(h >> 7) << 31 | 0x7FC00000u;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  f = tl_f16_to_float((uint16_t)((h & 0x7F) << 7)) * 256.0f;
+  return h & 0x80 ? -f : f;
 }
 
 /* e5m2 is the top half of an f16, inf and NaNs included. */

@@ -377,6 +377,19 @@ static bool collect_params(Run *r)
   return true;
 }
 
+/* x rounded to a value of type t, once from the double (8-bit floats saturating) */
+static double round_to(TypeKind t, double x)
+{
+  switch (t) {
+  case TY_F16: return tl_f16_to_float(tl_f16_from_double(x));
+  case TY_BF16: return tl_bf16_to_float(tl_bf16_from_double(x));
+  case TY_E4M3: return tl_e4m3_to_float(tl_e4m3_from_double(x));
+  case TY_E5M2: return tl_e5m2_to_float(tl_e5m2_from_double(x));
+  case TY_F32: return (float)x;
+  default: return x;
+  }
+}
+
 /* A scalar's value from its --arg: a number as -D takes it, which the type must hold. */
 static bool scalar_value(const Run *r, Param *p)
 {
@@ -395,7 +408,7 @@ static bool scalar_value(const Run *r, Param *p)
                                       : arena_printf(r->arena, "an integer that fits in %s", type_name(t)));
   p->source = SRC_NUMBER;
   if (type_is_fp8(t)) /* rounded once from the double (saturating), as the runtime does for the GPU */
-    f = t == TY_E4M3 ? tl_e4m3_to_float(tl_e4m3_from_double(f)) : tl_e5m2_to_float(tl_e5m2_from_double(f));
+    f = round_to(t, f);
   p->value = type_is_float(t) ? (InterpArg){.name = p->name, .f = f} : (InterpArg){.name = p->name, .i = i};
   return true;
 }
@@ -428,6 +441,9 @@ static bool tensor_source(Param *p)
   p->source = SRC_FILE;
   return true;
 }
+
+/* bf16, e4m3 and e5m2: numpy has no such dtype; files hold them as <f4, or as their bits */
+static bool npy_lacks(TypeKind t) { return t == TY_BF16 || t == TY_E4M3 || t == TY_E5M2; }
 
 /* The .npy dtype that holds a tensor of type t; bf16, e4m3 and e5m2 have none: see read_file_tensor. */
 static NpyDtype npy_dtype_of(TypeKind t)
@@ -485,7 +501,7 @@ static bool read_file_tensor(Run *r, Param *p)
   if (!npy_read(p->arg->value, &p->file, err, sizeof err))
     return run_error("%s: cannot read '%s': %s", p->arg->text, p->arg->value, err);
   NpyDtype want = npy_dtype_of(t), bits = t == TY_BF16 ? NPY_U16 : NPY_U8;
-  bool no_npy = t == TY_BF16 || t == TY_E4M3 || t == TY_E5M2; /* numpy has no such dtype */
+  bool no_npy = npy_lacks(t);
   if (no_npy ? p->file.dtype != NPY_F32 && p->file.dtype != bits : p->file.dtype != want)
     return run_error("%s: the tensor %s needs %s, but '%s' holds %s", p->arg->text, param_text(r, p),
                      no_npy ? arena_printf(r->arena, "<f4 (rounded to %s) or %s (%s bits)", type_name(t),
@@ -673,18 +689,6 @@ typedef struct {
   int digits;      /* with exponent: the mantissa's digits after the point, or -1 (the fewest) */
   int left, right; /* widths before and after the point (floats), or the whole width */
 } Style;
-
-static double round_to(TypeKind t, double x)
-{
-  switch (t) {
-  case TY_F16: return tl_f16_to_float(tl_f16_from_double(x));
-  case TY_BF16: return tl_bf16_to_float(tl_bf16_from_double(x));
-  case TY_E4M3: return tl_e4m3_to_float(tl_e4m3_from_double(x));
-  case TY_E5M2: return tl_e5m2_to_float(tl_e5m2_from_double(x));
-  case TY_F32: return (float)x;
-  default: return x;
-  }
-}
 
 /* Element i as text. */
 static void elem_text(const Style *st, const void *data, int64_t i, char *buf, size_t cap)
@@ -885,7 +889,7 @@ static bool write_tensor(const Param *p, const char *path)
   NpyArray a = {.dtype = npy_dtype_of(t), .rank = p->buf->rank, .count = p->count, .data = p->data};
   memcpy(a.shape, p->dims, sizeof p->dims);
   float *wide = NULL;
-  if (t == TY_BF16 || t == TY_E4M3 || t == TY_E5M2) {
+  if (npy_lacks(t)) {
     a.data = wide = malloc((size_t)p->count * sizeof *wide + 1);
     for (int64_t i = 0; wide && i < p->count; i++)
       wide[i] = (float)load_float(t, p->data, i);

@@ -59,9 +59,7 @@ def main():
                 except Exception as e:
                     res.append(f"no ({str(e)[:40]})")
                     continue
-                call = {"softmax": lambda: k(X=x, Y=y, M=m, N=n),
-                        "rmsnorm": lambda: k(X=x, W=w, Y=y, eps=eps, M=m, N=n),
-                        "layernorm": lambda: k(X=x, W=w, B=b, Y=y, eps=eps, M=m, N=n)}[kind]
+                call = sw.launcher(kind, k, x, w, b, y, eps)
                 y.fill_(float("nan"))
                 call()
                 torch.cuda.synchronize()

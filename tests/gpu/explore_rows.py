@@ -125,9 +125,7 @@ def main():
                 except Exception as e:  # a candidate that does not compile (registers, shared memory)
                     results.append((label, None, f"no: {str(e)[:60]}"))
                     continue
-                call = {"softmax": lambda: k(X=x, Y=y, M=m, N=n),
-                        "rmsnorm": lambda: k(X=x, W=w, Y=y, eps=eps, M=m, N=n),
-                        "layernorm": lambda: k(X=x, W=w, B=b, Y=y, eps=eps, M=m, N=n)}[kind]
+                call = sw.launcher(kind, k, x, w, b, y, eps)
                 y.fill_(float("nan"))
                 call()
                 torch.cuda.synchronize()

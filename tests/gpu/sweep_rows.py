@@ -89,6 +89,16 @@ def triton_peer(kind, x, w, b, y, eps):
     return lambda: _layernorm_row[(M,)](x, w, b, y, N, eps, BLOCK=blk, num_warps=warps)
 
 
+def launcher(kind, k, x, w, b, y, eps):
+    """A call of the stdlib row kernel `kind` (a tlcuda Kernel k) on these tensors."""
+    m, n = x.shape
+    if kind == "softmax":
+        return lambda: k(X=x, Y=y, M=m, N=n)
+    if kind == "rmsnorm":
+        return lambda: k(X=x, W=w, Y=y, eps=eps, M=m, N=n)
+    return lambda: k(X=x, W=w, B=b, Y=y, eps=eps, M=m, N=n)
+
+
 def torch_peer(kind, x, w, b, y, eps):
     if kind == "softmax":
         return lambda: torch.softmax(x, dim=-1)
@@ -169,9 +179,7 @@ def main():
                 y = torch.full((m, n), float("nan"), device="cuda", dtype=t)
                 y2 = torch.empty_like(y)
                 eps = 1e-5
-                ours = {"softmax": lambda: k(X=x, Y=y, M=m, N=n),
-                        "rmsnorm": lambda: k(X=x, W=w, Y=y, eps=eps, M=m, N=n),
-                        "layernorm": lambda: k(X=x, W=w, B=b, Y=y, eps=eps, M=m, N=n)}[kind]
+                ours = launcher(kind, k, x, w, b, y, eps)
                 ours()
                 torch.cuda.synchronize()
                 rows = torch.randint(0, m, (min(m, 64),), device="cuda")
