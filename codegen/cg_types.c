@@ -140,9 +140,59 @@ static LLVMValueRef convert_int_to_int(Cg *cg, LLVMValueRef v, TypeKind from, Ty
   return LLVMBuildSExt(cg->b, v, dst, "");
 }
 
+static LLVMTypeRef scalar_of(LLVMTypeRef t)
+{
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
+
+/* The constant c in every lane of t (c itself when t is a scalar). */
+static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef c)
+{
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind)
+    return c;
+  LLVMValueRef lanes[64];
+  unsigned n = LLVMGetVectorSize(t);
+  if (n > 64)
+    DIE("a vector of %u lanes", n);
+  for (unsigned i = 0; i < n; i++)
+    lanes[i] = c;
+  return LLVMConstVector(lanes, n);
+}
+
+/* An 8-bit integer is exact in f16, bf16 and f32, and a float whose low mantissa bits are the byte
+ * gives it with two integer-unit operations and one subtraction, where cvt (I2F) runs at a quarter
+ * of their rate or less and its two steps (cvt.s16.s8, cvt.rn.f16.s16) are what kept a GEMM that
+ * widens i8 weights in registers waiting (stdlib/gemm.tl's gemm_w8a16):
+ *   f16  0x6400 | b is 1024 + b (10 mantissa bits), so x = half(b ^ 0x6480) - 1152 for an i8
+ *        (b ^ 0x80 = x + 128) and half(b | 0x6400) - 1024 for a u8
+ *   f32  the same with 0x4B000000 (2^23), and bf16 as that f32's high half: an 8-bit integer has
+ *        at most 8 significant bits, which bf16 holds, so the cut is exact.
+ * Every one of the 256 values of each type gives the cvt's result (tests/unit/test_codegen.c). */
+static LLVMValueRef convert_byte_to_float(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
+{
+  bool sgn = from == TY_I8;
+  bool f16 = to == TY_F16;
+  LLVMTypeRef bits = lanes_like(cg, v, f16 ? TY_I16 : TY_I32);
+  LLVMValueRef b = LLVMBuildZExt(cg->b, v, bits, "");
+  uint64_t magic = f16 ? 0x6400 : 0x4B000000, bias = sgn ? 0x80 : 0;
+  b = LLVMBuildXor(cg->b, b, splat(bits, LLVMConstInt(scalar_of(bits), magic | bias, 0)), "");
+  TypeKind via = f16 ? TY_F16 : TY_F32;
+  LLVMValueRef f = LLVMBuildBitCast(cg->b, b, lanes_like(cg, v, via), "");
+  double off = (f16 ? 1024.0 : 8388608.0) + (sgn ? 128.0 : 0.0);
+  f = LLVMBuildFSub(cg->b, f, splat(LLVMTypeOf(f), LLVMConstReal(scalar_of(LLVMTypeOf(f)), off)), "");
+  if (to != TY_BF16)
+    return f;
+  LLVMTypeRef wide = lanes_like(cg, v, TY_I32), half = lanes_like(cg, v, TY_I16);
+  LLVMValueRef hi = LLVMBuildLShr(cg->b, LLVMBuildBitCast(cg->b, f, wide, ""),
+                                  splat(wide, LLVMConstInt(cg->t.i32, 16, 0)), "");
+  return LLVMBuildBitCast(cg->b, LLVMBuildTrunc(cg->b, hi, half, ""), lanes_like(cg, v, TY_BF16), "");
+}
+
 /* Integers go to f16/bf16 through f32: sm_80 has no cvt.rn.bf16.s32. */
 static LLVMValueRef convert_int_to_float(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to)
 {
+  if ((from == TY_I8 || from == TY_U8) && to != TY_F64)
+    return convert_byte_to_float(cg, v, from, to);
   TypeKind via = cg_is_half(to) ? TY_F32 : to;
   LLVMTypeRef dst = lanes_like(cg, v, via);
   if (from != TY_BOOL && type_is_signed(from))

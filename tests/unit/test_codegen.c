@@ -949,6 +949,45 @@ static void test_swizzle_lines(void)
   free(off);
 }
 
+/* cg_convert of an 8-bit integer to f16, bf16 and f32 (the mantissa trick of cg_types.c), on
+ * constants: LLVM's builder folds the instructions, so every one of the 256 values of i8 and u8
+ * must come out as a constant equal to the integer, in a scalar and in each lane of a vector. */
+static void test_byte_conversions(void)
+{
+  Cg cg = {0};
+  cg.ctx = LLVMContextCreate();
+  cg.b = LLVMCreateBuilderInContext(cg.ctx);
+  cg_types_init(&cg.t, cg.ctx);
+  static const TypeKind froms[] = {TY_I8, TY_U8}, tos[] = {TY_F16, TY_BF16, TY_F32};
+  int wrong = 0, unfolded = 0;
+  for (int f = 0; f < 2; f++)
+    for (int t = 0; t < 3; t++)
+      for (int byte = 0; byte < 256; byte++) {
+        double want = froms[f] == TY_I8 ? (double)(int8_t)byte : (double)byte;
+        LLVMValueRef lanes[4];
+        for (int l = 0; l < 4; l++)
+          lanes[l] = LLVMConstInt(cg.t.i8, (unsigned)(byte + 37 * l) & 255, 0);
+        LLVMValueRef vals[2] = {cg_convert(&cg, lanes[0], froms[f], tos[t]),
+                                cg_convert(&cg, LLVMConstVector(lanes, 4), froms[f], tos[t])};
+        for (int v = 0; v < 2; v++)
+          for (int l = 0; l < (v ? 4 : 1); l++) {
+            LLVMValueRef x = v ? LLVMGetAggregateElement(vals[v], (unsigned)l) : vals[v];
+            if (!x || !LLVMIsAConstantFP(x)) {
+              unfolded++;
+              continue;
+            }
+            unsigned b = (unsigned)(byte + 37 * l) & 255;
+            double w = froms[f] == TY_I8 ? (double)(int8_t)b : (double)b;
+            LLVMBool loses;
+            wrong += LLVMConstRealGetDouble(x, &loses) != (l ? w : want);
+          }
+      }
+  CHECK(!unfolded, "%d conversions of constant bytes did not fold to constants", unfolded);
+  CHECK(!wrong, "%d conversions of bytes to floats differ from the integer", wrong);
+  LLVMDisposeBuilder(cg.b);
+  LLVMContextDispose(cg.ctx);
+}
+
 /* ir/smem.c's smem_elem_offset, the integer offsets the interpreter uses, equals
  * what codegen's tile_offset builds, element by element, for every layout. */
 static void test_smem_twin(void)
@@ -1134,6 +1173,7 @@ int main(void)
   test_wgmma();
   test_swizzle_lines();
   test_smem_twin();
+  test_byte_conversions();
   test_fatal_contained();
   if (failures) {
     fprintf(stderr, "test_codegen: %d failures\n", failures);
