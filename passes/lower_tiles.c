@@ -230,10 +230,13 @@ bool pass_linearize_locals(PassContext *pc, Kernel *k)
   return true;
 }
 
+static void find_register_a_loops(Kernel *k, Stmt *s);
+
 bool pass_choose_swizzles(PassContext *pc, Kernel *k)
 {
   Lw w = lw_begin(pc, k);
   mark_swizzled(&w, k->body);
+  find_register_a_loops(k, k->body);
   return true;
 }
 
@@ -307,6 +310,67 @@ static void each_shared_use(const Kernel *k, Stmt *s, SharedUseFn fn, void *ctx)
   SharedUses u = {k, fn, ctx, 0};
   field_uses(&u, s);
   stmt_rewrite_exprs(s, load_use, &u); /* s and everything inside it */
+}
+
+/* ---------------------------------------------------------------- register A's sources
+ *
+ * A loop that fills gemm's register A operand element by element (`wf[i, j] = T(W8[i, j])`: weights
+ * widened on the way to the tensor cores) reads its shared tiles in the MMA fragment's pattern: in
+ * one load instruction, lane l reads row l / 4 (and l / 4 + 8) at column 2 * (l % 4) of its
+ * warp's rows.  In a plain tile of 64-byte rows, rows r, r + 2, r + 4 and r + 6 fall in the same
+ * bank: every such load takes 4 passes, and the loop runs on the path from the copy to the tensor
+ * cores.  Swizzled in 128-byte lines (SWIZZLE_LINES), the 8 rows of a load land in 8 different
+ * 16-byte chunks of the banks: one pass.  The layout is invisible to the program (copies move
+ * 16-byte chunks, which stay whole); tiles already given a layout keep it. */
+
+/* Does a gemm in s, or inside it, read buf as its A operand? */
+static bool is_register_a(const Kernel *k, const Stmt *s, int buf)
+{
+  if (!s)
+    return false;
+  if (s->kind == ST_GEMM && s->a == buf)
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (is_register_a(k, s->body[i], buf))
+      return true;
+  return is_register_a(k, s->then_s, buf) || is_register_a(k, s->else_s, buf);
+}
+
+/* Does s, or a statement inside it, store into a fragment that a gemm in root reads as its A operand? */
+static bool stores_register_a(const Kernel *k, const Stmt *s, const Stmt *root)
+{
+  if (!s)
+    return false;
+  if (s->kind == ST_STORE && k->bufs[s->buf].scope == SCOPE_FRAGMENT && is_register_a(k, root, s->buf))
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (stores_register_a(k, s->body[i], root))
+      return true;
+  return stores_register_a(k, s->then_s, root) || stores_register_a(k, s->else_s, root);
+}
+
+static void swizzle_lines_if_plain(void *ctx, int buf, bool pipelined)
+{
+  (void)pipelined;
+  Buffer *b = &((Kernel *)ctx)->bufs[buf];
+  int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
+  int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
+  if (b->swizzle == SWIZZLE_NONE && type_bytes(b->elem) <= 2 && bytes % 128 == 0 && row % 16 == 0)
+    b->swizzle = SWIZZLE_LINES;
+}
+
+static void find_register_a_loops(Kernel *k, Stmt *s)
+{
+  if (!s)
+    return;
+  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && stores_register_a(k, s, k->body)) {
+    each_shared_use(k, s, swizzle_lines_if_plain, k);
+    return;
+  }
+  for (int i = 0; i < s->nbody; i++)
+    find_register_a_loops(k, s->body[i]);
+  find_register_a_loops(k, s->then_s);
+  find_register_a_loops(k, s->else_s);
 }
 
 /* ---------------------------------------------------------------- stage-stores
