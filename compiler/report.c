@@ -1447,7 +1447,8 @@ void report_kernel(StrBuf *out, Arena *a, const Kernel *tile, const Kernel *thre
                    : "  bank conflicts: warp 0 of block 0 run\n");
   sb_puts(
       out,
-      "  as a block inside large aligned tensors (sizes not given read as 2^30): unrolled loops through,\n"
+      "  as a block inside large aligned tensors (sizes not given read as 2^30; tensor maps passed: the TMA\n"
+      "  path where there is one): unrolled loops through,\n"
       "  other loops once (their first iteration).  Per instruction, the wavefronts are the most distinct\n"
       "  4-byte words in one of the 32 banks, per phase of the warp (32 lanes for accesses of 4 bytes or\n"
       "  less, 16 for 8, 8 for 16 and ldmatrix); degree = wavefronts / ideal, the worst instruction's\n");
