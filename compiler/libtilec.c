@@ -8,6 +8,7 @@
 #include "file.h" /* runtime/file.h: the one whole-file reader */
 #include "parse.h"
 #include "passes.h"
+#include "report.h"
 #include "target.h"
 #include "tilec_build_id.h" /* TILEC_BUILD_ID: generated from the compiler's sources */
 #include "tilec_runtime.h"  /* the tilec-meta parser */
@@ -24,8 +25,10 @@ struct tilec_result {
   char *diag_text;
   tilec_diagnostic *diags;
   int ndiags;
-  tilec_kernel *kernels; /* in the arena */
+  tilec_kernel *kernels;        /* in the arena */
   int nkernels;
+  tilec_kernel_report *reports; /* TILEC_EMIT_REPORT, in the arena */
+  int nreports;
 };
 
 int tilec_arch_supported(const char *arch) { return target_find(arch) != NULL; }
@@ -152,6 +155,7 @@ typedef struct {
   const char *dump_after;
   bool line_info;
   const char *filename;
+  int64_t num_sms; /* --emit=report: the multiprocessor count grid(...) is evaluated at (-1: none) */
 } Request;
 
 /* A list of NAME=VALUE options (defines, sizes), checked and copied into the arena; false with an
@@ -228,9 +232,31 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
                    &rq->ndefs) ||
       !name_values(r, d, opt ? opt->sizes : NULL, opt ? opt->nsizes : 0, "size", &rq->sizes, &rq->nsizes))
     return TILEC_ERR_INVALID_ARGUMENT;
-  if ((int)rq->emit < TILEC_EMIT_PTX || (int)rq->emit > TILEC_EMIT_HEADER) {
+  if ((int)rq->emit < TILEC_EMIT_PTX || (int)rq->emit > TILEC_EMIT_REPORT) {
     error_at(d, NO_LOC, "unknown emit kind %d", (int)rq->emit);
     return TILEC_ERR_INVALID_ARGUMENT;
+  }
+  rq->num_sms = -1;
+  if (rq->emit == TILEC_EMIT_REPORT) {
+    /* the report takes the device's multiprocessor count as one more size, num_sms (a name no
+     * size can have: it is the language's), and gives the others to sema */
+    int n = 0;
+    for (int i = 0; i < rq->nsizes; i++) {
+      if (strcmp(rq->sizes[i].name, "num_sms")) {
+        rq->sizes[n++] = rq->sizes[i];
+        continue;
+      }
+      char *end = NULL;
+      errno = 0;
+      long long v = strtoll(rq->sizes[i].value, &end, 0);
+      if (errno || end == rq->sizes[i].value || *end || v < 1 || v > 65535) {
+        error_at(d, NO_LOC, "num_sms is a multiprocessor count from 1 to 65535, got '%s'",
+                 rq->sizes[i].value);
+        return TILEC_ERR_INVALID_ARGUMENT;
+      }
+      rq->num_sms = v;
+    }
+    rq->nsizes = n;
   }
   return TILEC_OK;
 }
@@ -386,6 +412,49 @@ static tilec_status generate(tilec_result *r, Diags *d, const Request *rq, const
   return status;
 }
 
+/* --emit=report: the kernels after the whole pipeline (m, diagnostics reported) and once more
+ * through "layout" (the tile operations with their fragments' layouts; no diagnostic twice), each
+ * kernel's report into *text and its numbers into the result. */
+static tilec_status report_output(tilec_result *r, Diags *d, const Request *rq, const Module *m, StrBuf *text)
+{
+  Diags quiet = {.arena = r->arena, .filename = d->filename, .src = d->src, .src_len = d->src_len};
+  Parser p = {.arena = r->arena, .diags = &quiet};
+  parse_source(&p, rq->src, rq->len);
+  Module *tile = quiet.nerrors ? NULL
+                               : sema_build(r->arena, &quiet, &p.kernels, rq->defs, rq->ndefs, rq->sizes,
+                                            rq->nsizes, rq->kernel, rq->target);
+  PassContext pc = {.arena = r->arena, .diags = &quiet, .target = rq->target};
+  if (!tile || !run_pipeline_through(&pc, tile, "layout") || tile->nkernels != m->nkernels) {
+    error_at(d, NO_LOC, "internal error: the kernels do not compile a second time for the report");
+    return TILEC_ERR_SOURCE;
+  }
+  const char **names = ARENA_ARRAY(r->arena, const char *, rq->nsizes + 1);
+  int64_t *values = ARENA_ARRAY(r->arena, int64_t, rq->nsizes + 1);
+  for (int i = 0; i < rq->nsizes; i++) { /* sema checked every value */
+    names[i] = rq->sizes[i].name;
+    values[i] = strtoll(rq->sizes[i].value, NULL, 0);
+  }
+  ReportSizes rs = {names, values, rq->nsizes, rq->num_sms};
+  r->reports = ARENA_ARRAY(r->arena, tilec_kernel_report, m->nkernels + 1);
+  for (int i = 0; i < m->nkernels; i++) {
+    ReportNumbers n;
+    if (i)
+      sb_puts(text, "\n");
+    report_kernel(text, r->arena, tile->kernels[i], m->kernels[i], rq->target, &rs, &n);
+    double unknown = n.known ? 0 : -1;
+    r->reports[r->nreports++] = (tilec_kernel_report){m->kernels[i]->name,
+                                                      n.known,
+                                                      n.known ? n.blocks : -1,
+                                                      n.known ? n.read_bytes : unknown,
+                                                      n.known ? n.write_bytes : unknown,
+                                                      n.known ? n.mma_flops : unknown,
+                                                      n.known ? n.other_flops : unknown,
+                                                      n.threads,
+                                                      (unsigned long long)n.smem_bytes};
+  }
+  return TILEC_OK;
+}
+
 /* Source -> tokens -> AST -> tile IR -> passes -> LLVM -> PTX, stopping at
  * rq->emit: its text into *text, the --dump-after text into *dump. */
 static tilec_status run_stages(tilec_result *r, Diags *d, const Request *rq, const tilec_options *opt,
@@ -410,6 +479,8 @@ static tilec_status run_stages(tilec_result *r, Diags *d, const Request *rq, con
     return TILEC_ERR_SOURCE;
   if (rq->emit == TILEC_EMIT_TIR)
     return TILEC_OK;
+  if (rq->emit == TILEC_EMIT_REPORT)
+    return report_output(r, d, rq, m, text);
   return generate(r, d, rq, opt, m, text);
 }
 
@@ -432,7 +503,7 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
     status = run_stages(r, &d, &rq, opt, &text, &dump);
     r->output = status == TILEC_OK ? sb_take(&text) : NULL;
     if (status != TILEC_OK)
-      r->nkernels = 0;
+      r->nkernels = r->nreports = 0;
     free(text.data);
     r->dump = sb_take(&dump);
   }
@@ -486,6 +557,15 @@ const tilec_kernel *tilec_result_kernel(const tilec_result *r, int i)
   if (!r || i < 0 || i >= r->nkernels)
     return NULL;
   return &r->kernels[i];
+}
+
+int tilec_result_num_reports(const tilec_result *r) { return r ? r->nreports : 0; }
+
+const tilec_kernel_report *tilec_result_report(const tilec_result *r, int i)
+{
+  if (!r || i < 0 || i >= r->nreports)
+    return NULL;
+  return &r->reports[i];
 }
 
 const char *tilec_result_output(const tilec_result *r) { return r ? r->output : NULL; }

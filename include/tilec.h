@@ -28,6 +28,7 @@ typedef enum {
   TILEC_EMIT_AST,
   TILEC_EMIT_TOKENS,
   TILEC_EMIT_HEADER, /* a C header: the PTX embedded, one typed launch function per kernel */
+  TILEC_EMIT_REPORT, /* plain text per kernel: layouts, bank conflicts, traffic, FLOPs (docs/cli.md) */
 } tilec_emit;
 
 typedef struct {
@@ -137,6 +138,27 @@ typedef struct {
  * (0 otherwise), in the order of the PTX.  Owned by the result. */
 TILEC_API int tilec_result_num_kernels(const tilec_result *r);
 TILEC_API const tilec_kernel *tilec_result_kernel(const tilec_result *r, int i); /* NULL if out of range */
+
+/* ---- a TILEC_EMIT_REPORT compilation's numbers per kernel (the text has the formulas) */
+
+typedef struct {
+  const char *name;
+  int known;                     /* nonzero: every size the numbers below use was given (tilec_options.sizes,
+                                    with "num_sms" for a grid that uses it); else they are -1 */
+  double blocks;                 /* blocks per launch */
+  double read_bytes;             /* global memory read per launch: whole tiles, masked tails aside */
+  double write_bytes;            /* global memory written per launch */
+  double mma_flops;              /* gemm's 2*M*N*K per call, per launch: the tensor cores' work */
+  double other_flops;            /* elementwise arithmetic and reductions, per launch */
+  unsigned threads;              /* per block */
+  unsigned long long smem_bytes; /* shared memory per block */
+} tilec_kernel_report;
+
+/* The kernels of a successful TILEC_EMIT_REPORT compilation (0 otherwise), in report order.
+ * Owned by the result. */
+TILEC_API int tilec_result_num_reports(const tilec_result *r);
+TILEC_API const tilec_kernel_report *tilec_result_report(const tilec_result *r,
+                                                         int i); /* NULL if out of range */
 
 /* Whether `arch` is a target tilec can emit for. */
 TILEC_API int tilec_arch_supported(const char *arch);

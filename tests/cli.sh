@@ -37,6 +37,19 @@ emit tir '// ---- after plan-shared'
 emit llvm 'define ptx_kernel void @saxpy(ptr %X, ptr %Y, ptr %Z, float %a, i32 %N)'
 emit ptx '.visible .entry saxpy('
 emit header 'CUresult saxpy_launch(CUstream stream, float *X, float *Y, float *Z, float a, int32_t N);'
+emit report 'kernel saxpy (sm_90a)'
+# --emit=report: --gpu, --time-us, num_sms (tests/report/ checks the figures, tests/diag/report_* the
+# other usage errors)
+ok "$TILEC" --emit=report --gpu a100 "$ex/gelu.tl"; has 'roofline of gelu_f16 on the NVIDIA A100 SXM 80GB'
+has 'roofline of gelu_bf16 on'; has 'not known: give every size with --size'
+ok "$TILEC" --emit=report --gpu=l40s --time-us=3 --kernel gelu_f16 --size N=65536 "$ex/gelu.tl"
+has 'measured 3 us:'
+bad 1 "tilec: error: --time-us is the time of one kernel, but the report has 2; choose one with --kernel NAME" \
+  "$TILEC" --emit=report --gpu=h100 --time-us=3 "$ex/gelu.tl"
+bad 1 "tilec: error: --time-us needs a time in microseconds greater than 0, got '0'" \
+  "$TILEC" --emit=report --gpu=h100 --time-us=0 "$ex/gelu.tl"
+bad 1 "error: num_sms is a multiprocessor count from 1 to 65535, got '0'" \
+  "$TILEC" --emit=report --size num_sms=0 "$ex/gelu.tl"
 ok "$TILEC" --emit=llvm "$ex/saxpy.tl"; has 'define ptx_kernel void @saxpy('   # stdout by default
 ok "$TILEC" -O0 "$ex/saxpy.tl" -o "$tmp/o0.ptx"; quiet; has '.visible .entry saxpy(' "$tmp/o0.ptx"
 ok "$TILEC" "$ex/saxpy.tl" -o "$tmp/o3.ptx"
@@ -96,7 +109,7 @@ bad 1 "tilec: error: more than one input file ('b.tl')" "$TILEC" a.tl b.tl; has 
 bad 1 "tilec: error: cannot read '$tmp/none.tl': No such file or directory" "$TILEC" "$tmp/none.tl"
 bad 1 "tilec: error: -D needs NAME=VALUE, got 'BLOCK'" "$TILEC" -D BLOCK "$ex/saxpy.tl"; has "$usage" "$tmp/e"
 bad 1 "tilec: error: -o needs a file name" "$TILEC" "$ex/saxpy.tl" -o; has "$usage" "$tmp/e"
-bad 1 "tilec: error: unknown --emit kind 'sass'; expected tokens, ast, tir, llvm, ptx or header" \
+bad 1 "tilec: error: unknown --emit kind 'sass'; expected tokens, ast, tir, llvm, ptx, header or report" \
   "$TILEC" --emit=sass "$ex/saxpy.tl"
 bad 1 "$ex/saxpy.tl: error: unknown pass 'nope' for dump-after" "$TILEC" --dump-after=nope "$ex/saxpy.tl" -o -
 bad 1 "$ex/saxpy.tl: error: no kernel named 'nope'" "$TILEC" --kernel nope "$ex/saxpy.tl" -o -

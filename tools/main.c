@@ -1,9 +1,10 @@
 /* main.c: the tilec command line, with clang's and nvcc's conventions. */
-#include "cli.h"    /* reading the source, writing the output: shared with run.c */
-#include "passes.h" /* passes/passes.h: the pipeline's steps, for --help */
-#include "run.h"    /* tilec run */
-#include "target.h" /* ir/target.h */
-#include "tune.h"   /* tilec tune */
+#include "cli.h"      /* reading the source, writing the output: shared with run.c */
+#include "passes.h"   /* passes/passes.h: the pipeline's steps, for --help */
+#include "roofline.h" /* --gpu's table */
+#include "run.h"      /* tilec run */
+#include "target.h"   /* ir/target.h */
+#include "tune.h"     /* tilec tune */
 #include "tilec.h"
 
 #include <errno.h>
@@ -34,8 +35,12 @@ static const char USAGE[] =
     "                      launcher runs the variant whose launch constants a launch's sizes\n"
     "                      give (repeatable)\n"
     "  --kernel NAME       compile only the kernel NAME\n"
-    "  --emit=KIND         tokens, ast, tir, llvm, ptx (default) or header (C launchers\n"
-    "                      with the PTX embedded; see docs/cli.md)\n"
+    "  --emit=KIND         tokens, ast, tir, llvm, ptx (default), header (C launchers\n"
+    "                      with the PTX embedded) or report (layouts, bank conflicts, traffic,\n"
+    "                      FLOPs and occupancy per kernel; see docs/cli.md)\n"
+    "  --gpu=NAME          --emit=report: the roofline bound on h200, h100, a100, l40s or\n"
+    "                      rtx4090 (also sets num_sms unless --size gives it)\n"
+    "  --time-us=T         --emit=report with --gpu: a measured time, as a fraction of the bound\n"
     "  --dump-after=PASS   print the tile IR after PASS to stderr: a step of the pipeline,\n"
     "                      a group (its last step), all (every step) or groups:\n"
     "%s"
@@ -101,6 +106,8 @@ typedef struct {
   tilec_bucket *buckets; /* --bucket: each a list as parse_sizes makes it (sizes malloc'd) */
   char **bucket_text;    /* and the text its names and values point into */
   int nbuckets;
+  const Gpu *gpu;        /* --gpu (--emit=report) */
+  double time_us;        /* --time-us, 0 when not given */
 } Command;
 
 static bool parse_sizes(Command *cmd, const char *v, const char *what);
@@ -238,14 +245,26 @@ static int parse_args(int argc, char **argv, Command *cmd)
       opt->kernel = v;
     } else if (!strncmp(a, "--emit=", 7)) {
       /* in tilec_emit's order */
-      static const char *kinds[] = {"ptx", "llvm", "tir", "ast", "tokens", "header"};
+      static const char *kinds[] = {"ptx", "llvm", "tir", "ast", "tokens", "header", "report"};
       int k = -1;
       for (int j = 0; j < (int)(sizeof kinds / sizeof *kinds); j++)
         if (!strcmp(a + 7, kinds[j]))
           k = j;
       if (k < 0)
-        return usage_error("unknown --emit kind '%s'; expected tokens, ast, tir, llvm, ptx or header", a + 7);
+        return usage_error("unknown --emit kind '%s'; expected tokens, ast, tir, llvm, ptx, header or report",
+                           a + 7);
       opt->emit = (tilec_emit)k;
+    } else if (!strcmp(a, "--gpu") || !strncmp(a, "--gpu=", 6)) {
+      const char *v = a[5] == '=' ? a + 6 : (++i < argc ? argv[i] : NULL);
+      if (!v || !(cmd->gpu = gpu_find(v)))
+        return usage_error("unknown GPU '%s' for --gpu; expected %s", v ? v : "", gpu_names());
+    } else if (!strcmp(a, "--time-us") || !strncmp(a, "--time-us=", 10)) {
+      const char *v = a[9] == '=' ? a + 10 : (++i < argc ? argv[i] : NULL);
+      char *end = NULL;
+      double t = v ? strtod(v, &end) : 0;
+      if (!v || end == v || *end || !(t > 0) || t > 1e12)
+        return usage_error("--time-us needs a time in microseconds greater than 0, got '%s'", v ? v : "");
+      cmd->time_us = t;
     } else if (!strncmp(a, "--dump-after=", 13)) {
       opt->dump_after = a + 13;
     } else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
@@ -261,6 +280,19 @@ static int parse_args(int argc, char **argv, Command *cmd)
   }
   if (!cmd->input)
     return usage_error("%s", "no input file");
+  if ((cmd->gpu || cmd->time_us > 0) && opt->emit != TILEC_EMIT_REPORT)
+    return usage_error("%s", "--gpu and --time-us go with --emit=report");
+  if (cmd->time_us > 0 && !cmd->gpu)
+    return usage_error("%s", "--time-us needs --gpu=NAME: the bound it is compared with is that GPU's");
+  if (cmd->gpu) { /* the GPU's multiprocessor count for grid(...), unless --size gave one */
+    bool given = false;
+    for (int j = 0; j < cmd->nsizes; j++)
+      given |= !strcmp(cmd->sizes[j].name, "num_sms");
+    char item[32];
+    snprintf(item, sizeof item, "num_sms=%d", cmd->gpu->sms);
+    if (!given && !parse_sizes(cmd, item, "--gpu"))
+      return 1;
+  }
   if (cmd->nbuckets && opt->emit != TILEC_EMIT_HEADER)
     return usage_error("%s",
                        "--bucket makes variants for --emit=header; other outputs are one variant (--size)");
@@ -287,6 +319,38 @@ static const char *default_output(const Command *cmd, char **owned)
   return *owned = name;
 }
 
+/* The output, with --gpu each kernel's roofline after the report: a malloc'd string, or NULL after
+ * an error (reported). */
+static char *report_with_roofline(const Command *cmd, const tilec_result *r)
+{
+  const char *out = tilec_result_output(r);
+  size_t len = strlen(out);
+  int n = tilec_result_num_reports(r);
+  if (cmd->gpu && cmd->time_us > 0 && n != 1) {
+    usage_error("--time-us is the time of one kernel, but the report has %d; choose one with --kernel NAME",
+                n);
+    return NULL;
+  }
+  char *text = malloc(len + 1);
+  if (!text)
+    return NULL;
+  memcpy(text, out, len + 1);
+  for (int i = 0; cmd->gpu && i < n; i++) {
+    char *roof = roofline_text(tilec_result_report(r, i), cmd->gpu, cmd->time_us);
+    char *grown = roof ? realloc(text, len + strlen(roof) + 1) : NULL;
+    if (!grown) {
+      free(roof);
+      free(text);
+      return NULL;
+    }
+    text = grown;
+    memcpy(text + len, roof, strlen(roof) + 1);
+    len += strlen(roof);
+    free(roof);
+  }
+  return text;
+}
+
 /* Reads, compiles (diagnostics and the --dump-after text to stderr) and writes
  * the output: the exit status. */
 static int compile(Command *cmd)
@@ -308,13 +372,15 @@ static int compile(Command *cmd)
   if (cmd->opt.dump_after)
     fputs(tilec_result_dump(r), stderr);
   int rc = 1;
-  if (st == TILEC_OK) {
+  char *text = st == TILEC_OK ? report_with_roofline(cmd, r) : NULL;
+  if (text) {
     char *owned = NULL;
     const char *output = cmd->output ? cmd->output : default_output(cmd, &owned);
-    if (cli_write_file(output, tilec_result_output(r), strlen(tilec_result_output(r))) == 0)
+    if (cli_write_file(output, text, strlen(text)) == 0)
       rc = 0;
     free(owned);
   }
+  free(text);
   tilec_result_free(r);
   free(src);
   return rc;

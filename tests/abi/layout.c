@@ -27,6 +27,11 @@ int main(void)
       AT(tilec_param, rank), AT(tilec_param, dims);
   STRUCT(tilec_kernel), AT(tilec_kernel, name), AT(tilec_kernel, threads), AT(tilec_kernel, smem),
       AT(tilec_kernel, nparams), AT(tilec_kernel, nargs), AT(tilec_kernel, params), AT(tilec_kernel, grid);
+  STRUCT(tilec_kernel_report), AT(tilec_kernel_report, name), AT(tilec_kernel_report, known),
+      AT(tilec_kernel_report, blocks), AT(tilec_kernel_report, read_bytes),
+      AT(tilec_kernel_report, write_bytes), AT(tilec_kernel_report, mma_flops),
+      AT(tilec_kernel_report, other_flops), AT(tilec_kernel_report, threads),
+      AT(tilec_kernel_report, smem_bytes);
 
   STRUCT(tl_tmap_info), AT(tl_tmap_info, tensor), AT(tl_tmap_info, rank), AT(tl_tmap_info, box),
       AT(tl_tmap_info, swizzle);
@@ -65,7 +70,8 @@ int main(void)
       AT(tl_jit_stats, memory_evictions), AT(tl_jit_stats, memory_bytes), AT(tl_jit_stats, disk_untrusted),
       AT(tl_jit_stats, disk_evictions), AT(tl_jit_stats, disk_temporaries_removed);
 
-  VALUE(TILEC_ERR_IO), VALUE(TILEC_EMIT_HEADER), VALUE(TILEC_PARAM_TMAP_OK), VALUE(TILEC_MAX_BUCKETS);
+  VALUE(TILEC_ERR_IO), VALUE(TILEC_EMIT_HEADER), VALUE(TILEC_EMIT_REPORT), VALUE(TILEC_PARAM_TMAP_OK),
+      VALUE(TILEC_MAX_BUCKETS);
   VALUE(TILEC_MAX_SOURCE_BYTES);
   VALUE(TL_ERR_NO_DRIVER), VALUE(TL_ERR_BAD_ARGUMENT), VALUE(TL_ERR_COMPILE), VALUE(TL_ERR_KERNEL_FAILED);
   VALUE(TL_BOOL), VALUE(TL_F16), VALUE(TL_BF16), VALUE(TL_F32), VALUE(TL_F64), VALUE(TL_E4M3), VALUE(TL_E5M2);

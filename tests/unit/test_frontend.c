@@ -66,6 +66,49 @@ static void test_metadata(void)
   tilec_result_free(r);
 }
 
+/* TILEC_EMIT_REPORT: the text, and the same figures as records (vadd at N = 5000: 5 blocks of 1024
+ * f32, whole tiles: 2 * 4096 bytes read and 4096 written per block, one add per element). */
+static void test_report(void)
+{
+  tilec_define sizes[] = {{"N", "5000"}, {"num_sms", "132"}};
+  tilec_options o = {0};
+  o.filename = "t.tl";
+  o.opt_level = 3;
+  o.emit = TILEC_EMIT_REPORT;
+  o.sizes = sizes;
+  o.nsizes = 2;
+  tilec_result *r = NULL;
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_OK);
+  const char *out = tilec_result_output(r);
+  CHECK(out && strstr(out, "grid: (ceildiv(N, 1024)) = (5, 1, 1) = 5 blocks"));
+  CHECK(out && strstr(out, "global bytes read:    blocks * (8192) = 40960"));
+  CHECK(tilec_result_num_diagnostics(r) == 0); /* num_sms is the report's, not a size sema warns about */
+  CHECK(tilec_result_num_reports(r) == 1);
+  const tilec_kernel_report *k = tilec_result_report(r, 0);
+  CHECK(k && !strcmp(k->name, "vadd") && k->known);
+  CHECK(k && k->blocks == 5 && k->read_bytes == 40960 && k->write_bytes == 20480);
+  CHECK(k && k->mma_flops == 0 && k->other_flops == 5120 && k->threads == 128 && k->smem_bytes == 0);
+  CHECK(tilec_result_report(r, 1) == NULL && tilec_result_report(r, -1) == NULL);
+  tilec_result_free(r);
+  /* without the sizes the figures are not known */
+  o.nsizes = 0;
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_OK);
+  k = tilec_result_report(r, 0);
+  CHECK(k && !k->known && k->read_bytes == -1 && k->blocks == -1);
+  tilec_result_free(r);
+  /* a bad num_sms is the caller's error */
+  tilec_define bad[] = {{"num_sms", "0"}};
+  o.sizes = bad;
+  o.nsizes = 1;
+  CHECK(tilec_compile(VADD, strlen(VADD), &o, &r) == TILEC_ERR_INVALID_ARGUMENT);
+  CHECK(tilec_result_num_reports(r) == 0);
+  tilec_result_free(r);
+  /* other kinds give no records */
+  CHECK(compile(VADD, TILEC_EMIT_PTX, "sm_80", &r) == TILEC_OK);
+  CHECK(tilec_result_num_reports(r) == 0);
+  tilec_result_free(r);
+}
+
 static void test_diagnostic_records(void)
 {
   tilec_result *r = NULL;
@@ -193,6 +236,7 @@ int main(void)
   test_emits();
   test_lexer_state();
   test_metadata();
+  test_report();
   test_diagnostic_records();
   test_bad_arguments();
   test_defines();
