@@ -1116,19 +1116,22 @@ static void test_gemm_fp8(int64_t M, int64_t N, int64_t K)
 
 /* stdlib/gemm.tl's gemm_w8a16: f16 activations times i8 weights dequantized in registers (gemm's
  * register A operand filled from bytes), scaled per output channel, against double sums. */
-static void test_w8a16(int64_t M, int64_t N, int64_t K)
+static void test_w8a16(int64_t M, int64_t N, int64_t K, bool split)
 {
-  uint16_t *A = h_array(false, M * K, false, -1, 1), *C = h_array(false, M * N, true, 0, 0);
+  const char *name = split ? "gemm_w8a16_splitk" : "gemm_w8a16";
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *C = split ? NULL : h_array(false, M * N, true, 0, 0);
+  float *C32 = split ? calloc((size_t)(M * N), sizeof(float)) : NULL; /* split: C += the product */
   int8_t *W = malloc((size_t)(N * K));
   float *sw = f32_array(N, false);
   for (int64_t i = 0; i < N * K; i++)
     W[i] = (int8_t)(int)uniform(-128, 128);
   for (int64_t i = 0; i < N; i++)
     sw[i] = (float)uniform(1e-3, 1e-2);
-  InterpArg args[] = {{.name = "A", .data = A}, {.name = "W", .data = W}, {.name = "sw", .data = sw},
-                      {.name = "C", .data = C}, {.name = "M", .i = M},    {.name = "N", .i = N},
+  InterpArg args[] = {{.name = "A", .data = A},   {.name = "W", .data = W},
+                      {.name = "sw", .data = sw}, {.name = "C", .data = split ? (void *)C32 : C},
+                      {.name = "M", .i = M},      {.name = "N", .i = N},
                       {.name = "K", .i = K}};
-  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", NULL, 0, "gemm_w8a16", args, 7)) {
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", NULL, 0, name, args, 7)) {
     misses = 0;
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {
@@ -1137,12 +1140,13 @@ static void test_w8a16(int64_t M, int64_t N, int64_t K)
           double x = tl_f16_to_float(A[m * K + k]) * W[n * K + k];
           dot += x, mag += fabs(x);
         }
-        close_to("gemm_w8a16", m * N + n, tl_f16_to_float(C[m * N + n]), dot * sw[n], 1e-3,
-                 1e-6 * mag * sw[n] + 1e-6);
+        double got = split ? C32[m * N + n] : tl_f16_to_float(C[m * N + n]);
+        close_to(name, m * N + n, got, dot * sw[n], split ? 1e-5 : 1e-3, 1e-6 * mag * sw[n] + 1e-6);
       }
-    check_guards_16("gemm_w8a16", C, M * N);
+    if (!split)
+      check_guards_16(name, C, M * N);
   }
-  free(A), free(C), free(W), free(sw);
+  free(A), free(C), free(C32), free(W), free(sw);
 }
 
 /* stdlib/gemm.tl's gemm_w4a16: two 4-bit weights to a byte (low nibble first), zero point 8, a
@@ -1687,8 +1691,11 @@ static void test_kernels(void)
   test_gemm_i8(130, 140, 96);                       /* two tiles each way, the second ragged */
   test_gemm_fp8(70, 45, 200);                       /* ragged M, N, K */
   test_gemm_fp8(130, 140, 96);                      /* two tiles each way, the second ragged */
-  test_w8a16(16, 100, 200);                         /* decoding's rows; ragged N and K */
-  test_w8a16(37, 70, 64);                           /* ragged rows and columns, one K step */
+  test_w8a16(16, 100, 200, false);                  /* decoding's rows; ragged N and K */
+  test_w8a16(37, 70, 64, false);                    /* ragged rows and columns, one K step */
+  test_w8a16(300, 130, 200, false);                 /* 128 x 128 x 128 tiles, ragged */
+  test_w8a16(5, 100, 1100, true);                   /* K split 2 ways (9 steps of 64 each) */
+  test_w8a16(37, 70, 2000, true);                   /* 64 weight rows, ragged everywhere */
   test_w4a16(16, 100, 300);                         /* three groups of K, the last partial */
   test_w4a16(37, 70, 129);                          /* an odd K: half a byte past the end */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
