@@ -23,6 +23,7 @@ struct tilec_result {
   char *output;
   char *dump;
   char *diag_text;
+  char *remark_text; /* DIAG_REMARK, rendered; not among diags */
   tilec_diagnostic *diags;
   int ndiags;
   tilec_kernel *kernels;        /* in the arena */
@@ -116,13 +117,18 @@ static void collect(tilec_result *r, const Diags *d)
   StrBuf sb = {0};
   diag_render(d, &sb);
   r->diag_text = sb_take(&sb);
+  StrBuf rb = {0};
+  diag_render_remarks(d, &rb);
+  free(r->remark_text);
+  r->remark_text = rb.data ? sb_take(&rb) : NULL;
   int n = 0;
   for (const Diag *g = d->first; g; g = g->next)
     n++;
   r->diags = ARENA_ARRAY(r->arena, tilec_diagnostic, n + 1);
   for (const Diag *g = d->first; g; g = g->next)
-    r->diags[r->ndiags++] = (tilec_diagnostic){(int)g->level, d->filename, g->loc.line, g->loc.col,
-                                               g->message};
+    if (g->level != DIAG_REMARK)
+      r->diags[r->ndiags++] = (tilec_diagnostic){(int)g->level, d->filename, g->loc.line, g->loc.col,
+                                                 g->message};
 }
 
 /* An empty result and the diagnostics that will fill it, named after filename. */
@@ -572,6 +578,10 @@ const char *tilec_result_output(const tilec_result *r) { return r ? r->output : 
 const char *tilec_result_dump(const tilec_result *r) { return r ? r->dump : NULL; }
 const char *tilec_result_diagnostics_text(const tilec_result *r) { return r ? r->diag_text : NULL; }
 int tilec_result_num_diagnostics(const tilec_result *r) { return r ? r->ndiags : 0; }
+const char *tilec_result_remarks_text(const tilec_result *r)
+{
+  return r ? (r->remark_text ? r->remark_text : "") : NULL;
+}
 
 tilec_diagnostic tilec_result_diagnostic(const tilec_result *r, int i)
 {
@@ -587,6 +597,7 @@ void tilec_result_free(tilec_result *r)
   free(r->output);
   free(r->dump);
   free(r->diag_text);
+  free(r->remark_text);
   arena_free(r->arena);
   free(r);
 }

@@ -102,6 +102,10 @@ TILEC_API const char *tilec_result_dump(const tilec_result *r);
 /* All diagnostics rendered as "file:line:col: error: ..." with source line and caret. */
 TILEC_API const char *tilec_result_diagnostics_text(const tilec_result *r);
 TILEC_API int tilec_result_num_diagnostics(const tilec_result *r);
+/* Remarks, rendered as the diagnostics are ("file:line:col: remark: ..."): what an optimization did
+ * not do and why (today: a gemm on sm_90a that takes mma.sync instead of wgmma), "" if none.  The
+ * CLI prints them with -Rpass-missed=wgmma.  They are not among the diagnostics above. */
+TILEC_API const char *tilec_result_remarks_text(const tilec_result *r);
 /* The i-th diagnostic; the record's strings live as long as the result. */
 TILEC_API tilec_diagnostic tilec_result_diagnostic(const tilec_result *r, int i);
 TILEC_API void tilec_result_free(tilec_result *r);

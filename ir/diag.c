@@ -48,13 +48,15 @@ static const char *find_line(const Diags *d, int line, size_t *len)
 
 static const char *level_name(DiagLevel l)
 {
-  return l == DIAG_ERROR ? "error" : l == DIAG_WARNING ? "warning" : "note";
+  return l == DIAG_ERROR ? "error" : l == DIAG_WARNING ? "warning" : l == DIAG_NOTE ? "note" : "remark";
 }
 
-void diag_render(const Diags *d, StrBuf *out)
+static void render(const Diags *d, StrBuf *out, bool remarks)
 {
   const char *file = d->filename ? d->filename : "<input>";
   for (const Diag *g = d->first; g; g = g->next) {
+    if ((g->level == DIAG_REMARK) != remarks)
+      continue;
     if (g->loc.line > 0)
       sb_printf(out, "%s:%d:%d: %s: %s\n", file, g->loc.line, g->loc.col, level_name(g->level), g->message);
     else
@@ -85,9 +87,15 @@ void diag_render(const Diags *d, StrBuf *out)
       sb_putn(out, line[i] == '\t' ? "\t" : " ", 1);
     sb_puts(out, "^\n");
   }
+  if (remarks)
+    return;
   if (d->max_errors == 0 ? d->nerrors > 50 : d->nerrors > d->max_errors)
     sb_printf(out, "%s: too many errors (%d), stopping\n", file, d->nerrors);
 }
+
+void diag_render(const Diags *d, StrBuf *out) { render(d, out, false); }
+
+void diag_render_remarks(const Diags *d, StrBuf *out) { render(d, out, true); }
 
 _Noreturn void tl_die(const char *file, int line, const char *fmt, ...)
 {

@@ -55,7 +55,9 @@ typedef struct {
 } SrcLoc;
 #define NO_LOC ((SrcLoc){0})
 
-typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
+/* DIAG_REMARK: what an optimization did not do and why (clang's -Rpass-missed), kept apart from the
+ * others: diag_render leaves remarks out, diag_render_remarks renders them alone. */
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE, DIAG_REMARK } DiagLevel;
 
 typedef struct Diag {
   DiagLevel level;
@@ -80,8 +82,11 @@ void diag_at(Diags *d, DiagLevel level, SrcLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define error_at(d, loc, ...) diag_at((d), DIAG_ERROR, (loc), __VA_ARGS__)
 #define note_at(d, loc, ...) diag_at((d), DIAG_NOTE, (loc), __VA_ARGS__)
-/* Renders every diagnostic as "file:line:col: error: msg\n  source\n  ^\n". */
+#define remark_at(d, loc, ...) diag_at((d), DIAG_REMARK, (loc), __VA_ARGS__)
+/* Renders every diagnostic but the remarks as "file:line:col: error: msg\n  source\n  ^\n". */
 void diag_render(const Diags *d, StrBuf *out);
+/* The remarks alone, in the same form ("remark: ..."). */
+void diag_render_remarks(const Diags *d, StrBuf *out);
 
 /* Internal compiler bugs.  Never for user errors. */
 _Noreturn void tl_die(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

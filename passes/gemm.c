@@ -70,6 +70,13 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
 {
   if (lw_gemm_uses_wgmma(w, s))
     return lower_gemm_wgmma(w, s);
+  char why[160];
+  const char *refusal = gemm_wgmma_refusal(w->pc, w->k, s, why, sizeof why);
+  if (!refusal)
+    refusal = "layout inference gave the accumulator a warp grid other than one column of warpgroups "
+              "(another gemm or an epilogue shares it)";
+  if (*refusal)
+    remark_at(w->pc->diags, s->loc, "gemm takes mma.sync, not wgmma: %s", refusal);
   const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
   if (type_is_fp8(A->elem)) /* layout.c reports an fp8 gemm wgmma cannot take; this is its backstop */
     error_at(w->pc->diags, s->loc,

@@ -4,6 +4,8 @@
  * gemm.c, before and after a pipelined loop stages its operands). */
 #include "passes.h"
 
+#include <stdio.h>
+
 bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int req_wm, int req_wn, int *wm,
                       int *wn, const char **why)
 {
@@ -74,33 +76,66 @@ static bool tile_2d(const Kernel *k, int buf, bool staged, int64_t *rows, int64_
  *     MN-major ones; or A is a fragment (registers, [M, K]: layout.c gives it
  *     C's layout, so the warpgroups' A fragments are wgmma's register operand).
  * Anything else takes mma.sync. */
-bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
+const char *gemm_wgmma_refusal(const PassContext *pc, const Kernel *k, const Stmt *g, char *why, size_t size)
 {
-  if (pc->target->sm != 90 || !pc->target->arch_specific || k->nthreads <= 0 || k->nthreads % 128)
-    return false;
+  if (pc->target->sm != 90 || !pc->target->arch_specific)
+    return "";
+  if (k->nthreads <= 0 || k->nthreads % 128) {
+    snprintf(why, size, "the block's %d threads are not whole warpgroups of 128", k->nthreads);
+    return why;
+  }
   const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b], *Cb = &k->bufs[g->c];
   bool reg_a = A->scope == SCOPE_FRAGMENT;
   bool int8 = type_is_int8(A->elem);                       /* K-major both (sema), C i32 */
   bool fp8 = type_is_fp8(A->elem) && type_is_fp8(B->elem); /* K-major both, C f32, e4m3 and e5m2 mixed */
-  if ((A->scope != SCOPE_SHARED && !reg_a) || B->scope != SCOPE_SHARED || (A->elem != B->elem && !fp8) ||
-      (A->elem != TY_F16 && A->elem != TY_BF16 && !int8 && !fp8) || Cb->elem != (int8 ? TY_I32 : TY_F32) ||
-      Cb->rank != 2)
-    return false;
+  if ((A->scope != SCOPE_SHARED && !reg_a) || B->scope != SCOPE_SHARED)
+    return "B (and A, unless a fragment) must be shared tiles";
+  if ((A->elem != B->elem && !fp8) || (A->elem != TY_F16 && A->elem != TY_BF16 && !int8 && !fp8) ||
+      Cb->elem != (int8 ? TY_I32 : TY_F32) || Cb->rank != 2)
+    return "the types are not one of wgmma's (f16/bf16 into f32, i8/u8 into i32, e4m3/e5m2 into f32)";
   int nwarps = k->nthreads / 32;
   int64_t M = Cb->tile_shape[0], N = Cb->tile_shape[1];
   /* M / (16 * nwarps) m64 blocks per warpgroup (layout.c interleaves the warps' row pieces so);
    * their accumulators together at most 128 registers a thread; A in registers: one */
-  if (M % (16 * (int64_t)nwarps) || N % 8 || N > 256 || (M / (16 * nwarps)) * N > 256 ||
-      (reg_a && M != 16 * (int64_t)nwarps))
-    return false;
-  if ((g->warps_m && g->warps_m != nwarps) || (g->warps_n && g->warps_n != 1))
-    return false;
+  if (M % (16 * (int64_t)nwarps)) {
+    snprintf(why, size, "the accumulator's %lld rows are not a multiple of 16 per warp (%d warps: %d)",
+             (long long)M, nwarps, 16 * nwarps);
+    return why;
+  }
+  if (N % 8 || N > 256) {
+    snprintf(why, size, "the accumulator's %lld columns are not a multiple of 8 up to 256", (long long)N);
+    return why;
+  }
+  if ((M / (16 * nwarps)) * N > 256) {
+    snprintf(why, size,
+             "the accumulator (%lld x %lld over %d warps) would take more than 128 registers a thread",
+             (long long)M, (long long)N, nwarps);
+    return why;
+  }
+  if (reg_a && M != 16 * (int64_t)nwarps) {
+    snprintf(why, size, "A in registers needs the accumulator's rows to be 16 per warp (%d), not %lld",
+             16 * nwarps, (long long)M);
+    return why;
+  }
+  if ((g->warps_m && g->warps_m != nwarps) || (g->warps_n && g->warps_n != 1)) {
+    snprintf(why, size, "warps_m / warps_n ask for a %dx%d warp grid; wgmma takes %dx1", g->warps_m,
+             g->warps_n, nwarps);
+    return why;
+  }
   int64_t ar, ac, br, bc;
   if (!tile_2d(k, g->a, g->stage_a != NULL, &ar, &ac) || !tile_2d(k, g->b, g->stage_b != NULL, &br, &bc))
-    return false;
+    return "an operand is not a 2-D tile";
   /* rows of whole 32-byte units (16 columns of 16 bits, 32 of 8) */
   int64_t ebytes = type_bytes(A->elem);
-  return (reg_a || (ar % 8 == 0 && ac * ebytes % 32 == 0)) && br % 8 == 0 && bc * ebytes % 32 == 0;
+  if (!((reg_a || (ar % 8 == 0 && ac * ebytes % 32 == 0)) && br % 8 == 0 && bc * ebytes % 32 == 0))
+    return "an operand tile's rows are not a multiple of 8 or its rows not whole 32-byte units";
+  return NULL;
+}
+
+bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g)
+{
+  char why[160];
+  return gemm_wgmma_refusal(pc, k, g, why, sizeof why) == NULL;
 }
 
 SwizzleKind wgmma_swizzle(int64_t cols)

@@ -53,6 +53,9 @@ bool gemm_warp_policy(int nwarps, const int64_t *M, const int64_t *N, int n, int
  * layout.c (the accumulator's warp grid), lower_tiles.c (the operands' shared
  * layout) and gemm.c (the lowering) all ask, before and after staging. */
 bool gemm_wgmma_eligible(const PassContext *pc, const Kernel *k, const Stmt *g);
+/* Why a gemm cannot take wgmma: NULL when it can, "" when the target has no wgmma, else a
+ * sentence (in why, or a constant) for the remark lower_gemm gives (-Rpass-missed=wgmma). */
+const char *gemm_wgmma_refusal(const PassContext *pc, const Kernel *k, const Stmt *g, char *why, size_t size);
 /* The layout of a wgmma operand tile whose rows are cols 16-bit elements
  * (cols % 16 == 0): the widest swizzle whose panels divide the rows. */
 SwizzleKind wgmma_swizzle(int64_t cols);

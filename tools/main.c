@@ -47,6 +47,8 @@ static const char USAGE[] =
     "  -O0 -O1 -O2 -O3     LLVM optimization level (default -O3)\n"
     "  -lineinfo           .file / .loc of the .tl lines in the PTX (also --line-info), for\n"
     "                      ptxas -lineinfo, nvdisasm and Nsight Compute\n"
+    "  -Rpass-missed=wgmma a remark for each gemm that takes mma.sync instead of wgmma on\n"
+    "                      sm_90a, and why\n"
     "  --help              show this help\n"
     "  --version           show the version\n";
 
@@ -108,6 +110,7 @@ typedef struct {
   int nbuckets;
   const Gpu *gpu;        /* --gpu (--emit=report) */
   double time_us;        /* --time-us, 0 when not given */
+  bool remarks;          /* -Rpass-missed=wgmma: print the remarks */
 } Command;
 
 static bool parse_sizes(Command *cmd, const char *v, const char *what);
@@ -271,6 +274,10 @@ static int parse_args(int argc, char **argv, Command *cmd)
       opt->opt_level = a[2] - '0';
     } else if (!strcmp(a, "-lineinfo") || !strcmp(a, "--line-info")) {
       opt->line_info = 1;
+    } else if (!strncmp(a, "-Rpass-missed=", 14)) {
+      if (strcmp(a + 14, "wgmma"))
+        return usage_error("unknown remark group '%s' for -Rpass-missed; expected wgmma", a + 14);
+      cmd->remarks = true;
     } else if (a[0] == '-' && a[1]) {
       return usage_error("unknown option '%s'", a);
     } else if (cmd->input) {
@@ -369,6 +376,8 @@ static int compile(Command *cmd)
   tilec_result *r = NULL;
   tilec_status st = tilec_compile(src, len, &cmd->opt, &r);
   fputs(tilec_result_diagnostics_text(r), stderr);
+  if (cmd->remarks)
+    fputs(tilec_result_remarks_text(r), stderr);
   if (cmd->opt.dump_after)
     fputs(tilec_result_dump(r), stderr);
   int rc = 1;

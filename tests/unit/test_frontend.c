@@ -127,6 +127,41 @@ static void test_diagnostic_records(void)
   tilec_result_free(r);
 }
 
+/* A gemm that cannot take wgmma on sm_90a gives a remark in tilec_result_remarks_text, not among the
+ * diagnostics, and the compilation succeeds; a gemm on sm_80, or one that takes wgmma, gives none. */
+static void test_remarks(void)
+{
+  static const char *fmt =
+      "kernel k(A: f16[M, K], B: f16[N, K], C: f32[M, N]) grid(1) threads(%d) {\n"
+      "  let As = alloc_shared([64, 32], f16);\n  let Bs = alloc_shared([64, 32], f16);\n"
+      "  let acc = alloc_fragment([64, 64], f32);\n  clear(acc);\n"
+      "  copy(A[0, 0], As);\n  copy(B[0, 0], Bs);\n  gemm(As, Bs, acc, transpose_B = true);\n"
+      "  copy(acc, C[0, 0]);\n}\n";
+  static const struct {
+    int threads;
+    const char *arch, *want; /* want: a piece of the remark, NULL: none */
+  } cases[] = {{64, NULL,
+                "t.tl:8:3: remark: gemm takes mma.sync, not wgmma: the block's 64 threads are not whole "
+                "warpgroups of 128\n    gemm(As, Bs, acc, transpose_B = true);\n    ^\n"},
+               {64, "sm_80", NULL},
+               {128, NULL, NULL}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char src[1024];
+    snprintf(src, sizeof src, fmt, cases[i].threads);
+    tilec_result *r = NULL;
+    CHECK(compile(src, TILEC_EMIT_PTX, cases[i].arch, &r) == TILEC_OK);
+    const char *remarks = tilec_result_remarks_text(r);
+    CHECK(remarks != NULL);
+    if (cases[i].want)
+      CHECK(remarks && strstr(remarks, cases[i].want));
+    else
+      CHECK(remarks && !*remarks);
+    CHECK(tilec_result_num_diagnostics(r) == 0 && !*tilec_result_diagnostics_text(r));
+    tilec_result_free(r);
+  }
+  CHECK(tilec_result_remarks_text(NULL) == NULL);
+}
+
 static void test_bad_arguments(void)
 {
   tilec_result *r = NULL;
@@ -233,6 +268,7 @@ static void test_lexer_state(void)
 
 int main(void)
 {
+  test_remarks();
   test_emits();
   test_lexer_state();
   test_metadata();
