@@ -134,6 +134,16 @@ for arch in ("sm_80", "sm_90a"):
         fail("vector_add for %s: %d ld.global.v4.f32 and %d st.global.v4.f32, the page says 8 and 4"
              % (arch, n_ld, n_st))
 
+# 01_fusion.md: silu_mul_add's five instructions per element, 16 elements per thread
+for arch in ("sm_80", "sm_90a"):
+    ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/tutorial_fusion.tl"), "-o", "-"],
+                         capture_output=True, text=True).stdout
+    body = ptx.split(".entry silu_mul_add(")[-1].split(".entry ")[0]
+    for ins in ("mul.rn.f32", "ex2.approx.ftz.f32", "add.rn.f32", "div.rn.f32", "fma.rn.f32"):
+        if len(re.findall(r"\s%s\s" % re.escape(ins), body)) != 16:
+            fail("silu_mul_add for %s: %d %s, the page says 16"
+                 % (arch, len(re.findall(r"\s%s\s" % re.escape(ins), body)), ins))
+
 # ---------------------------------------------------------------- 2. and 3. the pages
 pages = sorted(glob.glob(os.path.join(root, "docs", "tutorials", "[0-9][0-9]_*.md")))
 if len(compared) != 3 * 8:
