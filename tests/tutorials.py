@@ -144,6 +144,17 @@ for arch in ("sm_80", "sm_90a"):
             fail("silu_mul_add for %s: %d %s, the page says 16"
                  % (arch, len(re.findall(r"\s%s\s" % re.escape(ins), body)), ins))
 
+# 02_reductions.md: per kernel, 5 + 3 butterfly shuffles, one barrier, one atomic in sum_atomic only
+for arch in ("sm_80", "sm_90a"):
+    ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/tutorial_reduce.tl"), "-o", "-"],
+                         capture_output=True, text=True).stdout
+    for kernel, atoms in (("sum_partials", 0), ("sum_atomic", 1)):
+        body = ptx.split(".entry %s(" % kernel)[-1].split(".entry ")[0]
+        got = (body.count("shfl.sync.bfly.b32"), body.count("bar.sync"), body.count("atom.global.add.f32"))
+        if got != (8, 1, atoms):
+            fail("%s for %s: %d shfl.sync.bfly.b32, %d bar.sync, %d atom.global.add.f32; the page says 8, 1, %d"
+                 % ((kernel, arch) + got + (atoms,)))
+
 # ---------------------------------------------------------------- 2. and 3. the pages
 pages = sorted(glob.glob(os.path.join(root, "docs", "tutorials", "[0-9][0-9]_*.md")))
 if len(compared) != 3 * 8:
