@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# tutorials.sh ROOT: runs tests/tutorials.py ROOT with the first of $TILEC_PYTHON, python3,
+# /usr/bin/python3 that has NumPy (a python3 earlier on PATH, a pyenv one say, may lack Debian's
+# python3-numpy). Exit 77 (skipped) when none has it.
+set -u
+for py in ${TILEC_PYTHON:-} python3 /usr/bin/python3; do
+  if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import numpy' >/dev/null 2>&1; then
+    exec "$py" "$(dirname "$0")/tutorials.py" "$@"
+  fi
+done
+echo "docs.tutorials: no python3 with NumPy (Debian: python3-numpy): skipped"
+exit 77
