@@ -19,6 +19,7 @@ import argparse
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,8 +63,9 @@ def ref_attention(q, k, v, scale):
 
 
 class Puzzle:
-    def __init__(self, num, slug, kernel, cases, make, ref, outputs, atol, rtol, what):
+    def __init__(self, num, slug, kernel, cases, make, ref, outputs, atol, rtol, what, elementwise=False):
         self.num, self.slug, self.kernel = num, slug, kernel
+        self.elementwise = elementwise  # output [idx] depends on inputs [idx]: show them on a mismatch
         self.cases = cases  # list of dicts of sizes
         self.make = make  # (rng, sizes) -> {name: array or Python scalar}
         self.ref = ref  # (inputs) -> {output name: array}
@@ -93,17 +95,17 @@ PUZZLES = [
            [dict(N=1000), dict(N=37), dict(N=5000), dict(N=1)],
            lambda rng, s: {"X": eighths(rng, (s["N"],))},
            lambda i: {"Y": i["X"] + 10.0},
-           {"Y": np.float32}, 0.0, 0.0, "Y = X + 10"),
+           {"Y": np.float32}, 0.0, 0.0, "Y = X + 10", elementwise=True),
     Puzzle("02", "saxpy", "saxpy",
            [dict(N=1000, a=0.5), dict(N=37, a=-1.25), dict(N=4099, a=3.0), dict(N=1, a=2.0)],
            lambda rng, s: {"X": eighths(rng, (s["N"],)), "Y": eighths(rng, (s["N"],)), "a": s["a"]},
            lambda i: {"Z": i["a"] * i["X"] + i["Y"]},
-           {"Z": np.float32}, 0.0, 0.0, "Z = a * X + Y"),
+           {"Z": np.float32}, 0.0, 0.0, "Z = a * X + Y", elementwise=True),
     Puzzle("03", "broadcast_add", "broadcast_add",
            [dict(M=37, N=100), dict(M=5, N=1000), dict(M=70, N=3), dict(M=1, N=1)],
            lambda rng, s: {"X": eighths(rng, (s["M"], s["N"])), "b": eighths(rng, (s["N"],))},
            lambda i: {"Y": i["X"] + i["b"][None, :]},
-           {"Y": np.float32}, 0.0, 0.0, "Y[i, j] = X[i, j] + b[j]"),
+           {"Y": np.float32}, 0.0, 0.0, "Y[i, j] = X[i, j] + b[j]", elementwise=True),
     Puzzle("04", "row_sum", "row_sum",
            [dict(M=37, N=1000), dict(M=3, N=1), dict(M=64, N=300), dict(M=1, N=77)],
            lambda rng, s: {"X": eighths(rng, (s["M"], s["N"]))},
@@ -232,6 +234,10 @@ def check_case(p, tl, tilec, n, seed, level, arch, workdir, timeout):
             where = ", ".join(str(i) for i in idx)
             lines = [f"{name}[{where}] = {fmt(got[idx])}, expected {fmt(exp[idx])} "
                      f"({int(bad.sum())} of {bad.size} elements differ; the first in row-major order)"]
+            same = [f"{k}[{where}] = {fmt(v[idx])}" for k, v in inputs.items()
+                    if p.elementwise and isinstance(v, np.ndarray) and v.shape == exp.shape]
+            if same:
+                lines.append("where the input" + ("s hold " if len(same) > 1 else " holds ") + ", ".join(same))
             if not np.any(got):
                 lines.append(f"{name} is all zeros: does the kernel store its result?")
             lines.append(f"  ran: {shown}")
@@ -286,6 +292,7 @@ def main(argv):
     tol = "exact" if p.atol == 0 and p.rtol == 0 else f"|got - expected| <= {p.atol:g} + {p.rtol:g} |expected|"
     print(f"  tolerance: {tol}")
     failed = 0
+    note = False
     for n, sizes in enumerate(p.cases, 1):
         label = ", ".join(f"{k}={fmt(v)}" for k, v in sizes.items())
         if a.keep:
@@ -297,16 +304,19 @@ def main(argv):
                 ok, msg = check_case(p, tl, tilec, n, a.seed, a.level, a.arch, work, a.timeout)
                 if not ok:  # the command shown names files that are gone: say how to keep them
                     msg = [m.replace(work, "DIR") for m in msg]
-                    if any(m.lstrip().startswith("ran:") for m in msg):
-                        msg.append("  (check.py --keep DIR keeps these files, to run the case yourself)")
+                    note = note or any(m.lstrip().startswith("ran:") for m in msg)
         print(f"  case {n}/{len(p.cases)} ({label}): {'ok' if ok else 'FAIL'}")
         for m in msg:
             print("    " + m)
         if not ok:
             failed += 1
             if msg and msg[0].startswith("tilec run failed") and n == 1:
-                print(f"FAIL {p.name}: tilec stopped at the first case (the others would say the same)")
-                return 1
+                break  # the others would say the same (most often: it does not compile)
+    if note:
+        print("  (DIR: check.py --keep DIR keeps the cases' .npy files, to run them yourself)")
+    if failed and n == 1 and len(p.cases) > 1:
+        print(f"FAIL {p.name}: tilec stopped at the first case (the others would say the same)")
+        return 1
     if failed:
         print(f"FAIL {p.name}: {failed} of {len(p.cases)} cases wrong")
         return 1
@@ -315,4 +325,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # check.py ... | head: end quietly, as cat does
     sys.exit(main(sys.argv[1:]))
