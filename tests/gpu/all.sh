@@ -5,7 +5,7 @@
 #
 # Runs, in order, gpu_conform (the conformance matrix of copies and layouts, sm_90a and sm_80 code;
 # needs BINDIR/gpu_conform), gpu_levels (the GPU's results against the interpreter's on every example,
-# stdlib and golden kernel and on random conformance kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
+# stdlib and golden kernel, the puzzles' reference solutions and random conformance kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
 # (softmax, RMSNorm, LayerNorm), gemm.sh (tensor-core GEMM against cuBLAS) and attention.py
 # --check-only (stdlib/attention.tl against float64 references) and atomics.py --check-only, each with its own working folder
 # under $TMPDIR, then copies their summaries into OUTDIR: at most nine files, flat, so that they all
@@ -36,10 +36,11 @@ else
   echo "all.sh: $bindir/gpu_conform not found" | tee "$work/conform/conform.log"; status=1
 fi
 # The GPU against the interpreter (docs/interpreter.md): every kernel of examples/, stdlib/ and the
-# golden tests, and random conformance kernels, at small random shapes; the summary joins conform.log.
+# golden tests, the puzzles' reference solutions (docs/puzzles/), and random conformance kernels, at small random shapes; the summary joins conform.log.
 if [ -x "$bindir/gpu_levels" ]; then
   mkdir -p "$work/levels_random"
   { "$bindir/gpu_levels" --root "$here/../.." &&
+    "$bindir/gpu_levels" --dir "$here/../../docs/puzzles/solutions" &&
     "$bindir/gpu_conform" --random 100 --dump "$work/levels_random" &&
     "$bindir/gpu_levels" --dir "$work/levels_random"; } >"$work/conform/levels.log" 2>&1 || status=1
   grep -E "^FAIL|gpu_levels:|gpu_conform:" "$work/conform/levels.log" | head -40 | tee -a "$work/conform/conform.log"
