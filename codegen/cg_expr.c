@@ -41,22 +41,14 @@ static LLVMValueRef global_offset(Cg *cg, const Buffer *buf, Expr *const *idx, i
  *     line = byte >> 7;  byte' = byte ^ (((line ^ (line >> 3)) & 7) << 4)       */
 static LLVMValueRef swizzle(Cg *cg, LLVMValueRef off, TypeKind elem)
 {
-  /* The element's 16-byte chunk (the first element of it, `chunk`) moves; its place in the chunk
-   * (`in`) is added after the XOR: the same offsets, but written so that LLVM sees that elements
-   * e and e + 1 of one chunk stay neighbours (`in` of e + 1 is `in` of e, plus one, when e is
-   * even), and merges a thread's loads of them into one vector load. */
-  unsigned esize = (unsigned)type_bytes(elem), per = 16 / esize;
-  LLVMValueRef in = LLVMBuildAnd(cg->b, off, LLVMConstInt(cg->t.i32, per - 1, 0), "");
-  LLVMValueRef chunk = LLVMBuildAnd(
-      cg->b, off, LLVMConstInt(cg->t.i32, ~(unsigned long long)(per - 1) & 0xFFFFFFFFu, 0), "");
-  LLVMValueRef byte = LLVMBuildMul(cg->b, chunk, LLVMConstInt(cg->t.i32, esize, 0), "");
+  LLVMValueRef esize = LLVMConstInt(cg->t.i32, (unsigned)type_bytes(elem), 0);
+  LLVMValueRef byte = LLVMBuildMul(cg->b, off, esize, "");
   LLVMValueRef line = LLVMBuildLShr(cg->b, byte, LLVMConstInt(cg->t.i32, 7, 0), "");
   LLVMValueRef key = LLVMBuildXor(cg->b, line, LLVMBuildLShr(cg->b, line, LLVMConstInt(cg->t.i32, 3, 0), ""),
                                   "");
   key = LLVMBuildAnd(cg->b, key, LLVMConstInt(cg->t.i32, 7, 0), "");
   byte = LLVMBuildXor(cg->b, byte, LLVMBuildShl(cg->b, key, LLVMConstInt(cg->t.i32, 4, 0), ""), "");
-  LLVMValueRef moved = LLVMBuildUDiv(cg->b, byte, LLVMConstInt(cg->t.i32, esize, 0), "");
-  return LLVMBuildOr(cg->b, moved, in, ""); /* disjoint: moved is a multiple of per */
+  return LLVMBuildUDiv(cg->b, byte, esize, "");
 }
 
 /* SWIZZLE_128B, _64B, _32B (ir.h), the layouts wgmma reads: a [R, C] tile
