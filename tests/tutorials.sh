@@ -3,10 +3,9 @@
 # /usr/bin/python3 that has NumPy (a python3 earlier on PATH, a pyenv one say, may lack Debian's
 # python3-numpy). Exit 77 (skipped) when none has it.
 set -u
-for py in ${TILEC_PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import numpy' >/dev/null 2>&1; then
-    exec "$py" "$(dirname "$0")/tutorials.py" "$@"
-  fi
-done
+. "$(dirname "$0")/numpy_python.sh"
+if py=$(numpy_python); then
+  exec "$py" "$(dirname "$0")/tutorials.py" "$@"
+fi
 echo "docs.tutorials: no python3 with NumPy (Debian: python3-numpy): skipped"
 exit 77

@@ -18,14 +18,8 @@ set -u
 root=${1:?usage: run.sh ROOT}
 : "${TILEC:?}"
 export TILEC PYTHONDONTWRITEBYTECODE=1
-python=
-for py in ${TILEC_PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import numpy' >/dev/null 2>&1; then
-    python=$py
-    break
-  fi
-done
-if [ -z "$python" ]; then
+. "$(dirname "$0")/../numpy_python.sh"
+if ! python=$(numpy_python); then
   echo "puzzles: no python3 with NumPy (Debian: python3-numpy): skipped"
   exit 77
 fi

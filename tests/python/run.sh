@@ -14,14 +14,8 @@ library=${1:-${TILEC_LIBRARY:-}}
 build=${2:-}
 unset TILEC_DEVICE TILEC_CACHE_DISABLE
 export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
-python=
-for py in ${TILEC_PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import numpy' >/dev/null 2>&1; then
-    python=$py
-    break
-  fi
-done
-if [ -z "$python" ]; then
+. "$(dirname "$0")/../numpy_python.sh"
+if ! python=$(numpy_python); then
   echo "python.binding: no python3 with NumPy (Debian: python3-numpy): skipped"
   exit 77
 fi
