@@ -23,9 +23,21 @@ static LLVMValueRef nsw_mul_add(Cg *cg, LLVMValueRef acc, LLVMValueRef extent, L
   return LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, acc, extent, ""), i, "");
 }
 
-/* Row-major over the tensor's shape, in i64:  ((i0*S1 + i1)*S2 + i2)... */
+/* Row-major over the tensor's shape, in i64:  ((i0*S1 + i1)*S2 + i2)...; a tensor declared with
+ * strides(...):  i0*T0 + i1*T1 + i2*T2 ...  (an innermost literal 1 adds i2 itself). */
 static LLVMValueRef global_offset(Cg *cg, const Buffer *buf, Expr *const *idx, int nidx)
 {
+  if (buffer_strided(buf)) {
+    LLVMValueRef off = NULL;
+    for (int d = 0; d < nidx; d++) {
+      LLVMValueRef i = emit_index(cg, idx[d], cg->t.i64);
+      const Expr *st = buf->stride[d];
+      if (!(st->kind == EX_INT && st->i == 1))
+        i = LLVMBuildNSWMul(cg->b, i, emit_index(cg, st, cg->t.i64), "");
+      off = off ? LLVMBuildNSWAdd(cg->b, off, i, "") : i;
+    }
+    return off;
+  }
   LLVMValueRef off = emit_index(cg, idx[0], cg->t.i64);
   for (int d = 1; d < nidx; d++) {
     LLVMValueRef extent = emit_index(cg, buf->shape[d], cg->t.i64);

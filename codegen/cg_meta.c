@@ -121,11 +121,14 @@ static bool meta_grid(const Kernel *k, Diags *d, StrBuf *out)
   return true;
 }
 
-static bool meta_tensor(const Kernel *k, int index, const Buffer *b, Diags *d, StrBuf *out)
+/* dims=D0,D1,... and, for a tensor declared with strides(...), strides=S0,S1,...: each a size's
+ * name or a decimal integer (docs/abi.md). */
+static bool meta_dims(const Kernel *k, const Buffer *b, Expr *const *v, const char *what, Diags *d,
+                      StrBuf *out)
 {
-  sb_printf(out, META "param %d tensor %s %s rank=%d dims=", index, b->name, type_name(b->elem), b->rank);
+  sb_printf(out, " %s=", what);
   for (int i = 0; i < b->rank; i++) {
-    const Expr *s = b->shape[i];
+    const Expr *s = v[i];
     if (i)
       sb_puts(out, ",");
     if (s && s->kind == EX_INT) {
@@ -136,11 +139,20 @@ static bool meta_tensor(const Kernel *k, int index, const Buffer *b, Diags *d, S
                !k->vars[s->var].cval_is_float) {
       sb_printf(out, "%lld", (long long)k->vars[s->var].cval_i);
     } else {
-      error_at(d, b->loc.line ? b->loc : k->loc,
-               "dimension %d of tensor '%s' must be a size name or an integer", i, b->name);
+      error_at(d, b->loc.line ? b->loc : k->loc, "%s %d of tensor '%s' must be a size name or an integer",
+               v == b->shape ? "dimension" : "stride", i, b->name);
       return false;
     }
   }
+  return true;
+}
+
+static bool meta_tensor(const Kernel *k, int index, const Buffer *b, Diags *d, StrBuf *out)
+{
+  sb_printf(out, META "param %d tensor %s %s rank=%d", index, b->name, type_name(b->elem), b->rank);
+  if (!meta_dims(k, b, b->shape, "dims", d, out) ||
+      (buffer_strided(b) && !meta_dims(k, b, b->stride, "strides", d, out)))
+    return false;
   sb_puts(out, "\n");
   return true;
 }

@@ -80,7 +80,7 @@ struct Node {
   Node *a, *b, *c; /* operands; N_IF cond/then/else; N_FOR iter-call/body; N_LET value */
   NodeList list;   /* N_CALL/N_INDEX args, N_LIST items, N_BLOCK stmts, N_FOR vars,
                       N_PARAM dims, N_KERNEL params */
-  NodeList list2;  /* N_KERNEL: consts; grid exprs in list3 */
+  NodeList list2;  /* N_KERNEL: consts; grid exprs in list3; N_PARAM: strides(...), if written */
   NodeList list3;  /* N_KERNEL: grid exprs */
   NodeList names;  /* N_KERNEL: block index names ("as (bx, by)") */
   bool is_tensor;  /* N_PARAM */

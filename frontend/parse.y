@@ -234,6 +234,28 @@ param(P) ::= IDENT(N) COLON typeref(T) LBRACKET dimlist(D) RBRACKET.  {
 	P->is_tensor = true;
 	P->list = D->list;
 }
+/* A tensor with explicit strides: `A: f16[M, K] strides(lda, 1)`. `strides` is not a keyword (it
+ * stays a usable name); sema checks the word and each stride. */
+param(P) ::= IDENT(N) COLON typeref(T) LBRACKET dimlist(D) RBRACKET IDENT(S) LPAREN exprlist(E) RPAREN.  {
+	P = NEW(N_PARAM, N.loc);
+	P->name = arena_strndup(p->arena, N.start, (size_t)N.len);
+	settype(P, T);
+	P->is_tensor = true;
+	P->list = D->list;
+	if (S.len != 7 || memcmp(S.start, "strides", 7))
+		error_at(p->diags, S.loc, "unexpected identifier '%.*s' after a tensor's dimensions; "
+			 "did you mean strides(...)?", S.len > 40 ? 40 : S.len, S.start);
+	P->list2 = E->list;
+}
+param(P) ::= IDENT(N) COLON typeref(T) IDENT(S) LPAREN exprlist(E) RPAREN.  {
+	P = NEW(N_PARAM, N.loc);
+	P->name = arena_strndup(p->arena, N.start, (size_t)N.len);
+	settype(P, T);
+	if (S.len != 7 || memcmp(S.start, "strides", 7))
+		error_at(p->diags, S.loc, "unexpected identifier '%.*s' after a parameter's type",
+			 S.len > 40 ? 40 : S.len, S.start);
+	P->list2 = E->list; /* sema: strides(...) on a scalar */
+}
 dimlist(L) ::= dim(X).  { L = push(p, mklist(p, X->loc), X); }
 dimlist(L) ::= dimlist(L0) COMMA dim(X).  { L = push(p, L0, X); }
 dim(D) ::= IDENT(N).  { D = mkname(p, N); }

@@ -2766,7 +2766,89 @@ static void check_const_value(Sema *s, const Node *c, Var *v)
   }
 }
 
-/* param = IDENT ":" typeref [ "[" dim { "," dim } "]" ] ;   dim = IDENT | INT ;
+/* The size var `name` (declared by declare_sizes or an earlier use), listed among the size
+ * parameters at its first use; -1 after an error. */
+static int use_size(Sema *s, const char *name, SrcLoc loc, int *nsizes, int *size_vars)
+{
+  const Sym *sym = sym_lookup(s, name);
+  int var;
+  if (sym) {
+    var = sym->index;
+    bool listed = false;
+    for (int j = 0; j < *nsizes; j++)
+      listed |= size_vars[j] == var;
+    if (!listed)
+      size_vars[(*nsizes)++] = var;
+  } else {
+    var = new_var(s, name, VAR_SIZE, TY_I32, loc);
+    if (!declare(s, name, loc, SYM_VAR, var))
+      return -1;
+    size_vars[(*nsizes)++] = var;
+  }
+  return var;
+}
+
+/* strides = IDENT "(" stride { "," stride } ")" ;   stride = IDENT | INT ;
+ * One per dimension, each a positive INT, a value constant or a size (docs/language.md, "Tensor
+ * parameters"): the same name means the same size, in a shape or a stride. */
+static bool check_strides(Sema *s, const Node *p, Buffer *b, int *nsizes, int *size_vars)
+{
+  const NodeList *l = &p->list2;
+  if (l->n != b->rank) {
+    error_at(s->d, l->items[l->n < b->rank ? l->n - 1 : b->rank]->loc,
+             "tensor '%s' has %d dimension%s but %d stride%s; give one stride per dimension", p->name,
+             b->rank, b->rank == 1 ? "" : "s", l->n, l->n == 1 ? "" : "s");
+    return false;
+  }
+  for (int i = 0; i < b->rank; i++) {
+    const Node *d = l->items[i];
+    if (d->kind == N_INT) {
+      if (d->overflow || d->ival <= 0 || d->ival > INT32_MAX) {
+        error_at(s->d, d->loc, "a fixed stride must be between 1 and %d", INT32_MAX);
+        return false;
+      }
+      b->stride[i] = ex_int(s->a, TY_I32, d->ival);
+      continue;
+    }
+    if (d->kind != N_NAME) {
+      error_at(
+          s->d, d->loc,
+          "a stride is a size name, an integer constant or a positive integer literal, not an expression");
+      return false;
+    }
+    const Sym *sym = sym_lookup(s, d->name);
+    const Var *v = sym && sym->kind == SYM_VAR ? &s->k->vars[sym->index] : NULL;
+    if (v && v->kind == VAR_CONST) {
+      if (v->launch) {
+        error_at(s->d, d->loc, "constant '%s' uses sizes (it is chosen at launch), so it cannot be a stride",
+                 d->name);
+        return false;
+      }
+      if (v->cval_is_float || v->cval_i <= 0 || v->cval_i > INT32_MAX) {
+        error_at(s->d, d->loc, "constant '%s' used as a stride must be a positive integer", d->name);
+        return false;
+      }
+      b->stride[i] = ex_int(s->a, TY_I32, v->cval_i);
+      continue;
+    }
+    if (sym && !(v && v->kind == VAR_SIZE)) {
+      error_at(s->d, d->loc,
+               "stride '%s' is already defined as a %s; a stride is a size, a constant or a literal", d->name,
+               sym->kind == SYM_BUF         ? "tensor"
+               : v && v->kind == VAR_SCALAR ? "scalar parameter"
+                                            : "name of another kind");
+      return false;
+    }
+    int var = use_size(s, d->name, d->loc, nsizes, size_vars);
+    if (var < 0)
+      return false;
+    b->stride[i] = ex_var(s->a, s->k, var);
+    b->stride[i]->loc = d->loc;
+  }
+  return true;
+}
+
+/* param = IDENT ":" typeref [ "[" dim { "," dim } "]" [ strides ] ] ;   dim = IDENT | INT ;
  * A scalar, or a tensor of 1 to TL_MAX_RANK dimensions, each a positive INT, a value constant or a
  * size: a name's first use declares an i32 size parameter (size_vars: after all the others). */
 static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
@@ -2775,6 +2857,11 @@ static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
   if (type == TY_VOID)
     return;
   if (!p->is_tensor) {
+    if (p->list2.n) {
+      error_at(s->d, p->list2.items[0]->loc, "strides(...) applies to a tensor; '%s' is a scalar parameter",
+               p->name);
+      return;
+    }
     int var = new_var(s, p->name, VAR_SCALAR, type, p->loc);
     if (declare(s, p->name, p->loc, SYM_VAR, var))
       kernel_add_param(s->a, s->k, false, var);
@@ -2820,23 +2907,14 @@ static void check_param(Sema *s, const Node *p, int *nsizes, int *size_vars)
                sym->kind == SYM_BUF ? "tensor" : "scalar parameter");
       return;
     }
-    int var;
-    if (sym) {
-      var = sym->index; /* declared by declare_sizes, or by an earlier dimension */
-      bool listed = false;
-      for (int j = 0; j < *nsizes; j++)
-        listed |= size_vars[j] == var;
-      if (!listed)
-        size_vars[(*nsizes)++] = var;
-    } else {
-      var = new_var(s, d->name, VAR_SIZE, TY_I32, d->loc);
-      if (!declare(s, d->name, d->loc, SYM_VAR, var))
-        return;
-      size_vars[(*nsizes)++] = var;
-    }
+    int var = use_size(s, d->name, d->loc, nsizes, size_vars);
+    if (var < 0)
+      return;
     b.shape[i] = ex_var(s->a, s->k, var);
     b.shape[i]->loc = d->loc;
   }
+  if (p->list2.n && !check_strides(s, p, &b, nsizes, size_vars))
+    return;
   int bi = kernel_add_buffer(s->a, s->k, b);
   if (declare(s, p->name, p->loc, SYM_BUF, bi))
     kernel_add_param(s->a, s->k, true, bi);
@@ -2872,8 +2950,10 @@ static void declare_sizes(Sema *s, const Node *kn)
 {
   for (int i = 0; i < kn->list.n; i++) {
     const Node *p = kn->list.items[i];
-    for (int j = 0; p->is_tensor && j < p->list.n && p->list.n <= TL_MAX_RANK; j++) {
-      const Node *d = p->list.items[j];
+    int ndims = p->is_tensor && p->list.n <= TL_MAX_RANK ? p->list.n : 0;
+    int nstrides = p->is_tensor && p->list2.n <= TL_MAX_RANK ? p->list2.n : 0;
+    for (int j = 0; j < ndims + nstrides; j++) {
+      const Node *d = j < ndims ? p->list.items[j] : p->list2.items[j - ndims];
       if (d->kind != N_NAME || sym_lookup(s, d->name) || is_reserved(d->name) || builtin_find(d->name) >= 0 ||
           type_from_name(d->name, strlen(d->name)) != TY_VOID)
         continue;
@@ -3042,8 +3122,10 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
     for (int k = 0; k < kernels->n && !named; k++)
       for (int p = 0; kernels->items[k]->kind == N_KERNEL && p < kernels->items[k]->list.n && !named; p++) {
         const Node *pn = kernels->items[k]->list.items[p];
-        for (int j = 0; pn->is_tensor && j < pn->list.n; j++)
-          named |= pn->list.items[j]->kind == N_NAME && !strcmp(pn->list.items[j]->name, sizes[i].name);
+        for (int j = 0; pn->is_tensor && j < pn->list.n + pn->list2.n; j++) {
+          const Node *dn = j < pn->list.n ? pn->list.items[j] : pn->list2.items[j - pn->list.n];
+          named |= dn->kind == N_NAME && !strcmp(dn->name, sizes[i].name);
+        }
       }
     if (!named && d->nerrors == errors)
       diag_at(d, DIAG_WARNING, NO_LOC, "--size %s: no kernel has a size of that name", sizes[i].name);

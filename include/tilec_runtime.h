@@ -185,6 +185,12 @@ typedef struct tl_kernel_info {
   bool uses_num_sms;             /* some grid program reads num_sms: plan it with tl_plan_launch_sms */
   int nconsts;                   /* launch constants, in declaration order (0..TL_MAX_LAUNCH_CONSTS) */
   const tl_launch_const *consts; /* nconsts entries */
+  /* Appended in 0.x (the library allocates tl_kernel_info; hosts only read it). Tensors declared
+   * with strides(...) (docs/language.md, "Tensor parameters"): NULL when no param has strides, else
+   * nparams entries, each NULL (a contiguous tensor, or not a tensor) or, for a TL_PARAM_TENSOR
+   * declared strided, rank tl_dims in element units: a TL_PARAM_SIZE bound from the argument's
+   * strides, or a fixed stride (extent >= 1). */
+  const tl_dim *const *strides;
 } tl_kernel_info;
 
 typedef struct tl_meta tl_meta;
@@ -207,23 +213,38 @@ typedef unsigned long long tl_devptr; /* a CUdeviceptr */
 typedef enum tl_arg_kind { TL_ARG_TENSOR = 1, TL_ARG_SCALAR } tl_arg_kind;
 
 /* One launch argument, for one .tl parameter, in .tl parameter order. Sizes are not passed: the
- * runtime binds them from the tensors' shapes. Build these with the tl_arg_* helpers below. */
+ * runtime binds them from the tensors' shapes (and strides). Build these with the tl_arg_* helpers
+ * below. */
 typedef struct tl_arg {
   tl_arg_kind kind;
   tl_dtype dtype;       /* tensor element type, or scalar type */
-  tl_devptr ptr;        /* tensor: device address of element 0 (row-major, contiguous) */
+  tl_devptr ptr;        /* tensor: device address of element [0, 0, ...] */
   int rank;             /* tensor: number of dims */
   const int64_t *shape; /* tensor: rank extents; read during the call only */
   union {               /* scalar: which member depends on dtype */
     int64_t i;          /*   bool (nonzero is true) and i8 .. i64 */
     uint64_t u;         /*   u8 .. u64 */
     double f;           /*   f16, bf16 (rounded to nearest even), e4m3, e5m2 (and saturated), f32, f64 */
+    /* tensor: rank strides in elements (element [i0, i1, ...] at ptr + (i0*s0 + i1*s1 + ...) *
+     * the element size), read during the call only; NULL: row-major and contiguous. A parameter
+     * declared without strides(...) takes only contiguous strides. */
+    const int64_t *strides;
   } value;
 } tl_arg;
 
 static inline tl_arg tl_arg_tensor(tl_devptr ptr, tl_dtype dtype, int rank, const int64_t *shape)
 {
   tl_arg a = {TL_ARG_TENSOR, dtype, ptr, rank, shape, {0}};
+  return a;
+}
+/* A tensor with explicit strides (in elements; NULL is tl_arg_tensor): a view such as a padded-row
+ * matrix (strides {lda, 1}) or a transposed one ({1, ld}), for a parameter declared with
+ * strides(...). */
+static inline tl_arg tl_arg_tensor_strided(tl_devptr ptr, tl_dtype dtype, int rank, const int64_t *shape,
+                                           const int64_t *strides)
+{
+  tl_arg a = {TL_ARG_TENSOR, dtype, ptr, rank, shape, {0}};
+  a.value.strides = strides;
   return a;
 }
 static inline tl_arg tl_arg_int(tl_dtype dtype, int64_t v)

@@ -93,6 +93,10 @@ int64_t interp_tensor_atomic(BlockWrites *w, int nbufs, int b, int64_t elems, in
 /* The other block that wrote element off of tensor b before block reads it, or -1. */
 int64_t interp_tensor_read(BlockWrites *w, int b, int64_t off, int64_t block);
 void interp_blocks_free(BlockWrites *w);
+/* Tensor B's strides (elements) into stride[0..rank): declared[] (the values of its strides(...),
+ * NULL when it has none) or row-major over dims; returns the elements its data spans, from the
+ * first to the last it can reach (0 when a dimension is 0). Both levels address tensors by them. */
+int64_t interp_tensor_layout(const Buffer *B, const int64_t *dims, const int64_t *declared, int64_t *stride);
 /* The error for elem ("global 'S'[5]") that block number other of grid wrote, found by a write of
  * another value (write) or by a read, in buf. */
 const char *interp_order_text(char *buf, size_t cap, const char *elem, bool write, const int64_t grid[3],

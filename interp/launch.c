@@ -68,6 +68,20 @@ bool interp_bind_args(const Kernel *k, const InterpArg *args, int nargs, Val *va
 
 /* ---------------------------------------------------------------- blocks and tensors */
 
+int64_t interp_tensor_layout(const Buffer *B, const int64_t *dims, const int64_t *declared, int64_t *stride)
+{
+  int64_t step = 1, last = 0;
+  bool empty = false;
+  for (int d = B->rank - 1; d >= 0; d--) {
+    stride[d] = declared ? declared[d] : step;
+    step *= dims[d];
+    empty |= dims[d] <= 0;
+    if (dims[d] > 0)
+      last += (dims[d] - 1) * stride[d];
+  }
+  return empty ? 0 : last + 1;
+}
+
 void interp_blocks_free(BlockWrites *w)
 {
   for (int b = 0; w->by && b < w->nbufs; b++)

@@ -147,16 +147,17 @@ typedef struct Roles Roles;
 typedef struct {
   const Kernel *k;
   Diags *d;
-  int T;       /* threads per block */
-  Val *vars;   /* [var * T + thread] */
-  Val *uni;    /* [var]: the launch's values (sizes, scalars, constants) */
-  void **data; /* tensors: the caller's arrays */
+  int T;                          /* threads per block */
+  Val *vars;                      /* [var * T + thread] */
+  Val *uni;                       /* [var]: the launch's values (sizes, scalars, constants) */
+  void **data;                    /* tensors: the caller's arrays */
   int64_t (*dims)[TL_MAX_RANK];
-  int64_t *elems;
-  Val **reg;          /* LOCAL buffers: [buf][thread * local_size + i] */
-  uint8_t **reg_set;  /* written bits, the same shape */
-  uint16_t *acc_busy; /* [buf * T + thread]: wgmma groups in flight on it */
-  uint8_t *acc_dirty; /* [buf * T + thread]: written since the last wgmma.fence */
+  int64_t (*stride)[TL_MAX_RANK]; /* tensors: elements per step of each dimension */
+  int64_t *elems;                 /* tensors: the elements the data spans */
+  Val **reg;                      /* LOCAL buffers: [buf][thread * local_size + i] */
+  uint8_t **reg_set;              /* written bits, the same shape */
+  uint16_t *acc_busy;             /* [buf * T + thread]: wgmma groups in flight on it */
+  uint8_t *acc_dirty;             /* [buf * T + thread]: written since the last wgmma.fence */
   uint8_t *smem;
   Shadow *shadow;
   int64_t smem_bytes;
@@ -299,7 +300,12 @@ static bool locate(Th *th, SrcLoc loc, int t, int b, const int64_t *idx, int n, 
       return false;
     int64_t off = 0;
     for (int d = 0; d < n; d++)
-      off = off * th->dims[b][d] + idx[d];
+      off += idx[d] * th->stride[b][d];
+    if (lanes > 1 && th->stride[b][n - 1] != 1) {
+      fail(th, loc, t, "a vector of %d elements at %s, whose elements are not adjacent (stride %lld)", lanes,
+           elem_text(e, sizeof e, th, b, idx, n), (long long)th->stride[b][n - 1]);
+      return false;
+    }
     if (off + lanes > th->elems[b]) {
       fail(th, loc, t, "%d elements from %s run past the end of the tensor (%lld elements)", lanes,
            elem_text(e, sizeof e, th, b, idx, n), (long long)th->elems[b]);
@@ -614,7 +620,7 @@ static Val aligned(Th *th, const Expr *e, int t)
   if (B->scope == SCOPE_GLOBAL) {
     int64_t off = 0;
     for (int d = 0; d < e->nargs; d++)
-      off = off * th->dims[e->buf][d] + idx[d];
+      off += idx[d] * th->stride[e->buf][d];
     addr = (uintptr_t)((const char *)th->data[e->buf] + off * type_bytes(B->elem));
   } else {
     if (!locate(th, e->loc, t, e->buf, idx, e->nargs, 1, &at))
@@ -957,7 +963,7 @@ static int tma_elem(Th *th, const Stmt *s, int t, const int64_t *o, const int64_
   }
   *off = 0;
   for (int d = 0; inside && d < R; d++)
-    *off = *off * dims[d] + gi[d];
+    *off += gi[d] * th->stride[s->src_buf][d];
   return inside;
 }
 
@@ -1862,6 +1868,7 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
   th->data = calloc((size_t)k->nbufs + 1, sizeof *th->data);
   th->dims = calloc((size_t)k->nbufs + 1, sizeof *th->dims);
   th->elems = calloc((size_t)k->nbufs + 1, sizeof *th->elems);
+  th->stride = calloc((size_t)k->nbufs + 1, sizeof *th->stride);
   th->reg = calloc((size_t)k->nbufs + 1, sizeof *th->reg);
   th->reg_set = calloc((size_t)k->nbufs + 1, sizeof *th->reg_set);
   th->acc_busy = calloc((size_t)(k->nbufs + 1) * (size_t)T, sizeof *th->acc_busy);
@@ -1877,9 +1884,9 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
   th->smem_bytes = k->smem_bytes;
   th->smem = calloc((size_t)k->smem_bytes + 16, 1);
   th->shadow = calloc((size_t)k->smem_bytes + 16, sizeof *th->shadow);
-  if (!th->uni || !th->vars || !th->data || !th->dims || !th->elems || !th->reg || !th->reg_set ||
-      !th->acc_busy || !th->acc_dirty || !th->active || !th->fences || !th->nid || !th->cp || !th->wg ||
-      !th->pool || !th->stage || !th->smem || !th->shadow) {
+  if (!th->uni || !th->vars || !th->data || !th->dims || !th->elems || !th->stride || !th->reg ||
+      !th->reg_set || !th->acc_busy || !th->acc_dirty || !th->active || !th->fences || !th->nid || !th->cp ||
+      !th->wg || !th->pool || !th->stage || !th->smem || !th->shadow) {
     error_at(th->d, k->loc, "out of memory for the interpreter");
     return false;
   }
@@ -1895,11 +1902,12 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
   for (int b = 0; b < k->nbufs; b++) {
     const Buffer *B = &k->bufs[b];
     if (B->scope == SCOPE_GLOBAL) {
-      th->elems[b] = 1;
+      int64_t declared[TL_MAX_RANK];
       for (int d = 0; d < B->rank; d++) {
         th->dims[b][d] = eval(th, B->shape[d], 0).i;
-        th->elems[b] *= th->dims[b][d];
+        declared[d] = buffer_strided(B) ? eval(th, B->stride[d], 0).i : 0;
       }
+      th->elems[b] = interp_tensor_layout(B, th->dims[b], buffer_strided(B) ? declared : NULL, th->stride[b]);
     } else if (B->scope == SCOPE_LOCAL) {
       size_t n = (size_t)B->local_size * (size_t)T;
       th->reg[b] = calloc(n + 1, sizeof **th->reg);
@@ -1980,6 +1988,7 @@ static void release(Th *th)
   free(th->data);
   free(th->dims);
   free(th->elems);
+  free(th->stride);
   free(th->reg);
   free(th->reg_set);
   free(th->acc_busy);

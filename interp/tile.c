@@ -34,7 +34,9 @@ typedef struct {
   uint8_t *written;
   void *data;
   int64_t dims[TL_MAX_RANK];
-  int64_t n; /* elements */
+  int64_t
+      stride[TL_MAX_RANK]; /* elements per step of each dimension: row-major, or a tensor's strides(...) */
+  int64_t n;               /* elements (a tensor's: those its data spans) */
 } Store;
 
 typedef struct {
@@ -84,8 +86,8 @@ static const Val zero;
 
 /* ---------------------------------------------------------------- memory */
 
-/* The row-major offset of idx[0..rank) in buffer b, or -1 (and an error) if an
- * index is outside it. */
+/* The offset of idx[0..rank) in buffer b (row-major, or by a tensor's strides), or -1 (and an error)
+ * if an index is outside it. */
 static int64_t offset_of(Interp *in, SrcLoc loc, int b, const int64_t *idx)
 {
   const Buffer *B = &in->k->bufs[b];
@@ -98,7 +100,7 @@ static int64_t offset_of(Interp *in, SrcLoc loc, int b, const int64_t *idx)
            index_text(t, sizeof t, idx, B->rank), scope_name(B->scope), B->name, d, (long long)S->dims[d]);
       return -1;
     }
-    off = off * S->dims[d] + idx[d];
+    off += idx[d] * S->stride[d];
   }
   return off;
 }
@@ -149,7 +151,11 @@ static void write_at(Interp *in, int b, int64_t off, Val v)
       char t[96], e[160], msg[400];
       int64_t idx[TL_MAX_RANK];
       unflatten(in, b, off, idx);
-      snprintf(e, sizeof e, "global '%s'%s", B->name, index_text(t, sizeof t, idx, B->rank));
+      if (buffer_strided(B)) /* an offset has no one index in a view */
+        snprintf(e, sizeof e, "global '%s' (its element %lld elements from the first)", B->name,
+                 (long long)off);
+      else
+        snprintf(e, sizeof e, "global '%s'%s", B->name, index_text(t, sizeof t, idx, B->rank));
       fail(in, in->loc, "%s", interp_order_text(msg, sizeof msg, e, true, in->grid, other));
       return;
     }
@@ -287,7 +293,7 @@ static bool place(Interp *in, const Side *s, const int64_t *t, int r, int64_t *o
     int64_t i = s->origin[d] + (td >= 0 ? t[td] : 0);
     if (i < 0 || i >= S->dims[d])
       return false;
-    o = o * S->dims[d] + i;
+    o += i * S->stride[d];
   }
   *off = o;
   return true;
@@ -531,11 +537,12 @@ static bool allocate(Interp *in)
   for (int b = 0; b < k->nbufs; b++) {
     const Buffer *B = &k->bufs[b];
     Store *S = &in->bufs[b];
-    S->n = 1;
+    int64_t declared[TL_MAX_RANK];
     for (int d = 0; d < B->rank; d++) {
       S->dims[d] = B->scope == SCOPE_GLOBAL ? eval(in, B->shape[d]).i : B->tile_shape[d];
-      S->n *= S->dims[d];
+      declared[d] = buffer_strided(B) ? eval(in, B->stride[d]).i : 0;
     }
+    S->n = interp_tensor_layout(B, S->dims, buffer_strided(B) ? declared : NULL, S->stride);
     if (B->scope == SCOPE_GLOBAL)
       continue;
     S->v = calloc((size_t)S->n, sizeof *S->v);

@@ -337,7 +337,11 @@ typedef struct {
   Scope scope;
   TypeKind elem;
   int rank;
-  Expr *shape[TL_MAX_RANK];        /* GLOBAL: EX_VAR of a SIZE var or EX_INT; tiles: EX_INT */
+  Expr *shape[TL_MAX_RANK]; /* GLOBAL: EX_VAR of a SIZE var or EX_INT; tiles: EX_INT */
+  /* GLOBAL declared with strides(...): element [i0, i1, ...] is at i0*stride[0] + i1*stride[1] + ...
+   * (each an EX_VAR of a SIZE var or a positive EX_INT); NULL entries (no strides): row-major and
+   * contiguous over .shape. */
+  Expr *stride[TL_MAX_RANK];
   int64_t tile_shape[TL_MAX_RANK]; /* tiles: the constant shape */
   int param_index;                 /* GLOBAL: position among the PTX parameters */
   bool has_layout;
@@ -673,7 +677,16 @@ typedef struct {
 } Module;
 
 int kernel_add_var(Arena *a, Kernel *k, Var v);
-int64_t buffer_elems(const Buffer *b);                    /* tiles: product of tile_shape */
+int64_t buffer_elems(const Buffer *b); /* tiles: product of tile_shape */
+/* A tensor declared with strides(...). */
+static inline bool buffer_strided(const Buffer *b) { return b->rank > 0 && b->stride[0] != NULL; }
+/* Consecutive elements of the last dimension are consecutive in memory: contiguous, or an innermost
+ * stride of the literal 1. Only such tensors take vector accesses, cp.async and TMA. */
+static inline bool buffer_inner_unit(const Buffer *b)
+{
+  const Expr *s = b->rank > 0 ? b->stride[b->rank - 1] : NULL;
+  return !s || (s->kind == EX_INT && s->i == 1);
+}
 bool buffer_same_shape(const Buffer *a, const Buffer *b); /* tiles: same rank and tile_shape */
 int kernel_add_buffer(Arena *a, Kernel *k, Buffer b);
 void kernel_add_param(Arena *a, Kernel *k, bool is_buffer, int index);

@@ -316,7 +316,13 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
       const Buffer *b = &k->bufs[p->index];
       sb_printf(sb, "  param %s: %s[", b->name, type_name(b->elem));
       print_exprs(sb, k, (Expr **)b->shape, b->rank);
-      sb_puts(sb, "]\n");
+      sb_puts(sb, "]");
+      if (buffer_strided(b)) {
+        sb_puts(sb, " strides(");
+        print_exprs(sb, k, (Expr **)b->stride, b->rank);
+        sb_puts(sb, ")");
+      }
+      sb_puts(sb, "\n");
     } else if (p->is_tmap) {
       const struct TensorMap *m = &k->tmaps[p->index];
       sb_printf(sb, "  param tensor map %d of %s, box [", p->index, k->bufs[m->buf].name);

@@ -105,7 +105,8 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
     stlist_push(w->a, &slow, lw_unrolled(w, v, vec, stlist_seq(w->a, &one, loc)));
   }
   Stmt *fast_s = stlist_seq(w->a, &fast, loc), *slow_s = stlist_seq(w->a, &slow, loc);
-  if (vec == 1 || vd != R - 1) {
+  /* A strided tensor whose innermost stride is not the literal 1 goes element by element too. */
+  if (vec == 1 || vd != R - 1 || !buffer_inner_unit(G)) {
     stlist_push(w->a, body, slow_s);
     return;
   }
@@ -377,8 +378,9 @@ bool lw_tma_store_fits(const Lw *w, const int64_t *shape, TypeKind elem, const R
 {
   const Buffer *G = &w->k->bufs[dst->buf];
   return w->pc->target->sm == 90 && w->pc->target->arch_specific && G->scope == SCOPE_GLOBAL &&
-         G->elem == elem && type_bytes(elem) == 2 && G->rank >= 2 && G->rank <= 5 && dst->rank == G->rank &&
-         region_span(dst, 2, 1) == G->rank - 1 && shape[1] % 16 == 0 && shape[0] % 8 == 0 && shape[0] <= 256;
+         buffer_inner_unit(G) && G->elem == elem && type_bytes(elem) == 2 && G->rank >= 2 && G->rank <= 5 &&
+         dst->rank == G->rank && region_span(dst, 2, 1) == G->rank - 1 && shape[1] % 16 == 0 &&
+         shape[0] % 8 == 0 && shape[0] <= 256;
 }
 
 int lw_tma_map(Lw *w, const Region *g, int64_t rows, int64_t panel)

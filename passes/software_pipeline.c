@@ -199,9 +199,12 @@ static Expr *interior(Lw *w, const Region *gr, const Buffer *tile, int vec)
                        lw_bin(w, OP_LE, ex_add(w->a, ex_clone(w->a, o), lw_i32(w, extent)),
                               ex_clone(w->a, G->shape[d]))));
   }
-  ok = lw_and(
-      w, ok,
-      lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, ex_clone(w->a, G->shape[R - 1]), lw_i32(w, vec)), lw_i32(w, 0)));
+  /* rows step by the row stride: the last extent, or every stride but the last (a literal 1) */
+  for (int d = 0; d < (buffer_strided(G) ? R - 1 : 1); d++) {
+    const Expr *step = buffer_strided(G) ? G->stride[d] : G->shape[R - 1];
+    ok = lw_and(w, ok,
+                lw_bin(w, OP_EQ, lw_bin(w, OP_MOD, ex_clone(w->a, step), lw_i32(w, vec)), lw_i32(w, 0)));
+  }
   Expr **o = ARENA_ARRAY(w->a, Expr *, R);
   for (int d = 0; d < R; d++)
     o[d] = ex_clone(w->a, gr->origin[d]);
@@ -265,7 +268,7 @@ static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *st
     slice.tile_shape[d] = T->tile_shape[d + 1];
   int vec = lw_coop_vec(&slice, G->elem);
   /* cp.async moves 16 contiguous bytes: a tile whose rows run along the tensor's last dimension */
-  bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16 &&
+  bool async = G->elem == T->elem && vec * type_bytes(T->elem) == 16 && buffer_inner_unit(G) &&
                region_span(&gr, slice.rank, slice.rank - 1) == G->rank - 1;
   int64_t total = buffer_elems(&slice);
   int64_t vectors = (total + vec - 1) / vec;
@@ -475,9 +478,10 @@ static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const 
     const Stmt *p = producers->items[i];
     const Buffer *G = &k->bufs[p->src.buf], *T = &k->bufs[p->dst.buf];
     int span = swizzle_span(T->swizzle);
-    if (T->stages || G->elem != T->elem || type_bytes(T->elem) > 2 || !span || T->rank != 2 || G->rank < 2 ||
-        G->rank > 5 || p->src.rank != G->rank || region_span(&p->src, 2, 1) != G->rank - 1 ||
-        T->tile_shape[1] % (span / type_bytes(T->elem)) || T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
+    if (T->stages || !buffer_inner_unit(G) || G->elem != T->elem || type_bytes(T->elem) > 2 || !span ||
+        T->rank != 2 || G->rank < 2 || G->rank > 5 || p->src.rank != G->rank ||
+        region_span(&p->src, 2, 1) != G->rank - 1 || T->tile_shape[1] % (span / type_bytes(T->elem)) ||
+        T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
       return false;
   }
   for (int i = 0; i < consumers->n; i++)

@@ -11,8 +11,11 @@ bool pass_specialize(PassContext *pc, Kernel *k)
   for (int i = 0; i < k->grid_rank; i++)
     k->grid[i] = ir_fold_checked(pc->arena, k, k->grid[i], pc->diags, &ok);
   for (int i = 0; i < k->nbufs; i++)
-    for (int d = 0; d < k->bufs[i].rank; d++)
+    for (int d = 0; d < k->bufs[i].rank; d++) {
       k->bufs[i].shape[d] = ir_fold_checked(pc->arena, k, k->bufs[i].shape[d], pc->diags, &ok);
+      if (k->bufs[i].stride[d])
+        k->bufs[i].stride[d] = ir_fold_checked(pc->arena, k, k->bufs[i].stride[d], pc->diags, &ok);
+    }
   k->threads = ir_fold_checked(pc->arena, k, k->threads, pc->diags, &ok);
   if (!ok)
     return false;

@@ -42,6 +42,9 @@ static void free_kernel(tl_kernel_info *k)
     free((void *)k->params[i].dims);
   }
   free((void *)k->params);
+  for (int i = 0; k->strides && i < k->nparams; i++)
+    free((void *)k->strides[i]);
+  free((void *)k->strides);
   for (int axis = 0; axis < 3; axis++) {
     free((void *)k->grid_text[axis]);
     if (k->grid[axis])
@@ -257,21 +260,25 @@ static tl_status parse_kernel_line(parser *p)
   return TL_OK;
 }
 
-/* dims=D0,D1,...: size names stay unresolved (size params come after the tensors) until all params
- * are read; until then a symbolic dim has size_param -2 and its name waits in *names_out[d]. */
-static tl_status parse_dims(parser *p, tl_param *param, const char *field, char ***names_out)
+/* dims=D0,D1,... (key "dims") or strides=S0,S1,... (key "strides"): size names stay unresolved
+ * (size params come after the tensors) until all params are read; until then a symbolic entry has
+ * size_param -2 and its name waits in *names_out[d]. A fixed stride is at least 1. */
+static tl_status parse_dims(parser *p, tl_param *param, const char *field, const char *key,
+                            const tl_dim **out, char ***names_out)
 {
-  if (strncmp(field, "dims=", 5) != 0)
-    return fail(p, "expected 'dims=...', got '%s'", field);
-  const char *s = field + 5;
+  const size_t klen = strlen(key);
+  const bool stride = key[0] == 's';
+  if (strncmp(field, key, klen) != 0 || field[klen] != '=')
+    return fail(p, "expected '%s=...', got '%s'", key, field);
+  const char *s = field + klen + 1;
   int count = *s ? 1 : 0;
   for (const char *c = s; *c; c++)
     count += *c == ',';
   if (count != param->rank)
-    return fail(p, "param '%s' has rank=%d but %d dims in '%s'", param->name, param->rank, count, field);
+    return fail(p, "param '%s' has rank=%d but %d %s in '%s'", param->name, param->rank, count, key, field);
   tl_dim *dims = calloc((size_t)param->rank + 1, sizeof *dims);
   char **names = calloc((size_t)param->rank + 1, sizeof *names);
-  param->dims = dims;
+  *out = dims;
   *names_out = names;
   if (!dims || !names)
     return out_of_memory(p);
@@ -280,20 +287,22 @@ static tl_status parse_dims(parser *p, tl_param *param, const char *field, char 
     size_t len = end ? (size_t)(end - s) : strlen(s);
     char item[256];
     if (len == 0 || len >= sizeof item)
-      return fail(p, "param '%s': dimension %d in '%s' is empty or too long", param->name, d, field);
+      return fail(p, "param '%s': %s %d in '%s' is empty or too long", param->name,
+                  stride ? "stride" : "dimension", d, field);
     memcpy(item, s, len);
     item[len] = 0;
     int64_t extent;
     if (item[0] >= '0' && item[0] <= '9') {
-      if (!parse_uint(item, 0, INT32_MAX, &extent))
-        return fail(p, "param '%s': dimension %d ('%s') is not a size name or an extent in 0..%d",
-                    param->name, d, item, INT32_MAX);
+      if (!parse_uint(item, stride, INT32_MAX, &extent))
+        return fail(p, "param '%s': %s %d ('%s') is not a size name or %s in %d..%d", param->name,
+                    stride ? "stride" : "dimension", d, item, stride ? "a stride" : "an extent", stride,
+                    INT32_MAX);
       dims[d].size_param = -1;
       dims[d].extent = extent;
     } else {
       if (!is_identifier(item))
-        return fail(p, "param '%s': dimension %d ('%s') is not a size name or a decimal extent", param->name,
-                    d, item);
+        return fail(p, "param '%s': %s %d ('%s') is not a size name or a decimal %s", param->name,
+                    stride ? "stride" : "dimension", d, item, stride ? "stride" : "extent");
       names[d] = strdup(item);
       if (!names[d])
         return out_of_memory(p);
@@ -306,19 +315,26 @@ static tl_status parse_dims(parser *p, tl_param *param, const char *field, char 
 
 /* Per tensor of the current kernel, the names of its symbolic dims until they are resolved. */
 typedef struct pending_dims {
-  char **names; /* rank entries, NULL where fixed */
+  char **names;        /* rank entries, NULL where fixed */
+  char **stride_names; /* the same for strides=, when the line has it */
 } pending_dims;
+
+static void free_names(char ***names, int rank)
+{
+  if (!*names)
+    return;
+  for (int d = 0; d < rank; d++)
+    free((*names)[d]);
+  free(*names);
+  *names = NULL;
+}
 
 /* Free the parked dim names of kernel k's params (NULL-safe; each array is freed once). */
 static void free_pending(pending_dims *pending, const tl_kernel_info *k)
 {
   for (int i = 0; pending && i < k->nparams; i++) {
-    if (!pending[i].names)
-      continue;
-    for (int d = 0; d < k->params[i].rank; d++)
-      free(pending[i].names[d]);
-    free(pending[i].names);
-    pending[i].names = NULL;
+    free_names(&pending[i].names, k->params[i].rank);
+    free_names(&pending[i].stride_names, k->params[i].rank);
   }
 }
 
@@ -474,10 +490,10 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
   /* The ABI orders params: every .tl parameter, then every size, every tmap, the tmap flag. */
   const tl_param_kind before = p->params_seen > 0 ? k->params[p->params_seen - 1].kind : TL_PARAM_TENSOR;
   if (strcmp(kind, "tensor") == 0) {
-    if (p->nfields != 7)
+    if (p->nfields != 7 && p->nfields != 8)
       return fail(p,
-                  "a tensor param line is 'param INDEX tensor NAME ELEM rank=R dims=...' "
-                  "(%d fields, not 7)",
+                  "a tensor param line is 'param INDEX tensor NAME ELEM rank=R dims=... [strides=...]' "
+                  "(%d fields, not 7 or 8)",
                   p->nfields);
     param->kind = TL_PARAM_TENSOR;
     int64_t rank;
@@ -485,8 +501,16 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
     if (st != TL_OK)
       return st;
     param->rank = (int)rank;
-    if ((st = parse_dims(p, param, p->fields[6], &pending[p->params_seen].names)) != TL_OK)
+    if ((st = parse_dims(p, param, p->fields[6], "dims", &param->dims, &pending[p->params_seen].names)) !=
+        TL_OK)
       return st;
+    if (p->nfields == 8) { /* strides=: a tensor declared with strides(...) */
+      if (!k->strides && !(k->strides = calloc((size_t)k->nparams + 1, sizeof *k->strides)))
+        return out_of_memory(p);
+      if ((st = parse_dims(p, param, p->fields[7], "strides", (const tl_dim **)&k->strides[p->params_seen],
+                           &pending[p->params_seen].stride_names)) != TL_OK)
+        return st;
+    }
   } else if (strcmp(kind, "scalar") == 0) {
     if (p->nfields != 5)
       return fail(p, "a scalar param line is 'param INDEX scalar NAME ELEM' (%d fields, not 5)", p->nfields);
@@ -560,16 +584,19 @@ static tl_status finish_params(parser *p, pending_dims *pending)
     tl_param *param = (tl_param *)&k->params[i];
     if (param->kind != TL_PARAM_TENSOR)
       continue;
-    tl_dim *dims = (tl_dim *)param->dims;
-    for (int d = 0; d < param->rank; d++) {
-      const char *name = pending[i].names ? pending[i].names[d] : NULL;
+    /* the dims, then the strides: the order in which the compiler meets the sizes */
+    for (int j = 0; j < 2 * param->rank; j++) {
+      const int d = j % param->rank;
+      char **names = j < param->rank ? pending[i].names : pending[i].stride_names;
+      tl_dim *dims = (tl_dim *)(j < param->rank ? param->dims : k->strides ? k->strides[i] : NULL);
+      const char *name = names ? names[d] : NULL;
       if (!name)
         continue;
       int s = find_param(k, k->nparams, name);
       if (s < 0 || k->params[s].kind != TL_PARAM_SIZE) {
         p->line = p->param_lines[i];
-        return fail(p, "param '%s': dimension %d names '%s', which is not a size param of kernel '%s'",
-                    param->name, d, name, k->name);
+        return fail(p, "param '%s': %s %d names '%s', which is not a size param of kernel '%s'", param->name,
+                    j < param->rank ? "dimension" : "stride", d, name, k->name);
       }
       if (s >= first_size + expected_next) {
         /* first appearance: it must be the next size param in order */
@@ -587,7 +614,8 @@ static tl_status finish_params(parser *p, pending_dims *pending)
   }
   if (first_size + expected_next != end_sizes) {
     p->line = p->param_lines[first_size + expected_next];
-    return fail(p, "size param '%s' is not a dimension of any tensor param, so no launch can bind it",
+    return fail(p,
+                "size param '%s' is not a dimension or stride of any tensor param, so no launch can bind it",
                 k->params[first_size + expected_next].name);
   }
   return TL_OK;

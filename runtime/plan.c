@@ -113,15 +113,136 @@ static tl_status encode_scalar(const tl_kernel_info *k, int i, const tl_arg *a, 
 typedef struct size_binding {
   int64_t value;
   int arg, dim; /* arg < 0: unbound */
+  bool stride;  /* bound by the arg's stride `dim`, not its extent */
 } size_binding;
 
-static void describe_use(const tl_kernel_info *k, int arg, int dim, char *buf, size_t size)
+static void describe_use(const tl_kernel_info *k, int arg, int dim, bool stride, char *buf, size_t size)
 {
-  /* "argument 0 ('A')", plus the dimension when the tensor has several */
-  if (k->params[arg].rank > 1)
+  /* "argument 0 ('A')", plus the dimension when the tensor has several, or the stride */
+  if (stride)
+    tl_fmt(buf, size, "argument %d ('%s', stride %d)", arg, k->params[arg].name, dim);
+  else if (k->params[arg].rank > 1)
     tl_fmt(buf, size, "argument %d ('%s', dimension %d)", arg, k->params[arg].name, dim);
   else
     tl_fmt(buf, size, "argument %d ('%s')", arg, k->params[arg].name);
+}
+
+/* Bind size `param` to `value`, from arg's extent or stride `dim`; an error if an earlier use gave
+ * another value. */
+static tl_status bind_size(const tl_kernel_info *k, size_binding *sizes, int param, int64_t value, int arg,
+                           int dim, bool stride, char *err, size_t err_size)
+{
+  size_binding *b = &sizes[param];
+  if (b->arg < 0) {
+    *b = (size_binding){value, arg, dim, stride};
+    return TL_OK;
+  }
+  if (b->value == value)
+    return TL_OK;
+  char first[300], second[300];
+  describe_use(k, b->arg, b->dim, b->stride, first, sizeof first);
+  describe_use(k, arg, dim, stride, second, sizeof second);
+  tl_fmt(err, err_size, "%s%s%ssize %s is %lld from %s but %lld from %s",
+         b->stride || stride ? "kernel '" : "", b->stride || stride ? k->name : "",
+         b->stride || stride ? "': " : "", k->params[param].name, (long long)b->value, first,
+         (long long)value, second);
+  return TL_ERR_BAD_ARGUMENT;
+}
+
+bool tl_contiguous_strides(int rank, const int64_t *shape, int64_t *out)
+{
+  bool ok = true;
+  int64_t step = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    out[d] = step;
+    ok &= !__builtin_mul_overflow(step, shape[d] > 0 ? shape[d] : 1, &step);
+  }
+  return ok;
+}
+
+bool tl_tensor_span(const tl_arg *a, uint64_t *elems)
+{
+  const int64_t *st = a->value.strides;
+  if (!st) {
+    uint64_t n = 1;
+    for (int d = 0; d < a->rank; d++)
+      if (__builtin_mul_overflow(n, (uint64_t)a->shape[d], &n))
+        return false;
+    *elems = n;
+    return true;
+  }
+  uint64_t last = 0; /* the offset of the last element */
+  for (int d = 0; d < a->rank; d++) {
+    if (a->shape[d] == 0) {
+      *elems = 0;
+      return true;
+    }
+    uint64_t step;
+    if (st[d] < 0 || __builtin_mul_overflow((uint64_t)(a->shape[d] - 1), (uint64_t)st[d], &step) ||
+        __builtin_add_overflow(last, step, &last))
+      return false;
+  }
+  return !__builtin_add_overflow(last, 1, elems) && *elems <= INT64_MAX;
+}
+
+/* The strides of tensor argument i: checked against the kernel's (a parameter declared without
+ * strides(...) takes only contiguous ones; a declared one takes positive strides, each equal to a
+ * fixed stride or binding a size), and the elements they reach must be addressable. */
+static tl_status check_strides(const tl_kernel_info *k, int i, const tl_arg *a, size_binding *sizes,
+                               char *err, size_t err_size)
+{
+  const tl_param *p = &k->params[i];
+  const tl_dim *decl = k->strides ? k->strides[i] : NULL;
+  const int64_t *given = a->value.strides;
+  if (!decl && !given)
+    return TL_OK;
+  int64_t contiguous[64];
+  if (p->rank > 64 || !tl_contiguous_strides(p->rank, a->shape, contiguous)) {
+    tl_fmt(err, err_size, "argument %d ('%s'): the tensor has more elements than a launch can address", i,
+           p->name);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  const int64_t *st = given ? given : contiguous;
+  bool empty = false;
+  for (int d = 0; d < p->rank; d++)
+    empty |= a->shape[d] == 0;
+  for (int d = 0; d < p->rank; d++) {
+    if (!decl) { /* a stride of a dimension of extent 1 (or of an empty tensor) is never used */
+      if (st[d] != contiguous[d] && a->shape[d] > 1 && !empty) {
+        tl_fmt(err, err_size,
+               "argument %d ('%s'): kernel '%s' takes a contiguous tensor, but stride %d is %lld, not %lld; "
+               "declare the parameter with strides(...) or pass a contiguous copy",
+               i, p->name, k->name, d, (long long)st[d], (long long)contiguous[d]);
+        return TL_ERR_BAD_ARGUMENT;
+      }
+      continue;
+    }
+    if (st[d] < 1) {
+      tl_fmt(err, err_size, "argument %d ('%s'): stride %d is %lld; strides must be positive", i, p->name, d,
+             (long long)st[d]);
+      return TL_ERR_BAD_ARGUMENT;
+    }
+    if (decl[d].size_param < 0) {
+      if (st[d] != decl[d].extent) {
+        tl_fmt(err, err_size, "argument %d ('%s'): stride %d is %lld but kernel '%s' requires %lld", i,
+               p->name, d, (long long)st[d], k->name, (long long)decl[d].extent);
+        return TL_ERR_BAD_ARGUMENT;
+      }
+      continue;
+    }
+    tl_status s = bind_size(k, sizes, decl[d].size_param, st[d], i, d, true, err, err_size);
+    if (s != TL_OK)
+      return s;
+  }
+  uint64_t span;
+  tl_arg view = *a;
+  view.value.strides = st;
+  if (!tl_tensor_span(&view, &span)) {
+    tl_fmt(err, err_size, "argument %d ('%s'): the elements its shape and strides reach overflow 64 bits", i,
+           p->name);
+    return TL_ERR_BAD_ARGUMENT;
+  }
+  return TL_OK;
 }
 
 static tl_status check_tensor(const tl_kernel_info *k, int i, const tl_arg *a, size_binding *sizes,
@@ -160,20 +281,13 @@ static tl_status check_tensor(const tl_kernel_info *k, int i, const tl_arg *a, s
       }
       continue;
     }
-    size_binding *b = &sizes[dim->size_param];
-    if (b->arg < 0) {
-      b->value = extent;
-      b->arg = i;
-      b->dim = d;
-    } else if (b->value != extent) {
-      char first[300], second[300];
-      describe_use(k, b->arg, b->dim, first, sizeof first);
-      describe_use(k, i, d, second, sizeof second);
-      tl_fmt(err, err_size, "size %s is %lld from %s but %lld from %s", k->params[dim->size_param].name,
-             (long long)b->value, first, (long long)extent, second);
-      return TL_ERR_BAD_ARGUMENT;
-    }
+    tl_status s = bind_size(k, sizes, dim->size_param, extent, i, d, false, err, err_size);
+    if (s != TL_OK)
+      return s;
   }
+  tl_status s = check_strides(k, i, a, sizes, err, err_size);
+  if (s != TL_OK)
+    return s;
   if (!empty && a->ptr == 0) {
     tl_fmt(err, err_size, "argument %d ('%s'): null device pointer for a non-empty tensor", i, p->name);
     return TL_ERR_BAD_ARGUMENT;
@@ -357,7 +471,7 @@ static tl_status encode_sizes(const tl_kernel_info *k, int nargs, uint64_t *slot
     }
     if (b->value > INT32_MAX) {
       char use[300];
-      describe_use(k, b->arg, b->dim, use, sizeof use);
+      describe_use(k, b->arg, b->dim, b->stride, use, sizeof use);
       tl_fmt(err, err_size,
              "size %s is %lld (from %s), more than a kernel size can hold (i32, at "
              "most %d)",
@@ -528,6 +642,12 @@ bool tl_tmap_encoding_of(const tl_kernel_info *k, int param, const tl_arg *args,
     return false;
   }
   const int r = t->rank;
+  const int64_t *given = a->value.strides; /* elements; NULL: contiguous */
+  if (given && given[r - 1] != 1) {
+    tl_fmt(why, why_size, "tmap '%s': the tensor's innermost stride is %lld, not 1", p->name,
+           (long long)given[r - 1]);
+    return false;
+  }
   uint64_t stride = tl_dtype_size(a->dtype);
   for (int i = 0; i < r; i++) {
     const int64_t d = a->shape[r - 1 - i];
@@ -541,7 +661,10 @@ bool tl_tmap_encoding_of(const tl_kernel_info *k, int param, const tl_arg *args,
     out->element_strides[i] = 1;
     if (i == r - 1)
       break;
-    const bool overflow = __builtin_mul_overflow(stride, (uint64_t)d, &stride);
+    const bool overflow = given ? given[r - 2 - i] < 1 ||
+                                      __builtin_mul_overflow(tl_dtype_size(a->dtype),
+                                                             (uint64_t)given[r - 2 - i], &stride)
+                                : __builtin_mul_overflow(stride, (uint64_t)d, &stride);
     if (overflow || stride >= (UINT64_C(1) << 40) || stride % 16 != 0) {
       tl_fmt(why, why_size,
              "tmap '%s': dimension %d of the tensor steps %s%llu bytes; a tensor map needs a multiple of "

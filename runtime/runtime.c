@@ -31,13 +31,14 @@ typedef struct tl_variant {
 } tl_variant;
 
 /* The last tensor map a kernel's tmap param was encoded to, with what it was encoded for: a launch
- * with the same tensor (pointer and dims) reuses it instead of calling the driver again. */
+ * with the same tensor (pointer, dims and strides) reuses it instead of calling the driver again. */
 typedef struct tl_tmap_entry {
   CUtensorMap map;
-  tl_devptr ptr; /* the key */
+  tl_devptr ptr;                     /* the key */
   int64_t dims[TL_TMAP_MAX_RANK];
-  bool filled;   /* the key is set */
-  bool valid;    /* map holds the encoding for the key; false: the key cannot be encoded */
+  int64_t strides[TL_TMAP_MAX_RANK]; /* in elements, contiguous ones when the launch gave none */
+  bool filled;                       /* the key is set */
+  bool valid; /* map holds the encoding for the key; false: the key cannot be encoded */
 } tl_tmap_entry;
 
 struct tl_kernel {
@@ -1043,11 +1044,13 @@ static tl_status launch_on_host(tl_kernel *kernel, const tl_arg *args, int nargs
       continue;
     char what[320];
     snprintf(what, sizeof what, "launch of '%s': argument %d ('%s')", k->name, i, k->params[i].name);
-    size_t bytes = tl_dtype_size(args[i].dtype); /* the planner checked every extent is >= 0 */
-    for (int d = 0; d < args[i].rank; d++)
-      if (__builtin_mul_overflow(bytes, (uint64_t)args[i].shape[d], &bytes))
-        return set_message(ctx, TL_ERR_BAD_ARGUMENT,
-                           "%s: the tensor has more bytes than the host can address", what);
+    /* the planner checked every extent is >= 0 and every stride it took is positive */
+    uint64_t elems;
+    size_t bytes;
+    if (!tl_tensor_span(&args[i], &elems) ||
+        __builtin_mul_overflow(elems, tl_dtype_size(args[i].dtype), &bytes))
+      return set_message(ctx, TL_ERR_BAD_ARGUMENT, "%s: the tensor has more bytes than the host can address",
+                         what);
     if (bytes && !tl_host_span(ctx->cpu, args[i].ptr, bytes, what, ctx->message, sizeof ctx->message))
       return TL_ERR_BAD_ARGUMENT;
   }
@@ -1062,11 +1065,18 @@ static const tl_tmap_entry *tmap_for(tl_kernel *kernel, int j, int param, const 
   tl_tmap_entry *e = &kernel->tmaps[j];
   const tl_arg *a = &args[kernel->info->params[param].tmap.tensor];
   const size_t dims_bytes = sizeof(int64_t) * (size_t)a->rank; /* the plan checked rank == tmap.rank */
-  if (e->filled && e->ptr == a->ptr && !memcmp(e->dims, a->shape, dims_bytes))
+  int64_t strides[TL_TMAP_MAX_RANK]; /* the map depends on the strides too (NULL: contiguous) */
+  if (a->value.strides)
+    memcpy(strides, a->value.strides, dims_bytes);
+  else
+    tl_contiguous_strides(a->rank, a->shape, strides);
+  if (e->filled && e->ptr == a->ptr && !memcmp(e->dims, a->shape, dims_bytes) &&
+      !memcmp(e->strides, strides, dims_bytes))
     return e;
   e->filled = true;
   e->ptr = a->ptr;
   memcpy(e->dims, a->shape, dims_bytes);
+  memcpy(e->strides, strides, dims_bytes);
   tl_tmap_encoding x;
   e->valid = tl_tmap_encoding_of(kernel->info, param, args, nargs, &x, NULL, 0) &&
              kernel->module->ctx->drv.cuTensorMapEncodeTiled(

@@ -96,6 +96,12 @@ tl_status tl_consts_eval(const tl_kernel_info *kernel, const int64_t *values, co
 /* The CUtensorMapDataType of an element type (bytes are bytes to a load: bool and i8 are UINT8);
  * false for none. tl_tmap_encoding_of and the AOT launchers (compiler/emit_header.c) use it. */
 bool tl_tmap_data_type(tl_dtype dtype, int *out);
+/* The row-major contiguous strides (elements) of a shape, into out[0..rank); false if they overflow
+ * int64 (extents of 0 count as 1). */
+bool tl_contiguous_strides(int rank, const int64_t *shape, int64_t *out);
+/* The elements from a tensor argument's first element to its last, inclusive (0 when empty), by its
+ * shape and strides (value.strides, NULL: contiguous); false if that overflows int64. */
+bool tl_tensor_span(const tl_arg *a, uint64_t *elems);
 
 /* ------------------------------------------------------------------------------------------ cpu.c */
 

@@ -219,6 +219,10 @@ typedef struct {
   bool reads, writes; /* a tensor: what the kernel does with it */
   NpyArray file;      /* a tensor read from a file */
   int64_t dims[TL_MAX_RANK], count;
+  /* the storage's shape, as --out writes it and --print shows it: dims, or for a tensor declared
+   * with strides(...) its file's shape (or one dimension of the elements the view spans) */
+  int store_rank;
+  int64_t store_dims[NPY_MAX_RANK > TL_MAX_RANK ? NPY_MAX_RANK : TL_MAX_RANK];
   void *data;
   /* a size: its value, and where it came from ("--size N=8", "a.npy for 'A', dimension 0") */
   bool known;
@@ -508,6 +512,8 @@ static bool read_file_tensor(Run *r, Param *p)
                                            npy_descr(bits), type_name(t))
                             : npy_descr(want),
                      p->arg->value, npy_descr(p->file.dtype));
+  if (buffer_strided(p->buf)) /* the file is the storage: the view's extents come from the sizes */
+    return true;
   if (p->file.rank != p->buf->rank)
     return run_error("%s: the tensor %s has %d dimension%s, but '%s' has %d", p->arg->text, param_text(r, p),
                      p->buf->rank, p->buf->rank == 1 ? "" : "s", p->arg->value, p->file.rank);
@@ -615,6 +621,46 @@ static void fill_tensor(Param *p)
 
 /* ---------------------------------------------------------------- binding */
 
+/* A tensor declared with strides(...): its data is storage that the view [dims] strides(...)
+ * addresses. From a file, the file's elements, which must hold every element the view reaches;
+ * otherwise exactly those elements, as one dimension. p->count becomes the storage's elements. */
+static bool strided_storage(Run *r, Param *p)
+{
+  int64_t declared[TL_MAX_RANK];
+  for (int d = 0; d < p->buf->rank; d++) {
+    const Expr *e = p->buf->stride[d];
+    declared[d] = e->kind == EX_VAR ? find_param(r, r->k->vars[e->var].name)->size : e->i;
+    if (declared[d] < 1)
+      return run_error("the tensor %s has stride %d of %lld; a stride is positive (--size)", param_text(r, p),
+                       d, (long long)declared[d]);
+  }
+  int64_t span, last = 0;
+  bool empty = false;
+  for (int d = 0; d < p->buf->rank; d++) {
+    int64_t step;
+    empty |= p->dims[d] == 0;
+    if (p->dims[d] > 0 && (__builtin_mul_overflow(p->dims[d] - 1, declared[d], &step) ||
+                           __builtin_add_overflow(last, step, &last)))
+      return run_error("the tensor %s reaches more elements than a run can hold", param_text(r, p));
+  }
+  span = empty ? 0 : last + 1;
+  if (p->source == SRC_FILE && p->file.data) {
+    if (p->file.count < span)
+      return run_error(
+          "%s: the view %s strides(...) reaches %lld elements of its storage, but '%s' holds %lld",
+          p->arg->text, tensor_text(r, p), (long long)span, p->arg->value, (long long)p->file.count);
+    p->count = p->file.count;
+    p->store_rank = p->file.rank;
+    for (int d = 0; d < p->file.rank; d++)
+      p->store_dims[d] = p->file.shape[d];
+    return true;
+  }
+  p->count = span;
+  p->store_rank = 1;
+  p->store_dims[0] = span;
+  return true;
+}
+
 /* Every parameter's value: scalars, then files (which may set sizes), then --size (checked against
  * the files), then each tensor's extent and data. */
 static bool bind_params(Run *r)
@@ -666,6 +712,10 @@ static bool bind_params(Run *r)
       if (__builtin_mul_overflow(p->count, p->dims[d], &p->count))
         p->count = INT64_MAX;
     }
+    p->store_rank = p->buf->rank;
+    memcpy(p->store_dims, p->dims, sizeof p->dims);
+    if (buffer_strided(p->buf) && !strided_storage(r, p))
+      return false;
     size_t bytes;
     if (p->count == INT64_MAX ||
         __builtin_mul_overflow((size_t)p->count, (size_t)type_bytes(p->buf->elem), &bytes) ||
@@ -758,7 +808,7 @@ enum { EDGE = 3, LINE_WIDTH = 75 };
  * the last dimension, else a line break per dimension below, as numpy. */
 static void separate(Printer *pr, int d)
 {
-  int rank = pr->p->buf->rank;
+  int rank = pr->p->store_rank;
   if (pr->pass != PASS_PRINT)
     return;
   if (d == rank - 1 && pr->column + 1 + pr->st.left + pr->st.right + 1 <= LINE_WIDTH) {
@@ -797,8 +847,8 @@ static void put_elem(Printer *pr, int64_t i)
 /* Dimension d of the elements from base on, stride of them in all. */
 static void put_rows(Printer *pr, int d, int64_t base, int64_t stride)
 {
-  int64_t n = pr->p->dims[d], sub = stride / n;
-  bool last = d == pr->p->buf->rank - 1, cut = pr->summarize && n > 2 * EDGE, print = pr->pass == PASS_PRINT;
+  int64_t n = pr->p->store_dims[d], sub = stride / n;
+  bool last = d == pr->p->store_rank - 1, cut = pr->summarize && n > 2 * EDGE, print = pr->pass == PASS_PRINT;
   if (print)
     pr->column += fprintf(pr->f, "[");
   for (int64_t i = 0; i < n; i++) {
@@ -886,8 +936,9 @@ static void summarize_tensor(FILE *f, const Run *r, const Param *p)
 static bool write_tensor(const Param *p, const char *path)
 {
   TypeKind t = p->buf->elem;
-  NpyArray a = {.dtype = npy_dtype_of(t), .rank = p->buf->rank, .count = p->count, .data = p->data};
-  memcpy(a.shape, p->dims, sizeof p->dims);
+  NpyArray a = {.dtype = npy_dtype_of(t), .rank = p->store_rank, .count = p->count, .data = p->data};
+  for (int d = 0; d < p->store_rank; d++)
+    a.shape[d] = p->store_dims[d];
   float *wide = NULL;
   if (npy_lacks(t)) {
     a.data = wide = malloc((size_t)p->count * sizeof *wide + 1);

@@ -61,23 +61,65 @@ static inline void launch_scalars(Launch *L, const Kernel *k,
     }
 }
 
+/* Is size var v some tensor's dimension? */
+static inline bool launch_is_dim(const Kernel *k, int v)
+{
+  for (int b = 0; b < k->nbufs; b++)
+    for (int d = 0; k->bufs[b].scope == SCOPE_GLOBAL && d < k->bufs[b].rank; d++)
+      if (k->bufs[b].shape[d]->kind == EX_VAR && k->bufs[b].shape[d]->var == v)
+        return true;
+  return false;
+}
+
+/* The sizes only strides(...) names, from the drawn dimensions: a view whose elements do not overlap,
+ * with 3 elements of padding per step (strides(lda, 1) over [M, N]: lda = N + 3; strides(1, ldt):
+ * ldt = M + 3), each stride from the innermost dimension out past what the ones inside it span. */
+static inline void launch_strides(Launch *L, const Kernel *k)
+{
+  for (int b = 0; b < k->nbufs; b++) {
+    const Buffer *B = &k->bufs[b];
+    if (B->scope != SCOPE_GLOBAL || !buffer_strided(B))
+      continue;
+    for (int d = B->rank - 1; d >= 0; d--) {
+      const Expr *e = B->stride[d];
+      int i = e->kind == EX_VAR ? launch_arg(L, k->vars[e->var].name) : -1;
+      if (i < 0 || launch_is_dim(k, e->var))
+        continue;
+      int64_t reach = 1;
+      for (int o = 0; o < B->rank; o++) {
+        int64_t s = o == d ? 0 : launch_dim(L, k, B->stride[o]), x = launch_dim(L, k, B->shape[o]);
+        if (o != d && s > 0 && x > 0 && s * x > reach)
+          reach = s * x;
+      }
+      L->args[i].i = reach + 3;
+    }
+  }
+}
+
 /* Appends k's tensors, the sizes being known, every copy the same; next(state) gives random bits.
  * false (L to be released) when a tensor would hold more than max_elems elements or memory runs out. */
 static inline bool launch_tensors(Launch *L, const Kernel *k, int64_t guard, int64_t max_elems,
                                   uint64_t (*next)(void *state), void *state)
 {
   L->guard = guard;
+  launch_strides(L, k);
   for (int p = 0; p < k->nparams; p++) {
     if (!k->params[p].is_buffer)
       continue;
     const Buffer *B = &k->bufs[k->params[p].index];
     int i = L->nargs++;
-    int64_t n = 1;
+    int64_t n = 1, dims[TL_MAX_RANK], declared[TL_MAX_RANK], stride[TL_MAX_RANK];
     for (int d = 0; d < B->rank; d++) {
       int64_t e = launch_dim(L, k, B->shape[d]);
       if (e < 0 || e > max_elems || (n *= e) > max_elems)
         return false;
+      dims[d] = e;
+      declared[d] = buffer_strided(B) ? launch_dim(L, k, B->stride[d]) : 0;
+      if (buffer_strided(B) && (declared[d] < 1 || declared[d] > max_elems))
+        return false;
     }
+    if (buffer_strided(B) && (n = interp_tensor_layout(B, dims, declared, stride)) > max_elems)
+      return false; /* a view: its storage, from its first element to its last */
     L->args[i].name = B->name;
     L->elems[i] = n;
     L->type[i] = B->elem;

@@ -148,7 +148,7 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
   }
   const tl_kernel_info *info = tl_kernel_get_info(k);
   tl_devptr dev[64] = {0};
-  int64_t shapes[64][TL_MAX_RANK];
+  int64_t shapes[64][TL_MAX_RANK], strides[64][TL_MAX_RANK];
   tl_arg args[64];
   bool ok = info->nargs <= 64;
   for (int p = 0; ok && p < info->nargs; p++) {
@@ -165,7 +165,13 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
       }
       ok = tl_malloc(gpu_ctx, bytes, &dev[p]) == TL_OK &&
            tl_memcpy_htod(gpu_ctx, dev[p], L->data[c][i], bytes) == TL_OK;
-      args[p] = tl_arg_tensor(dev[p], dtype_of(L->type[i]), P->rank, shapes[p]);
+      const tl_dim *S = info->strides ? info->strides[p] : NULL; /* a view: its strides too */
+      for (int r = 0; S && r < P->rank; r++) {
+        int j = S[r].size_param >= 0 ? launch_arg(L, info->params[S[r].size_param].name) : -1;
+        strides[p][r] = S[r].size_param < 0 ? S[r].extent : j >= 0 ? L->args[j].i : 0;
+      }
+      args[p] = tl_arg_tensor_strided(dev[p], dtype_of(L->type[i]), P->rank, shapes[p],
+                                      S ? strides[p] : NULL);
     } else if (P->dtype == TL_F32 || P->dtype == TL_F64 || P->dtype == TL_F16 || P->dtype == TL_BF16) {
       args[p] = tl_arg_float(P->dtype, L->args[i].f);
     } else {

@@ -229,7 +229,7 @@ static void test_malformed_blocks(void)
              "// tilec-meta param 2 size Q i32\n"
              "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n"
              "// tilec-meta end\n",
-             "line 5: size param 'Q' is not a dimension of any tensor param");
+             "line 5: size param 'Q' is not a dimension or stride of any tensor param");
 
   /* grid lines */
   EXPECT_BAD(example_with(7, "// tilec-meta grid 0 N +"),
@@ -1642,6 +1642,181 @@ static void test_tmap_launch(void)
   unsetenv("TILEC_CUDA_LIBRARY");
 }
 
+/* Tensors declared with strides(...): the metadata's strides=, the sizes they bind (in order of first
+ * appearance, after the dims of the same tensor), every check tl_plan_launch makes of an argument's
+ * strides, and the tensor map encoded with the actual row stride. */
+static const char strided_example[] =
+    "// tilec-meta v1\n"
+    "// tilec-meta kernel sv threads=128 smem=0 params=8\n"
+    "// tilec-meta param 0 tensor A f16 rank=2 dims=M,K strides=lda,1\n"
+    "// tilec-meta param 1 tensor At f32 rank=2 dims=M,K strides=1,M\n"
+    "// tilec-meta param 2 tensor B f16 rank=2 dims=M,K\n"
+    "// tilec-meta param 3 tensor X f32 rank=1 dims=N strides=3\n"
+    "// tilec-meta param 4 size M i32\n"
+    "// tilec-meta param 5 size K i32\n"
+    "// tilec-meta param 6 size lda i32\n"
+    "// tilec-meta param 7 size N i32\n"
+    "// tilec-meta grid 0 M\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n"
+    "// tilec-meta end\n";
+
+static void test_plan_strides(void)
+{
+  tl_meta *meta = PARSE_OK(strided_example);
+  const tl_kernel_info *k = meta ? tl_meta_kernel(meta, 0) : NULL;
+  if (!k)
+    return;
+  CHECK(k->strides && k->strides[0] && k->strides[1] && !k->strides[2] && k->strides[3], "strides present");
+  if (!k->strides || !k->strides[0] || !k->strides[1] || !k->strides[3]) {
+    tl_meta_free(meta);
+    return;
+  }
+  CHECK(k->strides[0][0].size_param == 6 && k->strides[0][1].size_param == -1 && k->strides[0][1].extent == 1,
+        "A strides(lda, 1)");
+  CHECK(k->strides[1][0].size_param == -1 && k->strides[1][0].extent == 1 && k->strides[1][1].size_param == 4,
+        "At strides(1, M)");
+  CHECK(k->strides[3][0].size_param == -1 && k->strides[3][0].extent == 3, "X strides(3)");
+
+  char err[1024];
+  tl_launch_plan plan;
+  int64_t mk[2] = {20, 30}, n[1] = {7};
+  int64_t sa[2] = {40, 1}, st[2] = {1, 20}, sx[1] = {3};
+  tl_arg args[4] = {tl_arg_tensor_strided(0x1000, TL_F16, 2, mk, sa),
+                    tl_arg_tensor_strided(0x2000, TL_F32, 2, mk, st), tl_arg_tensor(0x3000, TL_F16, 2, mk),
+                    tl_arg_tensor_strided(0x4000, TL_F32, 1, n, sx)};
+  tl_status s = tl_plan_launch(k, args, 4, &plan, err, sizeof err);
+  CHECK_STATUS(s, TL_OK, err);
+  if (s == TL_OK)
+    CHECK(*(int32_t *)plan.params[4] == 20 && *(int32_t *)plan.params[5] == 30 &&
+              *(int32_t *)plan.params[6] == 40 && *(int32_t *)plan.params[7] == 7 && plan.grid[0] == 20,
+          "sizes M K lda N = %d %d %d %d", *(int32_t *)plan.params[4], *(int32_t *)plan.params[5],
+          *(int32_t *)plan.params[6], *(int32_t *)plan.params[7]);
+  tl_launch_plan_release(&plan);
+
+  /* NULL strides are contiguous: lda binds to K */
+  tl_arg c[4];
+  memcpy(c, args, sizeof c);
+  c[0].value.strides = NULL;
+  s = tl_plan_launch(k, c, 4, &plan, err, sizeof err);
+  CHECK(s == TL_OK && *(int32_t *)plan.params[6] == 30, "contiguous A: %s", err);
+  tl_launch_plan_release(&plan);
+  /* a contiguous parameter takes contiguous strides, and any stride of a dimension of extent 1 */
+  int64_t sb[2] = {30, 1};
+  c[2].value.strides = sb;
+  s = tl_plan_launch(k, c, 4, &plan, err, sizeof err);
+  CHECK_STATUS(s, TL_OK, err);
+  tl_launch_plan_release(&plan);
+
+#define EXPECT_STRIDE_ERROR(argv, needle)                     \
+  do {                                                        \
+    s = tl_plan_launch(k, (argv), 4, &plan, err, sizeof err); \
+    CHECK_STATUS(s, TL_ERR_BAD_ARGUMENT, err);                \
+    CHECK_CONTAINS(err, needle);                              \
+    tl_launch_plan_release(&plan);                            \
+  } while (0)
+
+  int64_t padded_b[2] = {31, 1};
+  memcpy(c, args, sizeof c);
+  c[2].value.strides = padded_b;
+  EXPECT_STRIDE_ERROR(c,
+                      "argument 2 ('B'): kernel 'sv' takes a contiguous tensor, but stride 0 is 31, not 30; "
+                      "declare the parameter with strides(...) or pass a contiguous copy");
+  int64_t row[2] = {1, 30};
+  memcpy(c, args, sizeof c);
+  c[2].value.strides = row;
+  EXPECT_STRIDE_ERROR(c,
+                      "argument 2 ('B'): kernel 'sv' takes a contiguous tensor, but stride 0 is 1, not 30");
+  int64_t inner2[2] = {40, 2};
+  memcpy(c, args, sizeof c);
+  c[0].value.strides = inner2;
+  EXPECT_STRIDE_ERROR(c, "argument 0 ('A'): stride 1 is 2 but kernel 'sv' requires 1");
+  int64_t zero[2] = {0, 1}, negative[2] = {-40, 1};
+  c[0].value.strides = zero;
+  EXPECT_STRIDE_ERROR(c, "argument 0 ('A'): stride 0 is 0; strides must be positive");
+  c[0].value.strides = negative;
+  EXPECT_STRIDE_ERROR(c, "argument 0 ('A'): stride 0 is -40; strides must be positive");
+  int64_t st21[2] = {1, 21};
+  memcpy(c, args, sizeof c);
+  c[1].value.strides = st21;
+  EXPECT_STRIDE_ERROR(c,
+                      "kernel 'sv': size M is 20 from argument 0 ('A', dimension 0) but 21 from argument 1 "
+                      "('At', stride 1)");
+  int64_t big[2] = {(int64_t)1 << 31, 1};
+  memcpy(c, args, sizeof c);
+  c[0].value.strides = big;
+  EXPECT_STRIDE_ERROR(c,
+                      "size lda is 2147483648 (from argument 0 ('A', stride 0)), more than a kernel size can "
+                      "hold");
+  int64_t x4[1] = {4};
+  memcpy(c, args, sizeof c);
+  c[3].value.strides = x4;
+  EXPECT_STRIDE_ERROR(c, "argument 3 ('X'): stride 0 is 4 but kernel 'sv' requires 3");
+  /* a B of one row: its row stride is never used */
+  int64_t mk1[2] = {1, 30};
+  int64_t one_row[2] = {12345, 1};
+  int64_t at1[2] = {1, 1};
+  tl_arg r1[4] = {tl_arg_tensor_strided(0x1000, TL_F16, 2, mk1, sa),
+                  tl_arg_tensor_strided(0x2000, TL_F32, 2, mk1, at1),
+                  tl_arg_tensor_strided(0x3000, TL_F16, 2, mk1, one_row),
+                  tl_arg_tensor_strided(0x4000, TL_F32, 1, n, sx)};
+  s = tl_plan_launch(k, r1, 4, &plan, err, sizeof err);
+  CHECK_STATUS(s, TL_OK, err);
+  tl_launch_plan_release(&plan);
+#undef EXPECT_STRIDE_ERROR
+  tl_meta_free(meta);
+
+  /* malformed strides= */
+  EXPECT_BAD(
+      "// tilec-meta v1\n// tilec-meta kernel k threads=32 smem=0 params=2\n"
+      "// tilec-meta param 0 tensor A f32 rank=2 dims=N,N strides=N\n// tilec-meta param 1 size N i32\n"
+      "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n",
+      "line 3: param 'A' has rank=2 but 1 strides in 'strides=N'");
+  EXPECT_BAD("// tilec-meta v1\n// tilec-meta kernel k threads=32 smem=0 params=2\n"
+             "// tilec-meta param 0 tensor A f32 rank=1 dims=N strides=0\n// tilec-meta param 1 size N i32\n"
+             "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n",
+             "param 'A': stride 0 ('0') is not a size name or a stride in 1..2147483647");
+  EXPECT_BAD("// tilec-meta v1\n// tilec-meta kernel k threads=32 smem=0 params=2\n"
+             "// tilec-meta param 0 tensor A f32 rank=1 dims=N strides=Q\n// tilec-meta param 1 size N i32\n"
+             "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n",
+             "param 'A': stride 0 names 'Q', which is not a size param of kernel 'k'");
+  EXPECT_BAD(
+      "// tilec-meta v1\n// tilec-meta kernel k threads=32 smem=0 params=3\n"
+      "// tilec-meta param 0 tensor A f32 rank=1 dims=N strides=s\n// tilec-meta param 1 size s i32\n"
+      "// tilec-meta param 2 size N i32\n"
+      "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n",
+      "size 'N' first appears here but is size param 2; the ABI orders size params by first appearance, so it "
+      "should be 's'");
+  EXPECT_BAD("// tilec-meta v1\n// tilec-meta kernel k threads=32 smem=0 params=2\n"
+             "// tilec-meta param 0 tensor A f32 rank=1 dims=N dims=N\n// tilec-meta param 1 size N i32\n"
+             "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n// tilec-meta end\n",
+             "expected 'strides=...', got 'dims=N'");
+
+  /* the tensor map of a padded-row view steps by the row stride; a transposed one has none */
+  tl_meta *tm = PARSE_OK("// tilec-meta v1\n// tilec-meta kernel t threads=128 smem=0 params=6\n"
+                         "// tilec-meta param 0 tensor A f16 rank=2 dims=M,K strides=lda,1\n"
+                         "// tilec-meta param 1 size M i32\n// tilec-meta param 2 size K i32\n"
+                         "// tilec-meta param 3 size lda i32\n"
+                         "// tilec-meta param 4 tmap A.tmap0 f16 tensor=0 box=64,64 swizzle=128\n"
+                         "// tilec-meta param 5 tmap_ok tma.ok u32\n"
+                         "// tilec-meta grid 0 1\n// tilec-meta grid 1 1\n// tilec-meta grid 2 1\n"
+                         "// tilec-meta end\n");
+  const tl_kernel_info *t = tm ? tl_meta_kernel(tm, 0) : NULL;
+  if (t) {
+    int64_t shape[2] = {100, 256}, pad[2] = {264, 1}, tr[2] = {1, 100}, odd[2] = {257, 1};
+    tl_arg a = tl_arg_tensor_strided(0x10000, TL_F16, 2, shape, pad);
+    tl_tmap_encoding x;
+    CHECK(tl_tmap_encoding_of(t, 4, &a, 1, &x, err, sizeof err) && x.global_dim[0] == 256 &&
+              x.global_dim[1] == 100 && x.global_strides[0] == 528,
+          "padded map: %s", err);
+    a.value.strides = tr;
+    CHECK(!tl_tmap_encoding_of(t, 4, &a, 1, &x, err, sizeof err), "transposed map");
+    CHECK_CONTAINS(err, "innermost stride is 100, not 1");
+    a.value.strides = odd; /* 514 bytes a row: not a multiple of 16 */
+    CHECK(!tl_tmap_encoding_of(t, 4, &a, 1, &x, err, sizeof err), "odd row stride");
+    CHECK_CONTAINS(err, "dimension 0 of the tensor steps 514 bytes");
+  }
+  tl_meta_free(tm);
+}
+
 int main(void)
 {
   test_abi_example();
@@ -1662,6 +1837,7 @@ int main(void)
   test_tmap_malformed();
   test_tmap_plan();
   test_tmap_launch();
+  test_plan_strides();
   printf("test_runtime: %d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }
