@@ -2811,9 +2811,11 @@ static bool check_strides(Sema *s, const Node *p, Buffer *b, int *nsizes, int *s
       continue;
     }
     if (d->kind != N_NAME) {
-      error_at(
-          s->d, d->loc,
-          "a stride is a size name, an integer constant or a positive integer literal, not an expression");
+      error_at(s->d, d->loc, "%s",
+               d->kind == N_UNARY && d->op == OP_NEG ? "a stride must be positive (between 1 and 2147483647)"
+               : d->kind == N_FLOAT ? "a stride is a whole number of elements, not a floating-point number"
+                                    : "a stride is a size name, an integer constant or a positive integer "
+                                      "literal, not an expression");
       return false;
     }
     const Sym *sym = sym_lookup(s, d->name);

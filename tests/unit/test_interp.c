@@ -1264,6 +1264,89 @@ static void test_slices(int64_t B, int64_t S, int64_t H, int64_t M, int64_t N, i
   free(Q), free(O), free(P), free(A), free(T), free(U), free(X), free(Y), free(GA), free(GB), free(C);
 }
 
+/* tests/golden/strides.tl: views through strides(...) against the dense arrays they stand for, at
+ * ragged shapes: a padded-row copy, a transposed view, a gemm of a padded A and a transposed B into
+ * a padded C (whose padding must stay untouched), and fixed strides under atomics. */
+static void test_strides(int64_t M, int64_t N, int64_t K)
+{
+  const char *path = TILEC_SOURCE_DIR "/tests/golden/strides.tl";
+  const int64_t lda = N + 5, ldt = M + 3;
+  uint16_t *A = h_array(false, M * lda, false, -2, 2), *B = h_array(false, M * N, true, 0, 0);
+  InterpArg a1[] = {{.name = "A", .data = A},
+                    {.name = "B", .data = B},
+                    {.name = "M", .i = M},
+                    {.name = "N", .i = N},
+                    {.name = "lda", .i = lda}};
+  if (run_file(path, NULL, 0, "pad_copy", a1, 5)) {
+    int bad = 0;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++)
+        bad += B[i * N + j] != A[i * lda + j];
+    CHECK(bad == 0, "strides: %d elements of pad_copy (M=%lld N=%lld lda=%lld) differ", bad, (long long)M,
+          (long long)N, (long long)lda);
+    check_guards_16("pad_copy", B, M * N);
+  }
+  float *At = f32_array(N * ldt, false), *T = f32_array(M * N, true);
+  InterpArg a2[] = {{.name = "At", .data = At},
+                    {.name = "B", .data = T},
+                    {.name = "M", .i = M},
+                    {.name = "N", .i = N},
+                    {.name = "ldt", .i = ldt}};
+  if (run_file(path, NULL, 0, "transpose_view", a2, 5)) {
+    int bad = 0;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++)
+        bad += T[i * N + j] != At[j * ldt + i];
+    CHECK(bad == 0, "strides: %d elements of transpose_view (M=%lld N=%lld ldt=%lld) differ", bad,
+          (long long)M, (long long)N, (long long)ldt);
+    check_guards_f32("transpose_view", T, M * N);
+  }
+  const int64_t la = K + 8, lb = K + 1, lc = N + 4;
+  uint16_t *GA = h_array(false, M * la, false, -1, 1), *GB = h_array(false, N * lb, false, -1, 1);
+  float *C = f32_array(M * lc, false);
+  for (int64_t i = 0; i < M * lc; i++) /* the view's elements poisoned, its padding a known value */
+    C[i] = i % lc < N ? NAN : -99.0f;
+  InterpArg a3[] = {{.name = "A", .data = GA}, {.name = "Bt", .data = GB}, {.name = "C", .data = C},
+                    {.name = "M", .i = M},     {.name = "K", .i = K},      {.name = "lda", .i = la},
+                    {.name = "N", .i = N},     {.name = "ldb", .i = lb},   {.name = "ldc", .i = lc}};
+  if (run_file(path, NULL, 0, "gemm_views", a3, 9)) {
+    misses = 0;
+    int pad = 0;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t c = 0; c < lc; c++) {
+        if (c >= N) {
+          pad += C[m * lc + c] != -99.0f;
+          continue;
+        }
+        double want = 0;
+        for (int64_t k = 0; k < K; k++)
+          want += tl_f16_to_float(GA[m * la + k]) * tl_f16_to_float(GB[c * lb + k]);
+        close_to("gemm_views", m * N + c, C[m * lc + c], want, 1e-4, 1e-4);
+      }
+    CHECK(pad == 0, "gemm_views: %d elements of C's padding were written", pad);
+    check_guards_f32("gemm_views", C, M * lc);
+  }
+  const int64_t R = 5;
+  float *X = f32_array(3 * M, false);
+  int32_t *H = malloc(sizeof *H * (size_t)(8 * R + GUARD));
+  for (int64_t i = 0; i < 3 * M; i++)
+    X[i] = (float)(i % 7);
+  for (int64_t i = 0; i < 8 * R + GUARD; i++)
+    H[i] = -7;
+  InterpArg a4[] = {
+      {.name = "X", .data = X}, {.name = "H", .data = H}, {.name = "N", .i = M}, {.name = "R", .i = R}};
+  if (run_file(path, NULL, 0, "scatter", a4, 4)) {
+    int64_t want[5] = {0};
+    for (int64_t n = 0; n < M; n++)
+      want[n % R] += (int64_t)X[3 * n];
+    int bad = 0;
+    for (int64_t i = 0; i < 8 * R + GUARD; i++)
+      bad += H[i] != (i < 8 * R && i % 8 == 2 ? -7 + want[i / 8] : -7);
+    CHECK(bad == 0, "scatter: %d elements of H (strides(8, 2), column 1) differ", bad);
+  }
+  free(A), free(B), free(At), free(T), free(GA), free(GB), free(C), free(X), free(H);
+}
+
 /* tests/golden/fn.tl: kernels written with fns against what the fns compute. */
 static void test_fn(int64_t M, int64_t N)
 {
@@ -1687,6 +1770,8 @@ static void test_kernels(void)
   test_cumsum(11, 100);
   test_slices(2, 70, 3, 37, 45, 70);                /* ragged: S, M, N and K are not multiples of the tiles */
   test_fn(10, 100);                                 /* ragged rows and columns */
+  test_strides(37, 45, 70);                         /* ragged: no dimension a multiple of a tile */
+  test_strides(70, 130, 129);                       /* two tiles each way, the second ragged */
   test_gemm_i8(70, 45, 200);                        /* ragged M, N, K: K not a multiple of 64 or 128 */
   test_gemm_i8(130, 140, 96);                       /* two tiles each way, the second ragged */
   test_gemm_fp8(70, 45, 200);                       /* ragged M, N, K */
