@@ -337,3 +337,39 @@ static inline uint16_t tilec_aot_bf16(float f)
 }
 
 #endif /* TILEC_AOT_COMMON_V3 */
+
+/* Guarded on its own, so that a header from an older tilec included first (its V3 block wins)
+ * leaves it to this one. */
+#ifndef TILEC_AOT_TMAP_STRIDED
+#define TILEC_AOT_TMAP_STRIDED
+/* tilec_aot_tmap for a tensor declared with strides(...): strides[] in elements, outermost first;
+ * 0 (no map: the kernel loads without TMA) unless the innermost is 1 and every other steps a
+ * multiple of 16 bytes below 2^40. */
+static inline int tilec_aot_tmap_strided(const tilec_aot_module *m, unsigned char *map, int data_type, int rank,
+                                         const void *address, const int64_t *dims, const int64_t *strides,
+                                         uint64_t elem_bytes, const uint32_t *box, int swizzle)
+{
+  uint64_t global_dim[5] = {0, 0, 0, 0, 0}, global_strides[4] = {0, 0, 0, 0};
+  uint32_t box_dim[5] = {0, 0, 0, 0, 0}, element_strides[5] = {1, 1, 1, 1, 1};
+  int i;
+  if (!m->cuTensorMapEncodeTiled || rank < 1 || rank > 5 || (uintptr_t)address % 16u != 0 ||
+      strides[rank - 1] != 1)
+    return 0;
+  for (i = 0; i < rank; i++) {
+    const int64_t d = dims[rank - 1 - i];
+    if (d < 1 || d > (INT64_C(1) << 32))
+      return 0;
+    global_dim[i] = (uint64_t)d;
+    box_dim[i] = box[rank - 1 - i];
+    if (i == rank - 1)
+      break;
+    const int64_t s = strides[rank - 2 - i];
+    if (s < 1 || (uint64_t)s > (UINT64_C(1) << 40) / elem_bytes || ((uint64_t)s * elem_bytes) % 16u != 0)
+      return 0;
+    global_strides[i] = (uint64_t)s * elem_bytes;
+  }
+  return m->cuTensorMapEncodeTiled(map, data_type, (unsigned int)rank, (void *)(uintptr_t)address,
+                                   global_dim, global_strides, box_dim, element_strides, 0, swizzle, 2,
+                                   0) == TILEC_AOT_SUCCESS;
+}
+#endif /* TILEC_AOT_TMAP_STRIDED */

@@ -187,8 +187,41 @@ static void put_tl_signature(StrBuf *sb, const tl_kernel_info *k)
         sb_printf(sb, "%s%lld", d ? ", " : "", (long long)p->dims[d].extent);
     }
     sb_puts(sb, "]");
+    const tl_dim *st = k->strides ? k->strides[i] : NULL;
+    for (int d = 0; st && d < p->rank; d++) {
+      sb_puts(sb, d ? ", " : " strides(");
+      if (st[d].size_param >= 0)
+        sb_puts(sb, k->params[st[d].size_param].name);
+      else
+        sb_printf(sb, "%lld", (long long)st[d].extent);
+    }
+    sb_puts(sb, st ? ")" : "");
   }
   sb_puts(sb, ")");
+}
+
+/* Is size param s some tensor's stride (then it must be at least 1)? */
+static bool is_stride_size(const tl_kernel_info *k, int s)
+{
+  for (int i = 0; k->strides && i < k->nargs; i++)
+    for (int d = 0; k->strides[i] && d < k->params[i].rank; d++)
+      if (k->strides[i][d].size_param == s)
+        return true;
+  return false;
+}
+
+/* "{(int64_t)M, 64}": a tensor's dims or strides as a C initializer, sizes by their C names. */
+static void put_dim_list(StrBuf *sb, const KernelNames *kn, const tl_dim *dims, int rank)
+{
+  sb_puts(sb, "{");
+  for (int d = 0; d < rank; d++) {
+    sb_puts(sb, d ? ", " : "");
+    if (dims[d].size_param >= 0)
+      sb_printf(sb, "(int64_t)%s", kn->pnames[dims[d].size_param]);
+    else
+      put_int64(sb, dims[d].extent);
+  }
+  sb_puts(sb, "}");
 }
 
 /* The C parameter list of K_grid (with_tensors false: scalars and sizes only,
@@ -310,21 +343,21 @@ static void put_tmaps(StrBuf *sb, const KernelNames *kn)
     sb_puts(sb, " */\n\t\tstatic const uint32_t tlc_box[] = {");
     for (int d = 0; d < p->tmap.rank; d++)
       sb_printf(sb, "%s%uu", d ? ", " : "", p->tmap.box[d]);
-    sb_puts(sb, "};\n\t\tconst int64_t tlc_dims[] = {");
-    for (int d = 0; d < tensor->rank; d++) {
-      sb_puts(sb, d ? ", " : "");
-      if (tensor->dims[d].size_param >= 0)
-        sb_printf(sb, "(int64_t)%s", kn->pnames[tensor->dims[d].size_param]);
-      else
-        put_int64(sb, tensor->dims[d].extent);
+    sb_puts(sb, "};\n\t\tconst int64_t tlc_dims[] = ");
+    put_dim_list(sb, kn, tensor->dims, tensor->rank);
+    const tl_dim *strides = k->strides ? k->strides[p->tmap.tensor] : NULL;
+    if (strides) { /* a view: the map steps by its strides */
+      sb_puts(sb, ";\n\t\tconst int64_t tlc_strides[] = ");
+      put_dim_list(sb, kn, strides, tensor->rank);
     }
-    sb_printf(
-        sb,
-        "};\n\t\ttlc_tmap_ok = tlc_tmap_ok && tilec_aot_tmap(&%s, tlc_maps + %d, %d, %d,\n"
-        "\t\t                                           (const void *)%s, tlc_dims, %zuu, tlc_box, %d);\n"
-        "\t}\n",
-        kn->mod, TL_TMAP_BYTES * t++, data_type, p->tmap.rank, kn->pnames[p->tmap.tensor],
-        tl_dtype_size(p->dtype), (int)p->tmap.swizzle);
+    sb_printf(sb,
+              ";\n\t\ttlc_tmap_ok = tlc_tmap_ok && tilec_aot_tmap%s(&%s, tlc_maps + %d, %d, %d,\n"
+              "\t\t                                           (const void *)%s, tlc_dims, %s%zuu, tlc_box, "
+              "%d);\n"
+              "\t}\n",
+              strides ? "_strided" : "", kn->mod, TL_TMAP_BYTES * t++, data_type, p->tmap.rank,
+              kn->pnames[p->tmap.tensor], strides ? "tlc_strides, " : "", tl_dtype_size(p->dtype),
+              (int)p->tmap.swizzle);
   }
 }
 
@@ -337,14 +370,19 @@ static void put_launch_function(StrBuf *sb, const char *stem, int index, const K
             ": threads=%u smem=%u.  Launches on `stream` (NULL: the legacy\n"
             " * default stream) after loading the module on first use.  A size that is\n"
             " * negative or a grid too large gives TILEC_AOT_INVALID_VALUE; an empty grid\n"
-            " * launches nothing.  Tensors are device pointers, row-major. */\n",
-            k->threads, k->smem);
+            " * launches nothing.  Tensors are device pointers, row-major%s */\n",
+            k->threads, k->smem,
+            k->strides
+                ? ", except those\n * declared with strides(...): views whose strides (elements) are passed\n"
+                  " * with the sizes, each at least 1 (less gives TILEC_AOT_INVALID_VALUE)."
+                : ".");
   sb_printf(sb, "static inline CUresult %s_launch%s(", kn->cname, kn->sfx);
   put_params(sb, kn, true);
   sb_puts(sb, ")\n{\n\tunsigned int tlc_grid[3];\n\tCUresult tlc_r;\n");
   for (int i = k->nargs; i < k->nparams; i++)
-    if (k->params[i].kind == TL_PARAM_SIZE)
-      sb_printf(sb, "\tif (%s < 0)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n", kn->pnames[i]);
+    if (k->params[i].kind == TL_PARAM_SIZE) /* a stride is at least 1 */
+      sb_printf(sb, "\tif (%s < %d)\n\t\treturn TILEC_AOT_INVALID_VALUE;\n", kn->pnames[i],
+                is_stride_size(k, i));
   /* Load on first use: after the grid, so that an empty grid loads nothing, except where the
    * grid reads num_sms, which the load takes from the current context's device. */
   static const char load[] = "\tif (!tilec_aot_ready(&%s) && (tlc_r = %s_load()) != TILEC_AOT_SUCCESS)\n"

@@ -282,6 +282,32 @@ static uint32_t tmap_flag(void)
   return flag;
 }
 
+/* A tensor declared with strides(lda, 1): the launcher passes lda with the sizes, refuses one below
+ * 1, and encodes the map with the row stride lda elements (not K); a row stride the TMA cannot take
+ * gives tmap_ok = 0. */
+static void test_tmap_view(void)
+{
+  uint16_t *A = (uint16_t *)(uintptr_t)0x10000;
+  fake->tmap_encodes = 0;
+  CUresult r = tma_view_launch(NULL, A, 100, 256, 264);
+  uint32_t flag = 7;
+  CHECK(r == TILEC_AOT_SUCCESS && fake->last.nparams == 6 && fake->tmap_encodes == 1, "tma_view_launch: %d",
+        r);
+  memcpy(&flag, fake->last.param[5], sizeof flag);
+  const fake_cuda_tmap_call *a = &fake->tmap_calls[0];
+  CHECK(flag == 1 && a->global_dim[0] == 256 && a->global_dim[1] == 100 && a->global_strides[0] == 528,
+        "the view's map: flag %u dims %llu,%llu stride %llu", flag, (unsigned long long)a->global_dim[0],
+        (unsigned long long)a->global_dim[1], (unsigned long long)a->global_strides[0]);
+  int32_t lda = 0;
+  memcpy(&lda, fake->last.param[3], sizeof lda);
+  CHECK(lda == 264, "lda passed as %d", lda);
+  CHECK(tma_view_launch(NULL, A, 100, 256, 257) == TILEC_AOT_SUCCESS, "odd lda");
+  memcpy(&flag, fake->last.param[5], sizeof flag);
+  CHECK(flag == 0, "a row of 514 bytes: flag %u", flag);
+  CHECK(tma_view_launch(NULL, A, 100, 256, 0) == TILEC_AOT_INVALID_VALUE, "lda = 0 accepted");
+  CHECK(tma_view_launch(NULL, A, 0, 256, 0) == TILEC_AOT_INVALID_VALUE, "lda = 0 accepted for an empty view");
+}
+
 static void test_tmap_launches(void)
 {
   uint16_t *A = (uint16_t *)(uintptr_t)0x10000;
@@ -451,6 +477,7 @@ int main(void)
     test_launches();
     test_buckets(true);
     test_tmap_launches();
+    test_tmap_view();
     test_load_unload();
     vector_add_unload();
     saxpy_unload();
