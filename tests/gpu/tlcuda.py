@@ -55,9 +55,10 @@ class Driver:
             self.check(self.cu.cuFuncSetAttribute(fn, 8, ctypes.c_int(smem)), "cuFuncSetAttribute")
         return fn
 
-    def tensor_map(self, ptr, dims, elem, box, swizzle):
+    def tensor_map(self, ptr, dims, elem, box, swizzle, elem_strides=None):
         """A CUtensorMap (128 bytes, 64-byte aligned) in a buffer kept by the caller, or None if the
-        driver cannot make one (no encoder, TILEC_NO_TMA=1, an alignment the copy engine refuses)."""
+        driver cannot make one (no encoder, TILEC_NO_TMA=1, an alignment the copy engine refuses).
+        elem_strides: a view's strides in elements (outermost first; None: contiguous)."""
         if self.encode is None or elem not in TMAP_DTYPE:
             return None
         r, e = len(dims), ESIZE[elem]
@@ -65,6 +66,10 @@ class Driver:
         for d in reversed(dims[1:]):
             s *= d
             strides.append(s)
+        if elem_strides is not None:  # the view's own row strides, innermost first, in bytes
+            if elem_strides[-1] != 1:
+                return None
+            strides = [st * e for st in reversed(elem_strides[:-1])]
         buf = ctypes.create_string_buffer(128 + 64)
         addr = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 64
         rc = self.encode(ctypes.c_void_p(addr), TMAP_DTYPE[elem], r, ctypes.c_void_p(ptr),
@@ -139,23 +144,35 @@ class Kernel:
 
     def __call__(self, **args):
         env, keep, addrs, tensors, ok = {"num_sms": self.sms}, [], [], [], True
+        bound = {}  # sizes a view's strides give (tensors declared with strides(...): docs/abi.md)
         for i, (kind, pname, ptype, kv) in enumerate(self.meta["params"]):
             if kind == "tensor":
                 v = args[pname]
                 tensors.append(v)
+                if "strides" in kv:  # a view: its torch strides bind the stride sizes
+                    for d, st in enumerate(kv["strides"].split(",")):
+                        have = v.stride(d)
+                        want = int(st) if st.isdigit() else bound.setdefault(st, args.get(st, have))
+                        if have != want and v.shape[d] > 1:
+                            raise RuntimeError(f"{self.name}: {pname} has stride {have} in dimension {d}, "
+                                               f"the kernel takes {st} = {want}")
+                elif not v.is_contiguous():
+                    raise RuntimeError(f"{self.name}: {pname} is not contiguous, and declared without strides")
                 p = ctypes.c_void_p(v.data_ptr())
             elif kind == "size":
-                env[pname] = args[pname]
-                p = ctypes.c_int32(args[pname])
+                env[pname] = args[pname] if pname in args else bound[pname]
+                p = ctypes.c_int32(env[pname])
             elif kind == "scalar":
                 v = args[pname]
                 p = ctypes.c_float(v) if ptype == "f32" else ctypes.c_int32(v)
             elif kind == "tmap":
                 t = tensors[int(kv["tensor"])] if int(kv["tensor"]) < len(tensors) else None
                 box = [int(b) for b in kv["box"].split(",")]
-                key = (i, t.data_ptr(), tuple(t.shape))
+                key = (i, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
                 if key not in self.maps:
-                    self.maps[key] = self.drv.tensor_map(t.data_ptr(), list(t.shape), ptype, box, kv["swizzle"])
+                    view = list(t.stride()) if "strides" in self.meta["params"][int(kv["tensor"])][3] else None
+                    self.maps[key] = self.drv.tensor_map(t.data_ptr(), list(t.shape), ptype, box, kv["swizzle"],
+                                                         view)
                 m = self.maps[key]
                 if m is None:
                     ok = False
