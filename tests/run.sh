@@ -156,6 +156,23 @@ has '[  1. inf  nan ]'
 ok run fp8.tl --arg E=ebits.npy --arg F=fbits.npy --arg s=0.3 --print Out
 has '[   0.3125      0.390625 -140.      ]'
 
+# ---------------------------------------------------------------- views: strides(...) over .npy storage
+st=$root/tests/golden/strides.tl
+ok run "$st" --kernel pad_copy --arg A=arange --size M=3,N=2,lda=4 --print B --print A   # rows 4 apart
+has '[[0. 1.]'; has ' [4. 5.]'; has ' [8. 9.]]'
+has 'A: f16[3, 2] strides(4, 1), storage [10]'
+ok run "$st" --kernel transpose_view --arg At=arange --size M=2,N=3,ldt=3 --print B --level thread
+has '[[0. 3. 6.]'; has ' [1. 4. 7.]]'
+# a file is the storage, of any shape: a [2, 5] f32 file (0..9) seen as [2, 3] rows 5 apart
+npy s25.npy '<f4' '(2, 5)' '\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xa0\x40\x00\x00\xc0\x40\x00\x00\xe0\x40\x00\x00\x00\x41\x00\x00\x10\x41'
+ok run "$st" --kernel transpose_view --arg At=s25.npy --size M=3,N=2,ldt=5 --print B --out At=back.npy
+has '[[0. 5.]'; has ' [2. 7.]]'
+ok run "$st" --kernel transpose_view --arg At=back.npy --size M=3,N=2,ldt=5 --print B   # written back as [2, 5]
+has '[[0. 5.]'
+bad 1 "the size lda of kernel 'pad_copy' is not given: use --size lda=VALUE" run "$st" --kernel pad_copy --arg A=arange --size M=3,N=2
+bad 1 "the view At: f32[3, 2] strides(...) reaches 11 elements of its storage, but 's25.npy' holds 10" run "$st" --kernel transpose_view --arg At=s25.npy --size M=3,N=2,ldt=8
+bad 1 "has stride 0 of 0; a stride is positive" run "$st" --kernel pad_copy --arg A=arange --size M=3,N=2,lda=0
+
 # ---------------------------------------------------------------- the interpreter's errors
 cat >oob.tl <<'EOF'
 // an index past the end of a shared tile

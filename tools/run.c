@@ -268,6 +268,25 @@ static const char *param_text_as(const Run *r, const Param *p, bool extents)
 static const char *param_text(const Run *r, const Param *p) { return param_text_as(r, p, false); }
 static const char *tensor_text(const Run *r, const Param *p) { return param_text_as(r, p, true); }
 
+/* tensor_text, and for a view its strides and the storage that --print shows and --out writes:
+ * "A: f16[3, 2] strides(4, 1), storage [10]". */
+static const char *stored_text(const Run *r, const Param *p)
+{
+  const char *text = tensor_text(r, p);
+  if (!buffer_strided(p->buf))
+    return text;
+  for (int d = 0; d < p->buf->rank; d++) {
+    const Expr *e = p->buf->stride[d];
+    long long v = e->kind == EX_VAR ? (long long)find_param(r, r->k->vars[e->var].name)->size
+                                    : (long long)e->i;
+    text = arena_printf(r->arena, "%s%s%lld", text, d ? ", " : " strides(", v);
+  }
+  text = arena_printf(r->arena, "%s), storage [", text);
+  for (int d = 0; d < p->store_rank; d++)
+    text = arena_printf(r->arena, "%s%s%lld", text, d ? ", " : "", (long long)p->store_dims[d]);
+  return arena_printf(r->arena, "%s]", text);
+}
+
 /* The parameters' names, "A, B, C, N", for messages. */
 static const char *param_names(const Run *r)
 {
@@ -873,7 +892,7 @@ static void print_tensor(FILE *f, const Run *r, const Param *p)
 {
   Printer pr = {
       .f = f, .p = p, .st = {.t = p->buf->elem, .digits = -1}, .summarize = p->count > 1000, .lo = INFINITY};
-  fprintf(f, "%s\n", tensor_text(r, p));
+  fprintf(f, "%s\n", stored_text(r, p));
   if (p->count == 0) {
     fprintf(f, "[]\n");
     return;
@@ -912,7 +931,7 @@ static void summarize_tensor(FILE *f, const Run *r, const Param *p)
     hi = x > hi ? x : hi;
     sum += x;
   }
-  fprintf(f, "%s", tensor_text(r, p));
+  fprintf(f, "%s", stored_text(r, p));
   if (p->count > nans)
     fprintf(f, "  min %.6g  max %.6g  mean %.6g", lo, hi, sum / (double)(p->count - nans));
   if (nans)
