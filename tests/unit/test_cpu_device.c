@@ -328,6 +328,53 @@ static void test_vector_add(void)
   tl_context_destroy(ctx);
 }
 
+/* A view through the C API: the planner binds ldt from the argument's strides, the interpreter reads
+ * through them, and a view that reaches past its allocation is refused before anything runs. */
+static void test_strided_view(void)
+{
+  static const char src[] = "kernel tv[BM = 16, BN = 16](At: f32[M, N] strides(1, ldt), B: f32[M, N])\n"
+                            "    grid(ceildiv(N, BN), ceildiv(M, BM)) as (bn, bm) threads(64)\n"
+                            "{\n"
+                            "    let x = alloc_fragment([BM, BN], f32);\n"
+                            "    copy(At[bm * BM, bn * BN], x);\n"
+                            "    copy(x, B[bm * BM, bn * BN]);\n"
+                            "}\n";
+  tl_kernel *k;
+  tl_context *ctx = context_with("tv.tl", src, "tv", NULL, 0, &k);
+  if (!ctx)
+    return;
+  const char *msg = tl_context_message(ctx);
+  enum { M = 21, N = 18, LDT = 24 }; /* At: the [N, LDT] storage's first M columns, transposed */
+  float s[N * LDT], b[M * N];
+  for (int i = 0; i < N * LDT; i++)
+    s[i] = uniform(-1, 1);
+  tl_devptr ds = upload(ctx, s, sizeof s), db = 0;
+  CHECK_STATUS(tl_malloc(ctx, sizeof b, &db), TL_OK, msg);
+  int64_t shape[2] = {M, N}, strides[2] = {1, LDT};
+  tl_arg args[2] = {tl_arg_tensor_strided(ds, TL_F32, 2, shape, strides),
+                    tl_arg_tensor(db, TL_F32, 2, shape)};
+  CHECK_STATUS(tl_launch(k, args, 2, NULL), TL_OK, msg);
+  CHECK_STATUS(tl_memcpy_dtoh(ctx, b, db, sizeof b), TL_OK, msg);
+  int wrong = 0;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      wrong += b[i * N + j] != s[j * LDT + i];
+  CHECK(wrong == 0, "%d of %d elements of the transposed view wrong", wrong, M * N);
+  /* the view must lie inside its allocation: rows 25 apart reach past the 432 floats */
+  strides[1] = LDT + 1;
+  CHECK_STATUS(tl_launch(k, args, 2, NULL), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "launch of 'tv': argument 0 ('At')");
+  CHECK_CONTAINS(msg, "run past the end of their allocation");
+  strides[1] = 0;
+  CHECK_STATUS(tl_launch(k, args, 2, NULL), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "argument 0 ('At'): stride 1 is 0; strides must be positive");
+  args[1].value.strides = (const int64_t *)strides; /* B is declared contiguous */
+  strides[0] = 1, strides[1] = LDT;
+  CHECK_STATUS(tl_launch(k, args, 2, NULL), TL_ERR_BAD_ARGUMENT, msg);
+  CHECK_CONTAINS(msg, "argument 1 ('B'): kernel 'tv' takes a contiguous tensor, but stride 0 is 1, not 18");
+  tl_context_destroy(ctx);
+}
+
 /* A float scalar, and a launch on the context's stream (ignored: launches run to the end). */
 static void test_saxpy(void)
 {
@@ -870,6 +917,7 @@ int main(void)
     test_num_sms();
     test_kernel_error();
     test_launch_consts();
+    test_strided_view();
     unsetenv("TILEC_INTERP_LEVEL");
   }
   test_disk_cache();
