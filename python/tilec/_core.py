@@ -231,12 +231,20 @@ def _torch_dtype_map(torch):
 
 
 class _Tensor:
-    """What a launch needs of an array: address, tl_dtype, shape; host or device; writable."""
-    __slots__ = ("ptr", "dtype", "shape", "nbytes", "host", "writable", "torch_device")  # torch_device: an int
+    """What a launch needs of an array: address, tl_dtype, shape, strides (elements; None: contiguous);
+    host or device; writable; nbytes: the bytes from its first element to its last."""
+    __slots__ = ("ptr", "dtype", "shape", "nbytes", "host", "writable", "torch_device", "strides")
 
-    def __init__(self, ptr, dtype, shape, nbytes, host, writable, torch_device=None):
+    def __init__(self, ptr, dtype, shape, nbytes, host, writable, torch_device=None, strides=None):
         self.ptr, self.dtype, self.shape, self.nbytes = ptr, dtype, shape, nbytes
-        self.host, self.writable, self.torch_device = host, writable, torch_device
+        self.host, self.writable, self.torch_device, self.strides = host, writable, torch_device, strides
+
+
+def _span_bytes(shape, strides, itemsize):
+    """The bytes a view spans, its first element to its last (0 when empty)."""
+    if any(e == 0 for e in shape):
+        return 0
+    return (sum((e - 1) * s for e, s in zip(shape, strides)) + 1) * itemsize
 
 
 def _contiguous(shape, strides, itemsize):
@@ -257,7 +265,7 @@ def _where(i, name):
     return "argument %d ('%s')" % (i, name) if name else "argument %d" % i
 
 
-def _from_interface(x, iface, host, i, name):
+def _from_interface(x, iface, host, i, name, view=False):
     shape = tuple(int(e) for e in iface["shape"])
     typestr = iface["typestr"]
     dtype = None
@@ -272,7 +280,19 @@ def _from_interface(x, iface, host, i, name):
         raise LaunchError("%s: element type '%s' has no tilec type (bool, i8..i64, u8..u64, f16, bf16, f32, f64, "
                           "e4m3, e5m2)" % (_where(i, name), typestr))
     itemsize = L.SIZES[dtype]
-    if not _contiguous(shape, iface.get("strides"), itemsize):
+    bstrides = iface.get("strides")
+    if view and bstrides is not None and not _contiguous(shape, bstrides, itemsize):
+        # a parameter declared with strides(...): the array's own strides, in elements, positive
+        if any(b <= 0 or b % itemsize for b in bstrides):
+            raise LaunchError("%s: strides %s bytes: a view's strides are positive multiples of the element size"
+                              % (_where(i, name), list(bstrides)))
+        strides = tuple(b // itemsize for b in bstrides)
+        data = iface.get("data")
+        if not isinstance(data, tuple) or iface.get("offset"):
+            raise LaunchError("%s: the array interface gives no address or has an offset" % _where(i, name))
+        return _Tensor(int(data[0] or 0), dtype, shape, _span_bytes(shape, strides, itemsize), host, not data[1],
+                       strides=strides)
+    if not _contiguous(shape, bstrides, itemsize):
         raise LaunchError("%s: the array is not contiguous (shape %s, strides %s bytes): tilec takes row-major "
                           "dense tensors; pass a contiguous copy (numpy.ascontiguousarray, .contiguous())"
                           % (_where(i, name), list(shape), list(iface["strides"])))
@@ -287,12 +307,21 @@ def _from_interface(x, iface, host, i, name):
     return _Tensor(int(data[0] or 0), dtype, shape, nbytes, host, not data[1])
 
 
-def _tensor(x, i, name, torch):
-    """The _Tensor of x, or None if x is not an array at all."""
+def _tensor(x, i, name, torch, view=False):
+    """The _Tensor of x, or None if x is not an array at all. view: the parameter is declared with
+    strides(...), so a non-contiguous array passes its strides."""
     if torch is not None and isinstance(x, torch.Tensor):
         dtype = _torch_dtype_map(torch).get(x.dtype)
         if dtype is None:
             raise LaunchError("%s: torch dtype %s has no tilec type" % (_where(i, name), x.dtype))
+        if view and not x.is_contiguous():
+            strides = tuple(x.stride())
+            if x.is_cuda:
+                return _Tensor(x.data_ptr(), dtype, tuple(x.shape), 0, False, True, x.get_device(), strides)
+            if x.device.type != "cpu":
+                raise LaunchError("%s: a tensor on %s: tilec takes CUDA and CPU tensors" % (_where(i, name), x.device))
+            return _Tensor(x.data_ptr(), dtype, tuple(x.shape), _span_bytes(x.shape, strides, x.element_size()), True,
+                           True, strides=strides)
         if not x.is_contiguous():
             raise LaunchError("%s: the tensor is not contiguous (shape %s, stride %s): tilec takes row-major "
                               "dense tensors; pass x.contiguous()" % (_where(i, name), list(x.shape), list(x.stride())))
@@ -303,10 +332,10 @@ def _tensor(x, i, name, torch):
         return _Tensor(x.data_ptr(), dtype, tuple(x.shape), x.numel() * x.element_size(), True, True)
     iface = getattr(x, "__cuda_array_interface__", None)
     if iface is not None:
-        return _from_interface(x, iface, False, i, name)
+        return _from_interface(x, iface, False, i, name, view)
     iface = getattr(x, "__array_interface__", None)
     if iface is not None:
-        return _from_interface(x, iface, True, i, name)
+        return _from_interface(x, iface, True, i, name, view)
     return None
 
 
@@ -392,6 +421,8 @@ class Kernel:
         self.sizes = [info.params[j].name.decode() for j in range(info.nargs, info.nargs + info.nsizes)]
         self._names = [p[0] for p in self.params]
         self._scalar_dtypes = [L.DTYPES[p[2]] if p[1] == "scalar" else None for p in self.params]
+        # params declared with strides(...): their arrays may be views, passed with their strides
+        self._views = [bool(info.strides and info.strides[j]) for j in range(info.nargs)]
         self._reserve(max(len(self.params), 1))
 
     def _reserve(self, n):
@@ -399,6 +430,7 @@ class Kernel:
         self._args = (L.Arg * n)()
         self._slots = [self._args[j] for j in range(n)]
         self._shapes = [(ctypes.c_int64 * 8)() for _ in range(n)]
+        self._strides = [(ctypes.c_int64 * 8)() for _ in range(n)]
         for slot, shp in zip(self._slots, self._shapes):
             slot.shape = shp
         self._cap = n
@@ -425,7 +457,7 @@ class Kernel:
             if sdt is not None and _is_scalar_like(x):
                 _scalar(slot, x, sdt, i, name)
                 continue
-            t = _tensor(x, i, name, torch)
+            t = _tensor(x, i, name, torch, i < nparams and self._views[i])
             if t is None:
                 if isinstance(x, (bool, int, float)):  # a scalar where a tensor goes: tl_launch says so
                     _scalar(slot, x, L.TL_BOOL if isinstance(x, bool) else L.TL_I64 if isinstance(x, int)
@@ -457,6 +489,15 @@ class Kernel:
             slot.dtype = t.dtype
             slot.ptr = t.ptr
             slot.rank = rank
+            if t.strides is None:
+                slot.value.strides = None  # contiguous (and no scalar's bits left in the union)
+            else:
+                st = self._strides[i]
+                if rank > len(st):
+                    st = self._strides[i] = (ctypes.c_int64 * rank)()
+                for j in range(rank):
+                    st[j] = t.strides[j]
+                slot.value.strides = st
             if ctx.is_cpu:
                 host.append((i, t))
         if ctx.is_cpu:

@@ -86,11 +86,13 @@ class KernelInfo(ctypes.Structure):  # tl_kernel_info
                 ("smem", ctypes.c_uint32), ("nparams", ctypes.c_int), ("nargs", ctypes.c_int),
                 ("nsizes", ctypes.c_int), ("ntmaps", ctypes.c_int), ("params", ctypes.POINTER(Param)),
                 ("grid_text", ctypes.c_char_p * 3), ("grid", ctypes.c_void_p * 3), ("uses_num_sms", ctypes.c_bool),
-                ("nconsts", ctypes.c_int), ("consts", ctypes.POINTER(LaunchConst))]
+                ("nconsts", ctypes.c_int), ("consts", ctypes.POINTER(LaunchConst)),
+                ("strides", ctypes.POINTER(ctypes.POINTER(Dim)))]  # per param, NULL: contiguous
 
 
 class ArgValue(ctypes.Union):  # tl_arg.value
-    _fields_ = [("i", ctypes.c_int64), ("u", ctypes.c_uint64), ("f", ctypes.c_double)]
+    _fields_ = [("i", ctypes.c_int64), ("u", ctypes.c_uint64), ("f", ctypes.c_double),
+                ("strides", ctypes.POINTER(ctypes.c_int64))]  # a tensor's, in elements; NULL: contiguous
 
 
 class Arg(ctypes.Structure):  # tl_arg

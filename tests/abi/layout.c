@@ -46,7 +46,7 @@ int main(void)
       AT(tl_kernel_info, grid_text), AT(tl_kernel_info, grid), AT(tl_kernel_info, uses_num_sms),
       AT(tl_kernel_info, nconsts), AT(tl_kernel_info, consts), AT(tl_kernel_info, strides);
   STRUCT(tl_arg), AT(tl_arg, kind), AT(tl_arg, dtype), AT(tl_arg, ptr), AT(tl_arg, rank), AT(tl_arg, shape),
-      AT(tl_arg, value), AT(tl_arg, value.strides);
+      AT(tl_arg, value);
   STRUCT(tl_launch_plan), AT(tl_launch_plan, grid), AT(tl_launch_plan, block), AT(tl_launch_plan, smem),
       AT(tl_launch_plan, empty), AT(tl_launch_plan, nparams), AT(tl_launch_plan, params),
       AT(tl_launch_plan, nconsts), AT(tl_launch_plan, consts), AT(tl_launch_plan, variant),

@@ -30,6 +30,7 @@ from tilec import _lib  # noqa: E402
 VECTOR_ADD = os.path.join(ROOT, "examples", "vector_add.tl")
 SAXPY = os.path.join(ROOT, "examples", "saxpy.tl")
 SOFTMAX = os.path.join(ROOT, "stdlib", "softmax.tl")
+STRIDES = os.path.join(ROOT, "tests", "golden", "strides.tl")
 CACHE = None
 
 
@@ -213,6 +214,28 @@ class Launches(unittest.TestCase):
                 self.add(*args)
             self.assertIn(text, str(e.exception))
             self.assertEqual(e.exception.status, "TL_ERR_BAD_ARGUMENT")
+
+    def test_strided_views(self):
+        """Parameters declared with strides(...) take NumPy views with their own strides (the stride sizes
+        bound from them, the storage staged on the CPU device); a contiguous parameter still refuses one."""
+        m = tilec.compile(read(STRIDES), device="cpu")
+        pad, tv = m["pad_copy"], m["transpose_view"]
+        storage = np.arange(5 * 12, dtype=np.float16).reshape(5, 12)
+        a = storage[:, :7]  # [5, 7], rows 12 apart
+        b = np.full((5, 7), np.nan, dtype=np.float16)
+        pad(a, b)
+        np.testing.assert_array_equal(b, a)
+        s = np.arange(7 * 9, dtype=np.float32).reshape(7, 9)
+        at = s[:, :5].T  # [5, 7], strides (1, 9)
+        bt = np.full((5, 7), np.nan, dtype=np.float32)
+        tv(at, bt)
+        np.testing.assert_array_equal(bt, at)
+        pad(np.ascontiguousarray(a), b)  # a contiguous array: lda = N
+        np.testing.assert_array_equal(b, a)
+        with self.assertRaisesRegex(tilec.LaunchError, "argument 1 .*not contiguous"):
+            pad(a, b[:, ::2])  # B is declared without strides
+        with self.assertRaisesRegex(tilec.LaunchError, "stride 1 is 2 but kernel 'pad_copy' requires 1"):
+            pad(storage[:, ::2][:, :5], np.zeros((5, 5), np.float16))
 
     def test_rejected_before_the_launch(self):
         a = np.zeros(20, dtype=np.float32)
