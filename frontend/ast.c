@@ -197,6 +197,8 @@ static void print_node(StrBuf *sb, const Node *n, int d)
     print_node(sb, n->c, d + 1);
   for (int i = 0; i < n->list.n; i++)
     print_node(sb, n->list.items[i], d + 1);
+  if (n->kind == N_PARAM && n->list2.n)
+    print_list(sb, "strides", &n->list2, d + 1);
 }
 
 void ast_print(StrBuf *sb, const NodeList *kernels)

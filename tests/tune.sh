@@ -79,5 +79,10 @@ v=$(seq -s, 1 17)
 bad 1 'more than 4096 combinations' tune "$tmp/scale.tl" --try A=$v --try B=$v --try C=$v
 bad 1 "unknown option '--bogus'" tune "$tmp/scale.tl" --bogus
 TILEC_DEVICE=gpu TILEC_CUDA_LIBRARY=/nonexistent/libcuda.so.1 bad 1 'no device to time on' tune "$tmp/scale.tl" --size N=10 --try BLOCK=256
+# views (strides(...)): fixed strides and stride sizes from --size, the others contiguous
+ok tune "$root/tests/golden/strides.tl" --kernel scatter --size N=300,R=5 --try S=3
+has 'best: -D S=3'
+ok tune "$root/tests/golden/strides.tl" --kernel pad_copy --size M=40,N=70,lda=80 --try BN=32,64
+ok tune "$root/tests/golden/strides.tl" --kernel pad_copy --size M=40,N=70 --try BN=32
 [ $fail -eq 0 ] && echo "tune.sh: all passed"
 exit $fail

@@ -394,10 +394,40 @@ static bool is_float(tl_dtype t)
   return t == TL_F16 || t == TL_BF16 || t == TL_F32 || t == TL_F64 || t == TL_E4M3 || t == TL_E5M2;
 }
 
+/* The value of size `name` given with --size, or -1. */
+static int64_t given_size(const TuneOptions *o, const char *name)
+{
+  int64_t e = -1;
+  for (int s = 0; s < o->nsizes; s++)
+    if (!strcmp(o->sizes[s].name, name))
+      e = strtoll(o->sizes[s].value, NULL, 0);
+  return e;
+}
+
+/* A view's strides (a tensor declared with strides(...)): fixed ones, sizes from --size, the others
+ * row-major over the shape; the elements the view spans. */
+static size_t view_strides(const tl_kernel_info *k, int i, const TuneOptions *o, const int64_t *shape,
+                           int64_t *strides)
+{
+  const tl_param *p = &k->params[i];
+  int64_t step = 1, last = 0;
+  bool empty = false;
+  for (int d = p->rank - 1; d >= 0; d--) {
+    const tl_dim *s = &k->strides[i][d];
+    int64_t v = s->size_param < 0 ? s->extent : given_size(o, k->params[s->size_param].name);
+    strides[d] = v > 0 ? v : step;
+    step *= shape[d] > 0 ? shape[d] : 1;
+    empty |= shape[d] == 0;
+    last += shape[d] > 0 ? (shape[d] - 1) * strides[d] : 0;
+  }
+  return empty ? 0 : (size_t)(last + 1);
+}
+
 /* Tensors for every tensor parameter of k at the sizes given (random values for floating types,
- * zeros otherwise), scalars 1. false after an error (reported). */
+ * zeros otherwise), scalars 1; a view's storage as view_strides says. false after an error
+ * (reported). */
 static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOptions *o, tl_arg *args,
-                      int64_t (*shapes)[8], tl_devptr *ptrs)
+                      int64_t (*shapes)[8], int64_t (*strides)[8], tl_devptr *ptrs)
 {
   uint64_t state = 0x9E3779B97F4A7C15ull;
   for (int i = 0; i < k->nargs; i++) {
@@ -411,10 +441,7 @@ static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOption
       int64_t e = p->dims[d].extent;
       if (p->dims[d].size_param >= 0) {
         const char *name = k->params[p->dims[d].size_param].name;
-        e = -1;
-        for (int s = 0; s < o->nsizes; s++)
-          if (!strcmp(o->sizes[s].name, name))
-            e = strtoll(o->sizes[s].value, NULL, 0);
+        e = given_size(o, name);
         if (e < 0) {
           tune_error("the size %s of '%s' is not given: --size %s=N", name, p->name, name);
           return false;
@@ -423,6 +450,9 @@ static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOption
       shapes[i][d] = e;
       elems *= (size_t)e;
     }
+    const bool view = k->strides && k->strides[i] && p->rank <= 8;
+    if (view)
+      elems = view_strides(k, i, o, shapes[i], strides[i]);
     size_t bytes = elems * tl_dtype_size(p->dtype);
     unsigned char *host = malloc(bytes ? bytes : 1);
     if (!host)
@@ -452,7 +482,7 @@ static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOption
       tune_error("allocating '%s' (%zu bytes): %s", p->name, bytes, tl_context_message(ctx));
       return false;
     }
-    args[i] = tl_arg_tensor(ptrs[i], p->dtype, p->rank, shapes[i]);
+    args[i] = tl_arg_tensor_strided(ptrs[i], p->dtype, p->rank, shapes[i], view ? strides[i] : NULL);
   }
   return true;
 }
@@ -662,14 +692,14 @@ static int tune_file(const TuneOptions *o)
   }
   const tl_kernel_info *k = tl_meta_kernel(meta, 0);
   tl_arg args[64];
-  int64_t shapes[64][8];
+  int64_t shapes[64][8], strides[64][8];
   tl_devptr ptrs[64] = {0};
   if (k->nargs > 64) {
     tune_error("kernel '%s' has more than 64 parameters", k->name);
     tl_meta_free(meta);
     goto out;
   }
-  if (make_args(ctx, k, o, args, shapes, ptrs)) {
+  if (make_args(ctx, k, o, args, shapes, strides, ptrs)) {
     for (int i = 0; i < n; i++) {
       if (!c[i].ptx && !c[i].why)
         c[i].why = strdup("not tried (budget)");
