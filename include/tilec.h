@@ -126,6 +126,8 @@ typedef struct {
   const char *dtype;       /* bool i8 .. u64 f16 bf16 f32 f64 ("i32" for a size) */
   int rank;                /* tensors: the number of dims; 0 otherwise */
   const char *const *dims; /* tensors: rank entries, a size's name or a decimal extent */
+  /* (A tensor declared with strides(...) has its strides in the PTX's metadata only: tl_meta_parse,
+   * tl_kernel_info.strides. A member here would change the size of this array's elements.) */
 } tilec_param;
 
 typedef struct {
