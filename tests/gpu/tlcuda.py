@@ -154,8 +154,9 @@ class Kernel:
                         have = v.stride(d)
                         want = int(st) if st.isdigit() else bound.setdefault(st, args.get(st, have))
                         if have != want and v.shape[d] > 1:
+                            takes = st if st.isdigit() else f"{st} = {want}"
                             raise RuntimeError(f"{self.name}: {pname} has stride {have} in dimension {d}, "
-                                               f"the kernel takes {st} = {want}")
+                                               f"the kernel takes {takes}")
                 elif not v.is_contiguous():
                     raise RuntimeError(f"{self.name}: {pname} is not contiguous, and declared without strides")
                 p = ctypes.c_void_p(v.data_ptr())
