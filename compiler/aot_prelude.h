@@ -339,7 +339,8 @@ static inline uint16_t tilec_aot_bf16(float f)
 #endif /* TILEC_AOT_COMMON_V3 */
 
 /* Guarded on its own, so that a header from an older tilec included first (its V3 block wins)
- * leaves it to this one. */
+ * leaves it to this one; and the last block of the file, which emit_header.c copies only into the
+ * headers whose launchers call it (it finds the block by this comment's first words). */
 #ifndef TILEC_AOT_TMAP_STRIDED
 #define TILEC_AOT_TMAP_STRIDED
 /* tilec_aot_tmap for a tensor declared with strides(...): strides[] in elements, outermost first;

@@ -607,7 +607,18 @@ char *emit_c_header(const char *const *ptx, const tl_meta *const *meta, int nv, 
               " */\n",
               nv > 1 ? "s (one per variant) are" : " is", stem, stem, nv > 1 ? "s" : "", nv > 1 ? "s" : "");
     sb_printf(&sb, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", upper, upper);
-    sb_puts(&sb, AOT_PRELUDE);
+    /* The prelude's last block (tilec_aot_tmap_strided) only in headers whose launchers call it,
+     * so that the headers of kernels without views stay as they were. */
+    const char *strided_block = strstr(AOT_PRELUDE, "\n/* Guarded on its own");
+    bool strided_maps = false;
+    for (int i = 0; i < n * nv; i++)
+      for (int j = 0; kns[i].k->strides && j < kns[i].k->nparams; j++)
+        strided_maps |= kns[i].k->params[j].kind == TL_PARAM_TMAP &&
+                        kns[i].k->strides[kns[i].k->params[j].tmap.tensor];
+    if (strided_block && !strided_maps)
+      sb_putn(&sb, AOT_PRELUDE, (size_t)(strided_block - AOT_PRELUDE));
+    else
+      sb_puts(&sb, AOT_PRELUDE);
     for (int v = 0; v < nv; v++) {
       /* one literal, readable, longer than the 4095 characters ISO C promises:
        * every compiler that matters takes it, so -pedantic is told so */
