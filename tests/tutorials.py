@@ -125,6 +125,15 @@ with tempfile.TemporaryDirectory() as tmp:
         o = tilec_run(tmp, f, "sum_atomic", {"N": n}, {"X": x, "S": "zeros"}, ["S"], level)
         close("sum_atomic (%s)" % tag, o and o["S"], want, 0, tol)
 
+        # 04: the transpose, straight from global and through a shared tile (plain, padded, swizzled)
+        m, n = (1001, 777) if not level else (203, 141)  # ragged: no multiple of 32 or 4
+        a = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+        f = "examples/tutorial_transpose.tl"
+        for kernel, consts in (("transpose_naive", ()), ("transpose_shared", ()),
+                               ("transpose_shared", ("-D", "PAD=1")), ("transpose_shared", ("-D", "SWIZZLE=1"))):
+            o = tilec_run(tmp, f, kernel, {"M": m, "N": n}, {"A": a}, ["B"], level + consts)
+            close("%s %s (%s)" % (kernel, " ".join(consts), tag), o and o["B"], a.T.astype(np.float64), 0, 0)
+
 # 00_vector_add.md: vector_add's 16-byte accesses, one per chunk (4) and tensor
 for arch in ("sm_80", "sm_90a"):
     ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/vector_add.tl"), "-o", "-"],
@@ -155,10 +164,28 @@ for arch in ("sm_80", "sm_90a"):
             fail("%s for %s: %d shfl.sync.bfly.b32, %d bar.sync, %d atom.global.add.f32; the page says 8, 1, %d"
                  % ((kernel, arch) + got + (atoms,)))
 
+# 04_transpose.md: per thread, the naive kernel's 4 element loads and stores, no vector; the shared
+# kernels' one 16-byte load and store (4 scalar ones on the edge path) and 4 shared loads and stores
+for arch in ("sm_80", "sm_90a"):
+    for consts in ((), ("-D", "PAD=1"), ("-D", "SWIZZLE=1")):
+        ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/tutorial_transpose.tl"), "-o", "-"]
+                             + list(consts), capture_output=True, text=True).stdout
+        kernels = {k: ptx.split(".entry %s(" % k)[-1].split(".entry ")[0]
+                   for k in ("transpose_naive", "transpose_shared")}
+        want = {("transpose_naive", "ld.global.f32"): 4, ("transpose_naive", "st.global.f32"): 4,
+                ("transpose_naive", "ld.global.v4.f32"): 0, ("transpose_naive", "st.global.v4.f32"): 0,
+                ("transpose_shared", "ld.global.v4.f32"): 1, ("transpose_shared", "st.global.v4.f32"): 1,
+                ("transpose_shared", "ld.global.f32"): 4, ("transpose_shared", "st.global.f32"): 4,
+                ("transpose_shared", "st.shared.f32"): 4, ("transpose_shared", "ld.shared.f32"): 4}
+        for (k, ins), n in want.items():
+            got = len(re.findall(r"\s%s\s" % re.escape(ins), kernels[k]))
+            if got != n:
+                fail("%s %s for %s: %d %s, the page says %d" % (k, " ".join(consts), arch, got, ins, n))
+
 # ---------------------------------------------------------------- 2. and 3. the pages
 pages = sorted(glob.glob(os.path.join(root, "docs", "tutorials", "[0-9][0-9]_*.md")))
-if len(compared) != 3 * 8:
-    fail("%d outputs compared, not 24" % len(compared))
+if len(compared) != 3 * 12:
+    fail("%d outputs compared, not %d" % (len(compared), 3 * 12))
 if not pages:
     fail("no numbered tutorials in docs/tutorials")
 checked = ran = 0
