@@ -125,6 +125,19 @@ with tempfile.TemporaryDirectory() as tmp:
         o = tilec_run(tmp, f, "sum_atomic", {"N": n}, {"X": x, "S": "zeros"}, ["S"], level)
         close("sum_atomic (%s)" % tag, o and o["S"], want, 0, tol)
 
+        # 06: the sum of 02, its tiles through a pipelined loop of 1, 2, 3 stages (and one tile only:
+        # fewer iterations than stages)
+        n = 1000003 if not level else 70001
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        f = "examples/tutorial_pipeline.tl"
+        for consts in (("-D", "STAGES=1"), ("-D", "STAGES=2"), ("-D", "STAGES=3"),
+                       ("-D", "STAGES=3", "-D", "TILES=1")):
+            per = 2048 * (1 if "TILES=1" in consts else 8)
+            nb = -(-n // per)
+            o = tilec_run(tmp, f, "sum_pipelined", {"N": n, "NB": nb}, {"X": x}, ["P"], level + consts)
+            parts = np.pad(x.astype(np.float64), (0, nb * per - n)).reshape(nb, per).sum(axis=1)
+            close("sum_pipelined %s (%s)" % (" ".join(consts), tag), o and o["P"], parts, 0, 1e-6 * per)
+
         # 04: the transpose, straight from global and through a shared tile (plain, padded, swizzled)
         m, n = (1001, 777) if not level else (203, 141)  # ragged: no multiple of 32 or 4
         a = rng.uniform(-1, 1, (m, n)).astype(np.float32)
@@ -182,10 +195,24 @@ for arch in ("sm_80", "sm_90a"):
             if got != n:
                 fail("%s %s for %s: %d %s, the page says %d" % (k, " ".join(consts), arch, got, ins, n))
 
+# 06_pipelining.md: per number of stages S, S commit groups, wait_group S - 2 in the loop and 0 after
+# it, 3 barriers for 1 stage and 2 for more, 4 cp.async per place that issues a tile (S places)
+for arch in ("sm_80", "sm_90a"):
+    for stages in (1, 2, 3):
+        ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/tutorial_pipeline.tl"), "-o", "-",
+                              "-D", "STAGES=%d" % stages], capture_output=True, text=True).stdout
+        waits = sorted(int(w) for w in re.findall(r"cp\.async\.wait_group (\d+);", ptx))
+        got = (ptx.count("cp.async.commit_group;"), waits, ptx.count("bar.sync"),
+               ptx.count("cp.async.cg.shared.global"))
+        want = (stages, sorted([max(stages - 2, 0), 0]), 3 if stages == 1 else 2, 4 * stages)
+        if got != want:
+            fail("sum_pipelined with %d stages for %s: commit_group, wait_group, bar.sync, cp.async.cg %s;"
+                 " the page says %s" % (stages, arch, got, want))
+
 # ---------------------------------------------------------------- 2. and 3. the pages
 pages = sorted(glob.glob(os.path.join(root, "docs", "tutorials", "[0-9][0-9]_*.md")))
-if len(compared) != 3 * 12:
-    fail("%d outputs compared, not %d" % (len(compared), 3 * 12))
+if len(compared) != 3 * 16:
+    fail("%d outputs compared, not %d" % (len(compared), 3 * 16))
 if not pages:
     fail("no numbered tutorials in docs/tutorials")
 checked = ran = 0
