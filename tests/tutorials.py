@@ -138,6 +138,25 @@ with tempfile.TemporaryDirectory() as tmp:
             parts = np.pad(x.astype(np.float64), (0, nb * per - n)).reshape(nb, per).sum(axis=1)
             close("sum_pipelined %s (%s)" % (" ".join(consts), tag), o and o["P"], parts, 0, 1e-6 * per)
 
+        # 03: the fused softmax of section 4, f16 rows of at most BN = 32768 elements
+        n = 30001 if not level else 1000
+        x = rng.uniform(-4, 4, (3, n)).astype(np.float16)
+        e = np.exp(x.astype(np.float64) - x.astype(np.float64).max(axis=1, keepdims=True))
+        o = tilec_run(tmp, "examples/tutorial_softmax.tl", "softmax_fused", {"M": 3, "N": n}, {"X": x}, ["Y"],
+                      level)
+        close("softmax_fused (%s)" % tag, o and o["Y"].astype(np.float64), e / e.sum(axis=1, keepdims=True),
+              2e-3, 1e-6)
+
+        # 05: the matmul steps of sections 2 to 5, f16 in, f32 accumulation, f16 out; K = 70 is not a
+        # multiple of 8 (the unaligned path of the copies)
+        a = rng.uniform(-1, 1, (77, 70)).astype(np.float16)
+        b = rng.uniform(-1, 1, (70, 141)).astype(np.float16)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        for kernel in ("matmul_naive", "matmul_smem", "matmul_tc", "matmul_pipelined"):
+            o = tilec_run(tmp, "examples/tutorial_matmul.tl", kernel, {"M": 77, "N": 141, "K": 70},
+                          {"A": a, "B": b}, ["C"], level)
+            close("%s (%s)" % (kernel, tag), o and o["C"].astype(np.float64), want, 2e-3, 2e-3)
+
         # 04: the transpose, straight from global and through a shared tile (plain, padded, swizzled)
         m, n = (1001, 777) if not level else (203, 141)  # ragged: no multiple of 32 or 4
         a = rng.uniform(-1, 1, (m, n)).astype(np.float32)
@@ -211,8 +230,8 @@ for arch in ("sm_80", "sm_90a"):
 
 # ---------------------------------------------------------------- 2. and 3. the pages
 pages = sorted(glob.glob(os.path.join(root, "docs", "tutorials", "[0-9][0-9]_*.md")))
-if len(compared) != 3 * 16:
-    fail("%d outputs compared, not %d" % (len(compared), 3 * 16))
+if len(compared) != 3 * 21:
+    fail("%d outputs compared, not %d" % (len(compared), 3 * 21))
 if not pages:
     fail("no numbered tutorials in docs/tutorials")
 checked = ran = 0
