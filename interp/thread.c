@@ -130,9 +130,8 @@ typedef struct {
 
 typedef struct {
   int group;
-  int acc;      /* the accumulator buffer */
-  int areg;     /* A's registers (a fragment), or -1 */
-  int64_t a_lo; /* with areg: the first of the 8 registers of A it reads */
+  int acc;  /* the accumulator buffer */
+  int areg; /* A's registers (a fragment), or -1 */
   int32_t *bytes;
   int nbytes;
 } WgOp;
@@ -454,28 +453,12 @@ static bool eval_indices(Th *th, Expr *const *args, int n, int t, int64_t *idx)
   return !th->failed;
 }
 
-/* What a wgmma in flight in thread t's warpgroup does with register i of b: "writes" (b is its
- * accumulator), "reads" (b is its A in registers and i one of the 8 it reads; the others are
- * free: gemm.c fills A's next k-slice while the multiply of this one runs), or NULL. */
-static const char *wgmma_use(Th *th, int t, int b, int64_t i)
-{
-  const WgQueue *q = &th->wg[t / WARPGROUP];
-  const char *use = NULL;
-  for (int j = 0; j < q->n; j++)
-    if (q->ops[j].acc == b)
-      return "writes";
-    else if (q->ops[j].areg == b && i >= q->ops[j].a_lo && i < q->ops[j].a_lo + 8)
-      use = "reads";
-  return use;
-}
-
 static bool reg_usable(Th *th, SrcLoc loc, int t, int b, int64_t i, bool reading)
 {
   char e[160];
-  const char *use = th->acc_busy[b * th->T + t] ? wgmma_use(th, t, b, i) : NULL;
-  if (use) {
-    fail(th, loc, t, "%s is %s while a wgmma %s it (before the wgmma.wait_group that covers it)",
-         elem_text(e, sizeof e, th, b, &i, 1), reading ? "read" : "written", use);
+  if (th->acc_busy[b * th->T + t]) {
+    fail(th, loc, t, "%s is %s while a wgmma writes it (before the wgmma.wait_group that covers it)",
+         elem_text(e, sizeof e, th, b, &i, 1), reading ? "read" : "written");
     return false;
   }
   if (reading && !th->reg_set[b][(int64_t)t * th->k->bufs[b].local_size + i]) {
@@ -1392,7 +1375,6 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
   *op = (WgOp){.group = q->committed,
                .acc = s->c,
                .areg = s->a_reg ? s->a : -1,
-               .a_lo = s->a_reg ? eval(th, s->a_reg, g0).i : 0,
                .bytes = malloc(sizeof(int32_t) * (size_t)(64 + N) * (size_t)KS)};
   if (!op->bytes) {
     fail(th, s->loc, g0, "out of memory");

@@ -306,7 +306,6 @@ void stmt_rewrite_exprs(Stmt *s, ExprRewriter fn, void *ctx)
   s->src_bytes = expr_rewrite(s->src_bytes, fn, ctx);
   rewrite_list(s->idx, s->nidx, fn, ctx);
   s->a_reg = expr_rewrite(s->a_reg, fn, ctx);
-  s->a_first = expr_rewrite(s->a_first, fn, ctx);
   s->b_reg = expr_rewrite(s->b_reg, fn, ctx);
   s->c_reg = expr_rewrite(s->c_reg, fn, ctx);
   rewrite_list(s->b_start, s->nb_start, fn, ctx);

@@ -598,9 +598,6 @@ struct Stmt {
                                   WGMMA: of .a in registers (8 16-bit) */
   /* WGMMA_FENCE, WGMMA, WGMMA_WAIT: the accumulator registers .c[0 .. .acc_regs) (N / 2) */
   int acc_regs;
-  /* WGMMA_FENCE with .a_reg: it ties .a's registers .a_first .. .a_first + .a_reg - 1 (.a_reg a
-   * constant count; .a_first NULL: from 0) */
-  Expr *a_first;
   /* WGMMA: the element of .a and of .b its descriptor starts at; MN-major operands */
   Expr **a_start, **b_start;
   int na_start, nb_start;

@@ -244,11 +244,7 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
   case ST_CP_WAIT: sb_printf(sb, "cp.async.wait %d", s->pending); break;
   case ST_WGMMA_FENCE:
     sb_printf(sb, "wgmma.fence %s[%d]", k->bufs[s->c].name, s->acc_regs);
-    if (s->a_reg && s->a_first) {
-      sb_printf(sb, ", %s[", k->bufs[s->a].name);
-      ir_print_expr(sb, k, s->a_first);
-      sb_printf(sb, " + 0..%" PRId64 "]", s->a_reg->i - 1);
-    } else if (s->a_reg)
+    if (s->a_reg)
       sb_printf(sb, ", %s[%" PRId64 "]", k->bufs[s->a].name, s->a_reg->i);
     break;
   case ST_WGMMA:

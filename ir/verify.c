@@ -244,8 +244,7 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
       return fail(
           v, "wgmma's accumulator is 4 to 128 f32 (or i32) registers, a multiple of 4, of a local buffer");
     if (s->kind == ST_WGMMA_FENCE && s->a_reg) {
-      if (!buf_ok(v, s->a, 1, "wgmma.fence") || s->a_reg->kind != EX_INT ||
-          (s->a_first && !expr_ok(v, s->a_first)))
+      if (!buf_ok(v, s->a, 1, "wgmma.fence") || s->a_reg->kind != EX_INT)
         return fail(v, "malformed wgmma.fence");
       const Buffer *A = &v->k->bufs[s->a];
       if (!registers(v, A) || type_bytes(A->elem) != 2 || s->a_reg->i < 2 || s->a_reg->i % 2 ||

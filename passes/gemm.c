@@ -232,15 +232,27 @@ static Expr **start_elem(Lw *w, Expr *stage, Expr *row, Expr *col, int *n)
   return v;
 }
 
-/* The wgmma of k-slice kk (row block fm, -1 when there is one) of gemm s. */
-static Stmt *wgmma_op(Lw *w, const Stmt *s, int wg, int kk, int fm)
+static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
 {
   const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
-  int per = Cb->layout.regs / Cb->layout.frag_m; /* frag_m m64 row blocks of N / 2 registers each */
-  const int64_t KS = 32 / type_bytes(A->elem);   /* k16, k32 for 8 bits: 32 bytes of K per wgmma */
+  int64_t K = A->tile_shape[(s->stage_a != NULL) + !s->trans_a];
+  int regs = Cb->layout.regs, FM = Cb->layout.frag_m; /* FM m64 row blocks of N / 2 registers each */
+  int per = regs / FM;
+  StmtList out = {0};
+  if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
+    w->k->min_blocks_per_sm = 1;
+  int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
+  Stmt *fence = lw_wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0);
+  if (A->scope == SCOPE_FRAGMENT) { /* A's registers too (codegen packs them before the fence) */
+    fence->a = s->a;
+    fence->a_reg = lw_i32(w, A->layout.regs);
+  }
+  stlist_push(w->a, &out, fence);
+  int kk = lw_fresh(w, "kk", VAR_LOOP), fm = FM > 1 ? lw_fresh(w, "fm", VAR_LOOP) : -1;
+  const int64_t KS = 32 / type_bytes(A->elem); /* k16, k32 for 8 bits: 32 bytes of K per wgmma */
   Expr *k0 = lw_mul_c(w, lw_var(w, kk), KS), *m0 = lw_mul_c(w, lw_var(w, wg), 64);
   Stmt *mma = lw_wgmma_stmt(w, ST_WGMMA, s->c, per, 0);
-  if (fm >= 0) { /* row block fm: rows fm * warps_m * 16 + 64 wg .., registers fm * per .. */
+  if (FM > 1) { /* row block fm: rows fm * warps_m * 16 + 64 wg .., registers fm * per .. */
     m0 = lw_add(w, lw_mul_c(w, lw_var(w, fm), (int64_t)Cb->layout.warps_m * 16), m0);
     mma->c_reg = lw_mul_c(w, lw_var(w, fm), per);
   }
@@ -257,113 +269,8 @@ static Stmt *wgmma_op(Lw *w, const Stmt *s, int wg, int kk, int fm)
                               : start_elem(w, s->stage_a, lw_clone(w, m0), lw_clone(w, k0), &mma->na_start);
   mma->b_start = s->trans_b ? start_elem(w, s->stage_b, lw_i32(w, 0), lw_clone(w, k0), &mma->nb_start)
                             : start_elem(w, s->stage_b, lw_clone(w, k0), lw_i32(w, 0), &mma->nb_start);
-  return mma;
-}
-
-static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
-{
-  const Buffer *A = &w->k->bufs[s->a], *Cb = &w->k->bufs[s->c];
-  int64_t K = A->tile_shape[(s->stage_a != NULL) + !s->trans_a];
-  int regs = Cb->layout.regs, FM = Cb->layout.frag_m;
-  StmtList out = {0};
-  if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
-    w->k->min_blocks_per_sm = 1;
-  int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
-  Stmt *fence = lw_wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0);
-  if (A->scope == SCOPE_FRAGMENT) { /* A's registers too (codegen packs them before the fence) */
-    fence->a = s->a;
-    fence->a_reg = lw_i32(w, A->layout.regs);
-  }
-  stlist_push(w->a, &out, fence);
-  int kk = lw_fresh(w, "kk", VAR_LOOP), fm = FM > 1 ? lw_fresh(w, "fm", VAR_LOOP) : -1;
-  Stmt *mma = wgmma_op(w, s, wg, kk, fm);
-  stlist_push(w->a, &out,
-              lw_unrolled(w, kk, K / (32 / type_bytes(A->elem)), FM > 1 ? lw_unrolled(w, fm, FM, mma) : mma));
+  stlist_push(w->a, &out, lw_unrolled(w, kk, K / KS, FM > 1 ? lw_unrolled(w, fm, FM, mma) : mma));
   stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_COMMIT, s->c, regs, 0));
   stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
   return stlist_seq(w->a, &out, s->loc);
-}
-
-/* ---------------------------------------------------------------- register A filled by slices
- *
- * A parallel loop that fills gemm's register A operand (`wf[i, j] = T(W8[i, j])`: weights widened
- * on the way to the tensor cores), lowered with the gemm one k-slice at a time:
- *
- *   for kk in unrolled(K / 16):
- *     fill A's registers 8kk .. 8kk + 7 (the loop's register columns 2kk and 2kk + 1)
- *     wgmma.fence                        ties the accumulator and those registers
- *     wgmma kk                           runs while the next slice is filled
- *   wgmma.commit_group; wgmma.wait_group 0
- *
- * so that the widening of slice kk + 1 overlaps the multiply of slice kk instead of every slice
- * being widened before the first multiply starts.  A wgmma in flight owns the registers it reads:
- * slice kk + 1's are others, and the fence before each wgmma orders the writes to its own. */
-
-typedef struct {
-  int a, c;
-  bool ok;
-} FillCheck;
-
-static Expr *no_operand_reads(void *ctx, Expr *e)
-{
-  FillCheck *f = ctx;
-  if (e->kind == EX_LOAD && (e->buf == f->a || e->buf == f->c))
-    f->ok = false;
-  return e;
-}
-
-/* Does s only compute and store into buffer a (no other store, loop, barrier or atomic)? */
-static bool stores_only_to(const Stmt *s, int a)
-{
-  if (!s)
-    return true;
-  switch (s->kind) {
-  case ST_SEQ:
-    for (int i = 0; i < s->nbody; i++)
-      if (!stores_only_to(s->body[i], a))
-        return false;
-    return true;
-  case ST_IF: return stores_only_to(s->then_s, a) && stores_only_to(s->else_s, a);
-  case ST_LET: return true;
-  case ST_STORE: return s->buf == a;
-  default: return false;
-  }
-}
-
-Stmt *lower_gemm_filled_a(Lw *w, Stmt *loop, Stmt *gemm)
-{
-  if (loop->kind != ST_FOR || loop->for_kind != FOR_PARALLEL || gemm->kind != ST_GEMM ||
-      !lw_gemm_uses_wgmma(w, gemm))
-    return NULL;
-  const Buffer *A = &w->k->bufs[gemm->a], *Cb = &w->k->bufs[gemm->c];
-  if (A->scope != SCOPE_FRAGMENT || A->layout.kind != LAYOUT_MMA || A->layout.frag_m != 1 ||
-      Cb->layout.frag_m != 1 || type_bytes(A->elem) != 2 || gemm->trans_a ||
-      loop_full_fragment(w->k, loop) != gemm->a || !stores_only_to(loop->then_s, gemm->a))
-    return NULL;
-  FillCheck f = {gemm->a, gemm->c, true};
-  stmt_rewrite_exprs(loop->then_s, no_operand_reads, &f);
-  if (!f.ok)
-    return NULL;
-  int64_t K = A->tile_shape[1];
-  int regs = Cb->layout.regs;
-  StmtList out = {0}, step = {0};
-  if (!w->k->min_blocks_per_sm)
-    w->k->min_blocks_per_sm = 1;
-  int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
-  int kk = lw_fresh(w, "kk", VAR_LOOP);
-  w->mma_fn_base = lw_mul_c(w, lw_var(w, kk), 2); /* 16 of K: two columns of 8 */
-  w->mma_fn_count = 2;
-  stlist_push(w->a, &step, lower_parallel(w, loop));
-  w->mma_fn_base = NULL;
-  w->mma_fn_count = 0;
-  Stmt *fence = lw_wgmma_stmt(w, ST_WGMMA_FENCE, gemm->c, regs, 0);
-  fence->a = gemm->a;
-  fence->a_reg = lw_i32(w, 8);
-  fence->a_first = lw_mul_c(w, lw_var(w, kk), 8);
-  stlist_push(w->a, &step, fence);
-  stlist_push(w->a, &step, wgmma_op(w, gemm, wg, kk, -1));
-  stlist_push(w->a, &out, lw_unrolled(w, kk, K / 16, stlist_seq(w->a, &step, gemm->loc)));
-  stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_COMMIT, gemm->c, regs, 0));
-  stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, gemm->c, regs, 0));
-  return stlist_seq(w->a, &out, gemm->loc);
 }

@@ -29,10 +29,6 @@ typedef struct {
   Stmt *ws_switch, *ws_setup, *ws_producer, *ws_consumer;
   Stmt *ws_outer;  /* the serial loop around the pipelined one (a persistent kernel's), or NULL */
   int ws_count[2]; /* with ws_outer: the producer's and the consumers' iteration counts (VAR_MUT) */
-  /* A parallel loop on an MMA anchor visits only the register columns fn = mma_fn_base + f,
-   * f < mma_fn_count (0: all of them): gemm.c's register A filled one k-slice at a time. */
-  Expr *mma_fn_base;
-  int mma_fn_count;
 } Lw;
 
 /* ---------------------------------------------------------------- lower_build.c */
@@ -129,9 +125,6 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s);
 /* ---------------------------------------------------------------- gemm.c */
 
 Stmt *lower_gemm(Lw *w, Stmt *s);
-/* `loop` (a parallel loop) then `gemm`, when the loop fills gemm's register A operand and nothing
- * else: lowered together, each k-slice of A filled right before its wgmma (NULL: not that case). */
-Stmt *lower_gemm_filled_a(Lw *w, Stmt *loop, Stmt *gemm);
 /* gemm_wgmma_eligible, and layout.c gave the accumulator the warpgroup grid. */
 bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s);
 /* A WGMMA_FENCE, WGMMA_COMMIT or WGMMA_WAIT (.pending) on accumulator acc's `regs` registers. */

@@ -113,16 +113,12 @@ static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
   int fm = lw_fresh(w, "fm", VAR_LOOP), fn = lw_fresh(w, "fn", VAR_LOOP), r = lw_fresh(w, "r", VAR_LOOP);
   StmtList body = {0};
   Expr *row, *col;
-  /* fn: every register column, or w->mma_fn_count of them from w->mma_fn_base */
-  int nfn = w->mma_fn_count ? w->mma_fn_count : L->frag_n;
-  Expr *fnx = w->mma_fn_count ? lw_add(w, lw_clone(w, w->mma_fn_base), lw_var(w, fn)) : lw_var(w, fn);
-  lw_mma_coords(w, L, lw_var(w, fm), fnx, lw_var(w, r), &row, &col);
+  lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_var(w, r), &row, &col);
   ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, row);
   p.lets[1] = lw_let(w, &body, w->k->vars[s->vars[1]].name, col);
   p.reg = ex_add(w->a,
-                 ex_mul(w->a,
-                        ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, L->frag_n)), lw_clone(w, fnx)),
+                 ex_mul(w->a, ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, L->frag_n)), lw_var(w, fn)),
                         lw_i32(w, 4)),
                  lw_var(w, r));
   p.row_reg = ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, 2)),
@@ -130,7 +126,7 @@ static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
   par_stmt(&p, s->then_s);
   stlist_push(w->a, &body, s->then_s);
   Stmt *x = lw_unrolled(w, r, 4, stlist_seq(w->a, &body, s->loc));
-  x = lw_unrolled(w, fn, nfn, x);
+  x = lw_unrolled(w, fn, L->frag_n, x);
   x = lw_unrolled(w, fm, L->frag_m, x);
   return p.shared_store ? lw_fenced(w, x) : x;
 }

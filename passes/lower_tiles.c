@@ -35,12 +35,7 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s)
   case ST_SEQ: {
     StmtList l = {0};
     for (int i = 0; i < s->nbody; i++) {
-      /* a parallel loop filling the next gemm's register A: the two together (gemm.c) */
-      Stmt *r = i + 1 < s->nbody ? lower_gemm_filled_a(w, s->body[i], s->body[i + 1]) : NULL;
-      if (r)
-        i++;
-      else
-        r = lw_lower_stmt(w, s->body[i]);
+      Stmt *r = lw_lower_stmt(w, s->body[i]);
       if (!r)
         continue;
       /* Flatten nested sequences; drop a barrier right after a barrier. */
