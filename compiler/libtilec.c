@@ -458,6 +458,16 @@ static tilec_status report_output(tilec_result *r, Diags *d, const Request *rq, 
                                                       n.threads,
                                                       (unsigned long long)n.smem_bytes};
   }
+  /* The compiler's remarks on the choices it made (what -Rpass-missed=wgmma prints), by source line. */
+  bool head = false;
+  for (const Diag *g = d->first; g; g = g->next) {
+    if (g->level != DIAG_REMARK)
+      continue;
+    if (!head)
+      sb_puts(text, "\nremarks (the compiler's choices; -Rpass-missed=wgmma prints the same):\n");
+    head = true;
+    sb_printf(text, "  line %d:%d: %s\n", g->loc.line, g->loc.col, g->message);
+  }
   return TILEC_OK;
 }
 

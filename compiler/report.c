@@ -938,26 +938,48 @@ static void walk_init(Warp *w, const FEnv *sizes, const int64_t *grid, int tid0)
 
 /* ---------------------------------------------------------------- fragments */
 
+/* The row of a 16x8 mma piece's register rr (0..3) in row piece fm of thread t. */
+static int64_t mma_row(const FragLayout *L, int t, int fm, int rr)
+{
+  int lane = t % 32, wm = t / 32 / L->warps_n;
+  int64_t row0 = L->m_interleaved && L->frag_m > 1 ? (int64_t)fm * L->warps_m * 16 + wm * 16
+                                                   : (int64_t)wm * L->frag_m * 16 + fm * 16;
+  return row0 + lane / 4 + (rr / 2) * 8;
+}
+
 /* Element coordinates (row-major flat index of the tile) of register r of thread t, or -1 when
- * the register is past the tile. */
+ * the register is past the tile. A rows fragment (one element per row of its parent) gives the
+ * row its register holds, as lower_copy.c's row_pos and lw_mma_row do. */
 static int64_t frag_elem(const Buffer *b, int t, int r)
 {
   const FragLayout *L = &b->layout;
   int64_t total = buffer_elems(b);
   int64_t cols = b->tile_shape[b->rank - 1];
-  if (L->kind == LAYOUT_ELEMWISE) {
+  switch (L->kind) {
+  case LAYOUT_ELEMWISE: {
     int64_t c = r / L->vec, v = r % L->vec;
     int64_t flat = (c * L->threads + t) * L->vec + v;
     return flat < total ? flat : -1;
   }
-  if (L->kind == LAYOUT_MMA) {
-    int lane = t % 32, warp = t / 32, wm = warp / L->warps_n, wn = warp % L->warps_n;
+  case LAYOUT_ROWS: {
+    int64_t ptotal = 1;
+    for (int d = 0; d < L->parent_rank; d++)
+      ptotal *= L->parent_shape[d];
+    int64_t flat = ((int64_t)r * L->threads + t) * L->vec;
+    if (flat >= ptotal)
+      return -1;
+    return L->parent_rank == 1 ? 0 : flat / L->parent_shape[L->parent_rank - 1];
+  }
+  case LAYOUT_MMA: {
+    int lane = t % 32, wn = t / 32 % L->warps_n;
     int piece = r / 4, rr = r % 4, fm = piece / L->frag_n, fn = piece % L->frag_n;
-    int64_t row0 = L->m_interleaved && L->frag_m > 1 ? (int64_t)fm * L->warps_m * 16 + wm * 16
-                                                     : (int64_t)wm * L->frag_m * 16 + fm * 16;
-    int64_t row = row0 + lane / 4 + (rr / 2) * 8;
     int64_t col = (int64_t)wn * L->frag_n * 8 + fn * 8 + 2 * (lane % 4) + rr % 2;
-    return row * cols + col;
+    return mma_row(L, t, fm, rr) * cols + col;
+  }
+  case LAYOUT_MMA_ROWS: {
+    int64_t row = mma_row(L, t, r / 2, (r % 2) * 2);
+    return row < total ? row : -1;
+  }
   }
   return -1;
 }
@@ -1007,12 +1029,13 @@ static void frag_map(StrBuf *sb, const Buffer *b)
       if (i < shown_r && j < shown_c && owner[i][j] < 0)
         owner[i][j] = t, reg[i][j] = r;
     }
+  bool copies = L->kind == LAYOUT_ROWS || L->kind == LAYOUT_MMA_ROWS;
+  const char *whose = copies ? "lowest lane.register holding a copy" : "lane.register";
   if (b->rank == 1)
-    sb_printf(sb, "    warp 0, elements 0..%d in rows of %d, as lane.register ('.': another warp):\n",
-              shown_r * shown_c - 1, shown_c);
+    sb_printf(sb, "    warp 0, elements 0..%d in rows of %d, as %s ('.': another warp):\n",
+              shown_r * shown_c - 1, shown_c, whose);
   else
-    sb_printf(sb, "    warp 0, elements [0:%d, 0:%d] as lane.register ('.': another warp):\n", shown_r,
-              shown_c);
+    sb_printf(sb, "    warp 0, elements [0:%d, 0:%d] as %s ('.': another warp):\n", shown_r, shown_c, whose);
   for (int i = 0; i < shown_r; i++) {
     sb_printf(sb, "      %4" PRId64 " |", b->rank == 1 ? (int64_t)i * cols : (int64_t)i);
     for (int j = 0; j < shown_c; j++) {
@@ -1055,10 +1078,13 @@ static void frag_rule(StrBuf *sb, const Buffer *b)
     sb_printf(sb, " + l/4 + 8*(r/2), column wn*%d + fn*8 + 2*(l%%4) + r%%2\n", L->frag_n * 8);
     break;
   case LAYOUT_MMA_ROWS:
-    sb_printf(sb,
-              "    rule: register fm*2 + h of lane l in warp row wm holds row wm*%d + fm*16 + l/4 + 8*h "
-              "(the quad's 4 lanes and the warp row's %d warps hold copies)\n",
-              L->frag_m * 16, L->warps_n);
+    if (L->m_interleaved && L->frag_m > 1)
+      sb_printf(sb, "    rule: register fm*2 + h of lane l in warp row wm holds row fm*%d + wm*16",
+                L->warps_m * 16);
+    else
+      sb_printf(sb, "    rule: register fm*2 + h of lane l in warp row wm holds row wm*%d + fm*16",
+                L->frag_m * 16);
+    sb_printf(sb, " + l/4 + 8*h (the quad's 4 lanes and the warp row's %d warps hold copies)\n", L->warps_n);
     break;
   }
 }
@@ -1222,8 +1248,7 @@ static void report_fragments(StrBuf *out, const Kernel *k)
     layout_text(out, &b->layout);
     sb_printf(out, ", %d elements (registers of %d bytes or less) per thread\n", b->layout.regs,
               type_bytes(b->elem) > 4 ? type_bytes(b->elem) : 4);
-    if (b->layout.kind == LAYOUT_ELEMWISE || b->layout.kind == LAYOUT_MMA)
-      frag_map(out, b);
+    frag_map(out, b);
     frag_rule(out, b);
   }
 }

@@ -73,7 +73,7 @@ bad 1 "tilec: error: unknown target 'sm_75'; expected sm_80, sm_86, sm_89, sm_90
 has "$usage" "$tmp/e"
 bad 1 "tilec: error: unknown option '--frobnicate'" "$TILEC" --frobnicate "$ex/saxpy.tl"; has "$usage" "$tmp/e"
 bad 1 "tilec: error: no input file" "$TILEC"; has "$usage" "$tmp/e"
-# What docs/tutorials/matmul.md (section 7) and hopper.md quote of the compiler's output for
+# What docs/tutorials/05_matmul.md (section 7) and 07_hopper.md quote of the compiler's output for
 # examples/matmul.tl: the variant for large sizes on sm_90a and sm_80, the copy engine's protocol,
 # the roles' registers.
 ok "$TILEC" "$ex/matmul.tl" -o -; has 'tilec-meta kernel matmul threads=384 smem=196672 '
@@ -84,7 +84,7 @@ ok "$TILEC" -D WS=0 --emit=tir "$ex/matmul.tl" -o -
 has 'mbarrier.init mbar.95[0], count 1'; has 'mbarrier.init mbar.95[4], count 256'
 has 'mbarrier.expect_tx mbar.95[0], bytes 49152'
 ok "$TILEC" --emit=tir "$ex/matmul.tl" -o -; has 'setmaxnreg.dec 40'; has 'setmaxnreg.inc 232'
-# What docs/tutorials/attention.md quotes: shared memory with P staged and in registers, the layouts
+# What docs/tutorials/08_attention.md quotes: shared memory with P staged and in registers, the layouts
 # of s and p, and the register-A wgmma.
 ok "$TILEC" --emit=tir "$ex/../docs/tutorials/attention_staged.tl" -o -; has 'smem(65536)'
 ok "$TILEC" --emit=tir "$ex/flash_attention.tl" -o -; has 'smem(49152)'

@@ -125,6 +125,47 @@ with tempfile.TemporaryDirectory() as tmp:
         o = tilec_run(tmp, f, "sum_atomic", {"N": n}, {"X": x, "S": "zeros"}, ["S"], level)
         close("sum_atomic (%s)" % tag, o and o["S"], want, 0, tol)
 
+        # 06: the sum of 02, its tiles through a pipelined loop of 1, 2, 3 stages (and one tile only:
+        # fewer iterations than stages)
+        n = 1000003 if not level else 70001
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        f = "examples/tutorial_pipeline.tl"
+        for consts in (("-D", "STAGES=1"), ("-D", "STAGES=2"), ("-D", "STAGES=3"),
+                       ("-D", "STAGES=3", "-D", "TILES=1")):
+            per = 2048 * (1 if "TILES=1" in consts else 8)
+            nb = -(-n // per)
+            o = tilec_run(tmp, f, "sum_pipelined", {"N": n, "NB": nb}, {"X": x}, ["P"], level + consts)
+            parts = np.pad(x.astype(np.float64), (0, nb * per - n)).reshape(nb, per).sum(axis=1)
+            close("sum_pipelined %s (%s)" % (" ".join(consts), tag), o and o["P"], parts, 0, 1e-6 * per)
+
+        # 03: the fused softmax of section 4, f16 rows of at most BN = 32768 elements
+        n = 30001 if not level else 1000
+        x = rng.uniform(-4, 4, (3, n)).astype(np.float16)
+        e = np.exp(x.astype(np.float64) - x.astype(np.float64).max(axis=1, keepdims=True))
+        o = tilec_run(tmp, "examples/tutorial_softmax.tl", "softmax_fused", {"M": 3, "N": n}, {"X": x}, ["Y"],
+                      level)
+        close("softmax_fused (%s)" % tag, o and o["Y"].astype(np.float64), e / e.sum(axis=1, keepdims=True),
+              2e-3, 1e-6)
+
+        # 05: the matmul steps of sections 2 to 5, f16 in, f32 accumulation, f16 out; K = 70 is not a
+        # multiple of 8 (the unaligned path of the copies)
+        a = rng.uniform(-1, 1, (77, 70)).astype(np.float16)
+        b = rng.uniform(-1, 1, (70, 141)).astype(np.float16)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        for kernel in ("matmul_naive", "matmul_smem", "matmul_tc", "matmul_pipelined"):
+            o = tilec_run(tmp, "examples/tutorial_matmul.tl", kernel, {"M": 77, "N": 141, "K": 70},
+                          {"A": a, "B": b}, ["C"], level)
+            close("%s (%s)" % (kernel, tag), o and o["C"].astype(np.float64), want, 2e-3, 2e-3)
+
+        # 04: the transpose, straight from global and through a shared tile (plain, padded, swizzled)
+        m, n = (1001, 777) if not level else (203, 141)  # ragged: no multiple of 32 or 4
+        a = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+        f = "examples/tutorial_transpose.tl"
+        for kernel, consts in (("transpose_naive", ()), ("transpose_shared", ()),
+                               ("transpose_shared", ("-D", "PAD=1")), ("transpose_shared", ("-D", "SWIZZLE=1"))):
+            o = tilec_run(tmp, f, kernel, {"M": m, "N": n}, {"A": a}, ["B"], level + consts)
+            close("%s %s (%s)" % (kernel, " ".join(consts), tag), o and o["B"], a.T.astype(np.float64), 0, 0)
+
 # 00_vector_add.md: vector_add's 16-byte accesses, one per chunk (4) and tensor
 for arch in ("sm_80", "sm_90a"):
     ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/vector_add.tl"), "-o", "-"],
@@ -155,10 +196,42 @@ for arch in ("sm_80", "sm_90a"):
             fail("%s for %s: %d shfl.sync.bfly.b32, %d bar.sync, %d atom.global.add.f32; the page says 8, 1, %d"
                  % ((kernel, arch) + got + (atoms,)))
 
+# 04_transpose.md: per thread, the naive kernel's 4 element loads and stores, no vector; the shared
+# kernels' one 16-byte load and store (4 scalar ones on the edge path) and 4 shared loads and stores
+for arch in ("sm_80", "sm_90a"):
+    for consts in ((), ("-D", "PAD=1"), ("-D", "SWIZZLE=1")):
+        ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/tutorial_transpose.tl"), "-o", "-"]
+                             + list(consts), capture_output=True, text=True).stdout
+        kernels = {k: ptx.split(".entry %s(" % k)[-1].split(".entry ")[0]
+                   for k in ("transpose_naive", "transpose_shared")}
+        want = {("transpose_naive", "ld.global.f32"): 4, ("transpose_naive", "st.global.f32"): 4,
+                ("transpose_naive", "ld.global.v4.f32"): 0, ("transpose_naive", "st.global.v4.f32"): 0,
+                ("transpose_shared", "ld.global.v4.f32"): 1, ("transpose_shared", "st.global.v4.f32"): 1,
+                ("transpose_shared", "ld.global.f32"): 4, ("transpose_shared", "st.global.f32"): 4,
+                ("transpose_shared", "st.shared.f32"): 4, ("transpose_shared", "ld.shared.f32"): 4}
+        for (k, ins), n in want.items():
+            got = len(re.findall(r"\s%s\s" % re.escape(ins), kernels[k]))
+            if got != n:
+                fail("%s %s for %s: %d %s, the page says %d" % (k, " ".join(consts), arch, got, ins, n))
+
+# 06_pipelining.md: per number of stages S, S commit groups, wait_group S - 2 in the loop and 0 after
+# it, 3 barriers for 1 stage and 2 for more, 4 cp.async per place that issues a tile (S places)
+for arch in ("sm_80", "sm_90a"):
+    for stages in (1, 2, 3):
+        ptx = subprocess.run([tilec, "--arch", arch, os.path.join(root, "examples/tutorial_pipeline.tl"), "-o", "-",
+                              "-D", "STAGES=%d" % stages], capture_output=True, text=True).stdout
+        waits = sorted(int(w) for w in re.findall(r"cp\.async\.wait_group (\d+);", ptx))
+        got = (ptx.count("cp.async.commit_group;"), waits, ptx.count("bar.sync"),
+               ptx.count("cp.async.cg.shared.global"))
+        want = (stages, sorted([max(stages - 2, 0), 0]), 3 if stages == 1 else 2, 4 * stages)
+        if got != want:
+            fail("sum_pipelined with %d stages for %s: commit_group, wait_group, bar.sync, cp.async.cg %s;"
+                 " the page says %s" % (stages, arch, got, want))
+
 # ---------------------------------------------------------------- 2. and 3. the pages
 pages = sorted(glob.glob(os.path.join(root, "docs", "tutorials", "[0-9][0-9]_*.md")))
-if len(compared) != 3 * 8:
-    fail("%d outputs compared, not 24" % len(compared))
+if len(compared) != 3 * 21:
+    fail("%d outputs compared, not %d" % (len(compared), 3 * 21))
 if not pages:
     fail("no numbered tutorials in docs/tutorials")
 checked = ran = 0

@@ -4,7 +4,7 @@
  *
  *   byte 0   arch   ('0' + i) mod 5:  0 sm_80  1 sm_86  2 sm_89  3 sm_90  4 sm_90a
  *   byte 1   -O     ('0' + i) mod 4
- *   byte 2   emit   ('0' + i) mod 8:  0 ptx  1 llvm  2 tir  3 ast  4 tokens  5 header  6, 7 ptx
+ *   byte 2   emit   ('0' + i) mod 8:  0 ptx  1 llvm  2 tir  3 ast  4 tokens  5 header  6 ptx  7 report
  *   3..      .tl source, given to tilec_compile as is (not NUL-terminated)
  *
  * so "430kernel k..." is sm_90a -O3 PTX.  Comment lines of the source that start with "//-" are
@@ -46,18 +46,18 @@ void token_mutator_remember(const uint8_t *data, size_t size);
 
 static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
 static const tilec_emit emits[] = {TILEC_EMIT_PTX,    TILEC_EMIT_LLVM,   TILEC_EMIT_TIR, TILEC_EMIT_AST,
-                                   TILEC_EMIT_TOKENS, TILEC_EMIT_HEADER, TILEC_EMIT_PTX, TILEC_EMIT_PTX};
-static const char *const emit_names[] = {"ptx", "llvm", "tir", "ast", "tokens", "header"};
+                                   TILEC_EMIT_TOKENS, TILEC_EMIT_HEADER, TILEC_EMIT_PTX, TILEC_EMIT_REPORT};
+static const char *const emit_names[] = {"ptx", "llvm", "tir", "ast", "tokens", "header", "report"};
 
 static const char *ptx_dir;
 static long ptx_max = -1, ptx_written;
 static int verbose;
-static long runs[6], accepted[6]; /* per emit kind */
+static long runs[7], accepted[7]; /* per emit kind */
 
 static void print_stats(void)
 {
   fprintf(stderr, "fuzz_compile: accepted/run per emit kind:");
-  for (int i = 0; i < 6; i++)
+  for (int i = 0; i < 7; i++)
     fprintf(stderr, " %s %ld/%ld", emit_names[i], accepted[i], runs[i]);
   fprintf(stderr, "; PTX files written: %ld\n", ptx_written);
 }
@@ -220,6 +220,17 @@ static void walk_result(const tilec_result *r, tilec_status st)
   }
   if (tilec_result_kernel(r, tilec_result_num_kernels(r)) || tilec_result_kernel(r, -1))
     broken("tilec_result_kernel out of range is not NULL", r);
+  /* A report's records: one per kernel, figures unknown (-1) or not negative; a block has threads. */
+  for (int i = 0; i < tilec_result_num_reports(r); i++) {
+    const tilec_kernel_report *k = tilec_result_report(r, i);
+    if (!k || !k->name || k->threads == 0 ||
+        (k->known && (k->blocks < 0 || k->read_bytes < 0 || k->write_bytes < 0 || k->mma_flops < 0 ||
+                      k->other_flops < 0)))
+      broken("a malformed kernel report", r);
+    sink += strlen(k->name);
+  }
+  if (tilec_result_report(r, tilec_result_num_reports(r)) || tilec_result_report(r, -1))
+    broken("tilec_result_report out of range is not NULL", r);
   (void)sink;
 }
 
@@ -273,7 +284,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   }
   /* What compiled also stops cleanly at every earlier stage. */
   static const tilec_emit earlier[] = {TILEC_EMIT_TOKENS, TILEC_EMIT_AST, TILEC_EMIT_TIR};
-  static const int stage[] = {3, 3, 2, 1, 0, 3}; /* of each emit kind, in tilec_emit's order */
+  static const int stage[] = {3, 3, 2, 1, 0, 3, 3}; /* of each emit kind, in tilec_emit's order */
   for (int i = 0; st == TILEC_OK && i < stage[emit]; i++) {
     tilec_options o = opt;
     o.emit = earlier[i];

@@ -21,7 +21,7 @@ import re
 import sys
 
 ARCHS = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"]
-EMITS = {"ptx": 0, "llvm": 1, "tir": 2, "ast": 3, "tokens": 4, "header": 5}
+EMITS = {"ptx": 0, "llvm": 1, "tir": 2, "ast": 3, "tokens": 4, "header": 5, "report": 7}
 
 
 def header(arch="sm_90a", level=3, emit="ptx"):

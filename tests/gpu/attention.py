@@ -19,7 +19,7 @@ the GPU from the same (rounded) inputs; O passes when every element is within 1e
 Speed: B x S = 16384 tokens, H x D = 2048 (H = 32, 16, 8 for D = 64, 128, 256), S in --seq (512 to
 16384 by default), causal and not, f16 and bf16: the kernel at its defaults (and each --config) against
 SDPA's FlashAttention and cuDNN backends, [B, H, S, D] for all. FLOPs 4 B H S^2 D (half for causal).
---steps (instead of the speed tables): the tutorial's steps, docs/tutorials/attention.md (steps()).
+--steps (instead of the speed tables): the tutorial's steps, docs/tutorials/08_attention.md (steps()).
 --acceptance (with the checks): issue 16's correctness grid, B in {1, 4}, H = 1 or 32 over 8, SQ and SK
 in {1, 17, 128, 1000, 4096, 8192}, every D, causal and not, each dtype (acceptance()).
 
@@ -447,13 +447,13 @@ def decode_speed(drv, tilec, path, dtypes, reps, lines, variants=(("default", []
 
 
 def steps(drv, tilec, reps, lines):
-    """docs/tutorials/attention.md's steps at B = 1, H = 16, S = 4096, f16, D = 64 and 128, not causal:
+    """docs/tutorials/08_attention.md's steps at B = 1, H = 16, S = 4096, f16, D = 64 and 128, not causal:
     the three-kernel form (per head: stdlib gemm_nt, softmax, gemm_nn; the scale folded into Q), the
     fused kernel with P through shared memory (docs/tutorials/attention_staged.tl), with P in registers
     (examples/flash_attention.tl), stdlib/attention.tl's attention_fwd, and SDPA; every output checked
     against torch's f32 attention (largest error relative to the largest |O|)."""
     B, H, S, dtype, t = 1, 16, 4096, "f16", torch.float16
-    lines += ["", "## Tutorial steps (docs/tutorials/attention.md)", "",
+    lines += ["", "## Tutorial steps (docs/tutorials/08_attention.md)", "",
               f"B = {B}, H = {H}, S = {S}, f16, not causal; TFLOP/s of 4 B H S^2 D; memory: bytes the "
               "form must move through DRAM at least (the three-kernel form writes and reads S and P once "
               "each per head; the fused forms read Q, K, V and write O).", ""]
