@@ -87,7 +87,7 @@ VARIANTS=(
   "matmul_f16_m64_n16    stages  examples/matmul.tl  T=f16 BM=64 BN=16 BK=64 STAGES=4"
   "matmul_f16_n32_ws0    stages  examples/matmul.tl  T=f16 BM=128 BN=32 WS=0"
   "gemm_f16_k32          stdlib  stdlib/gemm.tl      T=f16 BK=32"
-  "gemm_bf16_k16         stdlib  stdlib/gemm.tl      T=bf16 BK=16 STAGES=4"
+  "gemm_bf16_k16         act     stdlib/gemm.tl      T=bf16 BK=16 STAGES=4"
   "gemm_f16_n32          stdlib  stdlib/gemm.tl      T=f16 BN=32"
   "gemm_f16_n16_k32      stdlib  stdlib/gemm.tl      T=f16 BN=16 BK=32"
   "matmul_f16_swap16     stages  examples/matmul.tl  T=f16 SWAP=1 BM=16 BN=64 BK=128 STAGES=6 THREADS=128"
