@@ -7,15 +7,16 @@
 # needs BINDIR/gpu_conform), gpu_levels (the GPU's results against the interpreter's on every example,
 # stdlib and golden kernel, the puzzles' reference solutions and random conformance kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
 # (softmax, RMSNorm, LayerNorm), gemm.sh (tensor-core GEMM against cuBLAS) and attention.py
-# --check-only (stdlib/attention.tl against float64 references) and atomics.py --check-only, each with its own working folder
-# under $TMPDIR, then copies their summaries into OUTDIR: at most nine files, flat, so that they all
+# --check-only (stdlib/attention.tl against float64 references), atomics.py --check-only and tutorials.py
+# (docs/tutorials' kernels against torch), each with its own working folder
+# under $TMPDIR, then copies their summaries into OUTDIR: at most eleven files, flat, so that they all
 # come back from a device that returns few.  --quick skips the
 # largest correctness shapes of rows.sh and gemm.sh.  --sanitize runs tests/gpu/sanitize.sh instead:
 # every example and stdlib kernel and a sample of the conformance matrix at small shapes under
 # compute-sanitizer's memcheck, racecheck, synccheck and initcheck (sanitize.txt, sanitize.log).
 # Exit status: 0 if every part passed.
 set -u -o pipefail
-[ $# -ge 3 ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 tilec=$1 bindir=$2 out=$3
 quick=()
 [ "${4:-}" = --quick ] && quick=(--quick)
@@ -60,9 +61,13 @@ grep -E "cases|WRONG" "$work/attention.log" | head -20
 case $? in 0 | 2) ;; *) status=1 ;; esac
 grep -cE "\| ok \|" "$work/atomics.log" | sed 's/^/atomics: cases ok: /'
 grep -E "WRONG" "$work/atomics.log" | head -20
+# the numbered tutorials' kernels (docs/tutorials/00-06) against torch, with their timings
+(abs=$(readlink -f "$tilec") && cd "$here" && python3 tutorials.py "$abs" "$work/tutorials" --reps 20 >"$work/tutorials.log" 2>&1)
+case $? in 0 | 2) ;; *) status=1 ;; esac
+grep -E "WRONG|FAIL" "$work/tutorials.log" | head -20
 
 for f in conform/conform.log examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
-         gemm/gemm.log gemm/gemm_bench.txt attention/attention.md atomics/atomics.md; do
+         gemm/gemm.log gemm/gemm_bench.txt attention/attention.md atomics/atomics.md tutorials/tutorials.md; do
   [ -f "$work/$f" ] && cp "$work/$f" "$out/"
 done
 echo "all.sh: $( [ $status -eq 0 ] && echo PASS || echo FAIL ) (logs in $out)"
