@@ -202,6 +202,55 @@ Expr *ex_clone(Arena *a, const Expr *e)
   return c;
 }
 
+static Expr **ex_clone_array(Arena *a, Expr **v, int n)
+{
+  if (!v || n <= 0)
+    return v;
+  Expr **c = ARENA_ARRAY(a, Expr *, n);
+  for (int i = 0; i < n; i++)
+    c[i] = ex_clone(a, v[i]);
+  return c;
+}
+
+static void region_clone(Arena *a, Region *r)
+{
+  if (r->origin)
+    r->origin = ex_clone_array(a, r->origin, r->rank);
+}
+
+Stmt *st_clone(Arena *a, const Stmt *s)
+{
+  if (!s)
+    return NULL;
+  Stmt *c = ARENA_NEW(a, Stmt);
+  *c = *s;
+  if (s->nbody) {
+    c->body = ARENA_ARRAY(a, Stmt *, s->nbody);
+    for (int i = 0; i < s->nbody; i++)
+      c->body[i] = st_clone(a, s->body[i]);
+  }
+  for (int i = 0; i < s->nvars && i < TL_MAX_RANK; i++)
+    c->extents[i] = ex_clone(a, s->extents[i]);
+  c->cond = ex_clone(a, s->cond);
+  c->then_s = st_clone(a, s->then_s);
+  c->else_s = st_clone(a, s->else_s);
+  c->idx = ex_clone_array(a, s->idx, s->nidx);
+  c->value = ex_clone(a, s->value);
+  c->src_idx = ex_clone_array(a, s->src_idx, s->nsrc_idx);
+  c->src_bytes = ex_clone(a, s->src_bytes);
+  region_clone(a, &c->src);
+  region_clone(a, &c->dst);
+  c->stage_a = ex_clone(a, s->stage_a);
+  c->stage_b = ex_clone(a, s->stage_b);
+  c->a_reg = ex_clone(a, s->a_reg);
+  c->b_reg = ex_clone(a, s->b_reg);
+  c->c_reg = ex_clone(a, s->c_reg);
+  c->a_start = ex_clone_array(a, s->a_start, s->na_start);
+  c->b_start = ex_clone_array(a, s->b_start, s->nb_start);
+  c->bar_idx = ex_clone(a, s->bar_idx);
+  return c;
+}
+
 bool ex_is_const_int(const Expr *e, int64_t *out)
 {
   if (e && e->kind == EX_INT) {

@@ -707,6 +707,8 @@ Expr *ex_select(Arena *a, Expr *c, Expr *x, Expr *y);
 Expr *ex_call(Arena *a, IntrinsicKind fn, TypeKind t, Expr **args, int n);
 Expr *ex_aligned(Arena *a, int buf, Expr **idx, int n, int bytes);
 Expr *ex_clone(Arena *a, const Expr *e);
+/* A deep copy of s: its statements and expressions (variables and buffers are shared). */
+Stmt *st_clone(Arena *a, const Stmt *s);
 /* Folding builders for index arithmetic on i32/i64: fold constants, drop +0, *1. */
 Expr *ex_add(Arena *a, Expr *x, Expr *y);
 Expr *ex_mul(Arena *a, Expr *x, Expr *y);

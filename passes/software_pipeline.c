@@ -444,7 +444,7 @@ static Stmt *steady_loop(Lw *w, int kv, int n, StmtList *it, SrcLoc loc)
  *
  * When every producer copies a 16-bit (or 8-bit) global tile into a shared tile
  * in a wgmma layout (SWIZZLE_128B, _64B or _32B: what wgmma reads) and every
- * consumer is a gemm lowered to wgmma, the copy engine fills the stages instead
+ * gemm among the consumers is lowered to wgmma, the copy engine fills the stages instead
  * of the threads: one thread issues a cp.async.bulk.tensor per panel of each
  * tile (the box [R, P], P = 64, 32 or 16 columns of 16 bits, twice as many of
  * 8, lands in the panel exactly as the
@@ -466,10 +466,19 @@ static Stmt *steady_loop(Lw *w, int kv, int n, StmtList *it, SrcLoc loc)
  * The tensor maps are hidden parameters, with a flag the host sets when it
  * could make them (docs/abi.md): the kernel runs this loop if the flag is set,
  * the cp.async one otherwise (a pointer or row stride the copy engine cannot
- * take, a host without the driver's encoder). */
+ * take, a host without the driver's encoder).
+ *
+ * Other consumers (statements that are not gemms: FlashAttention's softmax
+ * between its two gemms) take the same form with the consumers' statements
+ * as written, each gemm ending in wgmma.wait 0, and the iteration releasing
+ * its own stage at its end (arrive empty[k % S]) instead of the previous one
+ * after wgmma.wait 1.  The refill and its wait are unchanged: thread 0 refills
+ * stage (k-1) % S, which iteration k-1 released. */
 
-/* Can pipelined loop s fill its stages with TMA (see above)?  Asked before staging. */
-static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const StmtList *consumers)
+/* Can pipelined loop s fill its stages with TMA (see above)?  Asked before staging.  *general:
+ * some consumers are not gemms (see "Other consumers" below). */
+static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const StmtList *consumers,
+                         bool *general)
 {
   const Kernel *k = w->k;
   if (w->pc->target->sm != 90 || !w->pc->target->arch_specific || s->stages < 2 || !consumers->n)
@@ -484,10 +493,19 @@ static bool tma_eligible(Lw *w, const Stmt *s, const StmtList *producers, const 
         T->tile_shape[0] % 8 || T->tile_shape[0] > 256)
       return false;
   }
-  for (int i = 0; i < consumers->n; i++)
-    if (consumers->items[i]->kind != ST_GEMM || !lw_gemm_uses_wgmma(w, consumers->items[i]))
+  *general = false;
+  int wgmmas = 0;
+  for (int i = 0; i < consumers->n; i++) {
+    const Stmt *c = consumers->items[i];
+    if (c->kind != ST_GEMM) {
+      *general = true;
+      continue;
+    }
+    if (!lw_gemm_uses_wgmma(w, c))
       return false;
-  return true;
+    wgmmas++;
+  }
+  return wgmmas > 0;
 }
 
 static Stmt *mbar_stmt(Lw *w, StmtKind kind, int bar, Expr *idx, Expr *value)
@@ -557,9 +575,14 @@ static Stmt *tma_setup(Lw *w, int mbar, int S, int consumers)
 
 /* The consumers' part of iteration kv, appended to it: wait for the stage,
  * multiply, release the previous stage once its multiplies are done.  The
- * accumulators the gemms use go to accs[*naccs] (for the final waits). */
-static void tma_consume(Lw *w, StmtList *it, int kv, int base, int S, int mbar, StmtList *gemms,
-                        const bool *staged, int *accs, int *naccs)
+ * accumulators the gemms use go to accs[*naccs] (for the final waits).
+ *
+ * Other consumers (general: gemms is every consumer statement, a copy of its
+ * own): the statements run as they were written, each gemm ending in its own
+ * wgmma.wait 0 (softmax reads S = Q K^T right after its gemm), and the
+ * iteration ends by releasing its own stage, which nothing reads any more. */
+static void tma_consume(Lw *w, StmtList *it, int kv, int base, int S, int mbar, StmtList *gemms, bool *staged,
+                        int *accs, int *naccs, bool general)
 {
   /* g: the iteration counted over every run of the loop (base: the count before this run, or -1) */
   int g = base < 0 ? kv : lw_let(w, it, "g", lw_add(w, lw_var(w, base), lw_var(w, kv)));
@@ -568,6 +591,16 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int base, int S, int mbar, 
       w->a, it,
       mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, g), S), 2)));
   *naccs = 0;
+  if (general) {
+    Stage st = {w, staged, lw_var(w, stage), -1, NULL, true};
+    Stmt *use = stlist_seq(w->a, gemms, NO_LOC);
+    stage_stmt(&st, use);
+    stmt_rewrite_exprs(use, stage_expr, &st);
+    stlist_push(w->a, it, lw_lower_stmt(w, use));
+    stlist_push(w->a, it,
+                mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, lw_var(w, stage), lw_i32(w, S)), NULL));
+    return;
+  }
   for (int i = 0; i < gemms->n; i++) {
     Stmt *g = gemms->items[i];
     if (staged[g->a])
@@ -601,8 +634,8 @@ static void tma_final_waits(Lw *w, StmtList *out, const int *accs, int naccs)
 
 /* The TMA form of pipelined loop s (see above); gemms: its consumers, not yet
  * staged; *mbar: the barriers' buffer it made. */
-static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms,
-                          const bool *staged, bool reused, int *mbar_out)
+static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms, bool *staged,
+                          bool reused, bool general, int *mbar_out)
 {
   Kernel *k = w->k;
   int S = s->stages, kv = s->vars[0];
@@ -624,7 +657,7 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
 
   StmtList it = {0};
   int accs[16], naccs;
-  tma_consume(w, &it, kv, -1, S, mbar, gemms, staged, accs, &naccs);
+  tma_consume(w, &it, kv, -1, S, mbar, gemms, staged, accs, &naccs, general);
   int next = lw_let(w, &it, "next", lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)));
   Expr *after_first = lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1));
   Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
@@ -716,7 +749,7 @@ static bool ws_possible(Lw *w, const Stmt *s, Stmt **outer)
  * before the outer loop), and the consumers release the last stage of a run
  * when they are done with it. */
 static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producers, StmtList *gemms,
-                     const bool *staged, int mbar)
+                     bool *staged, bool general, int mbar)
 {
   Kernel *k = w->k;
   int S = s->stages, kv = s->vars[0];
@@ -745,10 +778,12 @@ static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producer
   StmtList con = {0}, cit = {0};
   int cn = lw_let(w, &con, "n", ex_clone(w->a, s->extents[0]));
   int accs[16], naccs;
-  tma_consume(w, &cit, kv, count[1], S, mbar, gemms, staged, accs, &naccs);
+  tma_consume(w, &cit, kv, count[1], S, mbar, gemms, staged, accs, &naccs, general);
   stlist_push(w->a, &con, steady_loop(w, kv, cn, &cit, s->loc));
   tma_final_waits(w, &con, accs, naccs);
-  if (count[1] >= 0) {
+  if (count[1] >= 0 && general) /* every iteration released its own stage */
+    stlist_push(w->a, &con, lw_assign(w, count[1], lw_add(w, lw_var(w, count[1]), lw_var(w, cn))));
+  else if (count[1] >= 0) {
     /* the run's last stage, (done + n - 1) % S, is free once the multiplies are done */
     Expr *last = lw_mod_c(w, lw_add(w, lw_add(w, lw_var(w, count[1]), lw_var(w, cn)), lw_i32(w, -1)), S);
     stlist_push(w->a, &con,
@@ -774,11 +809,13 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   /* The TMA forms lower their own copies of the gemms (staging changes them). */
   StmtList gemms = {0}, ws_gemms = {0};
   Stmt *outer = NULL;
-  bool tma = tma_eligible(w, s, &producers, &consumers), ws = tma && ws_possible(w, s, &outer);
+  bool general = false;
+  bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
   for (int i = 0; tma && i < consumers.n; i++)
     for (int f = 0; f < 1 + ws; f++) {
-      Stmt *g = st_new(w->a, ST_GEMM, NO_LOC);
-      *g = *consumers.items[i];
+      Stmt *g = general ? st_clone(w->a, consumers.items[i]) : st_new(w->a, ST_GEMM, NO_LOC);
+      if (!general)
+        *g = *consumers.items[i];
       stlist_push(w->a, f ? &ws_gemms : &gemms, g);
     }
   bool reused = false;
@@ -827,10 +864,10 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   if (!gemms.n)
     return cp_async;
   int mbar;
-  Stmt *tma_form = tma_pipeline(w, s, &producers, &gemms, staged, reused, &mbar);
+  Stmt *tma_form = tma_pipeline(w, s, &producers, &gemms, staged, reused, general, &mbar);
   Stmt *sw = lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma_form, cp_async);
   if (ws) {
-    ws_build(w, s, outer, &producers, &ws_gemms, staged, mbar);
+    ws_build(w, s, outer, &producers, &ws_gemms, staged, general, mbar);
     w->ws_switch = sw;
   }
   return sw;
