@@ -230,13 +230,13 @@ bool pass_linearize_locals(PassContext *pc, Kernel *k)
   return true;
 }
 
-static void find_register_a_loops(Kernel *k, Stmt *s);
+static void find_register_a_loops(Lw *w, Stmt *s);
 
 bool pass_choose_swizzles(PassContext *pc, Kernel *k)
 {
   Lw w = lw_begin(pc, k);
   mark_swizzled(&w, k->body);
-  find_register_a_loops(k, k->body);
+  find_register_a_loops(&w, k->body);
   return true;
 }
 
@@ -321,7 +321,16 @@ static void each_shared_use(const Kernel *k, Stmt *s, SharedUseFn fn, void *ctx)
  * bank: every such load takes 4 passes, and the loop runs on the path from the copy to the tensor
  * cores.  Swizzled in 128-byte lines (SWIZZLE_LINES), the 8 rows of a load land in 8 different
  * 16-byte chunks of the banks: one pass.  The layout is invisible to the program (copies move
- * 16-byte chunks, which stay whole); tiles already given a layout keep it. */
+ * 16-byte chunks, which stay whole); tiles already given a layout keep it.
+ *
+ * On sm_90a a 2-D tile that a pipelined loop reads so, of rows of a multiple of 32 bytes, 8 rows at
+ * a time, takes the wgmma layout of its row length instead (SWIZZLE_128B, _64B or _32B): the 8
+ * rows of a load land in 8 different chunks there too (the chunk is XORed with the row's place in
+ * its atom), and the copy engine writes that layout, so the loop can take its TMA form
+ * (software_pipeline.c) when the gemm is wgmma: stdlib/gemm.tl's weight tiles (gemm_w8a16 and
+ * gemm_w4a16 past 16 rows; H200, 4096^3: 381 -> 331 us with 128 x 128 tiles, 545 -> 485 us with
+ * 64 x 64).  Where the gemm is mma.sync (decoding's few rows) the loop keeps cp.async, and the
+ * 128-byte lines measured faster there (17.2 against 18.0 us at M = 16). */
 
 /* Does a gemm in s, or inside it, read buf as its A operand? */
 static bool is_register_a(const Kernel *k, const Stmt *s, int buf)
@@ -334,6 +343,35 @@ static bool is_register_a(const Kernel *k, const Stmt *s, int buf)
     if (is_register_a(k, s->body[i], buf))
       return true;
   return is_register_a(k, s->then_s, buf) || is_register_a(k, s->else_s, buf);
+}
+
+/* Does s, or a statement inside it, store into buf? */
+static bool stmt_stores(const Stmt *s, int buf)
+{
+  if (!s)
+    return false;
+  if (s->kind == ST_STORE && s->buf == buf)
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (stmt_stores(s->body[i], buf))
+      return true;
+  return stmt_stores(s->then_s, buf) || stmt_stores(s->else_s, buf);
+}
+
+/* The gemm in s, or inside it, that reads buf as its A operand, or NULL. */
+static const Stmt *register_a_gemm(const Stmt *s, int buf)
+{
+  if (!s)
+    return NULL;
+  if (s->kind == ST_GEMM && s->a == buf)
+    return s;
+  for (int i = 0; i < s->nbody; i++) {
+    const Stmt *g = register_a_gemm(s->body[i], buf);
+    if (g)
+      return g;
+  }
+  const Stmt *g = register_a_gemm(s->then_s, buf);
+  return g ? g : register_a_gemm(s->else_s, buf);
 }
 
 /* Does s, or a statement inside it, store into a fragment that a gemm in root reads as its A operand? */
@@ -349,28 +387,58 @@ static bool stores_register_a(const Kernel *k, const Stmt *s, const Stmt *root)
   return stores_register_a(k, s->then_s, root) || stores_register_a(k, s->else_s, root);
 }
 
-static void swizzle_lines_if_plain(void *ctx, int buf, bool pipelined)
+typedef struct {
+  Lw *w;
+  int pipelined; /* pipelined loops around the parallel loop */
+  bool wgmma;    /* the gemm that reads the loop's fragment is lowered to wgmma */
+} RegisterA;
+
+static void swizzle_register_a_source(void *ctx, int buf, bool pipelined)
 {
-  (void)pipelined;
-  Buffer *b = &((Kernel *)ctx)->bufs[buf];
+  (void)pipelined; /* the walk's own: loads are reported with false */
+  RegisterA *r = ctx;
+  const Target *t = r->w->pc->target;
+  Buffer *b = &r->w->k->bufs[buf];
   int64_t bytes = buffer_elems(b) * type_bytes(b->elem);
   int64_t row = b->tile_shape[b->rank - 1] * type_bytes(b->elem);
-  if (b->swizzle == SWIZZLE_NONE && type_bytes(b->elem) <= 2 && bytes % 128 == 0 && row % 16 == 0)
+  if (b->swizzle != SWIZZLE_NONE || type_bytes(b->elem) > 2 || bytes % 128 || row % 16)
+    return;
+  if (r->pipelined && r->wgmma && t->sm == 90 && t->arch_specific && b->rank == 2 && row % 32 == 0 &&
+      b->tile_shape[0] % 8 == 0)
+    b->swizzle = wgmma_operand_swizzle(b->tile_shape[1], type_bytes(b->elem));
+  else
     b->swizzle = SWIZZLE_LINES;
 }
 
-static void find_register_a_loops(Kernel *k, Stmt *s)
+static void find_register_a_walk(RegisterA *r, Stmt *s)
 {
   if (!s)
     return;
-  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && stores_register_a(k, s, k->body)) {
-    each_shared_use(k, s, swizzle_lines_if_plain, k);
+  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && stores_register_a(r->w->k, s, r->w->k->body)) {
+    r->wgmma = true;
+    for (int b = 0; b < r->w->k->nbufs; b++) {
+      const Stmt *g = r->w->k->bufs[b].scope == SCOPE_FRAGMENT && stmt_stores(s, b)
+                          ? register_a_gemm(r->w->k->body, b)
+                          : NULL;
+      if (g && !lw_gemm_uses_wgmma(r->w, g))
+        r->wgmma = false;
+    }
+    each_shared_use(r->w->k, s, swizzle_register_a_source, r);
     return;
   }
+  bool pipe = s->kind == ST_FOR && s->for_kind == FOR_PIPELINED;
+  r->pipelined += pipe;
   for (int i = 0; i < s->nbody; i++)
-    find_register_a_loops(k, s->body[i]);
-  find_register_a_loops(k, s->then_s);
-  find_register_a_loops(k, s->else_s);
+    find_register_a_walk(r, s->body[i]);
+  find_register_a_walk(r, s->then_s);
+  find_register_a_walk(r, s->else_s);
+  r->pipelined -= pipe;
+}
+
+static void find_register_a_loops(Lw *w, Stmt *s)
+{
+  RegisterA r = {w, 0, false};
+  find_register_a_walk(&r, s);
 }
 
 /* ---------------------------------------------------------------- stage-stores
