@@ -167,6 +167,61 @@ static void test_print_verify(void)
   arena_free(a);
 }
 
+/* st_clone: a deep copy (statements and expressions), which prints the same and shares nothing that a
+ * rewrite of the copy could change in the original (software_pipeline.c lowers one copy per form). */
+static void test_clone(void)
+{
+  Arena *a = arena_new();
+  Kernel *k = ARENA_NEW(a, Kernel);
+  k->name = "c";
+  Var n = {.name = "N", .kind = VAR_SIZE, .type = TY_I32};
+  int nv = kernel_add_var(a, k, n);
+  Var i = {.name = "i", .kind = VAR_LOOP, .type = TY_I32};
+  int iv = kernel_add_var(a, k, i);
+  Buffer A = {.name = "A", .scope = SCOPE_GLOBAL, .elem = TY_F32, .rank = 1};
+  A.shape[0] = ex_var(a, k, nv);
+  int ab = kernel_add_buffer(a, k, A);
+  Expr **idx = ARENA_ARRAY(a, Expr *, 1);
+  idx[0] = ex_var(a, k, iv);
+  Stmt *st = st_new(a, ST_STORE, NO_LOC);
+  st->buf = ab;
+  st->idx = idx;
+  st->nidx = 1;
+  st->value = ex_binary(a, OP_ADD, ex_load(a, k, ab, idx, 1), ex_float(a, TY_F32, 1));
+  Stmt *guard = st_new(a, ST_IF, NO_LOC);
+  guard->cond = ex_binary(a, OP_LT, ex_var(a, k, iv), ex_var(a, k, nv));
+  guard->then_s = st;
+  Stmt *loop = st_new(a, ST_FOR, NO_LOC);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = iv;
+  loop->extents[0] = ex_int(a, TY_I32, 8);
+  loop->then_s = guard;
+  k->body = loop;
+  StrBuf before = {0}, copy = {0}, after = {0};
+  ir_print_kernel(&before, k);
+  Stmt *c = st_clone(a, loop);
+  CHECK(c != loop && c->then_s != guard && c->then_s->then_s != st);
+  CHECK(c->extents[0] != loop->extents[0] && c->then_s->cond != guard->cond);
+  CHECK(c->then_s->then_s->idx != st->idx && c->then_s->then_s->value != st->value);
+  k->body = c;
+  ir_print_kernel(&copy, k);
+  CHECK(strcmp(before.data, copy.data) == 0);
+  /* Rewriting the copy leaves the original as it was. */
+  Stmt *cs = c->then_s->then_s;
+  cs->idx[0] = ex_int(a, TY_I32, 3);
+  cs->value->b->f = 5;
+  c->extents[0]->i = 4;
+  k->body = loop;
+  ir_print_kernel(&after, k);
+  CHECK(strcmp(before.data, after.data) == 0);
+  CHECK(st_clone(a, NULL) == NULL);
+  free(before.data);
+  free(copy.data);
+  free(after.data);
+  arena_free(a);
+}
+
 static void test_diag_render(void)
 {
   Arena *a = arena_new();
@@ -237,6 +292,7 @@ int main(void)
   test_types();
   test_fold();
   test_print_verify();
+  test_clone();
   test_diag_render();
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);
