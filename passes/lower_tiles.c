@@ -332,19 +332,6 @@ static void each_shared_use(const Kernel *k, Stmt *s, SharedUseFn fn, void *ctx)
  * 64 x 64).  Where the gemm is mma.sync (decoding's few rows) the loop keeps cp.async, and the
  * 128-byte lines measured faster there (17.2 against 18.0 us at M = 16). */
 
-/* Does a gemm in s, or inside it, read buf as its A operand? */
-static bool is_register_a(const Kernel *k, const Stmt *s, int buf)
-{
-  if (!s)
-    return false;
-  if (s->kind == ST_GEMM && s->a == buf)
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (is_register_a(k, s->body[i], buf))
-      return true;
-  return is_register_a(k, s->then_s, buf) || is_register_a(k, s->else_s, buf);
-}
-
 /* Does s, or a statement inside it, store into buf? */
 static bool stmt_stores(const Stmt *s, int buf)
 {
@@ -379,7 +366,7 @@ static bool stores_register_a(const Kernel *k, const Stmt *s, const Stmt *root)
 {
   if (!s)
     return false;
-  if (s->kind == ST_STORE && k->bufs[s->buf].scope == SCOPE_FRAGMENT && is_register_a(k, root, s->buf))
+  if (s->kind == ST_STORE && k->bufs[s->buf].scope == SCOPE_FRAGMENT && register_a_gemm(root, s->buf))
     return true;
   for (int i = 0; i < s->nbody; i++)
     if (stores_register_a(k, s->body[i], root))

@@ -182,6 +182,17 @@ static Expr *subst_iter(void *ctx, Expr *e)
   return e;
 }
 
+/* The consumers' statements on stage `stage` (their reads and writes of staged tiles get it in
+ * front), lowered; NULL (reported) where a staged tile is used in a way that cannot be staged. */
+static Stmt *lower_on_stage(Lw *w, bool *staged, Expr *stage, StmtList *consumers, SrcLoc loc)
+{
+  Stage st = {w, staged, stage, -1, NULL, true};
+  Stmt *use = stlist_seq(w->a, consumers, loc);
+  stage_stmt(&st, use);
+  stmt_rewrite_exprs(use, stage_expr, &st);
+  return st.ok ? lw_lower_stmt(w, use) : NULL;
+}
+
 /* Is the whole tile inside the tensor, with every 16-byte vector aligned?
  * Then no vector needs a check: rows start at multiples of the row stride,
  * a multiple of vec elements, from an aligned origin. */
@@ -591,12 +602,8 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int base, int S, int mbar, 
       w->a, it,
       mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, g), S), 2)));
   *naccs = 0;
-  if (general) {
-    Stage st = {w, staged, lw_var(w, stage), -1, NULL, true};
-    Stmt *use = stlist_seq(w->a, gemms, NO_LOC);
-    stage_stmt(&st, use);
-    stmt_rewrite_exprs(use, stage_expr, &st);
-    stlist_push(w->a, it, lw_lower_stmt(w, use));
+  if (general) { /* the cp.async form staged the originals first: no error is left to report */
+    stlist_push(w->a, it, lower_on_stage(w, staged, lw_var(w, stage), gemms, NO_LOC));
     stlist_push(w->a, it,
                 mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, lw_var(w, stage), lw_i32(w, S)), NULL));
     return;
@@ -806,18 +813,14 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
     return s;
   }
   int S = s->stages;
-  /* The TMA forms lower their own copies of the gemms (staging changes them). */
+  /* The TMA forms lower their own deep copies of the consumers (staging and lowering change them). */
   StmtList gemms = {0}, ws_gemms = {0};
   Stmt *outer = NULL;
   bool general = false;
   bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
   for (int i = 0; tma && i < consumers.n; i++)
-    for (int f = 0; f < 1 + ws; f++) {
-      Stmt *g = general ? st_clone(w->a, consumers.items[i]) : st_new(w->a, ST_GEMM, NO_LOC);
-      if (!general)
-        *g = *consumers.items[i];
-      stlist_push(w->a, f ? &ws_gemms : &gemms, g);
-    }
+    for (int f = 0; f < 1 + ws; f++)
+      stlist_push(w->a, f ? &ws_gemms : &gemms, st_clone(w->a, consumers.items[i]));
   bool reused = false;
   const int nstaged = k->nbufs; /* staged[] covers these; lowering the consumers adds buffers */
   bool *staged = ARENA_ARRAY(w->a, bool, nstaged + 1);
@@ -843,13 +846,9 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   Stmt *issue = produce_all(w, &producers, kv, lw_var(w, next),
                             lw_bin(w, OP_MOD, lw_var(w, next), lw_i32(w, S)));
   issue = lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL);
-  Stage st = {w, staged, lw_var(w, stage), -1, NULL, true};
-  Stmt *use = stlist_seq(w->a, &consumers, s->loc);
-  stage_stmt(&st, use);
-  stmt_rewrite_exprs(use, stage_expr, &st);
-  if (!st.ok)
+  Stmt *use = lower_on_stage(w, staged, lw_var(w, stage), &consumers, s->loc);
+  if (!use)
     return NULL;
-  use = lw_lower_stmt(w, use);
   /* wgmma reads the stages through the async proxy: every thread fences its
    * completed copies (cp.async and element stores) for it before the barrier
    * that publishes them. */

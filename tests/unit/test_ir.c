@@ -112,18 +112,26 @@ static void test_fold(void)
 }
 
 /* A tiny kernel: C[i] = A[i] * 2 for i in serial(N), printed and verified. */
+/* A kernel named `name` with a size N, a loop variable i and a tensor A: f32[N] (*nv, *iv, *ab). */
+static Kernel *kernel_with_tensor(Arena *a, const char *name, int *nv, int *iv, int *ab)
+{
+  Kernel *k = ARENA_NEW(a, Kernel);
+  k->name = name;
+  Var n = {.name = "N", .kind = VAR_SIZE, .type = TY_I32};
+  *nv = kernel_add_var(a, k, n);
+  Var i = {.name = "i", .kind = VAR_LOOP, .type = TY_I32};
+  *iv = kernel_add_var(a, k, i);
+  Buffer A = {.name = "A", .scope = SCOPE_GLOBAL, .elem = TY_F32, .rank = 1};
+  A.shape[0] = ex_var(a, k, *nv);
+  *ab = kernel_add_buffer(a, k, A);
+  return k;
+}
+
 static void test_print_verify(void)
 {
   Arena *a = arena_new();
-  Kernel *k = ARENA_NEW(a, Kernel);
-  k->name = "twice";
-  Var n = {.name = "N", .kind = VAR_SIZE, .type = TY_I32};
-  int nv = kernel_add_var(a, k, n);
-  Var i = {.name = "i", .kind = VAR_LOOP, .type = TY_I32};
-  int iv = kernel_add_var(a, k, i);
-  Buffer A = {.name = "A", .scope = SCOPE_GLOBAL, .elem = TY_F32, .rank = 1};
-  A.shape[0] = ex_var(a, k, nv);
-  int ab = kernel_add_buffer(a, k, A);
+  int nv, iv, ab;
+  Kernel *k = kernel_with_tensor(a, "twice", &nv, &iv, &ab);
   kernel_add_param(a, k, true, ab);
   kernel_add_param(a, k, false, nv);
   k->grid_rank = 1;
@@ -172,15 +180,8 @@ static void test_print_verify(void)
 static void test_clone(void)
 {
   Arena *a = arena_new();
-  Kernel *k = ARENA_NEW(a, Kernel);
-  k->name = "c";
-  Var n = {.name = "N", .kind = VAR_SIZE, .type = TY_I32};
-  int nv = kernel_add_var(a, k, n);
-  Var i = {.name = "i", .kind = VAR_LOOP, .type = TY_I32};
-  int iv = kernel_add_var(a, k, i);
-  Buffer A = {.name = "A", .scope = SCOPE_GLOBAL, .elem = TY_F32, .rank = 1};
-  A.shape[0] = ex_var(a, k, nv);
-  int ab = kernel_add_buffer(a, k, A);
+  int nv, iv, ab;
+  Kernel *k = kernel_with_tensor(a, "c", &nv, &iv, &ab);
   Expr **idx = ARENA_ARRAY(a, Expr *, 1);
   idx[0] = ex_var(a, k, iv);
   Stmt *st = st_new(a, ST_STORE, NO_LOC);
