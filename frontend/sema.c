@@ -2279,7 +2279,8 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 /* stmt = "for" IDENT { "," IDENT } "in" postfix block ;   where postfix is one of
  *   parallel(E, ...)                 one constant extent per variable, each and their product 1 to 2^20
  *   serial(HI) | serial(LO, HI)      one variable, i32 bounds of any value
- *   pipelined(HI [, stages = INT])   one variable, 1 to 8 stages (default 2)
+ *   pipelined(HI [, stages = INT] [, overlap = 0|1])   one variable, 1 to 8 stages (default 2);
+ *                                    overlap: the last gemm under the next iteration (default 0)
  * With LO the counter runs from 0 and the name is bound to LO + counter in the body. */
 static Stmt *check_for(Sema *s, const Node *n)
 {
@@ -2318,7 +2319,7 @@ static Stmt *check_for(Sema *s, const Node *n)
       }
     }
   } else {
-    static const char *const pnamed[] = {"stages", NULL};
+    static const char *const pnamed[] = {"stages", "overlap", NULL};
     bool pipe = !strcmp(it->name, "pipelined");
     if (!check_arity(s, it, 1, pipe ? 1 : 2, pipe ? pnamed : NULL))
       return NULL;
@@ -2352,6 +2353,15 @@ static Stmt *check_for(Sema *s, const Node *n)
         return NULL;
       }
       st->stages = (int)stages;
+      int64_t overlap = 0;
+      const Node *on = named_arg(it, "overlap");
+      if (on && !check_const_int(s, on, "'overlap'", &overlap))
+        return NULL;
+      if (overlap != 0 && overlap != 1) {
+        error_at(s->d, on->loc, "overlap must be 0 or 1, got %" PRId64, overlap);
+        return NULL;
+      }
+      st->overlap = overlap == 1;
     }
   }
   int mark = s->nsyms;

@@ -565,9 +565,10 @@ struct Stmt {
   int vars[TL_MAX_RANK];
   Expr *extents[TL_MAX_RANK];
   int nvars;
-  int stages;  /* FOR_PIPELINED: the copies of each staged tile */
-  bool rolled; /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
-                  taken path whose unrolled copies would keep many registers alive */
+  int stages;   /* FOR_PIPELINED: the copies of each staged tile */
+  bool overlap; /* FOR_PIPELINED: its last gemm runs under the next iteration (software_pipeline.c) */
+  bool rolled;  /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
+                   taken path whose unrolled copies would keep many registers alive */
   /* IF (FOR: .then_s is the body) */
   Expr *cond;
   Stmt *then_s, *else_s;

@@ -584,6 +584,178 @@ static Stmt *tma_setup(Lw *w, int mbar, int S, int consumers)
   return stlist_seq(w->a, &init, NO_LOC);
 }
 
+/* ---------------------------------------------------------------- the last gemm deferred
+ *
+ * In the general form each gemm waits for itself, so the tensor cores idle
+ * while the statements between the gemms run (FlashAttention's softmax
+ * between S = Q K^T and O += P V).  With pipelined(..., overlap = 1), when
+ * the consumers end in a gemm G whose operands only some statements use
+ * (the late ones, below), and an earlier gemm F is not among those, the
+ * loop is rotated so that G of iteration k multiplies while iteration k+1's
+ * statements that need only F's result run (FlashAttention-3's overlap
+ * within a warpgroup):
+ *
+ *   if n >= 1: wait full[0]; early statements before F; F
+ *   wgmma.wait 0                                 -- F of iteration 0 done
+ *   for k in 0 .. n-1:
+ *       early statements after F                 -- F of k is done, G of k-1 may run
+ *       wgmma.wait 0                             -- G of k-1 done
+ *       if k >= 1: arrive empty[(k-1) % S]
+ *       late statements
+ *       (the TMA form's refill)
+ *       if k+1 < n: wait full[(k+1) % S]; early statements before F; F of k+1
+ *       G on stage k % S
+ *       wgmma.wait 1                             -- F of k+1 done, G of k runs on
+ *   wgmma.wait 0; if n >= 1: arrive empty[(n-1) % S]
+ *
+ * Every wait sits on every path: ptxas serializes all of a kernel's wgmmas
+ * where some path may touch an accumulator in flight (C7514, C7515), and it
+ * does not count an empty commit group as one, so iteration 0's F is waited
+ * for in full before the loop.  A statement is late when it uses G's
+ * operands (FlashAttention: P's cast, O's rescale), when it shares a buffer
+ * with an earlier late statement (so no statement moves past one it
+ * depends on), or when it defines a variable after a late statement (from
+ * then on every statement is late).  The statements before F appear twice
+ * (before the loop and in it), so they may not define variables. */
+
+typedef struct {
+  StmtList before, after, late; /* early statements before F and after it; late statements */
+  Stmt *first, *last;           /* F and G */
+} Overlap;
+
+static bool defines_vars(const Stmt *s)
+{
+  if (!s)
+    return false;
+  if (s->kind == ST_LET || s->kind == ST_ASSIGN)
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (defines_vars(s->body[i]))
+      return true;
+  return defines_vars(s->then_s) || defines_vars(s->else_s);
+}
+
+static bool share_buffer(const Kernel *k, const Stmt *x, const Stmt *y)
+{
+  for (int b = 0; b < k->nbufs; b++)
+    if (stmt_uses(k, x, NULL, b, 0) && stmt_uses(k, y, NULL, b, 0))
+      return true;
+  return false;
+}
+
+static bool plan_overlap(Lw *w, const StmtList *c, Overlap *ov)
+{
+  const Kernel *k = w->k;
+  *ov = (Overlap){0};
+  if (c->n < 2 || c->items[c->n - 1]->kind != ST_GEMM)
+    return false;
+  Stmt *g = ov->last = c->items[c->n - 1];
+  bool *late = ARENA_ARRAY(w->a, bool, c->n);
+  bool any_late = false, ordered = false;
+  for (int i = 0; i < c->n - 1; i++) {
+    Stmt *s = c->items[i];
+    bool l = ordered || stmt_uses(k, s, NULL, g->a, 0) || stmt_uses(k, s, NULL, g->b, 0) ||
+             stmt_uses(k, s, NULL, g->c, 0) || (any_late && defines_vars(s));
+    for (int j = 0; j < i && !l; j++)
+      l = late[j] && share_buffer(k, s, c->items[j]);
+    late[i] = l;
+    any_late |= l;
+    ordered |= l && defines_vars(s);
+    if (l)
+      stlist_push(w->a, &ov->late, s);
+    else if (!ov->first && s->kind == ST_GEMM)
+      ov->first = s;
+    else if (!ov->first && defines_vars(s))
+      return false;
+    else
+      stlist_push(w->a, ov->first ? &ov->after : &ov->before, s);
+  }
+  return ov->first != NULL;
+}
+
+/* A lowered statement without its wgmma waits. */
+static Stmt *issue_only(Lw *w, Stmt *lowered)
+{
+  StmtList flat = {0}, out = {0};
+  flatten(w->a, lowered, &flat);
+  for (int j = 0; j < flat.n; j++)
+    if (flat.items[j]->kind != ST_WGMMA_WAIT)
+      stlist_push(w->a, &out, flat.items[j]);
+  return stlist_seq(w->a, &out, NO_LOC);
+}
+
+static Stmt *wgmma_wait(Lw *w, int acc, int pending)
+{
+  return lw_wgmma_stmt(w, ST_WGMMA_WAIT, acc, w->k->bufs[acc].layout.regs, pending);
+}
+
+/* wait full[g % S]; then the statements before F and F (issued, not waited for), copies of
+ * them for iteration `iter` (the loop variable kv replaced) on stage g % S. */
+static Stmt *overlap_start(Lw *w, const Overlap *ov, int kv, Expr *iter, Expr *g, int S, int mbar,
+                           bool *staged)
+{
+  StmtList l = {0}, c = {0};
+  Expr *stage = lw_mod_c(w, g, S);
+  stlist_push(w->a, &l,
+              mbar_stmt(w, ST_MBAR_WAIT, mbar, stage, lw_mod_c(w, lw_div_c(w, ex_clone(w->a, g), S), 2)));
+  Stage st = {w, NULL, NULL, kv, iter, true};
+  for (int i = 0; i <= ov->before.n; i++) {
+    Stmt *s = st_clone(w->a, i < ov->before.n ? ov->before.items[i] : ov->first);
+    stmt_rewrite_exprs(s, subst_iter, &st);
+    stlist_push(w->a, &c, s);
+  }
+  stlist_push(w->a, &l, issue_only(w, lower_on_stage(w, staged, ex_clone(w->a, stage), &c, NO_LOC)));
+  return stlist_seq(w->a, &l, NO_LOC);
+}
+
+/* The rotated loop's parts (see above): its head (before the loop), its iteration kv (appended
+ * to it; end: after the TMA form's refill) and its tail (after the loop).  g: the iteration
+ * counted over every run, stage = g % S; n: the run's trip count; base: the count before the
+ * run, or -1. */
+static void overlap_consume(Lw *w, StmtList *it, Overlap *ov, int kv, int g, int stage, int n, int base,
+                            int S, int mbar, bool *staged, Stmt **head, Stmt **end, Stmt **tail)
+{
+  int acc_f = ov->first->c, acc_g = ov->last->c;
+  Expr *g0 = base < 0 ? lw_i32(w, 0) : lw_var(w, base);
+  StmtList h = {0};
+  stlist_push(w->a, &h,
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, n), lw_i32(w, 1)),
+                    overlap_start(w, ov, kv, lw_i32(w, 0), g0, S, mbar, staged), NULL));
+  stlist_push(w->a, &h, wgmma_wait(w, acc_f, 0));
+  *head = stlist_seq(w->a, &h, NO_LOC);
+
+  if (ov->after.n)
+    stlist_push(w->a, it, lower_on_stage(w, staged, lw_var(w, stage), &ov->after, NO_LOC));
+  stlist_push(w->a, it, wgmma_wait(w, acc_g, 0));
+  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, g), lw_i32(w, S - 1)), S); /* (g-1) % S */
+  stlist_push(w->a, it,
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1)),
+                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, prev, lw_i32(w, S)), NULL), NULL));
+  if (ov->late.n)
+    stlist_push(w->a, it, lower_on_stage(w, staged, lw_var(w, stage), &ov->late, NO_LOC));
+
+  StmtList e = {0};
+  Expr *k1 = lw_add(w, lw_var(w, kv), lw_i32(w, 1));
+  stlist_push(w->a, &e,
+              lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, k1), lw_var(w, n)),
+                    overlap_start(w, ov, kv, k1, lw_add(w, lw_var(w, g), lw_i32(w, 1)), S, mbar, staged),
+                    NULL));
+  StmtList gl = {0};
+  stlist_push(w->a, &gl, ov->last);
+  stlist_push(w->a, &e, issue_only(w, lower_on_stage(w, staged, lw_var(w, stage), &gl, NO_LOC)));
+  stlist_push(w->a, &e, wgmma_wait(w, acc_f, 1));
+  *end = stlist_seq(w->a, &e, NO_LOC);
+
+  Expr *count = base < 0 ? lw_var(w, n) : lw_add(w, lw_var(w, base), lw_var(w, n));
+  Expr *last = lw_mod_c(w, lw_add(w, count, lw_i32(w, -1)), S);
+  StmtList t = {0};
+  stlist_push(w->a, &t, wgmma_wait(w, acc_g, 0));
+  stlist_push(w->a, &t,
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, n), lw_i32(w, 1)),
+                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, last, lw_i32(w, S)), NULL), NULL));
+  *tail = stlist_seq(w->a, &t, NO_LOC);
+}
+
 /* The consumers' part of iteration kv, appended to it: wait for the stage,
  * multiply, release the previous stage once its multiplies are done.  The
  * accumulators the gemms use go to accs[*naccs] (for the final waits).
@@ -592,16 +764,22 @@ static Stmt *tma_setup(Lw *w, int mbar, int S, int consumers)
  * own): the statements run as they were written, each gemm ending in its own
  * wgmma.wait 0 (softmax reads S = Q K^T right after its gemm), and the
  * iteration ends by releasing its own stage, which nothing reads any more. */
-static void tma_consume(Lw *w, StmtList *it, int kv, int base, int S, int mbar, StmtList *gemms, bool *staged,
-                        int *accs, int *naccs, bool general)
+static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int mbar, StmtList *gemms,
+                        bool *staged, int *accs, int *naccs, bool general, bool overlap, Stmt *parts[3])
 {
   /* g: the iteration counted over every run of the loop (base: the count before this run, or -1) */
   int g = base < 0 ? kv : lw_let(w, it, "g", lw_add(w, lw_var(w, base), lw_var(w, kv)));
   int stage = lw_let(w, it, "stage", lw_mod_c(w, lw_var(w, g), S));
+  *naccs = 0;
+  parts[0] = parts[1] = parts[2] = NULL;
+  Overlap ov;
+  if (general && overlap && plan_overlap(w, gemms, &ov)) {
+    overlap_consume(w, it, &ov, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
+    return;
+  }
   stlist_push(
       w->a, it,
       mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, g), S), 2)));
-  *naccs = 0;
   if (general) { /* the cp.async form staged the originals first: no error is left to report */
     stlist_push(w->a, it, lower_on_stage(w, staged, lw_var(w, stage), gemms, NO_LOC));
     stlist_push(w->a, it,
@@ -664,7 +842,8 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
 
   StmtList it = {0};
   int accs[16], naccs;
-  tma_consume(w, &it, kv, -1, S, mbar, gemms, staged, accs, &naccs, general);
+  Stmt *parts[3]; /* the rotated loop's head, iteration end and tail, or NULL */
+  tma_consume(w, &it, kv, -1, n, S, mbar, gemms, staged, accs, &naccs, general, s->overlap, parts);
   int next = lw_let(w, &it, "next", lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)));
   Expr *after_first = lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1));
   Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
@@ -678,7 +857,13 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
   stlist_push(w->a, &it,
               lw_if(w, lw_and(w, tid0, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n))),
                     stlist_seq(w->a, &fill, NO_LOC), NULL));
+  if (parts[1])
+    stlist_push(w->a, &it, parts[1]);
+  if (parts[0])
+    stlist_push(w->a, &out, parts[0]);
   stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
+  if (parts[2])
+    stlist_push(w->a, &out, parts[2]);
   tma_final_waits(w, &out, accs, naccs);
   return stlist_seq(w->a, &out, s->loc);
 }
@@ -785,8 +970,15 @@ static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producer
   StmtList con = {0}, cit = {0};
   int cn = lw_let(w, &con, "n", ex_clone(w->a, s->extents[0]));
   int accs[16], naccs;
-  tma_consume(w, &cit, kv, count[1], S, mbar, gemms, staged, accs, &naccs, general);
+  Stmt *parts[3];
+  tma_consume(w, &cit, kv, count[1], cn, S, mbar, gemms, staged, accs, &naccs, general, s->overlap, parts);
+  if (parts[1])
+    stlist_push(w->a, &cit, parts[1]);
+  if (parts[0])
+    stlist_push(w->a, &con, parts[0]);
   stlist_push(w->a, &con, steady_loop(w, kv, cn, &cit, s->loc));
+  if (parts[2])
+    stlist_push(w->a, &con, parts[2]);
   tma_final_waits(w, &con, accs, naccs);
   if (count[1] >= 0 && general) /* every iteration released its own stage */
     stlist_push(w->a, &con, lw_assign(w, count[1], lw_add(w, lw_var(w, count[1]), lw_var(w, cn))));

@@ -19,6 +19,7 @@ the GPU from the same (rounded) inputs; O passes when every element is within 1e
 Speed: B x S = 16384 tokens, H x D = 2048 (H = 32, 16, 8 for D = 64, 128, 256), S in --seq (512 to
 16384 by default), causal and not, f16 and bf16: the kernel at its defaults (and each --config) against
 SDPA's FlashAttention and cuDNN backends, [B, H, S, D] for all. FLOPs 4 B H S^2 D (half for causal).
+A --config's FLAGS may start with --tilec=PATH: that compiler instead (an A/B of two builds).
 --steps (instead of the speed tables): the tutorial's steps, docs/tutorials/08_attention.md (steps()).
 --acceptance (with the checks): issue 16's correctness grid, B in {1, 4}, H = 1 or 32 over 8, SQ and SK
 in {1, 17, 128, 1000, 4096, 8192}, every D, causal and not, each dtype (acceptance()).
@@ -316,8 +317,10 @@ def speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines):
                     best = min(x for x in peers if x == x) if any(x == x for x in peers) else float("nan")
                     cells = []
                     for cname, flags in configs:
+                        tc, flags = (flags[0][len("--tilec="):], flags[1:]) \
+                            if flags and flags[0].startswith("--tilec=") else (tilec, flags)
                         try:
-                            kern = Attn(drv, tilec, path, dtype, D, causal, "bhsd", flags,
+                            kern = Attn(drv, tc, path, dtype, D, causal, "bhsd", flags,
                                         sizes_of("bhsd", B, H, H, S, S, D), tag=f"_{cname}")
                         except Exception as e:  # a config that does not compile here (shared memory)
                             print(f"{cname}: {e}", file=sys.stderr)
