@@ -2279,8 +2279,9 @@ static Stmt *check_call_stmt(Sema *s, const Node *n)
 /* stmt = "for" IDENT { "," IDENT } "in" postfix block ;   where postfix is one of
  *   parallel(E, ...)                 one constant extent per variable, each and their product 1 to 2^20
  *   serial(HI) | serial(LO, HI)      one variable, i32 bounds of any value
- *   pipelined(HI [, stages = INT] [, overlap = 0|1])   one variable, 1 to 8 stages (default 2);
- *                                    overlap: the last gemm under the next iteration (default 0)
+ *   pipelined(HI [, stages = INT] [, overlap = 0|1|2])   one variable, 1 to 8 stages (default
+ *                                    2); overlap: the last gemm under the next iteration (default 0;
+ *                                    2: required on sm_90a)
  * With LO the counter runs from 0 and the name is bound to LO + counter in the body. */
 static Stmt *check_for(Sema *s, const Node *n)
 {
@@ -2357,11 +2358,11 @@ static Stmt *check_for(Sema *s, const Node *n)
       const Node *on = named_arg(it, "overlap");
       if (on && !check_const_int(s, on, "'overlap'", &overlap))
         return NULL;
-      if (overlap != 0 && overlap != 1) {
-        error_at(s->d, on->loc, "overlap must be 0 or 1, got %" PRId64, overlap);
+      if (overlap < 0 || overlap > 2) {
+        error_at(s->d, on->loc, "overlap must be 0, 1 or 2, got %" PRId64, overlap);
         return NULL;
       }
-      st->overlap = overlap == 1;
+      st->overlap = (int)overlap;
     }
   }
   int mark = s->nsyms;

@@ -177,7 +177,9 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
     sb_printf(sb, " in %s(", for_kind_name(s->for_kind));
     print_exprs(sb, k, (Expr **)s->extents, s->nvars);
     if (s->for_kind == FOR_PIPELINED)
-      sb_printf(sb, ", stages=%d%s", s->stages, s->overlap ? ", overlap=1" : "");
+      sb_printf(sb, ", stages=%d", s->stages);
+    if (s->for_kind == FOR_PIPELINED && s->overlap)
+      sb_printf(sb, ", overlap=%d", s->overlap);
     sb_puts(sb, s->rolled ? ") rolled " : ") ");
     print_block(sb, k, s->then_s, depth);
     break;

@@ -643,10 +643,12 @@ static bool share_buffer(const Kernel *k, const Stmt *x, const Stmt *y)
   return false;
 }
 
-static bool plan_overlap(Lw *w, const StmtList *c, Overlap *ov)
+/* Sorts the consumers c (see above); false, with *why, where the loop cannot be rotated. */
+static bool plan_overlap(Lw *w, const StmtList *c, Overlap *ov, const char **why)
 {
   const Kernel *k = w->k;
   *ov = (Overlap){0};
+  *why = "its body does not end in a gemm";
   if (c->n < 2 || c->items[c->n - 1]->kind != ST_GEMM)
     return false;
   Stmt *g = ov->last = c->items[c->n - 1];
@@ -665,11 +667,13 @@ static bool plan_overlap(Lw *w, const StmtList *c, Overlap *ov)
       stlist_push(w->a, &ov->late, s);
     else if (!ov->first && s->kind == ST_GEMM)
       ov->first = s;
-    else if (!ov->first && defines_vars(s))
+    else if (!ov->first && defines_vars(s)) {
+      *why = "a statement before its first gemm defines a variable";
       return false;
-    else
+    } else
       stlist_push(w->a, ov->first ? &ov->after : &ov->before, s);
   }
+  *why = "no gemm before the last one leaves the last one's operands alone";
   return ov->first != NULL;
 }
 
@@ -765,7 +769,7 @@ static void overlap_consume(Lw *w, StmtList *it, Overlap *ov, int kv, int g, int
  * wgmma.wait 0 (softmax reads S = Q K^T right after its gemm), and the
  * iteration ends by releasing its own stage, which nothing reads any more. */
 static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int mbar, StmtList *gemms,
-                        bool *staged, int *accs, int *naccs, bool general, bool overlap, Stmt *parts[3])
+                        bool *staged, int *accs, int *naccs, bool general, int overlap, Stmt *parts[3])
 {
   /* g: the iteration counted over every run of the loop (base: the count before this run, or -1) */
   int g = base < 0 ? kv : lw_let(w, it, "g", lw_add(w, lw_var(w, base), lw_var(w, kv)));
@@ -773,7 +777,8 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int
   *naccs = 0;
   parts[0] = parts[1] = parts[2] = NULL;
   Overlap ov;
-  if (general && overlap && plan_overlap(w, gemms, &ov)) {
+  const char *why;
+  if (general && overlap && plan_overlap(w, gemms, &ov, &why)) {
     overlap_consume(w, it, &ov, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
     return;
   }
@@ -1010,6 +1015,23 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   Stmt *outer = NULL;
   bool general = false;
   bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
+  if (s->overlap == 2 && w->pc->target->sm == 90 && w->pc->target->arch_specific) {
+    Overlap ov;
+    const char *why = NULL;
+    if (!tma)
+      why = "its copies do not take the copy engine's form (docs/language.md, 'The copy engine')";
+    else if (!general)
+      why = "every consumer is a gemm, and the loop already keeps one multiply in flight";
+    else if (plan_overlap(w, &consumers, &ov, &why))
+      why = NULL;
+    if (why) {
+      error_at(w->pc->diags, s->loc,
+               "overlap = 2: the pipelined loop cannot run its last gemm under the next "
+               "iteration: %s",
+               why);
+      return NULL;
+    }
+  }
   for (int i = 0; tma && i < consumers.n; i++)
     for (int f = 0; f < 1 + ws; f++)
       stlist_push(w->a, f ? &ws_gemms : &gemms, st_clone(w->a, consumers.items[i]));
