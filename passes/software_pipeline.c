@@ -610,8 +610,9 @@ static Stmt *tma_setup(Lw *w, int mbar, int S, int consumers)
  *
  * Every wait sits on every path: ptxas serializes all of a kernel's wgmmas
  * where some path may touch an accumulator in flight (C7514, C7515), and it
- * does not count an empty commit group as one, so iteration 0's F is waited
- * for in full before the loop.  A statement is late when it uses G's
+ * behaved as if an empty commit group were no group (an empty one before the
+ * loop for "G of iteration -1" got C7514), so iteration 0's F is waited for
+ * in full before the loop.  A statement is late when it uses G's
  * operands (FlashAttention: P's cast, O's rescale), when it shares a buffer
  * with an earlier late statement (so no statement moves past one it
  * depends on), or when it defines a variable after a late statement (from
