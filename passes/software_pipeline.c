@@ -528,6 +528,35 @@ static Stmt *mbar_stmt(Lw *w, StmtKind kind, int bar, Expr *idx, Expr *value)
   return s;
 }
 
+/* arrive on empty[stage]: this thread no longer reads that stage */
+static Stmt *release(Lw *w, int mbar, Expr *stage, int S)
+{
+  return mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, stage, lw_i32(w, S)), NULL);
+}
+
+/* In iteration kv (g counted over every run): if kv >= 1, release stage (g - 1) % S. */
+static void release_previous(Lw *w, StmtList *it, int kv, int g, int S, int mbar)
+{
+  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, g), lw_i32(w, S - 1)), S); /* (g-1) % S */
+  stlist_push(w->a, it,
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1)), release(w, mbar, prev, S), NULL));
+}
+
+/* After a run of n iterations (base: the count before it, or -1 for 0): if n >= 1, release the
+ * run's last stage, (base + n - 1) % S. */
+static void release_last(Lw *w, StmtList *out, int base, int n, int S, int mbar)
+{
+  Expr *count = base < 0 ? lw_var(w, n) : lw_add(w, lw_var(w, base), lw_var(w, n));
+  Expr *last = lw_mod_c(w, lw_add(w, count, lw_i32(w, -1)), S);
+  stlist_push(w->a, out,
+              lw_if(w, lw_bin(w, OP_GE, lw_var(w, n), lw_i32(w, 1)), release(w, mbar, last, S), NULL));
+}
+
+static Stmt *wgmma_wait(Lw *w, int acc, int pending)
+{
+  return lw_wgmma_stmt(w, ST_WGMMA_WAIT, acc, w->k->bufs[acc].layout.regs, pending);
+}
+
 /* fill(iter): expect the tiles' bytes on full[stage], then one TMA load per
  * panel of each producer's tile. */
 static Stmt *tma_fill(Lw *w, const StmtList *producers, int loop_var, Expr *iter, Expr *stage, int mbar)
@@ -689,11 +718,6 @@ static Stmt *issue_only(Lw *w, Stmt *lowered)
   return stlist_seq(w->a, &out, NO_LOC);
 }
 
-static Stmt *wgmma_wait(Lw *w, int acc, int pending)
-{
-  return lw_wgmma_stmt(w, ST_WGMMA_WAIT, acc, w->k->bufs[acc].layout.regs, pending);
-}
-
 /* wait full[g % S]; then the statements before F and F (issued, not waited for), copies of
  * them for iteration `iter` (the loop variable kv replaced) on stage g % S. */
 static Stmt *overlap_start(Lw *w, const Overlap *ov, int kv, Expr *iter, Expr *g, int S, int mbar,
@@ -732,10 +756,7 @@ static void overlap_consume(Lw *w, StmtList *it, Overlap *ov, int kv, int g, int
   if (ov->after.n)
     stlist_push(w->a, it, lower_on_stage(w, staged, lw_var(w, stage), &ov->after, NO_LOC));
   stlist_push(w->a, it, wgmma_wait(w, acc_g, 0));
-  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, g), lw_i32(w, S - 1)), S); /* (g-1) % S */
-  stlist_push(w->a, it,
-              lw_if(w, lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1)),
-                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, prev, lw_i32(w, S)), NULL), NULL));
+  release_previous(w, it, kv, g, S, mbar);
   if (ov->late.n)
     stlist_push(w->a, it, lower_on_stage(w, staged, lw_var(w, stage), &ov->late, NO_LOC));
 
@@ -751,13 +772,9 @@ static void overlap_consume(Lw *w, StmtList *it, Overlap *ov, int kv, int g, int
   stlist_push(w->a, &e, wgmma_wait(w, acc_f, 1));
   *end = stlist_seq(w->a, &e, NO_LOC);
 
-  Expr *count = base < 0 ? lw_var(w, n) : lw_add(w, lw_var(w, base), lw_var(w, n));
-  Expr *last = lw_mod_c(w, lw_add(w, count, lw_i32(w, -1)), S);
   StmtList t = {0};
   stlist_push(w->a, &t, wgmma_wait(w, acc_g, 0));
-  stlist_push(w->a, &t,
-              lw_if(w, lw_bin(w, OP_GE, lw_var(w, n), lw_i32(w, 1)),
-                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, last, lw_i32(w, S)), NULL), NULL));
+  release_last(w, &t, base, n, S, mbar);
   *tail = stlist_seq(w->a, &t, NO_LOC);
 }
 
@@ -788,8 +805,7 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int
       mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_var(w, stage), lw_mod_c(w, lw_div_c(w, lw_var(w, g), S), 2)));
   if (general) { /* the cp.async form staged the originals first: no error is left to report */
     stlist_push(w->a, it, lower_on_stage(w, staged, lw_var(w, stage), gemms, NO_LOC));
-    stlist_push(w->a, it,
-                mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, lw_var(w, stage), lw_i32(w, S)), NULL));
+    stlist_push(w->a, it, release(w, mbar, lw_var(w, stage), S));
     return;
   }
   for (int i = 0; i < gemms->n; i++) {
@@ -810,17 +826,28 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int
       accs[(*naccs)++] = g->c;
   }
   for (int j = 0; j < *naccs; j++)
-    stlist_push(w->a, it, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 1));
-  Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, g), lw_i32(w, S - 1)), S); /* (g-1) % S */
-  stlist_push(w->a, it,
-              lw_if(w, lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1)),
-                    mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, prev, lw_i32(w, S)), NULL), NULL));
+    stlist_push(w->a, it, wgmma_wait(w, accs[j], 1));
+  release_previous(w, it, kv, g, S, mbar);
+}
+
+/* The consumers' loop over iteration body it, appended to out: with the rotated loop's parts
+ * (tma_consume's parts[3], or NULL), its head before the loop, its end at the end of each
+ * iteration, its tail after the loop. */
+static void consumer_loop(Lw *w, StmtList *out, StmtList *it, Stmt *parts[3], int kv, int n, SrcLoc loc)
+{
+  if (parts[1])
+    stlist_push(w->a, it, parts[1]);
+  if (parts[0])
+    stlist_push(w->a, out, parts[0]);
+  stlist_push(w->a, out, steady_loop(w, kv, n, it, loc));
+  if (parts[2])
+    stlist_push(w->a, out, parts[2]);
 }
 
 static void tma_final_waits(Lw *w, StmtList *out, const int *accs, int naccs)
 {
   for (int j = 0; j < naccs; j++)
-    stlist_push(w->a, out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, accs[j], w->k->bufs[accs[j]].layout.regs, 0));
+    stlist_push(w->a, out, wgmma_wait(w, accs[j], 0));
 }
 
 /* The TMA form of pipelined loop s (see above); gemms: its consumers, not yet
@@ -863,13 +890,7 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
   stlist_push(w->a, &it,
               lw_if(w, lw_and(w, tid0, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n))),
                     stlist_seq(w->a, &fill, NO_LOC), NULL));
-  if (parts[1])
-    stlist_push(w->a, &it, parts[1]);
-  if (parts[0])
-    stlist_push(w->a, &out, parts[0]);
-  stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
-  if (parts[2])
-    stlist_push(w->a, &out, parts[2]);
+  consumer_loop(w, &out, &it, parts, kv, n, s->loc);
   tma_final_waits(w, &out, accs, naccs);
   return stlist_seq(w->a, &out, s->loc);
 }
@@ -978,22 +999,13 @@ static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producer
   int accs[16], naccs;
   Stmt *parts[3];
   tma_consume(w, &cit, kv, count[1], cn, S, mbar, gemms, staged, accs, &naccs, general, s->overlap, parts);
-  if (parts[1])
-    stlist_push(w->a, &cit, parts[1]);
-  if (parts[0])
-    stlist_push(w->a, &con, parts[0]);
-  stlist_push(w->a, &con, steady_loop(w, kv, cn, &cit, s->loc));
-  if (parts[2])
-    stlist_push(w->a, &con, parts[2]);
+  consumer_loop(w, &con, &cit, parts, kv, cn, s->loc);
   tma_final_waits(w, &con, accs, naccs);
-  if (count[1] >= 0 && general) /* every iteration released its own stage */
-    stlist_push(w->a, &con, lw_assign(w, count[1], lw_add(w, lw_var(w, count[1]), lw_var(w, cn))));
-  else if (count[1] >= 0) {
-    /* the run's last stage, (done + n - 1) % S, is free once the multiplies are done */
-    Expr *last = lw_mod_c(w, lw_add(w, lw_add(w, lw_var(w, count[1]), lw_var(w, cn)), lw_i32(w, -1)), S);
-    stlist_push(w->a, &con,
-                lw_if(w, lw_bin(w, OP_GE, lw_var(w, cn), lw_i32(w, 1)),
-                      mbar_stmt(w, ST_MBAR_ARRIVE, mbar, lw_add(w, last, lw_i32(w, S)), NULL), NULL));
+  if (count[1] >= 0) {
+    /* the run's last stage is free once the multiplies are done (general: every iteration
+     * released its own stage) */
+    if (!general)
+      release_last(w, &con, count[1], cn, S, mbar);
     stlist_push(w->a, &con, lw_assign(w, count[1], lw_add(w, lw_var(w, count[1]), lw_var(w, cn))));
   }
   w->ws_consumer = stlist_seq(w->a, &con, s->loc);

@@ -111,7 +111,6 @@ static void test_fold(void)
   arena_free(a);
 }
 
-/* A tiny kernel: C[i] = A[i] * 2 for i in serial(N), printed and verified. */
 /* A kernel named `name` with a size N, a loop variable i and a tensor A: f32[N] (*nv, *iv, *ab). */
 static Kernel *kernel_with_tensor(Arena *a, const char *name, int *nv, int *iv, int *ab)
 {
@@ -127,6 +126,32 @@ static Kernel *kernel_with_tensor(Arena *a, const char *name, int *nv, int *iv, 
   return k;
 }
 
+/* A[i] = A[i] op c */
+static Stmt *update_store(Arena *a, Kernel *k, int ab, int iv, OpKind op, double c)
+{
+  Expr **idx = ARENA_ARRAY(a, Expr *, 1);
+  idx[0] = ex_var(a, k, iv);
+  Stmt *st = st_new(a, ST_STORE, NO_LOC);
+  st->buf = ab;
+  st->idx = idx;
+  st->nidx = 1;
+  st->value = ex_binary(a, op, ex_load(a, k, ab, idx, 1), ex_float(a, TY_F32, c));
+  return st;
+}
+
+/* for iv in serial(extent) { body } */
+static Stmt *serial_loop(Arena *a, int iv, Expr *extent, Stmt *body)
+{
+  Stmt *loop = st_new(a, ST_FOR, NO_LOC);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = iv;
+  loop->extents[0] = extent;
+  loop->then_s = body;
+  return loop;
+}
+
+/* A tiny kernel: A[i] = A[i] * 2 for i in serial(N), printed and verified. */
 static void test_print_verify(void)
 {
   Arena *a = arena_new();
@@ -138,19 +163,8 @@ static void test_print_verify(void)
   k->grid[0] = ex_int(a, TY_I32, 1);
   k->threads = ex_int(a, TY_I32, 32);
   k->nthreads = 32;
-  Expr **idx = ARENA_ARRAY(a, Expr *, 1);
-  idx[0] = ex_var(a, k, iv);
-  Stmt *st = st_new(a, ST_STORE, NO_LOC);
-  st->buf = ab;
-  st->idx = idx;
-  st->nidx = 1;
-  st->value = ex_binary(a, OP_MUL, ex_load(a, k, ab, idx, 1), ex_float(a, TY_F32, 2));
-  Stmt *loop = st_new(a, ST_FOR, NO_LOC);
-  loop->for_kind = FOR_SERIAL;
-  loop->nvars = 1;
-  loop->vars[0] = iv;
-  loop->extents[0] = ex_var(a, k, nv);
-  loop->then_s = st;
+  Stmt *st = update_store(a, k, ab, iv, OP_MUL, 2);
+  Stmt *loop = serial_loop(a, iv, ex_var(a, k, nv), st);
   k->body = loop;
   StrBuf sb = {0};
   ir_print_kernel(&sb, k);
@@ -182,22 +196,11 @@ static void test_clone(void)
   Arena *a = arena_new();
   int nv, iv, ab;
   Kernel *k = kernel_with_tensor(a, "c", &nv, &iv, &ab);
-  Expr **idx = ARENA_ARRAY(a, Expr *, 1);
-  idx[0] = ex_var(a, k, iv);
-  Stmt *st = st_new(a, ST_STORE, NO_LOC);
-  st->buf = ab;
-  st->idx = idx;
-  st->nidx = 1;
-  st->value = ex_binary(a, OP_ADD, ex_load(a, k, ab, idx, 1), ex_float(a, TY_F32, 1));
+  Stmt *st = update_store(a, k, ab, iv, OP_ADD, 1);
   Stmt *guard = st_new(a, ST_IF, NO_LOC);
   guard->cond = ex_binary(a, OP_LT, ex_var(a, k, iv), ex_var(a, k, nv));
   guard->then_s = st;
-  Stmt *loop = st_new(a, ST_FOR, NO_LOC);
-  loop->for_kind = FOR_SERIAL;
-  loop->nvars = 1;
-  loop->vars[0] = iv;
-  loop->extents[0] = ex_int(a, TY_I32, 8);
-  loop->then_s = guard;
+  Stmt *loop = serial_loop(a, iv, ex_int(a, TY_I32, 8), guard);
   k->body = loop;
   StrBuf before = {0}, copy = {0}, after = {0};
   ir_print_kernel(&before, k);
