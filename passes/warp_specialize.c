@@ -24,7 +24,10 @@
  * with setmaxnreg when there are two consumer warpgroups or more: the producer
  * keeps 40 per thread, the consumers share the rest of what a block gets at
  * launch (ptxas gives each thread 65536 / (C + 128), rounded down to 8, when
- * told the block size and one block per multiprocessor).
+ * told the block size and one block per multiprocessor).  Beside three
+ * consumer warpgroups or more the producer keeps 32, so that three get 160
+ * rather than 152 (what attention's 192-row tiles need at D = 64 with the
+ * causal mask); two get 232 either way.
  *
  * When the loop is in the body of a serial loop (a persistent kernel's loop
  * over tiles), "the loop" above is that outer loop: the consumers run it
@@ -219,16 +222,17 @@ bool lw_warp_specialize(Lw *w)
   Stmt *cons = stlist_seq(w->a, &consumer, NO_LOC);
   rename_barriers(cons, C);
   /* Registers: a block gets 65536 / (C + 128) per thread at launch (rounded
-   * down to 8); the producer gives all but 40 of its own to the consumers. */
+   * down to 8); the producer gives all but 40 (32) of its own to the consumers. */
   StmtList pro = {0}, con = {0};
   if (C >= 256) {
     int at_launch = 65536 / (C + PRODUCER) / 8 * 8;
     if (at_launch > 256)
       at_launch = 256;
-    int more = (at_launch * (C + PRODUCER) - PRODUCER_REGS * PRODUCER) / C / 8 * 8;
+    int preg = C >= 384 ? 32 : PRODUCER_REGS;
+    int more = (at_launch * (C + PRODUCER) - preg * PRODUCER) / C / 8 * 8;
     if (more > 256)
       more = 256;
-    stlist_push(w->a, &pro, setmaxnreg(w, false, PRODUCER_REGS));
+    stlist_push(w->a, &pro, setmaxnreg(w, false, preg));
     stlist_push(w->a, &con, setmaxnreg(w, true, more));
   }
   Expr *issuer = lw_and(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)),
