@@ -20,6 +20,15 @@
  * level's instead: each kernel compiled by the JIT for the device and launched on the same inputs,
  * within looser bounds (the GPU's exp, tanh, ... are approximations: docs/interpreter.md).
  *
+ * A file may ask for more runs, one per line of the form
+ *
+ *   // levels: KERNEL [-D NAME=VALUE]... [SIZE=VALUE]...
+ *
+ * each of which runs KERNEL (at both shapes) with those constants and those sizes fixed, the others
+ * drawn as usual and only they halved when a launch is too large: for kernels whose sizes are related
+ * (attention's HK divides H, HKD = HK * D), which random sizes never satisfy, and for the variants a
+ * constant selects (attention at D = 128, causal).
+ *
  * SUBSTRING: only the files whose path contains it; --dir: the .tl files of DIR (and of its
  * subfolders one level down, as gpu_conform --dump writes them) instead of the three folders;
  * --root: the repository whose examples/, stdlib/ and tests/golden/ to run (default: this build's);
@@ -61,6 +70,74 @@ static int64_t between(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % 
 static bool verbose;
 static int compared, skipped, tile_only_errors;
 
+enum { VARIANTS = 32, VARIANT_ITEMS = 8 };
+
+/* A "// levels:" line: constants (-D) and fixed sizes for one more run of a kernel. */
+typedef struct {
+  char kernel[64];
+  ConstDef defs[VARIANT_ITEMS], fixed[VARIANT_ITEMS];
+  int ndefs, nfixed;
+  char text[256]; /* the line's words, NUL-separated: what the ConstDefs point into */
+} Variant;
+
+static const Variant no_variant;
+
+static bool is_fixed(const Variant *v, const char *name)
+{
+  for (int i = 0; i < v->nfixed; i++)
+    if (!strcmp(v->fixed[i].name, name))
+      return true;
+  return false;
+}
+
+/* Splits NAME=VALUE at the '=' in place into d; false if there is none. */
+static bool split_def(char *word, ConstDef *d)
+{
+  char *eq = strchr(word, '=');
+  if (!eq || eq == word || !eq[1])
+    return false;
+  *eq = 0;
+  d->name = word;
+  d->value = eq + 1;
+  return true;
+}
+
+/* The "// levels:" lines of src into out (at most VARIANTS); a malformed line fails the test. */
+static int read_variants(const char *path, const char *src, Variant *out)
+{
+  static const char tag[] = "// levels:";
+  int n = 0;
+  for (const char *l = src; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, tag, sizeof tag - 1))
+      continue;
+    const char *e = strchr(l, '\n');
+    size_t len = (e ? (size_t)(e - l) : strlen(l)) - (sizeof tag - 1);
+    CHECK(n < VARIANTS && len < sizeof out->text, "%s: too many or too long '// levels:' lines", path);
+    if (n >= VARIANTS || len >= sizeof out->text)
+      break;
+    Variant *v = &out[n];
+    memset(v, 0, sizeof *v);
+    memcpy(v->text, l + sizeof tag - 1, len);
+    bool ok = true, define = false;
+    for (char *w = strtok(v->text, " \t\r"); w && ok; w = strtok(NULL, " \t\r")) {
+      if (!v->kernel[0]) {
+        ok = strlen(w) < sizeof v->kernel;
+        snprintf(v->kernel, sizeof v->kernel, "%s", w);
+      } else if (!strcmp(w, "-D")) {
+        define = true;
+      } else if (define) {
+        ok = v->ndefs < VARIANT_ITEMS && split_def(w, &v->defs[v->ndefs++]);
+        define = false;
+      } else {
+        ok = v->nfixed < VARIANT_ITEMS && split_def(w, &v->fixed[v->nfixed++]);
+      }
+    }
+    CHECK(ok && v->kernel[0] && !define, "%s: malformed '// levels:' line", path);
+    n += ok && v->kernel[0] && !define;
+  }
+  return n;
+}
+
 /* Sizes in [1, 150], float scalars in [0.25, 1.5], integer scalars in [0, 3]. */
 static void pick_scalar(void *state, const Var *v, InterpArg *a)
 {
@@ -82,15 +159,21 @@ static uint64_t next_bits(void *state)
 /* The arguments of one launch of k (tests/support/launch.h): sizes drawn, the largest halved `shrink`
  * times, then halved while a tensor would hold more than MAX_ELEMS elements; copy 0 for the tile
  * level, 1 and 2 for the thread level's two targets (or the GPU's). false if k cannot be launched so. */
-static bool draw(Launch *L, const Kernel *k, int shrink)
+static bool draw(Launch *L, const Kernel *k, int shrink, const Variant *var)
 {
   if (!launch_begin(L, k))
     return false;
   launch_scalars(L, k, pick_scalar, NULL);
+  for (int i = 0; i < var->nfixed; i++) {
+    int a = launch_arg(L, var->fixed[i].name);
+    CHECK(a >= 0, "'// levels:' names %s, which kernel %s does not have", var->fixed[i].name, k->name);
+    if (a >= 0)
+      L->args[a].i = atoll(var->fixed[i].value);
+  }
   for (int r = 0; r < shrink; r++) {
     InterpArg *big = NULL;
     for (int v = 0; v < k->nvars; v++)
-      if (k->vars[v].kind == VAR_SIZE) {
+      if (k->vars[v].kind == VAR_SIZE && !is_fixed(var, k->vars[v].name)) {
         InterpArg *a = &L->args[launch_arg(L, k->vars[v].name)];
         if (!big || a->i > big->i)
           big = a;
@@ -107,7 +190,7 @@ static bool draw(Launch *L, const Kernel *k, int shrink)
       for (int d = 0; d < B->rank; d++) {
         int64_t s = launch_dim(L, k, B->shape[d]);
         n *= s;
-        if (B->shape[d]->kind == EX_VAR && s > bigv)
+        if (B->shape[d]->kind == EX_VAR && !is_fixed(var, k->vars[B->shape[d]->var].name) && s > bigv)
           bigv = s, big = d;
       }
       if (n <= MAX_ELEMS || big < 0)
@@ -133,12 +216,17 @@ static tl_dtype dtype_of(TypeKind t)
 
 /* Kernel `name` of src compiled by the JIT for the device and run on copy c of L; false with the
  * context's message in why. */
-static bool run_gpu(const char *path, const char *src, size_t len, const char *name, Launch *L, int c,
-                    char *why, size_t cap)
+static bool run_gpu(const char *path, const char *src, size_t len, const char *name, const Variant *var,
+                    Launch *L, int c, char *why, size_t cap)
 {
   tl_jit_options o = tl_jit_default_options();
   o.filename = path;
   o.kernel = name;
+  tilec_define defs[VARIANT_ITEMS];
+  for (int i = 0; i < var->ndefs; i++)
+    defs[i] = (tilec_define){var->defs[i].name, var->defs[i].value};
+  o.defines = defs;
+  o.ndefines = var->ndefs;
   tl_module *m = NULL;
   tl_kernel *k = NULL;
   if (tl_module_compile(gpu_ctx, src, len, &o, &m) != TL_OK || tl_module_get_kernel(m, name, &k) != TL_OK) {
@@ -213,14 +301,15 @@ static bool uses_fp8(const Kernel *k)
 
 /* Runs kernel `name` of src at the tile level (copy 0) and the thread level of sm_80 (copy 1) and
  * sm_90a (copy 2), then compares. */
-static void run_levels(const char *path, const char *src, size_t len, const char *name, int shape, int shrink)
+static void run_levels(const char *path, const char *src, size_t len, const char *name, const Variant *var,
+                       int shape, int shrink)
 {
   Arena *a = arena_new();
   Diags d = {.arena = a, .filename = path};
-  Module *m = interp_compile(a, &d, src, len, NULL, 0, name);
+  Module *m = interp_compile(a, &d, src, len, var->defs, var->ndefs, name);
   Kernel *k = m ? interp_find_kernel(m, name) : NULL;
   Launch L;
-  if (!k || !draw(&L, k, shrink)) {
+  if (!k || !draw(&L, k, shrink, var)) {
     CHECK(k != NULL, "%s: kernel %s does not compile", path, name);
     if (k)
       launch_release(&L);
@@ -234,7 +323,7 @@ static void run_levels(const char *path, const char *src, size_t len, const char
   int nsizes = 0;
   ConstDef *sizes = k->nlconsts ? interp_launch_sizes(a, k, L.args, L.nargs, &nsizes) : NULL;
   if (k->nlconsts) {
-    Module *sm = interp_compile_at(a, &d, src, len, NULL, 0, sizes, nsizes, name, NULL, false);
+    Module *sm = interp_compile_at(a, &d, src, len, var->defs, var->ndefs, sizes, nsizes, name, NULL, false);
     Kernel *sk = sm ? interp_find_kernel(sm, name) : NULL;
     CHECK(sk != NULL, "%s: kernel %s does not compile at its launch's sizes", path, name);
     if (!sk) {
@@ -251,11 +340,13 @@ static void run_levels(const char *path, const char *src, size_t len, const char
   if (tile_ok && st.blocks * k->nthreads > MAX_THREADS && shrink < 16) {
     launch_release(&L); /* too many threads for the thread level: smaller sizes */
     arena_free(a);
-    run_levels(path, src, len, name, shape, shrink + 1);
+    run_levels(path, src, len, name, var, shape, shrink + 1);
     return;
   }
   if (!tile_ok) {
     char *msg = render(&d);
+    CHECK(var == &no_variant, "%s: kernel %s: the tile level rejects a '// levels:' run: %s", path, name,
+          msg ? msg : "");
     if (verbose)
       printf("SKIP %s %s shape %d: the tile level rejects it: %s", path, name, shape, msg ? msg : "\n");
     skipped++;
@@ -276,12 +367,12 @@ static void run_levels(const char *path, const char *src, size_t len, const char
     char gpu_why[1024] = "";
     if (gpu_mode) {
 #ifdef TILEC_LEVELS_GPU
-      ok = run_gpu(path, src, len, name, &L, c, gpu_why, sizeof gpu_why);
+      ok = run_gpu(path, src, len, name, var, &L, c, gpu_why, sizeof gpu_why);
 #else
       ok = false;
 #endif
     } else {
-      Module *tm = interp_compile_at(ta, &td, src, len, NULL, 0, sizes, nsizes, name,
+      Module *tm = interp_compile_at(ta, &td, src, len, var->defs, var->ndefs, sizes, nsizes, name,
                                      target_find(c == 1 ? "sm_80" : "sm_90a"), true);
       Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
       if (!tk && c == 1 && uses_fp8(k)) { /* 8-bit floats are sm_90's (sema says so): no sm_80 program */
@@ -299,6 +390,9 @@ static void run_levels(const char *path, const char *src, size_t len, const char
     }
     char sizes[256] = "";
     size_t used = 0;
+    for (int i = 0; i < var->ndefs && used < sizeof sizes; i++)
+      used += (size_t)snprintf(sizes + used, sizeof sizes - used, " -D %s=%s", var->defs[i].name,
+                               var->defs[i].value);
     for (int i = 0; i < L.nargs && used < sizeof sizes; i++)
       if (!L.data[0][i])
         used += (size_t)snprintf(sizes + used, sizeof sizes - used, " %s=%g", L.args[i].name,
@@ -372,7 +466,15 @@ static void run_folder(const char *dir, const char *only, int depth)
     Module *m = interp_compile(a, &d, src, len, NULL, 0, NULL);
     for (int kk = 0; m && kk < m->nkernels; kk++)
       for (int s = 0; s < SHAPES; s++)
-        run_levels(path, src, len, m->kernels[kk]->name, s, 0);
+        run_levels(path, src, len, m->kernels[kk]->name, &no_variant, s, 0);
+    static Variant vars[VARIANTS];
+    int nv = read_variants(path, src, vars);
+    for (int v = 0; v < nv; v++) {
+      CHECK(m && interp_find_kernel(m, vars[v].kernel),
+            "%s: '// levels:' names kernel %s, which it does not have", path, vars[v].kernel);
+      for (int s = 0; m && interp_find_kernel(m, vars[v].kernel) && s < SHAPES; s++)
+        run_levels(path, src, len, vars[v].kernel, &vars[v], s, 0);
+    }
     arena_free(a);
     free(src);
   }
