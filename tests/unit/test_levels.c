@@ -22,9 +22,10 @@
  *
  * A file may ask for more runs, one per line of the form
  *
- *   // levels: KERNEL [-D NAME=VALUE]... [SIZE=VALUE]...
+ *   // levels: KERNEL [--arch=sm_80|sm_90a] [-D NAME=VALUE]... [SIZE=VALUE]...
  *
- * each of which runs KERNEL (at both shapes) with those constants and those sizes fixed, the others
+ * each of which runs KERNEL (at both shapes; on one target with --arch: tiles that only sm_90a's
+ * shared memory holds, say) with those constants and those sizes fixed, the others
  * drawn as usual and only they halved when a launch is too large: for kernels whose sizes are related
  * (attention's HK divides H, HKD = HK * D), which random sizes never satisfy, and for the variants a
  * constant selects (attention at D = 128, causal).
@@ -77,7 +78,8 @@ typedef struct {
   char kernel[64];
   ConstDef defs[VARIANT_ITEMS], fixed[VARIANT_ITEMS];
   int ndefs, nfixed;
-  char text[256]; /* the line's words, NUL-separated: what the ConstDefs point into */
+  const char *arch; /* the one target to run, or NULL for both */
+  char text[256];   /* the line's words, NUL-separated: what the ConstDefs point into */
 } Variant;
 
 static const Variant no_variant;
@@ -123,6 +125,9 @@ static int read_variants(const char *path, const char *src, Variant *out)
       if (!v->kernel[0]) {
         ok = strlen(w) < sizeof v->kernel;
         snprintf(v->kernel, sizeof v->kernel, "%s", w);
+      } else if (!strncmp(w, "--arch=", 7)) {
+        v->arch = w + 7;
+        ok = !strcmp(v->arch, "sm_80") || !strcmp(v->arch, "sm_90a");
       } else if (!strcmp(w, "-D")) {
         define = true;
       } else if (define) {
@@ -359,6 +364,8 @@ static void run_levels(const char *path, const char *src, size_t len, const char
   for (int c = 1; c < 4; c++) {
     if (gpu_mode && c != 2)
       continue; /* copy 2 is the GPU's */
+    if (var->arch && strcmp(var->arch, c == 1 ? "sm_80" : "sm_90a"))
+      continue; /* the line asks for the other target */
     Arena *ta = arena_new();
     Diags td = {.arena = ta, .filename = path};
     launch_use(&L, c);
