@@ -22,7 +22,10 @@
  * mbarrier phases only the other completes.  The two branches run as two
  * coroutines, each in lockstep over its own threads (whole warpgroups), the
  * then-branch first; a role that reaches an mbarrier wait whose phase has not
- * completed yields to the other and resumes at the same wait, which checks again.
+ * completed yields to the other and resumes at the same wait, which checks again;
+ * a role that arrives on an mbarrier while the other waits hands over to it at
+ * once (role_handoff: the soonest the GPU could let it go, so that a stage
+ * released too early is refilled under its reader).
  * Both finish before the statement after the `if`, each time it runs (a roles-if
  * in a loop is fine; roles inside a role are not supported).  It is a deadlock,
  * reported at the wait, when the other role has finished, or is blocked too and
@@ -1654,6 +1657,22 @@ static bool role_wait(Th *th, const Stmt *s, int t, char *why, size_t cap)
   return true;
 }
 
+/* After the running role arrives on an mbarrier, the other one, if it waits, runs at once, until it
+ * blocks again or finishes (the soonest the GPU could let it go), then this one goes on: a stage
+ * released before its last reader (a wgmma in flight) is done is then refilled while that reader
+ * may still read it, which the checks on the refill's bytes report. */
+static void role_handoff(Th *th)
+{
+  Roles *rs = th->roles;
+  int me = th->role;
+  Role *r = &rs->role[me], *o = &rs->role[1 - me];
+  if (o->done || !o->blocked)
+    return;
+  role_save(th, r);
+  baton_pass(rs, me, 1 - me);
+  role_load(th, me);
+}
+
 static void *role_main(void *arg)
 {
   Role *r = arg;
@@ -1853,7 +1872,9 @@ static bool exec_kind(Th *th, const Stmt *s, Mask m)
     for (int i = 0; i < m.n; i++)
       if (!exec_one(th, s, m.t[i]))
         return false;
-    return true;
+    if (th->roles && (s->kind == ST_MBAR_ARRIVE || s->kind == ST_MBAR_EXPECT_TX))
+      role_handoff(th);
+    return !th->failed;
   }
 }
 

@@ -32,7 +32,9 @@
  * barrier's wrong count or its absence, a barrier of the whole block inside a role, a shared byte the
  * producer writes and the consumers read past their named barrier, roles that split a warpgroup,
  * roles inside a role, setmaxnreg without its whole warpgroup or with a bad count; and an error in one
- * role while the other waits stops both, the first error reported.
+ * role while the other waits stops both, the first error reported.  A stage released before the
+ * consumers read it must come out wrong: an arrival hands over to the waiting producer at once (the
+ * soonest the GPU could run it), which refills the stage before the reads.
  *
  * Then a TMA store (lower_copy.c's epilogue), in a kernel of its own: 128 threads write a [8, 64] f16
  * tile in the 128-byte swizzle, fence it for the async proxy, meet at a barrier, and thread 0 stores
@@ -72,6 +74,7 @@ typedef struct {
   int split;            /* the producer is tid >= split (0: C) */
   bool short_tx;        /* the producer's last expect_tx expects 512 bytes (fails while consumers wait) */
   bool consumer_fault;  /* the consumers read flag[0], never written (fails while the producer waits) */
+  bool early_release;   /* the consumers release a stage before they read it */
 } Variant;
 
 static Arena *A;
@@ -228,7 +231,9 @@ static Stmt *consumers(Variant v)
   add->loc = L(21);
   Stmt *sum = for_(jv, 4, FOR_UNROLLED, add);
   Stmt *release = v.no_arrive ? empty() : mbar(L(22), ST_MBAR_ARRIVE, B(OP_ADD, slot, I(S)), NULL);
-  Stmt *loop = for_(kv, ITERS, FOR_SERIAL, SEQ(mbar(L(20), ST_MBAR_WAIT, slot, parity), sum, release));
+  Stmt *wait = mbar(L(20), ST_MBAR_WAIT, slot, parity);
+  Stmt *loop = for_(kv, ITERS, FOR_SERIAL,
+                    v.early_release ? SEQ(wait, release, sum) : SEQ(wait, sum, release));
   Stmt *sync = v.no_named        ? empty()
                : v.whole_barrier ? barrier(L(30), 0, 0)
                                  : barrier(L(30), 1, v.named_threads ? v.named_threads : C);
@@ -459,6 +464,15 @@ int main(void)
   expect_error("a producer's error while the consumers wait", (Variant){.short_tx = true}, tx, 3);
   const char *unset[] = {"roles.tl:21:", "shared 'flag'[0] is read before anything wrote it", "thread 0)"};
   expect_error("a consumer's error while the producer waits", (Variant){.consumer_fault = true}, unset, 3);
+
+  /* released before it is read: the producer, run at the arrival, refills the stage first */
+  char msg[4096];
+  bool ran = run((Variant){.early_release = true}, msg, sizeof msg, NULL);
+  int differ = 0;
+  for (int t = 0; ran && t < C; t++)
+    differ += Out[t] != (float)sum_of(C - 1 - t);
+  CHECK(ran && differ > 0, "a stage released before it is read: %s, %d sums differ", ran ? "ran" : msg,
+        differ);
 
   const char *split[] = {"roles.tl:3:",
                          "warp-specialized roles split warpgroup 0: a role is whole warpgroups"};
