@@ -45,7 +45,8 @@
 
 #include <string.h>
 
-enum { PRODUCER = 128, PRODUCER_REGS = 40, CONSUMER_BARRIER = 1 };
+/* PRODUCER_REGS_3: what the producer keeps beside three consumer warpgroups or more */
+enum { PRODUCER = 128, PRODUCER_REGS = 40, PRODUCER_REGS_3 = 32, CONSUMER_BARRIER = 1 };
 
 typedef struct {
   const Kernel *k;
@@ -228,7 +229,7 @@ bool lw_warp_specialize(Lw *w)
     int at_launch = 65536 / (C + PRODUCER) / 8 * 8;
     if (at_launch > 256)
       at_launch = 256;
-    int preg = C >= 384 ? 32 : PRODUCER_REGS;
+    int preg = C >= 3 * PRODUCER ? PRODUCER_REGS_3 : PRODUCER_REGS;
     int more = (at_launch * (C + PRODUCER) - preg * PRODUCER) / C / 8 * 8;
     if (more > 256)
       more = 256;

@@ -355,10 +355,11 @@ def has_decode(path):
         return "kernel attention_decode" in f.read()
 
 
-def issue_speed(drv, tilec, path, dtypes, reps, lines):
+def issue_speed(drv, tilec, path, dtypes, reps, lines, decode):
     """Issue 16's speed points: B = 4, H = 32, S = 8192, D = 64 and 128, causal and not, against both SDPA
     backends; and decoding at B = 64, H = 32 over 8, SK = 8192, D = 128 against SDPA and the device copy
-    (bandwidth of reading K and V, over a copy's bytes read and written), if path has attention_decode."""
+    (bandwidth of reading K and V, over a copy's bytes read and written), if decode (path has
+    attention_decode)."""
     lines += ["", "## Issue 16's points", "", "| dtype | D | causal | SDPA flash TFLOP/s | SDPA cuDNN TFLOP/s | "
               "tilec TFLOP/s | tilec / flash | tilec / cuDNN |", "|---|---|---|---|---|---|---|---|"]
     B, H, S = 4, 32, 8192
@@ -380,7 +381,7 @@ def issue_speed(drv, tilec, path, dtypes, reps, lines):
                     f" | {flops / tms / 1e9:.0f} | **{peers[0] / tms:.3f}** | **{peers[1] / tms:.3f}** |")
                 print(lines[-1], flush=True)
                 del q, k, v, o, lse
-    if not has_decode(path):
+    if not decode:
         return
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     lines += ["", "| dtype | decode B=64 H=32/8 SK=8192 D=128: SDPA flash us | SDPA cuDNN us | tilec us | K+V read "
@@ -578,6 +579,7 @@ def main():
         return 2
     os.makedirs(outdir, exist_ok=True)
     drv = Driver()
+    decode = has_decode(path)
     lines = [f"# Attention: {os.path.relpath(path, ROOT)} against torch SDPA", "",
              f"`python3 tests/gpu/attention.py` on {torch.cuda.get_device_name(0)}, torch {torch.__version__}.", ""]
     for name, flags in configs:
@@ -590,8 +592,8 @@ def main():
         steps(drv, tilec, reps, lines)
     elif do_speed:
         speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines)
-        issue_speed(drv, tilec, path, dtypes, reps, lines)
-    if not do_steps and (do_speed or not do_check) and has_decode(path):
+        issue_speed(drv, tilec, path, dtypes, reps, lines, decode)
+    if not do_steps and (do_speed or not do_check) and decode:
         decode_speed(drv, tilec, path, dtypes, reps, lines, variants)
     with open(os.path.join(outdir, "attention.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

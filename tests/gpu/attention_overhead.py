@@ -13,8 +13,8 @@ import os
 import sys
 
 import torch
-from tlcuda import DT, ROOT, Driver, timed  # noqa: E402
-from attention import Attn, sizes_of, peer_times  # noqa: E402
+from tlcuda import DT, ROOT, Driver, timed
+from attention import Attn, sizes_of, peer_times
 
 if len(sys.argv) < 3:
     print(__doc__)

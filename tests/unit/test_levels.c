@@ -169,12 +169,8 @@ static bool draw(Launch *L, const Kernel *k, int shrink, const Variant *var)
   if (!launch_begin(L, k))
     return false;
   launch_scalars(L, k, pick_scalar, NULL);
-  for (int i = 0; i < var->nfixed; i++) {
-    int a = launch_arg(L, var->fixed[i].name);
-    CHECK(a >= 0, "'// levels:' names %s, which kernel %s does not have", var->fixed[i].name, k->name);
-    if (a >= 0)
-      L->args[a].i = atoll(var->fixed[i].value);
-  }
+  for (int i = 0; i < var->nfixed; i++) /* names run_folder checked */
+    L->args[launch_arg(L, var->fixed[i].name)].i = atoll(var->fixed[i].value);
   for (int r = 0; r < shrink; r++) {
     InterpArg *big = NULL;
     for (int v = 0; v < k->nvars; v++)
@@ -477,9 +473,18 @@ static void run_folder(const char *dir, const char *only, int depth)
     static Variant vars[VARIANTS];
     int nv = read_variants(path, src, vars);
     for (int v = 0; v < nv; v++) {
-      CHECK(m && interp_find_kernel(m, vars[v].kernel),
-            "%s: '// levels:' names kernel %s, which it does not have", path, vars[v].kernel);
-      for (int s = 0; m && interp_find_kernel(m, vars[v].kernel) && s < SHAPES; s++)
+      const Kernel *k = m ? interp_find_kernel(m, vars[v].kernel) : NULL;
+      CHECK(k != NULL, "%s: '// levels:' names kernel %s, which it does not have", path, vars[v].kernel);
+      bool sizes_ok = k != NULL;
+      for (int i = 0; k && i < vars[v].nfixed; i++) {
+        bool found = false;
+        for (int x = 0; x < k->nvars && !found; x++)
+          found = k->vars[x].kind == VAR_SIZE && !strcmp(k->vars[x].name, vars[v].fixed[i].name);
+        CHECK(found, "%s: '// levels:' names %s, which kernel %s has no size of", path, vars[v].fixed[i].name,
+              k->name);
+        sizes_ok &= found;
+      }
+      for (int s = 0; sizes_ok && s < SHAPES; s++)
         run_levels(path, src, len, vars[v].kernel, &vars[v], s, 0);
     }
     arena_free(a);
