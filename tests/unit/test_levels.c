@@ -78,6 +78,7 @@ typedef struct {
   char kernel[64];
   ConstDef defs[VARIANT_ITEMS], fixed[VARIANT_ITEMS];
   int ndefs, nfixed;
+  int line;         /* its line in the file */
   const char *arch; /* the one target to run, or NULL for both */
   char text[256];   /* the line's words, NUL-separated: what the ConstDefs point into */
 } Variant;
@@ -108,17 +109,20 @@ static bool split_def(char *word, ConstDef *d)
 static int read_variants(const char *path, const char *src, Variant *out)
 {
   static const char tag[] = "// levels:";
-  int n = 0;
+  int n = 0, line = 0;
   for (const char *l = src; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    line++;
     if (strncmp(l, tag, sizeof tag - 1))
       continue;
     const char *e = strchr(l, '\n');
     size_t len = (e ? (size_t)(e - l) : strlen(l)) - (sizeof tag - 1);
-    CHECK(n < VARIANTS && len < sizeof out->text, "%s: too many or too long '// levels:' lines", path);
+    CHECK(n < VARIANTS && len < sizeof out->text, "%s:%d: too many or too long '// levels:' lines", path,
+          line);
     if (n >= VARIANTS || len >= sizeof out->text)
       break;
     Variant *v = &out[n];
     memset(v, 0, sizeof *v);
+    v->line = line;
     memcpy(v->text, l + sizeof tag - 1, len);
     bool ok = true, define = false;
     for (char *w = strtok(v->text, " \t\r"); w && ok; w = strtok(NULL, " \t\r")) {
@@ -137,7 +141,10 @@ static int read_variants(const char *path, const char *src, Variant *out)
         ok = v->nfixed < VARIANT_ITEMS && split_def(w, &v->fixed[v->nfixed++]);
       }
     }
-    CHECK(ok && v->kernel[0] && !define, "%s: malformed '// levels:' line", path);
+    CHECK(ok && v->kernel[0] && !define,
+          "%s:%d: malformed '// levels:' line (KERNEL [--arch=sm_80|sm_90a] [-D NAME=VALUE]... "
+          "[SIZE=VALUE]...)",
+          path, line);
     n += ok && v->kernel[0] && !define;
   }
   return n;
@@ -346,8 +353,8 @@ static void run_levels(const char *path, const char *src, size_t len, const char
   }
   if (!tile_ok) {
     char *msg = render(&d);
-    CHECK(var == &no_variant, "%s: kernel %s: the tile level rejects a '// levels:' run: %s", path, name,
-          msg ? msg : "");
+    CHECK(var == &no_variant, "%s:%d: kernel %s: the tile level rejects this '// levels:' run: %s", path,
+          var->line, name, msg ? msg : "");
     if (verbose)
       printf("SKIP %s %s shape %d: the tile level rejects it: %s", path, name, shape, msg ? msg : "\n");
     skipped++;
@@ -474,14 +481,15 @@ static void run_folder(const char *dir, const char *only, int depth)
     int nv = read_variants(path, src, vars);
     for (int v = 0; v < nv; v++) {
       const Kernel *k = m ? interp_find_kernel(m, vars[v].kernel) : NULL;
-      CHECK(k != NULL, "%s: '// levels:' names kernel %s, which it does not have", path, vars[v].kernel);
+      CHECK(k != NULL, "%s:%d: '// levels:' names kernel %s, which the file does not have", path,
+            vars[v].line, vars[v].kernel);
       bool sizes_ok = k != NULL;
       for (int i = 0; k && i < vars[v].nfixed; i++) {
         bool found = false;
         for (int x = 0; x < k->nvars && !found; x++)
           found = k->vars[x].kind == VAR_SIZE && !strcmp(k->vars[x].name, vars[v].fixed[i].name);
-        CHECK(found, "%s: '// levels:' names %s, which kernel %s has no size of", path, vars[v].fixed[i].name,
-              k->name);
+        CHECK(found, "%s:%d: '// levels:' names %s, which kernel %s has no size of", path, vars[v].line,
+              vars[v].fixed[i].name, k->name);
         sizes_ok &= found;
       }
       for (int s = 0; sizes_ok && s < SHAPES; s++)
