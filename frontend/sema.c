@@ -3,6 +3,7 @@
  * Every user error is reported here with its location, and checking goes on
  * where it can so that one run shows several errors.  A function that fails
  * returns NULL after reporting; callers propagate NULL without reporting again. */
+#include <ctype.h>
 #include "fe.h"
 #include "target.h"
 
@@ -3060,6 +3061,16 @@ static Kernel *check_kernel(Sema *s, const Node *kn)
   return s->d->nerrors == errors ? k : NULL;
 }
 
+static bool is_identifier(const char *s)
+{
+  if (!s || !(*s == '_' || isalpha((unsigned char)*s)))
+    return false;
+  for (s++; *s; s++)
+    if (!(*s == '_' || isalnum((unsigned char)*s)))
+      return false;
+  return true;
+}
+
 Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *defs, int ndefs,
                    const ConstDef *sizes, int nsizes, const char *only, const Target *target)
 {
@@ -3076,6 +3087,15 @@ Module *sema_build(Arena *a, Diags *d, const NodeList *kernels, const ConstDef *
   s.nsizes = nsizes;
   s.target = target ? target : target_default();
   int errors = d->nerrors;
+  /* A name with a space in it ("-D 'CAUSAL=1'" quoted as one argument with the -D) would match no
+   * constant and, as a warning, leave the constant at its default unnoticed. */
+  for (int i = 0; i < ndefs; i++)
+    if (!is_identifier(defs[i].name))
+      error_at(d, NO_LOC,
+               "-D '%s': not the name of a constant (a letter or '_', then letters, digits or '_')",
+               defs[i].name);
+  if (d->nerrors != errors)
+    return NULL;
   bool found = false;
   /* The fns first: a kernel may call one defined after it. */
   s.fns = ARENA_ARRAY(a, const Node *, kernels->n + 1);
