@@ -14,6 +14,9 @@
  *       consume(k)       -- (wgmma: issued before the fetch, its wait after)
  *   wait_group(0)                                                epilogue
  *
+ * Beside a TMA form (below), where this form is the fallback for tensors the
+ * copy engine cannot address, a prologue of S - 1 >= 3 fetches is a run-time
+ * loop over p instead (one copy of the fetch code: matmul.tl's compile time).
  * One barrier per iteration.  With S = 1 there is no other stage to fill
  * meanwhile: fetch, commit, wait_group(0), barrier, consume, barrier.
  * Every commit is unconditional, so the group count is the same in every
@@ -1060,11 +1063,26 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   if (reused || w->loops)
     stlist_push(w->a, &out, lw_barrier(w));
   int n = lw_let(w, &out, "n", s->extents[0]);
-  /* Prologue. */
-  for (int p = 0; p < S - 1; p++) {
-    Stmt *issue = produce_all(w, &producers, kv, lw_i32(w, p), lw_i32(w, p));
-    stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)), issue, NULL));
-    stlist_push(w->a, &out, async_stmt(w, ST_CP_COMMIT, 0));
+  /* Prologue.  Beside a TMA form this one is the fallback for tensors the
+   * copy engine cannot address: with three stages or more to fill, a run-time
+   * loop, one copy of the fetch code instead of S - 1 (matmul.tl's compile time;
+   * with two, the loop's registers made stdlib attention's causal kernel spill). */
+  if (tma && consumers.n && S > 3) {
+    int p = lw_fresh(w, "p", VAR_LOOP);
+    StmtList one = {0};
+    Stmt *issue = produce_all(w, &producers, kv, lw_var(w, p), lw_var(w, p));
+    stlist_push(w->a, &one, lw_if(w, lw_bin(w, OP_LT, lw_var(w, p), lw_var(w, n)), issue, NULL));
+    stlist_push(w->a, &one, async_stmt(w, ST_CP_COMMIT, 0));
+    Stmt *loop = lw_unrolled(w, p, S - 1, stlist_seq(w->a, &one, s->loc));
+    loop->for_kind = FOR_SERIAL;
+    loop->rolled = true;
+    stlist_push(w->a, &out, loop);
+  } else {
+    for (int p = 0; p < S - 1; p++) {
+      Stmt *issue = produce_all(w, &producers, kv, lw_i32(w, p), lw_i32(w, p));
+      stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)), issue, NULL));
+      stlist_push(w->a, &out, async_stmt(w, ST_CP_COMMIT, 0));
+    }
   }
   /* Steady state. */
   StmtList it = {0};
