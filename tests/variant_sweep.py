@@ -26,8 +26,9 @@ import threading
 # (file, kernel, arch, T, the variant's launch constants NAME=VALUE sorted, spilled bytes): spills ptxas
 # reports today, measured and not yet taken on (the speed figures in results/ were measured with them).
 # Most sit under a register cap the variant sets itself: softmax's MINB = 2048 / THREADS blocks per
-# multiprocessor gives 32 registers (uncapped, ptxas takes 56-62 and spills nothing); rmsnorm's 1024
-# threads give 64.
+# multiprocessor gives 32 registers (uncapped, ptxas takes 56-62 and spills nothing; with the long-row
+# branch deleted, which such rows never take, it spills nothing at 32 either); rmsnorm's 1024 threads
+# give 64 (with its long-row branch deleted it spills more, 20-28 bytes: not that branch's).
 KNOWN = {}
 for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/softmax.tl', 'softmax', 'sm_80', 'bf16', 'BN=16384 BPS=2 DIRECT=0 MINB=2 STAGES=2 THREADS=1024', 4),
