@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TRIPLE "nvptx64-nvidia-cuda"
 
@@ -316,27 +317,23 @@ static bool check_kernels(Compilation *c)
   return true;
 }
 
-static bool run(Compilation *c, char **llvm_ir_out, char **ptx_out)
+/* The LLVM part of a compilation whose target machine, module and context are c's own: build,
+ * optimize, then the IR text and / or the PTX (appended to meta). */
+static bool run_llvm(Compilation *c, StrBuf *meta, char **llvm_ir_out, char **ptx_out)
 {
-  StrBuf meta = {0};
-  c->straight_line = true;
-  for (int i = 0; i < c->m->nkernels; i++)
-    c->straight_line &= !has_runtime_loop(c->m->kernels[i]->body);
-  bool ok = check_kernels(c) && emit_meta_block(c->m, c->d, &meta) && create_target_machine(c);
-  if (ok)
-    ok = build_module(c) && optimize(c);
+  bool ok = create_target_machine(c) && build_module(c) && optimize(c);
   if (ok && llvm_ir_out)
     *llvm_ir_out = print_llvm_ir(c);
   if (ok && ptx_out) {
-    *ptx_out = emit_ptx(c, &meta);
+    *ptx_out = emit_ptx(c, meta);
     ok = *ptx_out != NULL;
   }
-  free(meta.data);
   return ok;
 }
 
 typedef struct {
   Compilation *c;
+  StrBuf *meta;
   char **llvm_ir_out, **ptx_out;
   bool ok;
 } Run;
@@ -344,7 +341,161 @@ typedef struct {
 static void run_call(void *arg)
 {
   Run *r = arg;
-  r->ok = run(r->c, r->llvm_ir_out, r->ptx_out);
+  r->ok = run_llvm(r->c, r->meta, r->llvm_ir_out, r->ptx_out);
+}
+
+/* Runs c's LLVM part in a context of its own, contained (codegen_contained), and disposes of
+ * what LLVM made. */
+static bool run_contained(Compilation *c, StrBuf *meta, char **llvm_ir_out, char **ptx_out)
+{
+  c->ctx = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(c->ctx, on_llvm_diagnostic, &c->llvm_diags);
+  Run r = {c, meta, llvm_ir_out, ptx_out, false};
+  char reason[1024];
+  if (!codegen_contained(run_call, &r, reason, sizeof reason)) {
+    /* LLVM's state is unknown: leak the context, module and machine. */
+    fail(c, "LLVM stopped with a fatal error (a bug in tilec or LLVM; please report it with the source)",
+         reason);
+    free(c->llvm_diags.first_error);
+    if (llvm_ir_out) {
+      free(*llvm_ir_out);
+      *llvm_ir_out = NULL;
+    }
+    if (ptx_out) {
+      free(*ptx_out);
+      *ptx_out = NULL;
+    }
+    return false;
+  }
+  if (c->mod)
+    LLVMDisposeModule(c->mod);
+  if (c->tm)
+    LLVMDisposeTargetMachine(c->tm);
+  LLVMContextDispose(c->ctx);
+  free(c->llvm_diags.first_error);
+  return r.ok;
+}
+
+/* ---------------------------------------------------------------- kernels on threads
+ *
+ * A module of several kernels (stdlib/gemm.tl has ten) is compiled one kernel per LLVM module,
+ * on up to as many threads as the machine has processors: nothing in a kernel's code depends on
+ * another's (each has its own function and shared-memory global; module-wide, only the choice of
+ * pipeline, straight_line, which stays the module's). The PTX is the header of the first kernel's
+ * output, then each kernel's functions and globals in the module's order: every kernel's code is
+ * the same as from one module, except the numbers in its labels ($L__BB0_ instead of $L__BB3_)
+ * and the place of its shared-memory global. The output does not depend on the number of threads
+ * ($TILEC_THREADS = N caps it; 1: one after the other). The IR text (--emit=llvm) and -lineinfo
+ * (one .file table) keep one module for all kernels. */
+
+typedef struct {
+  Compilation c;
+  Module one; /* the kernel alone */
+  Diags d;    /* its diagnostics, moved into the caller's after the join */
+  char *ptx;  /* its PTX, header included */
+  bool ok;
+} KernelJob;
+
+typedef struct {
+  KernelJob *jobs;
+  int njobs;
+  int next; /* the next job to take, under lock */
+  pthread_mutex_t lock;
+} JobQueue;
+
+static void *kernel_worker(void *arg)
+{
+  JobQueue *q = arg;
+  for (;;) {
+    pthread_mutex_lock(&q->lock);
+    int i = q->next < q->njobs ? q->next++ : -1;
+    pthread_mutex_unlock(&q->lock);
+    if (i < 0)
+      return NULL;
+    KernelJob *j = &q->jobs[i];
+    StrBuf none = {0};
+    j->ok = run_contained(&j->c, &none, NULL, &j->ptx);
+  }
+}
+
+static int codegen_threads(int nkernels)
+{
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  const char *e = getenv("TILEC_THREADS");
+  if (e && *e) {
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (!*end && v >= 1)
+      n = v;
+  }
+  if (n > nkernels)
+    n = nkernels;
+  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* Where a PTX text's header (up to the .address_size line) ends, or NULL. */
+static const char *after_header(const char *ptx)
+{
+  const char *a = strstr(ptx, "\n.address_size ");
+  if (!a)
+    return NULL;
+  const char *nl = strchr(a + 1, '\n');
+  return nl ? nl + 1 : NULL;
+}
+
+/* The kernels of c->m on `threads` threads; the PTX (meta block, one header, every kernel's code
+ * in order) in *ptx_out. */
+static bool run_kernels_threaded(Compilation *c, StrBuf *meta, int threads, char **ptx_out)
+{
+  int n = c->m->nkernels;
+  KernelJob *jobs = calloc((size_t)n, sizeof *jobs);
+  pthread_t *tids = calloc((size_t)threads + 1, sizeof *tids);
+  if (!jobs || !tids) {
+    free(jobs);
+    free(tids);
+    return fail(c, "out of memory", "compiling the kernels on threads");
+  }
+  for (int i = 0; i < n; i++) {
+    KernelJob *j = &jobs[i];
+    j->c = *c;
+    j->one = (Module){.arena = c->m->arena, .kernels = &c->m->kernels[i], .nkernels = 1};
+    j->c.m = &j->one;
+    j->c.loc = c->m->kernels[i]->loc;
+    j->d = (Diags){.arena = arena_new()};
+    j->c.d = &j->d;
+  }
+  JobQueue q = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+  int started = 0;
+  for (; started < threads - 1; started++)
+    if (pthread_create(&tids[started], NULL, kernel_worker, &q))
+      break; /* fewer threads: this one and those started take the rest */
+  kernel_worker(&q);
+  for (int t = 0; t < started; t++)
+    pthread_join(tids[t], NULL);
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    for (const Diag *g = jobs[i].d.first; g; g = g->next)
+      diag_at(c->d, g->level, g->loc, "%s", g->message);
+    ok &= jobs[i].ok;
+  }
+  if (ok) {
+    for (int i = 0; i < n && ok; i++) {
+      const char *body = after_header(jobs[i].ptx);
+      if (!body)
+        ok = fail(c, "LLVM's PTX has no .address_size line", jobs[i].c.m->kernels[0]->name);
+      else
+        sb_putn(meta, i == 0 ? jobs[i].ptx : body, strlen(i == 0 ? jobs[i].ptx : body));
+    }
+    if (ok)
+      *ptx_out = sb_take(meta);
+  }
+  for (int i = 0; i < n; i++) {
+    free(jobs[i].ptx);
+    arena_free(jobs[i].d.arena);
+  }
+  free(jobs);
+  free(tids);
+  return ok;
 }
 
 bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char **llvm_ir_out, char **ptx_out)
@@ -364,35 +515,23 @@ bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char *
   }
   pthread_once(&nvptx_once, init_nvptx);
 
-  c.ctx = LLVMContextCreate();
-  LLVMContextSetDiagnosticHandler(c.ctx, on_llvm_diagnostic, &c.llvm_diags);
-  Run r = {&c, llvm_ir_out, ptx_out, false};
-  char reason[1024];
-  if (!codegen_contained(run_call, &r, reason, sizeof reason)) {
-    /* LLVM's state is unknown: leak the context, module and machine. */
-    fail(&c, "LLVM stopped with a fatal error (a bug in tilec or LLVM; please report it with the source)",
-         reason);
-    free(c.llvm_diags.first_error);
-    if (llvm_ir_out) {
-      free(*llvm_ir_out);
-      *llvm_ir_out = NULL;
-    }
-    if (ptx_out) {
-      free(*ptx_out);
-      *ptx_out = NULL;
-    }
-    return false;
-  }
-  bool ok = r.ok;
-  if (c.mod)
-    LLVMDisposeModule(c.mod);
-  if (c.tm)
-    LLVMDisposeTargetMachine(c.tm);
-  LLVMContextDispose(c.ctx);
-  free(c.llvm_diags.first_error);
+  c.straight_line = true;
+  for (int i = 0; i < m->nkernels; i++)
+    c.straight_line &= !has_runtime_loop(m->kernels[i]->body);
+  StrBuf meta = {0};
+  bool ok = check_kernels(&c) && emit_meta_block(m, d, &meta);
+  if (ok && ptx_out && !llvm_ir_out && !c.line_info && m->nkernels > 1)
+    ok = run_kernels_threaded(&c, &meta, codegen_threads(m->nkernels), ptx_out);
+  else if (ok)
+    ok = run_contained(&c, &meta, llvm_ir_out, ptx_out);
+  free(meta.data);
   if (!ok && llvm_ir_out) {
     free(*llvm_ir_out);
     *llvm_ir_out = NULL;
+  }
+  if (!ok && ptx_out) {
+    free(*ptx_out);
+    *ptx_out = NULL;
   }
   return ok;
 }

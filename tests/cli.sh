@@ -84,6 +84,13 @@ ok "$TILEC" -D WS=0 --emit=tir "$ex/matmul.tl" -o -
 has 'mbarrier.init mbar.56[0], count 1'; has 'mbarrier.init mbar.56[4], count 256'
 has 'mbarrier.expect_tx mbar.56[0], bytes 49152'
 ok "$TILEC" --emit=tir "$ex/matmul.tl" -o -; has 'setmaxnreg.dec 40'; has 'setmaxnreg.inc 232'
+# A source of several kernels: one LLVM module per kernel, on threads; one PTX header, every kernel,
+# and the same text whatever the number of threads (docs/compiler-api.md).
+ok env TILEC_THREADS=1 "$TILEC" "$ex/../stdlib/norms.tl" -o "$tmp/norms1.ptx"
+ok env TILEC_THREADS=3 "$TILEC" "$ex/../stdlib/norms.tl" -o "$tmp/norms3.ptx"
+cmp -s "$tmp/norms1.ptx" "$tmp/norms3.ptx" || { echo "FAIL: the PTX depends on TILEC_THREADS"; fail=1; }
+[ "$(grep -c '^\.version' "$tmp/norms3.ptx")" = 1 ] || { echo "FAIL: not one .version line"; fail=1; }
+has '.visible .entry rmsnorm(' "$tmp/norms3.ptx"; has '.visible .entry layernorm(' "$tmp/norms3.ptx"
 # What docs/tutorials/08_attention.md quotes: shared memory with P staged and in registers, the layouts
 # of s and p, and the register-A wgmma.
 ok "$TILEC" --emit=tir "$ex/../docs/tutorials/attention_staged.tl" -o -; has 'smem(65568)'
