@@ -418,6 +418,8 @@ static void *kernel_worker(void *arg)
   }
 }
 
+#define MAX_CODEGEN_THREADS 64
+
 static int codegen_threads(int nkernels)
 {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -430,7 +432,7 @@ static int codegen_threads(int nkernels)
   }
   if (n > nkernels)
     n = nkernels;
-  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+  return n < 1 ? 1 : n > MAX_CODEGEN_THREADS ? MAX_CODEGEN_THREADS : (int)n;
 }
 
 /* Where a PTX text's header (up to the .address_size line) ends, or NULL. */
@@ -449,12 +451,9 @@ static bool run_kernels_threaded(Compilation *c, StrBuf *meta, int threads, char
 {
   int n = c->m->nkernels;
   KernelJob *jobs = calloc((size_t)n, sizeof *jobs);
-  pthread_t *tids = calloc((size_t)threads + 1, sizeof *tids);
-  if (!jobs || !tids) {
-    free(jobs);
-    free(tids);
+  pthread_t tids[MAX_CODEGEN_THREADS];
+  if (!jobs)
     return fail(c, "out of memory", "compiling the kernels on threads");
-  }
   for (int i = 0; i < n; i++) {
     KernelJob *j = &jobs[i];
     j->c = *c;
@@ -481,10 +480,11 @@ static bool run_kernels_threaded(Compilation *c, StrBuf *meta, int threads, char
   if (ok) {
     for (int i = 0; i < n && ok; i++) {
       const char *body = after_header(jobs[i].ptx);
+      const char *part = i == 0 ? jobs[i].ptx : body; /* the header once, from the first */
       if (!body)
         ok = fail(c, "LLVM's PTX has no .address_size line", jobs[i].c.m->kernels[0]->name);
       else
-        sb_putn(meta, i == 0 ? jobs[i].ptx : body, strlen(i == 0 ? jobs[i].ptx : body));
+        sb_putn(meta, part, strlen(part));
     }
     if (ok)
       *ptx_out = sb_take(meta);
@@ -494,7 +494,6 @@ static bool run_kernels_threaded(Compilation *c, StrBuf *meta, int threads, char
     arena_free(jobs[i].d.arena);
   }
   free(jobs);
-  free(tids);
   return ok;
 }
 

@@ -50,6 +50,8 @@ int lw_let(Lw *w, StmtList *out, const char *name, Expr *value); /* let NAME = v
 int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n);
 Stmt *lw_unrolled(Lw *w, int var, int64_t n, Stmt *body);
 Stmt *lw_chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers);
+/* for var in serial(n) rolled: a run-time loop LLVM must not unroll (Stmt.rolled) */
+Stmt *lw_rolled(Lw *w, int var, int64_t n, Stmt *body);
 Stmt *lw_if(Lw *w, Expr *cond, Stmt *then_s, Stmt *else_s);     /* cond NULL: then_s */
 Stmt *lw_barrier(Lw *w);
 Stmt *lw_assign(Lw *w, int var, Expr *value);                   /* var = value (a VAR_MUT) */

@@ -53,6 +53,14 @@ Stmt *lw_unrolled(Lw *w, int var, int64_t n, Stmt *body)
   return s;
 }
 
+Stmt *lw_rolled(Lw *w, int var, int64_t n, Stmt *body)
+{
+  Stmt *s = lw_unrolled(w, var, n, body);
+  s->for_kind = FOR_SERIAL;
+  s->rolled = true;
+  return s;
+}
+
 /* A loop over chunks: unrolled when it indexes registers (fragments) or is
  * short; a plain loop otherwise, so that large shared tiles stay small code. */
 Stmt *lw_chunk_loop(Lw *w, int var, int64_t n, Stmt *body, bool indexes_registers)

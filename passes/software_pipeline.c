@@ -302,14 +302,12 @@ static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *st
   Stmt *inner = stlist_seq(w->a, &body, copy->loc);
   if (guard)
     inner = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, base), lw_i32(w, total)), inner, NULL);
-  Stmt *checked = lw_chunk_loop(w, c, chunks, inner, false);
   if (!async)
-    return checked;
+    return lw_chunk_loop(w, c, chunks, inner, false);
   /* Edge tiles only: a run-time loop, whose per-vector addresses and tests
    * are not all kept alive across the K loop (about 110 registers of the
    * default matmul were this path's, unrolled and hoisted). */
-  checked->for_kind = FOR_SERIAL;
-  checked->rolled = true;
+  Stmt *checked = lw_rolled(w, c, chunks, inner);
   return lw_if(w, interior(w, &gr, &slice, vec),
                produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, copy->loc), checked);
 }
@@ -328,6 +326,14 @@ static Stmt *async_stmt(Lw *w, StmtKind kind, int pending)
   Stmt *s = st_new(w->a, kind, NO_LOC);
   s->pending = pending;
   return s;
+}
+
+/* One fetch of the prologue, for iteration (and stage) p: if p < n { produce(p) } commit. */
+static void prologue_fetch(Lw *w, StmtList *out, StmtList *producers, int kv, Expr *p, int n)
+{
+  Stmt *issue = produce_all(w, producers, kv, ex_clone(w->a, p), ex_clone(w->a, p));
+  stlist_push(w->a, out, lw_if(w, lw_bin(w, OP_LT, p, lw_var(w, n)), issue, NULL));
+  stlist_push(w->a, out, async_stmt(w, ST_CP_COMMIT, 0));
 }
 
 /* The loop body's leading producer copies and the consumers after them;
@@ -1070,19 +1076,11 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   if (tma && consumers.n && S > 3) {
     int p = lw_fresh(w, "p", VAR_LOOP);
     StmtList one = {0};
-    Stmt *issue = produce_all(w, &producers, kv, lw_var(w, p), lw_var(w, p));
-    stlist_push(w->a, &one, lw_if(w, lw_bin(w, OP_LT, lw_var(w, p), lw_var(w, n)), issue, NULL));
-    stlist_push(w->a, &one, async_stmt(w, ST_CP_COMMIT, 0));
-    Stmt *loop = lw_unrolled(w, p, S - 1, stlist_seq(w->a, &one, s->loc));
-    loop->for_kind = FOR_SERIAL;
-    loop->rolled = true;
-    stlist_push(w->a, &out, loop);
+    prologue_fetch(w, &one, &producers, kv, lw_var(w, p), n);
+    stlist_push(w->a, &out, lw_rolled(w, p, S - 1, stlist_seq(w->a, &one, s->loc)));
   } else {
-    for (int p = 0; p < S - 1; p++) {
-      Stmt *issue = produce_all(w, &producers, kv, lw_i32(w, p), lw_i32(w, p));
-      stlist_push(w->a, &out, lw_if(w, lw_bin(w, OP_LT, lw_i32(w, p), lw_var(w, n)), issue, NULL));
-      stlist_push(w->a, &out, async_stmt(w, ST_CP_COMMIT, 0));
-    }
+    for (int p = 0; p < S - 1; p++)
+      prologue_fetch(w, &out, &producers, kv, lw_i32(w, p), n);
   }
   /* Steady state. */
   StmtList it = {0};

@@ -49,6 +49,7 @@ for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 MINB=0 THREADS=1024', 4)):
     KNOWN[(_file, _kernel, _arch, _t, _consts)] = _bytes
 
+
 def gemm_sizes():
     out = []
     for m in (1, 16, 64, 128, 512, 1024, 4096, 16384):
@@ -188,6 +189,7 @@ def main():
         print('FAIL', b)
     print('%d compiles, %d distinct PTX, %d failures' % (len(jobs), len(seen), len(bad)))
     sys.exit(1 if bad else 0)
+
 
 if __name__ == '__main__':
     main()
