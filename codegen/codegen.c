@@ -28,6 +28,7 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm-c/ErrorHandling.h>
 #include <llvm-c/Support.h>
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -420,15 +421,20 @@ static void *kernel_worker(void *arg)
 
 #define MAX_CODEGEN_THREADS 64
 
-static int codegen_threads(int nkernels)
+/* The threads for nkernels kernels: the processors online, or $TILEC_THREADS (a value that is not
+ * a whole number >= 1 is ignored, with a warning in d). */
+static int codegen_threads(int nkernels, Diags *d)
 {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   const char *e = getenv("TILEC_THREADS");
   if (e && *e) {
     char *end;
+    errno = 0;
     long v = strtol(e, &end, 10);
-    if (!*end && v >= 1)
+    if (!*end && v >= 1 && !errno)
       n = v;
+    else
+      diag_at(d, DIAG_WARNING, NO_LOC, "TILEC_THREADS=%s: not a whole number of at least 1; ignored", e);
   }
   if (n > nkernels)
     n = nkernels;
@@ -520,7 +526,7 @@ bool codegen_module(const Module *m, const CodegenOptions *opt, Diags *d, char *
   StrBuf meta = {0};
   bool ok = check_kernels(&c) && emit_meta_block(m, d, &meta);
   if (ok && ptx_out && !llvm_ir_out && !c.line_info && m->nkernels > 1)
-    ok = run_kernels_threaded(&c, &meta, codegen_threads(m->nkernels), ptx_out);
+    ok = run_kernels_threaded(&c, &meta, codegen_threads(m->nkernels, d), ptx_out);
   else if (ok)
     ok = run_contained(&c, &meta, llvm_ir_out, ptx_out);
   free(meta.data);

@@ -90,6 +90,9 @@ ok env TILEC_THREADS=1 "$TILEC" "$ex/../stdlib/norms.tl" -o "$tmp/norms1.ptx"
 ok env TILEC_THREADS=3 "$TILEC" "$ex/../stdlib/norms.tl" -o "$tmp/norms3.ptx"
 cmp -s "$tmp/norms1.ptx" "$tmp/norms3.ptx" || { echo "FAIL: the PTX depends on TILEC_THREADS"; fail=1; }
 [ "$(grep -c '^\.version' "$tmp/norms3.ptx")" = 1 ] || { echo "FAIL: not one .version line"; fail=1; }
+bad 0 "warning: TILEC_THREADS=two: not a whole number of at least 1; ignored" \
+  env TILEC_THREADS=two "$TILEC" "$ex/../stdlib/norms.tl" -o "$tmp/norms2.ptx"
+cmp -s "$tmp/norms1.ptx" "$tmp/norms2.ptx" || { echo "FAIL: a bad TILEC_THREADS changed the PTX"; fail=1; }
 has '.visible .entry rmsnorm(' "$tmp/norms3.ptx"; has '.visible .entry layernorm(' "$tmp/norms3.ptx"
 # What docs/tutorials/08_attention.md quotes: shared memory with P staged and in registers, the layouts
 # of s and p, and the register-A wgmma.
