@@ -212,6 +212,32 @@ static bool draw(Launch *L, const Kernel *k, int shrink, const Variant *var)
 
 static bool gpu_mode; /* comparing with the GPU: its approximations need looser bounds (val_close) */
 
+/* Whether the `bad` elements of f32 argument i where the GPU's copy c is not val_close to the tile
+ * level's are what one 16-bit rounding that went the other way makes: a value the GPU computes
+ * approximately (ex2.approx, ...) and the kernel then rounds to f16, as attention's P before P V,
+ * lands one unit of 2^-11 of its magnitude away from the exact value's rounding now and then, and
+ * every f32 sum it feeds moves by that unit times the term it weights: a few isolated elements off
+ * by up to ~1e-3 of the tensor's largest values (more, relatively, where a sum cancels).
+ * Tolerated: at most one element in 1000 (and at least 1), each within 2e-3 of the largest |value|
+ * of the tile level's result; a wrong term, a lost tile or a race is neither that rare nor small. */
+static int64_t rounding_flipped; /* elements rounding_flips tolerated, for the summary */
+
+static bool rounding_flips(const Launch *L, int i, int c, int64_t bad)
+{
+  if (L->type[i] != TY_F32 || bad > (L->elems[i] + 999) / 1000)
+    return false;
+  double big = 0;
+  for (int64_t e = 0; e < L->elems[i]; e++)
+    big = fmax(big, fabs(val_load(TY_F32, L->data[0][i], e).f));
+  for (int64_t e = 0; e < L->elems[i] + L->guard; e++) {
+    Val a = val_load(TY_F32, L->data[0][i], e), b = val_load(TY_F32, L->data[c][i], e);
+    if (!val_close(TY_F32, a, b, true) && !(e < L->elems[i] && fabs(a.f - b.f) <= 2e-3 * big + 1e-5))
+      return false;
+  }
+  rounding_flipped += bad;
+  return true;
+}
+
 #ifdef TILEC_LEVELS_GPU
 static tl_context *gpu_ctx;
 
@@ -418,6 +444,8 @@ static void run_levels(const char *path, const char *src, size_t len, const char
       if (!L.data[0][i])
         continue;
       int64_t bad, first = launch_differs(&L, i, 0, c, gpu_mode, &bad);
+      if (bad && gpu_mode && rounding_flips(&L, i, c, bad))
+        bad = 0;
       if (bad) {
         Val x = val_load(L.type[i], L.data[0][i], first), y = val_load(L.type[i], L.data[c][i], first);
         CHECK(!bad,
@@ -539,9 +567,13 @@ int main(int argc, char **argv)
   for (int i = 0; i < ndirs; i++)
     run_folder(dirs[i], only, 1);
   printf("%s: %d %s runs compared with the tile level, %d launches skipped (the tile level rejects "
-         "them), %d checks, %d failures\n",
+         "them), %d checks, %d failures",
          gpu_mode ? "gpu_levels" : "test_levels", compared, gpu_mode ? "GPU" : "thread-level", skipped,
          checks, failures);
+  if (rounding_flipped)
+    printf(" (%lld f32 elements tolerated as 16-bit roundings of approximations)",
+           (long long)rounding_flipped);
+  printf("\n");
 #ifdef TILEC_LEVELS_GPU
   tl_context_destroy(gpu_ctx);
 #endif
