@@ -6,6 +6,7 @@
  *   mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}...f32   the warp's MMA
  *   mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}...s32     (8-bit inputs)
  *   cp.async.cg.shared.global [dst], [src], 16, src_bytes     global -> shared
+ *   cp.async.ca.shared.global [dst], [src], {8,4}, src_bytes  (rows aligned to less)
  *   cp.async.commit_group / cp.async.wait_group N
  *   wgmma.fence / mma_async / commit_group / wait_group N   sm_90a warpgroup MMA
  *   fence.proxy.async.shared::cta                           generic -> async proxy
@@ -141,8 +142,12 @@ void emit_cp_async(Cg *cg, const Stmt *s)
   LLVMValueRef src = emit_elem_ptr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
   args[1] = LLVMBuildPtrToInt(cg->b, src, cg->t.i64, "");
   args[2] = emit_index(cg, s->src_bytes, cg->t.i32);
-  cg_inline_asm(cg, cg->t.void_t, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", args, 3,
-                true);
+  int size = s->lanes * type_bytes(cg->k->bufs[s->buf].elem);
+  /* 16 bytes bypass L1 (.cg); the smaller sizes exist only as .ca */
+  const char *text = size == 16  ? "cp.async.cg.shared.global [$0], [$1], 16, $2;"
+                     : size == 8 ? "cp.async.ca.shared.global [$0], [$1], 8, $2;"
+                                 : "cp.async.ca.shared.global [$0], [$1], 4, $2;";
+  cg_inline_asm(cg, cg->t.void_t, text, "r,l,r,~{memory}", args, 3, true);
 }
 
 void emit_cp_commit(Cg *cg)

@@ -119,6 +119,7 @@ typedef struct {
 
 typedef struct {
   int64_t byte; /* shared destination */
+  int size;     /* bytes: 16, 8 or 4 */
   uint8_t data[16];
   int group;    /* the thread's commit count when issued: the group it joins */
   int buf;      /* for messages */
@@ -741,8 +742,8 @@ static bool vcopy(Th *th, const Stmt *s, int t)
   return write_elems(th, s->loc, t, s->buf, di, s->nidx, s->lanes, v);
 }
 
-/* cp.async: src_bytes (16 or 0) of the tensor now, into 16 shared bytes when the
- * thread waits for the group; until then the bytes are in flight. */
+/* cp.async: src_bytes (all of its 16, 8 or 4 bytes, or 0) of the tensor now, into the shared
+ * bytes when the thread waits for the group; until then the bytes are in flight. */
 static bool cp_async(Th *th, const Stmt *s, int t)
 {
   int64_t si[TL_MAX_RANK], di[TL_MAX_RANK], src, dst;
@@ -750,12 +751,12 @@ static bool cp_async(Th *th, const Stmt *s, int t)
   int64_t bytes = eval(th, s->src_bytes, t).i;
   if (!eval_indices(th, s->src_idx, s->nsrc_idx, t, si) || !eval_indices(th, s->idx, s->nidx, t, di))
     return false;
-  int lanes = (int)(16 / type_bytes(D->elem));
+  int size = s->lanes * type_bytes(D->elem), lanes = s->lanes;
   if (!locate(th, s->loc, t, s->buf, di, s->nidx, lanes, &dst))
     return false;
-  CpOp op = {.byte = dst, .group = th->cp[t].committed, .buf = s->buf, .loc = s->loc};
-  if (bytes != 0 && bytes != 16) {
-    fail(th, s->loc, t, "cp.async of %lld bytes (16 or 0)", (long long)bytes);
+  CpOp op = {.byte = dst, .size = size, .group = th->cp[t].committed, .buf = s->buf, .loc = s->loc};
+  if (bytes != 0 && bytes != size) {
+    fail(th, s->loc, t, "cp.async of %lld bytes (%d or 0)", (long long)bytes, size);
     return false;
   }
   if (bytes) {
@@ -764,9 +765,9 @@ static bool cp_async(Th *th, const Stmt *s, int t)
     if (!locate(th, s->loc, t, s->src_buf, si, s->nsrc_idx, lanes, &src) ||
         !tensor_order(th, s->loc, t, s->src_buf, si, s->nsrc_idx, src, lanes, NULL))
       return false;
-    memcpy(op.data, (const char *)th->data[s->src_buf] + src * type_bytes(S->elem), 16);
+    memcpy(op.data, (const char *)th->data[s->src_buf] + src * type_bytes(S->elem), (size_t)size);
   }
-  for (int64_t i = dst; i < dst + 16; i++) {
+  for (int64_t i = dst; i < dst + size; i++) {
     Shadow *sh = &th->shadow[i];
     char e[160];
     if (sh->inflight || sh->async_reads ||
@@ -790,7 +791,7 @@ static bool cp_async(Th *th, const Stmt *s, int t)
     q->cap = cap;
   }
   q->ops[q->n++] = op;
-  for (int64_t i = dst; i < dst + 16; i++)
+  for (int64_t i = dst; i < dst + size; i++)
     th->shadow[i].inflight++;
   return true;
 }
@@ -807,11 +808,11 @@ static bool cp_wait(Th *th, const Stmt *s, int t)
       q->ops[keep++] = *op;
       continue;
     }
-    for (int64_t b = op->byte; b < op->byte + 16; b++)
+    for (int64_t b = op->byte; b < op->byte + op->size; b++)
       th->shadow[b].inflight--;
     int64_t idx = (op->byte - th->k->bufs[op->buf].smem_offset) / type_bytes(th->k->bufs[op->buf].elem);
     th->stats.async_copies++;
-    if (!shared_write(th, op->loc, t, op->byte, 16, op->data, op->buf, &idx, 1))
+    if (!shared_write(th, op->loc, t, op->byte, op->size, op->data, op->buf, &idx, 1))
       return false;
   }
   q->n = keep;

@@ -584,8 +584,8 @@ struct Stmt {
   int src_buf;
   Expr **src_idx;
   int nsrc_idx;
-  int lanes;               /* VCOPY, CP_ASYNC: elements moved */
-  Expr *src_bytes;         /* CP_ASYNC: bytes read, 16 or 0 (zero-fill) */
+  int lanes;               /* VCOPY, CP_ASYNC: elements moved (CP_ASYNC: 16, 8 or 4 bytes of them) */
+  Expr *src_bytes;         /* CP_ASYNC: bytes read, all lanes' or 0 (zero-fill) */
   int pending;             /* CP_WAIT, WGMMA_WAIT: committed groups that may stay in flight */
   int matrices;            /* LDMATRIX: 8x8 matrices, 1, 2 or 4 */
   int scratch_role;        /* BARRIER: 0, or its role around the reduction scratch .buf (lower_reduce.c) */

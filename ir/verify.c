@@ -230,6 +230,9 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
       return false;
     if (v->k->bufs[s->buf].scope != SCOPE_SHARED || v->k->bufs[s->src_buf].scope != SCOPE_GLOBAL)
       return fail(v, "cp.async copies global to shared");
+    if (s->lanes < 1 || (16 % (s->lanes * type_bytes(v->k->bufs[s->buf].elem))) ||
+        s->lanes * type_bytes(v->k->bufs[s->buf].elem) < 4)
+      return fail(v, "cp.async moves 4, 8 or 16 bytes");
     return true;
   case ST_WGMMA_COMMIT:
   case ST_FENCE_PROXY_ASYNC: return true;

@@ -27,6 +27,38 @@ static Expr **tile_index(Lw *w, Expr *creg, Expr **t, int rank, Expr *off, int *
   return v;
 }
 
+/* A whole vector of the asynchronous copy whose row is aligned to 4 bytes but not 16 (a tensor
+ * whose rows are an odd multiple of 4 bytes long, e.g. N = 4098 halves; N = 4097 has every other
+ * row so): four 4-byte cp.async, still in flight with the rest of the stage, instead of the
+ * element path's loads, which the thread waits for.  Otherwise `slow`. */
+static Stmt *async_pieces(Lw *w, const Region *gr, int tb, Expr *creg, Expr **tt, int trank, Expr **g,
+                          int vec, Expr *whole, Stmt *slow, SrcLoc loc)
+{
+  const Buffer *G = &w->k->bufs[gr->buf];
+  int R = G->rank, eb = type_bytes(G->elem), lanes = 4 / eb;
+  if (eb > 4 || vec * eb != 16)
+    return slow;
+  Expr **ga = ARENA_ARRAY(w->a, Expr *, R);
+  for (int d = 0; d < R; d++)
+    ga[d] = ex_clone(w->a, g[d]);
+  StmtList l = {0};
+  for (int q = 0; q < vec; q += lanes) {
+    Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
+    cp->buf = tb;
+    cp->idx = tile_index(w, creg, tt, trank, lw_i32(w, q), &cp->nidx);
+    cp->src_buf = gr->buf;
+    cp->nsrc_idx = R;
+    cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+    for (int d = 0; d < R; d++)
+      cp->src_idx[d] = d == R - 1 ? ex_add(w->a, ex_clone(w->a, g[d]), lw_i32(w, q)) : ex_clone(w->a, g[d]);
+    cp->src_bytes = lw_i32(w, 4);
+    cp->lanes = lanes;
+    stlist_push(w->a, &l, cp);
+  }
+  Expr *ok = lw_and(w, ex_clone(w->a, whole), ex_aligned(w->a, gr->buf, ga, R, 4));
+  return lw_if(w, ok, stlist_seq(w->a, &l, loc), slow);
+}
+
 void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, Expr *creg, Expr **t, int vec,
                     Expr *stage, bool async, SrcLoc loc)
 {
@@ -84,6 +116,8 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
   /* Slow path: element by element, zeros outside the tensor. */
   StmtList slow = {0};
   int v = lw_fresh(w, "v", VAR_LOOP);
+  int tmp = load && !creg && vec > 1 ? lw_new_buffer(w, "ld", SCOPE_LOCAL, G->elem, vec) : -1;
+  G = &w->k->bufs[gr->buf], T = &w->k->bufs[tb]; /* the new buffer may have moved the array */
   {
     StmtList one = {0};
     int gv = lw_let(w, &one, "gv", ex_add(w->a, ex_clone(w->a, glast), lw_var(w, v)));
@@ -94,7 +128,14 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
     for (int d = 0; d < R; d++)
       ge[d] = d == vd ? lw_var(w, gv) : ex_clone(w->a, g[d]);
     Expr **te = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
-    if (load) {
+    if (load && !creg && vec > 1) {
+      /* Into a shared tile: the vector's loads into registers first, then its stores, so that
+       * the loads are in flight together (a shared store after each load waits for it: one
+       * load at a time, the misaligned tensor's whole copy at the memory's latency per element). */
+      Stmt *ld = lw_store(w, tmp, lw_idx1(w, lw_var(w, v)), 1, ex_load(w->a, w->k, gr->buf, ge, R));
+      stlist_push(w->a, &one,
+                  lw_if(w, ok, ld, lw_store(w, tmp, lw_idx1(w, lw_var(w, v)), 1, lw_zero(w, G->elem))));
+    } else if (load) {
       Stmt *ld = lw_store(w, tb, te, tn, ex_load(w->a, w->k, gr->buf, ge, R));
       Expr **te0 = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
       stlist_push(w->a, &one, lw_if(w, ok, ld, lw_store(w, tb, te0, tn, lw_zero(w, T->elem))));
@@ -103,6 +144,10 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
                   lw_if(w, ok, lw_store(w, gr->buf, ge, R, ex_load(w->a, w->k, tb, te, tn)), NULL));
     }
     stlist_push(w->a, &slow, lw_unrolled(w, v, vec, stlist_seq(w->a, &one, loc)));
+    if (tmp >= 0) {
+      Expr **t0 = tile_index(w, creg, tt, trank, lw_i32(w, 0), &tn);
+      lw_vcopy(w, &slow, tb, t0, tn, tmp, lw_idx1(w, lw_i32(w, 0)), 1, vec, tn - 1, 0);
+    }
   }
   Stmt *fast_s = stlist_seq(w->a, &fast, loc), *slow_s = stlist_seq(w->a, &slow, loc);
   /* A strided tensor whose innermost stride is not the literal 1 goes element by element too. */
@@ -136,7 +181,8 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
       zf->src_idx[d] = lw_i32(w, 0); /* a valid address; no byte is read */
     zf->src_bytes = lw_i32(w, 0);
     zf->lanes = vec;
-    chunk->else_s = lw_if(w, outside, zf, slow_s);
+    chunk->else_s = lw_if(w, outside, zf,
+                          async_pieces(w, gr, tb, creg, tt, trank, g, vec, whole, slow_s, loc));
   }
   stlist_push(w->a, body, chunk);
 }
