@@ -189,6 +189,59 @@ static void test_print_verify(void)
   arena_free(a);
 }
 
+/* cp.async moves 16, 8 or 4 bytes (lanes times the element's bytes; lower_copy.c's 4-byte pieces for
+ * rows aligned to less than 16): printed with its size, any other size refused by the verifier. */
+static void test_cp_async_sizes(void)
+{
+  Arena *a = arena_new();
+  int nv, iv, ab;
+  Kernel *k = kernel_with_tensor(a, "cp", &nv, &iv, &ab);
+  kernel_add_param(a, k, true, ab);
+  kernel_add_param(a, k, false, nv);
+  Buffer S = {.name = "S", .scope = SCOPE_SHARED, .elem = TY_F32, .rank = 1};
+  S.tile_shape[0] = 16;
+  S.shape[0] = ex_int(a, TY_I32, 16);
+  int sb = kernel_add_buffer(a, k, S);
+  k->grid_rank = 1;
+  k->grid[0] = ex_int(a, TY_I32, 1);
+  k->threads = ex_int(a, TY_I32, 32);
+  k->nthreads = 32;
+  Stmt *cp = st_new(a, ST_CP_ASYNC, NO_LOC);
+  cp->buf = sb;
+  cp->idx = ARENA_ARRAY(a, Expr *, 1);
+  cp->idx[0] = ex_int(a, TY_I32, 0);
+  cp->nidx = 1;
+  cp->src_buf = ab;
+  cp->src_idx = ARENA_ARRAY(a, Expr *, 1);
+  cp->src_idx[0] = ex_int(a, TY_I32, 0);
+  cp->nsrc_idx = 1;
+  cp->src_bytes = ex_int(a, TY_I32, 4);
+  k->body = cp;
+  static const struct {
+    int lanes;
+    const char *printed; /* NULL: refused */
+  } cases[] = {{4, "cp.async.16 A[0] -> S[0]"},
+               {2, "cp.async.8 A[0] -> S[0]"},
+               {1, "cp.async.4 A[0] -> S[0]"},
+               {3, NULL},
+               {8, NULL},
+               {0, NULL}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    cp->lanes = cases[c].lanes;
+    const char *why = ir_verify(a, k, VERIFY_THREAD);
+    if (!cases[c].printed) {
+      CHECK(why && strstr(why, "cp.async moves 4, 8 or 16 bytes"));
+      continue;
+    }
+    CHECK(why == NULL);
+    StrBuf text = {0};
+    ir_print_kernel(&text, k);
+    CHECK(strstr(text.data, cases[c].printed));
+    free(text.data);
+  }
+  arena_free(a);
+}
+
 /* st_clone: a deep copy (statements and expressions), which prints the same and shares nothing that a
  * rewrite of the copy could change in the original (software_pipeline.c lowers one copy per form). */
 static void test_clone(void)
@@ -296,6 +349,7 @@ int main(void)
   test_types();
   test_fold();
   test_print_verify();
+  test_cp_async_sizes();
   test_clone();
   test_diag_render();
   if (failures) {
