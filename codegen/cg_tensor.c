@@ -142,7 +142,7 @@ void emit_cp_async(Cg *cg, const Stmt *s)
   LLVMValueRef src = emit_elem_ptr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
   args[1] = LLVMBuildPtrToInt(cg->b, src, cg->t.i64, "");
   args[2] = emit_index(cg, s->src_bytes, cg->t.i32);
-  int size = s->lanes * type_bytes(cg->k->bufs[s->buf].elem);
+  int size = cp_async_size(cg->k, s);
   /* 16 bytes bypass L1 (.cg); the smaller sizes exist only as .ca */
   const char *text = size == 16  ? "cp.async.cg.shared.global [$0], [$1], 16, $2;"
                      : size == 8 ? "cp.async.ca.shared.global [$0], [$1], 8, $2;"

@@ -751,7 +751,7 @@ static bool cp_async(Th *th, const Stmt *s, int t)
   int64_t bytes = eval(th, s->src_bytes, t).i;
   if (!eval_indices(th, s->src_idx, s->nsrc_idx, t, si) || !eval_indices(th, s->idx, s->nidx, t, di))
     return false;
-  int size = s->lanes * type_bytes(D->elem), lanes = s->lanes;
+  int size = cp_async_size(th->k, s), lanes = s->lanes;
   if (!locate(th, s->loc, t, s->buf, di, s->nidx, lanes, &dst))
     return false;
   CpOp op = {.byte = dst, .size = size, .group = th->cp[t].committed, .buf = s->buf, .loc = s->loc};

@@ -680,6 +680,11 @@ typedef struct {
 
 int kernel_add_var(Arena *a, Kernel *k, Var v);
 int64_t buffer_elems(const Buffer *b); /* tiles: product of tile_shape */
+/* The bytes a CP_ASYNC statement moves: its lanes times its shared tile's element size (16, 8 or 4). */
+static inline int cp_async_size(const Kernel *k, const Stmt *s)
+{
+  return s->lanes * type_bytes(k->bufs[s->buf].elem);
+}
 /* A tensor declared with strides(...). */
 static inline bool buffer_strided(const Buffer *b) { return b->rank > 0 && b->stride[0] != NULL; }
 /* Consecutive elements of the last dimension are consecutive in memory: contiguous, or an innermost

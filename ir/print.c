@@ -236,7 +236,7 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
     sb_puts(sb, "]");
     break;
   case ST_CP_ASYNC:
-    sb_printf(sb, "cp.async.%d %s[", s->lanes * type_bytes(k->bufs[s->buf].elem), k->bufs[s->src_buf].name);
+    sb_printf(sb, "cp.async.%d %s[", cp_async_size(k, s), k->bufs[s->src_buf].name);
     print_exprs(sb, k, s->src_idx, s->nsrc_idx);
     sb_printf(sb, "] -> %s[", k->bufs[s->buf].name);
     print_exprs(sb, k, s->idx, s->nidx);

@@ -224,16 +224,17 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
       return fail(
           v, "mma takes u32 (or A's 16-bit) operand registers and an f32 (8-bit inputs: i32) accumulator");
     return true;
-  case ST_CP_ASYNC:
+  case ST_CP_ASYNC: {
     if (!buf_ok(v, s->buf, s->nidx, "cp.async") || !buf_ok(v, s->src_buf, s->nsrc_idx, "cp.async") ||
         !s->src_bytes || !expr_ok(v, s->src_bytes))
       return false;
     if (v->k->bufs[s->buf].scope != SCOPE_SHARED || v->k->bufs[s->src_buf].scope != SCOPE_GLOBAL)
       return fail(v, "cp.async copies global to shared");
-    if (s->lanes < 1 || (16 % (s->lanes * type_bytes(v->k->bufs[s->buf].elem))) ||
-        s->lanes * type_bytes(v->k->bufs[s->buf].elem) < 4)
+    int size = cp_async_size(v->k, s);
+    if (size != 16 && size != 8 && size != 4)
       return fail(v, "cp.async moves 4, 8 or 16 bytes");
     return true;
+  }
   case ST_WGMMA_COMMIT:
   case ST_FENCE_PROXY_ASYNC: return true;
   case ST_WGMMA_FENCE:

@@ -82,6 +82,10 @@ int lw_coop_vec(const Buffer *tile, TypeKind other);
 int lw_piece_lanes(TypeKind a, TypeKind b, int n);
 void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n,
               int last_d, int last_s);
+/* cp.async of `lanes` elements from global src[sidx] (src's rank of indices) to shared dst[didx],
+ * reading `bytes` of them (all, or 0 to zero-fill); the index arrays become the statement's. */
+Stmt *lw_cp_async(Lw *w, int dst, Expr **didx, int dn, int src, Expr **sidx, int bytes, int lanes,
+                  SrcLoc loc);
 /* One vector of `vec` elements of a copy between global memory (region gr)
  * and tile tb, whose first element is at tile coordinates t[] (and register
  * creg of a fragment, creg != NULL).  Appends to body the fast path (one wide

@@ -158,6 +158,20 @@ int lw_piece_lanes(TypeKind a, TypeKind b, int n)
   return piece;
 }
 
+Stmt *lw_cp_async(Lw *w, int dst, Expr **didx, int dn, int src, Expr **sidx, int bytes, int lanes, SrcLoc loc)
+{
+  Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
+  cp->buf = dst;
+  cp->idx = didx;
+  cp->nidx = dn;
+  cp->src_buf = src;
+  cp->src_idx = sidx;
+  cp->nsrc_idx = w->k->bufs[src].rank;
+  cp->src_bytes = lw_i32(w, bytes);
+  cp->lanes = lanes;
+  return cp;
+}
+
 /* Copies n contiguous elements, in pieces of at most 16 bytes on either side. */
 void lw_vcopy(Lw *w, StmtList *out, int dst, Expr **didx, int dn, int src, Expr **sidx, int sn, int n,
               int last_d, int last_s)

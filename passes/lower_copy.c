@@ -27,6 +27,15 @@ static Expr **tile_index(Lw *w, Expr *creg, Expr **t, int rank, Expr *off, int *
   return v;
 }
 
+/* Copies of the global coordinates g[] (rank R), with q added to the last. */
+static Expr **shifted(Lw *w, Expr **g, int R, int q)
+{
+  Expr **o = ARENA_ARRAY(w->a, Expr *, R);
+  for (int d = 0; d < R; d++)
+    o[d] = d == R - 1 ? ex_add(w->a, ex_clone(w->a, g[d]), lw_i32(w, q)) : ex_clone(w->a, g[d]);
+  return o;
+}
+
 /* A whole vector of the asynchronous copy whose row is aligned to 4 bytes but not 16 (a tensor
  * whose rows are an odd multiple of 4 bytes long, e.g. N = 4098 halves; N = 4097 has every other
  * row so): four 4-byte cp.async, still in flight with the rest of the stage, instead of the
@@ -38,24 +47,13 @@ static Stmt *async_pieces(Lw *w, const Region *gr, int tb, Expr *creg, Expr **tt
   int R = G->rank, eb = type_bytes(G->elem), lanes = 4 / eb;
   if (eb > 4 || vec * eb != 16)
     return slow;
-  Expr **ga = ARENA_ARRAY(w->a, Expr *, R);
-  for (int d = 0; d < R; d++)
-    ga[d] = ex_clone(w->a, g[d]);
   StmtList l = {0};
   for (int q = 0; q < vec; q += lanes) {
-    Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
-    cp->buf = tb;
-    cp->idx = tile_index(w, creg, tt, trank, lw_i32(w, q), &cp->nidx);
-    cp->src_buf = gr->buf;
-    cp->nsrc_idx = R;
-    cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
-    for (int d = 0; d < R; d++)
-      cp->src_idx[d] = d == R - 1 ? ex_add(w->a, ex_clone(w->a, g[d]), lw_i32(w, q)) : ex_clone(w->a, g[d]);
-    cp->src_bytes = lw_i32(w, 4);
-    cp->lanes = lanes;
-    stlist_push(w->a, &l, cp);
+    int tn;
+    Expr **ti = tile_index(w, creg, tt, trank, lw_i32(w, q), &tn);
+    stlist_push(w->a, &l, lw_cp_async(w, tb, ti, tn, gr->buf, shifted(w, g, R, q), 4, lanes, loc));
   }
-  Expr *ok = lw_and(w, ex_clone(w->a, whole), ex_aligned(w->a, gr->buf, ga, R, 4));
+  Expr *ok = lw_and(w, ex_clone(w->a, whole), ex_aligned(w->a, gr->buf, shifted(w, g, R, 0), R, 4));
   return lw_if(w, ok, stlist_seq(w->a, &l, loc), slow);
 }
 
@@ -95,20 +93,9 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
   StmtList fast = {0};
   int tn;
   Expr **ti = tile_index(w, creg, tt, trank, lw_i32(w, 0), &tn);
-  if (async) {
-    Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
-    cp->buf = tb;
-    cp->idx = ti;
-    cp->nidx = tn;
-    cp->src_buf = gr->buf;
-    cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
-    for (int d = 0; d < R; d++)
-      cp->src_idx[d] = ex_clone(w->a, g[d]);
-    cp->nsrc_idx = R;
-    cp->src_bytes = lw_i32(w, 16);
-    cp->lanes = vec;
-    stlist_push(w->a, &fast, cp);
-  } else if (load)
+  if (async)
+    stlist_push(w->a, &fast, lw_cp_async(w, tb, ti, tn, gr->buf, shifted(w, g, R, 0), 16, vec, loc));
+  else if (load)
     lw_vcopy(w, &fast, tb, ti, tn, gr->buf, g, R, vec, tn - 1, R - 1);
   else
     lw_vcopy(w, &fast, gr->buf, g, R, tb, ti, tn, vec, R - 1, tn - 1);
@@ -127,8 +114,7 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
     Expr **ge = ARENA_ARRAY(w->a, Expr *, R);
     for (int d = 0; d < R; d++)
       ge[d] = d == vd ? lw_var(w, gv) : ex_clone(w->a, g[d]);
-    Expr **te = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
-    if (load && !creg && vec > 1) {
+    if (tmp >= 0) {
       /* Into a shared tile: the vector's loads into registers first, then its stores, so that
        * the loads are in flight together (a shared store after each load waits for it: one
        * load at a time, the misaligned tensor's whole copy at the memory's latency per element). */
@@ -136,10 +122,12 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
       stlist_push(w->a, &one,
                   lw_if(w, ok, ld, lw_store(w, tmp, lw_idx1(w, lw_var(w, v)), 1, lw_zero(w, G->elem))));
     } else if (load) {
+      Expr **te = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
       Stmt *ld = lw_store(w, tb, te, tn, ex_load(w->a, w->k, gr->buf, ge, R));
       Expr **te0 = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
       stlist_push(w->a, &one, lw_if(w, ok, ld, lw_store(w, tb, te0, tn, lw_zero(w, T->elem))));
     } else {
+      Expr **te = tile_index(w, creg, tt, trank, lw_var(w, v), &tn);
       stlist_push(w->a, &one,
                   lw_if(w, ok, lw_store(w, gr->buf, ge, R, ex_load(w->a, w->k, tb, te, tn)), NULL));
     }
@@ -171,16 +159,11 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
     Expr *outside = lw_bin(w, OP_GE, ex_clone(w->a, glast), ex_clone(w->a, extent));
     if (inb)
       outside = lw_bin(w, OP_LOR, lw_unary_not(w, ex_clone(w->a, inb)), outside);
-    Stmt *zf = st_new(w->a, ST_CP_ASYNC, loc);
-    zf->buf = tb;
-    zf->idx = tile_index(w, creg, tt, trank, lw_i32(w, 0), &zf->nidx);
-    zf->src_buf = gr->buf;
-    zf->nsrc_idx = R;
-    zf->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+    Expr **zero = ARENA_ARRAY(w->a, Expr *, R);
     for (int d = 0; d < R; d++)
-      zf->src_idx[d] = lw_i32(w, 0); /* a valid address; no byte is read */
-    zf->src_bytes = lw_i32(w, 0);
-    zf->lanes = vec;
+      zero[d] = lw_i32(w, 0); /* a valid address; no byte is read */
+    Expr **t0 = tile_index(w, creg, tt, trank, lw_i32(w, 0), &tn);
+    Stmt *zf = lw_cp_async(w, tb, t0, tn, gr->buf, zero, 0, vec, loc);
     chunk->else_s = lw_if(w, outside, zf,
                           async_pieces(w, gr, tb, creg, tt, trank, g, vec, whole, slow_s, loc));
   }

@@ -241,24 +241,17 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
   int basev = lw_let(w, &body, "base", ex_clone(w->a, base));
   Expr *t[TL_MAX_RANK];
   lw_coords(w, tile->tile_shape, r, lw_var(w, basev), t);
-  Stmt *cp = st_new(w->a, ST_CP_ASYNC, loc);
-  cp->buf = tb;
-  cp->nidx = r + 1;
-  cp->idx = ARENA_ARRAY(w->a, Expr *, r + 1);
-  cp->idx[0] = ex_clone(w->a, stage);
+  Expr **ti = ARENA_ARRAY(w->a, Expr *, r + 1);
+  ti[0] = ex_clone(w->a, stage);
   for (int d = 0; d < r; d++)
-    cp->idx[d + 1] = t[d];
-  cp->src_buf = gr->buf;
-  cp->nsrc_idx = R;
-  cp->src_idx = ARENA_ARRAY(w->a, Expr *, R);
+    ti[d + 1] = t[d];
+  Expr **gi = ARENA_ARRAY(w->a, Expr *, R);
   for (int d = 0; d < R; d++) {
     int td = region_tile_dim(gr, r, d);
-    cp->src_idx[d] = td < 0 ? ex_clone(w->a, gr->origin[d])
-                            : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[td]));
+    gi[d] = td < 0 ? ex_clone(w->a, gr->origin[d])
+                   : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[td]));
   }
-  cp->src_bytes = lw_i32(w, 16);
-  cp->lanes = vec;
-  stlist_push(w->a, &body, cp);
+  stlist_push(w->a, &body, lw_cp_async(w, tb, ti, r + 1, gr->buf, gi, 16, vec, loc));
   Stmt *inner = stlist_seq(w->a, &body, loc);
   if ((int64_t)chunks * w->k->nthreads != vectors)
     inner = lw_if(w, lw_bin(w, OP_LT, base, lw_i32(w, buffer_elems(tile))), inner, NULL);

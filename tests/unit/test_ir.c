@@ -151,18 +151,25 @@ static Stmt *serial_loop(Arena *a, int iv, Expr *extent, Stmt *body)
   return loop;
 }
 
+/* kernel_with_tensor with A and N as its parameters, launched as one block of 32 threads. */
+static Kernel *one_block_kernel(Arena *a, const char *name, int *nv, int *iv, int *ab)
+{
+  Kernel *k = kernel_with_tensor(a, name, nv, iv, ab);
+  kernel_add_param(a, k, true, *ab);
+  kernel_add_param(a, k, false, *nv);
+  k->grid_rank = 1;
+  k->grid[0] = ex_int(a, TY_I32, 1);
+  k->threads = ex_int(a, TY_I32, 32);
+  k->nthreads = 32;
+  return k;
+}
+
 /* A tiny kernel: A[i] = A[i] * 2 for i in serial(N), printed and verified. */
 static void test_print_verify(void)
 {
   Arena *a = arena_new();
   int nv, iv, ab;
-  Kernel *k = kernel_with_tensor(a, "twice", &nv, &iv, &ab);
-  kernel_add_param(a, k, true, ab);
-  kernel_add_param(a, k, false, nv);
-  k->grid_rank = 1;
-  k->grid[0] = ex_int(a, TY_I32, 1);
-  k->threads = ex_int(a, TY_I32, 32);
-  k->nthreads = 32;
+  Kernel *k = one_block_kernel(a, "twice", &nv, &iv, &ab);
   Stmt *st = update_store(a, k, ab, iv, OP_MUL, 2);
   Stmt *loop = serial_loop(a, iv, ex_var(a, k, nv), st);
   k->body = loop;
@@ -195,17 +202,11 @@ static void test_cp_async_sizes(void)
 {
   Arena *a = arena_new();
   int nv, iv, ab;
-  Kernel *k = kernel_with_tensor(a, "cp", &nv, &iv, &ab);
-  kernel_add_param(a, k, true, ab);
-  kernel_add_param(a, k, false, nv);
+  Kernel *k = one_block_kernel(a, "cp", &nv, &iv, &ab);
   Buffer S = {.name = "S", .scope = SCOPE_SHARED, .elem = TY_F32, .rank = 1};
   S.tile_shape[0] = 16;
   S.shape[0] = ex_int(a, TY_I32, 16);
   int sb = kernel_add_buffer(a, k, S);
-  k->grid_rank = 1;
-  k->grid[0] = ex_int(a, TY_I32, 1);
-  k->threads = ex_int(a, TY_I32, 32);
-  k->nthreads = 32;
   Stmt *cp = st_new(a, ST_CP_ASYNC, NO_LOC);
   cp->buf = sb;
   cp->idx = ARENA_ARRAY(a, Expr *, 1);
