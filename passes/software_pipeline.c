@@ -15,8 +15,17 @@
  *   wait_group(0)                                                epilogue
  *
  * Beside a TMA form (below), where this form is the fallback for tensors the
- * copy engine cannot address, a prologue of S - 1 >= 3 fetches is a run-time
- * loop over p instead (one copy of the fetch code: matmul.tl's compile time).
+ * copy engine cannot address, S >= 4 stages run as one loop of n + S - 1
+ * iterations instead, the same statements in the same order with one copy
+ * of the fetch code (matmul.tl's compile time):
+ *
+ *   for j in 0 .. n+S-2:
+ *       if j >= S-1 { wait_group(S-2)  barrier  consume(k = j - (S-1)), issued }
+ *       if j < n { produce(j) }  commit     -- stage j % S: iteration k-1's
+ *       consume(k)'s wgmma waits    -- unconditional: with no multiply in flight
+ *                                      a no-op; inside an if, ptxas serializes
+ *                                      the wgmma (the join reads the accumulators)
+ *
  * One barrier per iteration.  With S = 1 there is no other stage to fill
  * meanwhile: fetch, commit, wait_group(0), barrier, consume, barrier.
  * Every commit is unconditional, so the group count is the same in every
@@ -396,6 +405,20 @@ static bool stage_tiles(Lw *w, const Stmt *s, const StmtList *producers, int S, 
   return true;
 }
 
+/* The consumers' trailing wgmma waits, taken off `use` (a sequence) into
+ * `waits`: the multiplies are issued before the fetch, waited for after it. */
+static int split_waits(Lw *w, Stmt *use, StmtList *waits)
+{
+  int nwait = 0;
+  if (use->kind == ST_SEQ)
+    while (nwait < use->nbody && use->body[use->nbody - 1 - nwait]->kind == ST_WGMMA_WAIT)
+      nwait++;
+  use->nbody -= nwait;
+  for (int i = 0; i < nwait; i++)
+    stlist_push(w->a, waits, use->body[use->nbody + i]);
+  return nwait;
+}
+
 /* One iteration of the steady state, after its lets (in `it`): wait for the
  * stage, publish it, fetch S - 1 ahead, consume. */
 static void steady_iteration(Lw *w, StmtList *it, int S, bool proxy, Stmt *issue, Stmt *use)
@@ -424,21 +447,54 @@ static void steady_iteration(Lw *w, StmtList *it, int S, bool proxy, Stmt *issue
    * wgmma waits, issue the multiplies first and the fetch while they run
    * (the fetch refills the stage of iteration k-1, which every thread,
    * wait included, finished before the barrier). */
-  int nwait = 0;
-  if (use->kind == ST_SEQ)
-    while (nwait < use->nbody && use->body[use->nbody - 1 - nwait]->kind == ST_WGMMA_WAIT)
-      nwait++;
-  if (nwait) {
-    use->nbody -= nwait;
+  StmtList waits = {0};
+  int nwait = split_waits(w, use, &waits);
+  if (nwait)
     stlist_push(w->a, it, use);
-  }
   stlist_push(w->a, it, issue);
   stlist_push(w->a, it, async_stmt(w, ST_CP_COMMIT, 0));
-  if (nwait)
-    for (int i = 0; i < nwait; i++)
-      stlist_push(w->a, it, use->body[use->nbody + i]);
-  else
+  for (int i = 0; i < waits.n; i++)
+    stlist_push(w->a, it, waits.items[i]);
+  if (!nwait)
     stlist_push(w->a, it, use);
+}
+
+/* The fallback beside a TMA form with S >= 4 stages: prologue and steady
+ * state as one loop over j, whose consumers run iteration k = j - (S - 1)
+ * (see the top of this file).  NULL (reported) as lower_on_stage. */
+static Stmt *fused_loop(Lw *w, StmtList *producers, StmtList *consumers, bool *staged, bool proxy, int kv,
+                        int n, int S, SrcLoc loc)
+{
+  int j = lw_fresh(w, "j", VAR_LOOP);
+  StmtList head = {0}, it = {0}, waits = {0};
+  int k = lw_let(w, &head, w->k->vars[kv].name, lw_bin(w, OP_SUB, lw_var(w, j), lw_i32(w, S - 1)));
+  int stage = lw_let(w, &head, "stage", lw_bin(w, OP_MOD, lw_var(w, k), lw_i32(w, S)));
+  Stage st = {w, NULL, NULL, kv, lw_var(w, k), true};
+  for (int i = 0; i < consumers->n; i++)
+    stmt_rewrite_exprs(consumers->items[i], subst_iter, &st);
+  Stmt *use = lower_on_stage(w, staged, lw_var(w, stage), consumers, loc);
+  if (!use)
+    return NULL;
+  split_waits(w, use, &waits);
+  stlist_push(w->a, &head, async_stmt(w, ST_CP_WAIT, S - 2));
+  if (proxy)
+    stlist_push(w->a, &head, async_stmt(w, ST_FENCE_PROXY_ASYNC, 0));
+  stlist_push(w->a, &head, lw_barrier(w));
+  stlist_push(w->a, &head, use);
+  Expr *consuming = lw_bin(w, OP_GE, lw_var(w, j), lw_i32(w, S - 1));
+  stlist_push(w->a, &it, lw_if(w, consuming, stlist_seq(w->a, &head, loc), NULL));
+  Stmt *issue = produce_all(w, producers, kv, lw_var(w, j), lw_bin(w, OP_MOD, lw_var(w, j), lw_i32(w, S)));
+  stlist_push(w->a, &it, lw_if(w, lw_bin(w, OP_LT, lw_var(w, j), lw_var(w, n)), issue, NULL));
+  stlist_push(w->a, &it, async_stmt(w, ST_CP_COMMIT, 0));
+  for (int i = 0; i < waits.n; i++)
+    stlist_push(w->a, &it, waits.items[i]);
+  Stmt *loop = st_new(w->a, ST_FOR, loc);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = j;
+  loop->extents[0] = ex_add(w->a, lw_var(w, n), lw_i32(w, S - 1));
+  loop->then_s = stlist_seq(w->a, &it, loc);
+  return loop;
 }
 
 /* for kv in serial(n) { it }: the steady state of either form. */
@@ -1062,37 +1118,35 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   if (reused || w->loops)
     stlist_push(w->a, &out, lw_barrier(w));
   int n = lw_let(w, &out, "n", s->extents[0]);
-  /* Prologue.  Beside a TMA form this one is the fallback for tensors the
-   * copy engine cannot address: with three stages or more to fill, a run-time
-   * loop, one copy of the fetch code instead of S - 1 (matmul.tl's compile time;
-   * with two, the loop's registers made stdlib attention's causal kernel spill). */
-  if (tma && consumers.n && S > 3) {
-    int p = lw_fresh(w, "p", VAR_LOOP);
-    StmtList one = {0};
-    prologue_fetch(w, &one, &producers, kv, lw_var(w, p), n);
-    stlist_push(w->a, &out, lw_rolled(w, p, S - 1, stlist_seq(w->a, &one, s->loc)));
-  } else {
-    for (int p = 0; p < S - 1; p++)
-      prologue_fetch(w, &out, &producers, kv, lw_i32(w, p), n);
-  }
-  /* Steady state. */
-  StmtList it = {0};
-  int stage = lw_let(w, &it, "stage", lw_bin(w, OP_MOD, lw_var(w, kv), lw_i32(w, S)));
-  int next = lw_let(w, &it, "next", ex_add(w->a, lw_var(w, kv), lw_i32(w, S - 1)));
-  Stmt *issue = produce_all(w, &producers, kv, lw_var(w, next),
-                            lw_bin(w, OP_MOD, lw_var(w, next), lw_i32(w, S)));
-  issue = lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL);
-  Stmt *use = lower_on_stage(w, staged, lw_var(w, stage), &consumers, s->loc);
-  if (!use)
-    return NULL;
   /* wgmma reads the stages through the async proxy: every thread fences its
    * completed copies (cp.async and element stores) for it before the barrier
    * that publishes them. */
   bool proxy = false;
   for (int b = 0; b < nstaged; b++)
     proxy |= staged[b] && swizzle_span(k->bufs[b].swizzle);
-  steady_iteration(w, &it, S, proxy, issue, use);
-  stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
+  if (tma && consumers.n && S > 3) {
+    /* Beside a TMA form this one is the fallback for tensors the copy engine
+     * cannot address: one loop, one copy of the fetch code (with S = 3, a
+     * rolled prologue made stdlib attention's causal kernel spill). */
+    Stmt *loop = fused_loop(w, &producers, &consumers, staged, proxy, kv, n, S, s->loc);
+    if (!loop)
+      return NULL;
+    stlist_push(w->a, &out, loop);
+  } else {
+    for (int p = 0; p < S - 1; p++) /* prologue */
+      prologue_fetch(w, &out, &producers, kv, lw_i32(w, p), n);
+    StmtList it = {0};
+    int stage = lw_let(w, &it, "stage", lw_bin(w, OP_MOD, lw_var(w, kv), lw_i32(w, S)));
+    int next = lw_let(w, &it, "next", ex_add(w->a, lw_var(w, kv), lw_i32(w, S - 1)));
+    Stmt *issue = produce_all(w, &producers, kv, lw_var(w, next),
+                              lw_bin(w, OP_MOD, lw_var(w, next), lw_i32(w, S)));
+    issue = lw_if(w, lw_bin(w, OP_LT, lw_var(w, next), lw_var(w, n)), issue, NULL);
+    Stmt *use = lower_on_stage(w, staged, lw_var(w, stage), &consumers, s->loc);
+    if (!use)
+      return NULL;
+    steady_iteration(w, &it, S, proxy, issue, use);
+    stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
+  }
   /* Epilogue: no copy may still be landing when the tiles are reused. */
   stlist_push(w->a, &out, async_stmt(w, ST_CP_WAIT, 0));
   Stmt *cp_async = stlist_seq(w->a, &out, s->loc);
