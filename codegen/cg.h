@@ -60,6 +60,17 @@ void emit_cp_commit(Cg *cg);
 void emit_cp_wait(Cg *cg, int n);
 void emit_wgmma_fence(Cg *cg, const Stmt *s);
 void emit_wgmma(Cg *cg, const Stmt *s);
+/* Consecutive wgmma statements on the same accumulator registers, emitted as one asm (cg_tensor.c) */
+typedef struct {
+  int stmts, wgmmas;       /* statements added; wgmma instructions among them */
+  int acc, n;              /* registers first .. first + n - 1 of buffer acc */
+  int64_t first;
+  StrBuf head, text, cons; /* the predicate's declaration; the instructions; the operands' constraints */
+  LLVMValueRef *ops;       /* nops operands (descriptors) */
+  int nops;
+} WgGroup;
+bool wg_group_add(Cg *cg, WgGroup *g, const Stmt *s); /* false: s cannot join the group */
+void wg_group_flush(Cg *cg, WgGroup *g);
 void emit_wgmma_commit(Cg *cg);
 /* An inline PTX asm statement returning ret (void: none), its operands args by constraint ($0 ...). */
 LLVMValueRef cg_inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints,

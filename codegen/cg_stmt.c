@@ -27,12 +27,18 @@ static LLVMValueRef store_aligned(Cg *cg, LLVMValueRef v, LLVMValueRef p, unsign
 static void emit_seq(Cg *cg, const Stmt *s)
 {
   LLVMValueRef *saved = s->nbody ? malloc(sizeof *saved * (size_t)s->nbody) : NULL;
+  WgGroup g = {0}; /* wgmma statements in a row: one asm (cg_tensor.c) */
   for (int i = 0; i < s->nbody; i++) {
     const Stmt *c = s->body[i];
     if (c->kind == ST_LET)
       saved[i] = cg->vals[c->var];
-    emit_stmt(cg, c);
+    if (wg_group_add(cg, &g, c))
+      continue;
+    wg_group_flush(cg, &g);
+    if (!wg_group_add(cg, &g, c))
+      emit_stmt(cg, c);
   }
+  wg_group_flush(cg, &g);
   for (int i = s->nbody - 1; i >= 0; i--)
     if (s->body[i]->kind == ST_LET)
       cg->vals[s->body[i]->var] = saved[i];

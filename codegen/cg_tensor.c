@@ -247,42 +247,177 @@ void emit_wgmma_fence(Cg *cg, const Stmt *s)
   free(pairs);
 }
 
+/* One wgmma.mma_async over the accumulator registers $0 .. $n-1 (n = .acc_regs),
+ * its operands (A's registers or descriptor, then B's descriptor) from $op on. */
+static void wgmma_text(StrBuf *text, const Stmt *s, const Cg *cg, int op)
+{
+  int n = s->acc_regs;
+  const char *t = mma_type(s->elem), *tb = mma_type(cg->k->bufs[s->b].elem); /* e4m3 x e5m2 mix */
+  bool int8 = type_is_int8(s->elem), fp8 = type_is_fp8(s->elem);
+  /* scale-d = p = 1: D = A x B + D (the accumulator was cleared by the program). */
+  sb_printf(text, "wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", 2 * n, int8 || fp8 ? 32 : 16,
+            int8 ? "s32" : "f32", t, tb);
+  for (int i = 0; i < n; i++)
+    sb_printf(text, "%s$%d", i ? ", " : "", i);
+  if (s->a_reg) /* A in registers: {a0, a1, a2, a3}, no transpose-A immediate */
+    sb_printf(text, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n", op, op + 1, op + 2, op + 3, op + 4,
+              s->b_mn_major ? 1 : 0);
+  /* the immediates after scale-d: 16-bit inputs scale-a, scale-b, transpose-a, transpose-b;
+     8-bit floats the scales only; integers none (both operands K-major) */
+  else if (int8)
+    sb_printf(text, "}, $%d, $%d, p;\n", op, op + 1);
+  else if (fp8)
+    sb_printf(text, "}, $%d, $%d, p, 1, 1;\n", op, op + 1);
+  else
+    sb_printf(text, "}, $%d, $%d, p, 1, 1, %d, %d;\n", op, op + 1, s->a_mn_major ? 1 : 0,
+              s->b_mn_major ? 1 : 0);
+}
+
+static const char wgmma_head[] = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n";
+
 /* Registers c_reg .. c_reg + acc_regs - 1 of the accumulator (c_reg: its m64 row block). */
 void emit_wgmma(Cg *cg, const Stmt *s)
 {
   int n = s->acc_regs;
-  const Expr *first = s->c_reg;
-  const char *t = mma_type(s->elem), *tb = mma_type(cg->k->bufs[s->b].elem); /* e4m3 x e5m2 mix */
-  bool int8 = type_is_int8(s->elem), fp8 = type_is_fp8(s->elem);
   StrBuf text = {0};
-  /* scale-d = 1: D = A x B + D (the accumulator was cleared by the program). */
-  sb_printf(&text,
-            "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {",
-            2 * n, int8 || fp8 ? 32 : 16, int8 ? "s32" : "f32", t, tb);
-  for (int i = 0; i < n; i++)
-    sb_printf(&text, "%s$%d", i ? ", " : "", i);
-  if (s->a_reg) { /* A in registers: {a0, a1, a2, a3}, no transpose-A immediate */
-    sb_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", n, n + 1, n + 2, n + 3, n + 4,
-              s->b_mn_major ? 1 : 0);
+  sb_puts(&text, wgmma_head);
+  wgmma_text(&text, s, cg, n);
+  sb_puts(&text, "}");
+  if (s->a_reg) {
     LLVMValueRef ops[5];
     for (int i = 0; i < 4; i++)
       ops[i] = a_operand(cg, s, i);
     ops[4] = wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major);
-    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, ops, "r,r,r,r,l", 5);
-  } else { /* the immediates after scale-d: 16-bit inputs scale-a, scale-b, transpose-a, transpose-b;
-              8-bit floats the scales only; integers none (both operands K-major) */
-    if (int8)
-      sb_printf(&text, "}, $%d, $%d, p;\n}", n, n + 1);
-    else if (fp8)
-      sb_printf(&text, "}, $%d, $%d, p, 1, 1;\n}", n, n + 1);
-    else
-      sb_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", n, n + 1, s->a_mn_major ? 1 : 0,
-                s->b_mn_major ? 1 : 0);
+    asm_on_acc(cg, text.data, s->c, s->c_reg, n, NULL, 0, ops, "r,r,r,r,l", 5);
+  } else {
     LLVMValueRef desc[2] = {wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major),
                             wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major)};
-    asm_on_acc(cg, text.data, s->c, first, n, NULL, 0, desc, "l,l", 2);
+    asm_on_acc(cg, text.data, s->c, s->c_reg, n, NULL, 0, desc, "l,l", 2);
   }
   free(text.data);
+}
+
+/* ---- wgmma statements in groups
+ *
+ * Each asm statement on an accumulator loads and stores every one of its
+ * registers (128 at m64n256), and LLVM's passes spent much of a GEMM's
+ * compile time on those copies: a K step was a fence, BK / 16 wgmmas, a
+ * commit and a wait, each an asm of its own.  emit_seq hands consecutive
+ * statements on the same registers to a WgGroup, which emits them as one asm
+ * statement, their instructions in order (the PTX is the same instructions):
+ * wgmma.fence, wgmma with A in shared memory (or an unrolled loop of one, whose
+ * iterations use the same registers), wgmma.commit once the group has begun,
+ * and wgmma.wait. */
+
+/* Registers [*first, *first + *n) of buffer *acc that s works on; false if s
+ * cannot join a group. */
+static bool group_regs(Cg *cg, const Stmt *s, int *acc, int64_t *first, int *n)
+{
+  Expr zero = {.kind = EX_INT, .type = TY_I32};
+  *acc = s->c;
+  *n = s->acc_regs;
+  *first = 0;
+  switch (s->kind) {
+  case ST_WGMMA_FENCE: return !s->a_reg;
+  case ST_WGMMA_WAIT: return true;
+  case ST_WGMMA: {
+    if (s->a_reg)
+      return false;
+    LLVMValueRef f = emit_index(cg, s->c_reg ? s->c_reg : &zero, cg->t.i32);
+    if (!LLVMIsAConstantInt(f))
+      return false;
+    *first = LLVMConstIntGetSExtValue(f);
+    return true;
+  }
+  default: return false;
+  }
+}
+
+static void group_wgmma(Cg *cg, WgGroup *g, const Stmt *s)
+{
+  if (!g->wgmmas)
+    sb_puts(&g->head, "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n");
+  g->wgmmas++;
+  g->ops = realloc(g->ops, sizeof *g->ops * (size_t)(g->nops + 2));
+  if (!g->ops)
+    DIE("out of memory");
+  g->ops[g->nops] = wgmma_desc(cg, s->a, s->a_start, s->na_start, s->a_mn_major);
+  g->ops[g->nops + 1] = wgmma_desc(cg, s->b, s->b_start, s->nb_start, s->b_mn_major);
+  wgmma_text(&g->text, s, cg, g->n + g->nops);
+  sb_printf(&g->cons, "%sl,l", g->nops ? "," : "");
+  g->nops += 2;
+}
+
+/* Adds s to the group (starting one if it is empty): false if s cannot join it. */
+bool wg_group_add(Cg *cg, WgGroup *g, const Stmt *s)
+{
+  if (s->kind == ST_WGMMA_COMMIT) {
+    if (!g->stmts)
+      return false;
+    sb_puts(&g->text, "wgmma.commit_group.sync.aligned;\n");
+    g->stmts++;
+    return true;
+  }
+  const Stmt *body = s;
+  int64_t trips = 1;
+  const int vi = s->kind == ST_FOR ? s->vars[0] : -1;
+  if (s->kind == ST_FOR) { /* for v in unrolled(T) { one wgmma } */
+    body = s->then_s->kind == ST_SEQ && s->then_s->nbody == 1 ? s->then_s->body[0] : s->then_s;
+    if (s->for_kind != FOR_UNROLLED || s->nvars != 1 || body->kind != ST_WGMMA ||
+        !ex_is_const_int(s->extents[0], &trips) || trips < 1)
+      return false;
+  }
+  LLVMValueRef saved = vi >= 0 ? cg->vals[vi] : NULL;
+  bool ok = true;
+  for (int64_t i = 0; ok && i < trips; i++) {
+    int acc, n;
+    int64_t first;
+    if (vi >= 0)
+      cg->vals[vi] = cg_const_int(cg, cg->k->vars[vi].type, i);
+    ok = group_regs(cg, body, &acc, &first, &n);
+    if (ok && !g->stmts && i == 0) {
+      g->acc = acc, g->first = first, g->n = n;
+    }
+    ok = ok && acc == g->acc && first == g->first && n == g->n;
+  }
+  if (ok) {
+    for (int64_t i = 0; i < trips; i++) {
+      if (vi >= 0)
+        cg->vals[vi] = cg_const_int(cg, cg->k->vars[vi].type, i);
+      if (body->kind == ST_WGMMA)
+        group_wgmma(cg, g, body);
+      else if (body->kind == ST_WGMMA_FENCE)
+        sb_puts(&g->text, "wgmma.fence.sync.aligned;\n");
+      else
+        sb_printf(&g->text, "wgmma.wait_group.sync.aligned %d;\n", body->pending);
+    }
+    g->stmts++;
+  }
+  if (vi >= 0)
+    cg->vals[vi] = saved;
+  return ok;
+}
+
+/* Emits the group's statements as one asm statement and empties it. */
+void wg_group_flush(Cg *cg, WgGroup *g)
+{
+  if (g->stmts) {
+    StrBuf all = {0};
+    sb_puts(&all, g->head.data ? g->head.data : "");
+    sb_puts(&all, g->text.data);
+    if (g->wgmmas)
+      sb_puts(&all, "}");
+    else /* one fence or wait alone, as it always was */
+      all.data[--all.len] = 0;
+    Expr first = {.kind = EX_INT, .type = TY_I32, .i = g->first};
+    asm_on_acc(cg, all.data, g->acc, &first, g->n, NULL, 0, g->ops, g->cons.data, g->nops);
+    free(all.data);
+  }
+  free(g->head.data);
+  free(g->text.data);
+  free(g->cons.data);
+  free(g->ops);
+  *g = (WgGroup){0};
 }
 
 void emit_wgmma_commit(Cg *cg)
