@@ -93,8 +93,8 @@ VARIANTS=(
   "matmul_f16_swap16     stages  examples/matmul.tl  T=f16 SWAP=1 BM=16 BN=64 BK=128 STAGES=6 THREADS=128"
   "matmul_bf16_swap32    stages  examples/matmul.tl  T=bf16 SWAP=1 BM=32 BN=64 BK=128 STAGES=6 THREADS=128"
   "matmul_f16_swap48_ws0 stages  examples/matmul.tl  T=f16 SWAP=1 BM=48 BN=128 BK=64 STAGES=4 THREADS=256 WS=0"
-  "matmul_f16_fb         stages  examples/matmul.tl  T=f16 SWAP=0 BM=128 FB=1"
-  "matmul_bf16_fb        stages  examples/matmul.tl  T=bf16 SWAP=0 BM=128 FB=1"
+  "matmul_f16_fb         tune    examples/matmul.tl  T=f16 SWAP=0 BM=128 FB=1"
+  "matmul_bf16_fb        tune    examples/matmul.tl  T=bf16 SWAP=0 BM=128 FB=1"
 )
 
 # shellcheck source=script_common.sh
