@@ -78,7 +78,12 @@ static void emit_store(Cg *cg, const Stmt *s)
 }
 
 /* lanes contiguous elements, one vector load and one vector store; converted
- * elementwise when the element types differ. */
+ * elementwise when the element types differ.  From registers (a LOCAL array:
+ * a fragment), the elements are read one by one into the vector: SROA then
+ * keeps the array as scalars, where a vector load would slice it into vectors
+ * that every other (scalar) access, the wgmma asm's 128 accumulator operands
+ * among them, reads and writes through insert/extractelement (a GEMM's
+ * accumulator-to-shared copy: 5 % of matmul.tl's compile time; 8 movs fewer). */
 static void emit_vcopy(Cg *cg, const Stmt *s)
 {
   TypeKind st = cg->k->bufs[s->src_buf].elem, dt = cg->k->bufs[s->buf].elem;
@@ -86,8 +91,19 @@ static void emit_vcopy(Cg *cg, const Stmt *s)
     DIE("vcopy of %d lanes", s->lanes);
   LLVMValueRef src = emit_elem_ptr(cg, s->src_buf, s->src_idx, s->nsrc_idx);
   LLVMValueRef dst = emit_elem_ptr(cg, s->buf, s->idx, s->nidx);
-  LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_with_lanes(cg_mem_type(cg, st), s->lanes), src, "");
-  LLVMSetAlignment(v, cg_vec_align(st, s->lanes));
+  LLVMTypeRef et = cg_mem_type(cg, st);
+  LLVMValueRef v;
+  if (cg->k->bufs[s->src_buf].scope == SCOPE_LOCAL && s->lanes > 1) {
+    v = LLVMGetUndef(cg_with_lanes(et, s->lanes));
+    for (int i = 0; i < s->lanes; i++) {
+      LLVMValueRef lane = LLVMConstInt(cg->t.i32, (unsigned)i, 0);
+      LLVMValueRef e = LLVMBuildLoad2(cg->b, et, LLVMBuildInBoundsGEP2(cg->b, et, src, &lane, 1, ""), "");
+      v = LLVMBuildInsertElement(cg->b, v, e, lane, "");
+    }
+  } else {
+    v = LLVMBuildLoad2(cg->b, cg_with_lanes(et, s->lanes), src, "");
+    LLVMSetAlignment(v, cg_vec_align(st, s->lanes));
+  }
   if (st != dt)
     v = cg_to_mem(cg, cg_convert(cg, cg_from_mem(cg, v, st), st, dt), dt);
   store_aligned(cg, v, dst, cg_vec_align(dt, s->lanes));
