@@ -9,8 +9,9 @@
 # (softmax, RMSNorm, LayerNorm), gemm.sh (tensor-core GEMM against cuBLAS) and attention.py
 # --check-only (stdlib/attention.tl against float64 references), atomics.py --check-only and tutorials.py
 # (docs/tutorials' kernels against torch), each with its own working folder
-# under $TMPDIR, then copies their summaries into OUTDIR: at most eleven files, flat, so that they all
-# come back from a device that returns few.  --quick skips the
+# under $TMPDIR, then copies their summaries into OUTDIR (up to eleven files, flat) and all of them,
+# one after the other under a `==== NAME` line, into OUTDIR/all.txt: a device that returns few
+# files (the lent H200: 8) may drop some; ask for all.txt first.  --quick skips the
 # largest correctness shapes of rows.sh and gemm.sh.  --sanitize runs tests/gpu/sanitize.sh instead:
 # every example and stdlib kernel and a sample of the conformance matrix at small shapes under
 # compute-sanitizer's memcheck, racecheck, synccheck and initcheck (sanitize.txt, sanitize.log).
@@ -66,9 +67,13 @@ grep -E "WRONG" "$work/atomics.log" | head -20
 case $? in 0 | 2) ;; *) status=1 ;; esac
 grep -E "WRONG|FAIL" "$work/tutorials.log" | head -20
 
+: >"$out/all.txt"
 for f in conform/conform.log examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
          gemm/gemm.log gemm/gemm_bench.txt attention/attention.md atomics/atomics.md tutorials/tutorials.md; do
-  [ -f "$work/$f" ] && cp "$work/$f" "$out/"
+  [ -f "$work/$f" ] || continue
+  cp "$work/$f" "$out/"
+  printf '==== %s\n' "$f" >>"$out/all.txt"
+  cat "$work/$f" >>"$out/all.txt"
 done
 echo "all.sh: $( [ $status -eq 0 ] && echo PASS || echo FAIL ) (logs in $out)"
 exit $status
