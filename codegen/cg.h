@@ -62,11 +62,11 @@ void emit_wgmma_fence(Cg *cg, const Stmt *s);
 void emit_wgmma(Cg *cg, const Stmt *s);
 /* Consecutive wgmma statements on the same accumulator registers, emitted as one asm (cg_tensor.c) */
 typedef struct {
-  int stmts, wgmmas;       /* statements added; wgmma instructions among them */
-  int acc, n;              /* registers first .. first + n - 1 of buffer acc */
+  int stmts, wgmmas; /* statements added; wgmma instructions among them */
+  int acc, n;        /* registers first .. first + n - 1 of buffer acc */
   int64_t first;
-  StrBuf head, text, cons; /* the predicate's declaration; the instructions; the operands' constraints */
-  LLVMValueRef *ops;       /* nops operands (descriptors) */
+  StrBuf text, cons; /* the instructions; the operands' constraints */
+  LLVMValueRef *ops; /* nops operands (descriptors) */
   int nops;
 } WgGroup;
 bool wg_group_add(Cg *cg, WgGroup *g, const Stmt *s); /* false: s cannot join the group */

@@ -335,8 +335,6 @@ static bool group_regs(Cg *cg, const Stmt *s, int *acc, int64_t *first, int *n)
 
 static void group_wgmma(Cg *cg, WgGroup *g, const Stmt *s)
 {
-  if (!g->wgmmas)
-    sb_puts(&g->head, "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n");
   g->wgmmas++;
   g->ops = realloc(g->ops, sizeof *g->ops * (size_t)(g->nops + 2));
   if (!g->ops)
@@ -403,7 +401,8 @@ void wg_group_flush(Cg *cg, WgGroup *g)
 {
   if (g->stmts) {
     StrBuf all = {0};
-    sb_puts(&all, g->head.data ? g->head.data : "");
+    if (g->wgmmas) /* their predicate p */
+      sb_puts(&all, wgmma_head);
     sb_puts(&all, g->text.data);
     if (g->wgmmas)
       sb_puts(&all, "}");
@@ -413,7 +412,6 @@ void wg_group_flush(Cg *cg, WgGroup *g)
     asm_on_acc(cg, all.data, g->acc, &first, g->n, NULL, 0, g->ops, g->cons.data, g->nops);
     free(all.data);
   }
-  free(g->head.data);
   free(g->text.data);
   free(g->cons.data);
   free(g->ops);

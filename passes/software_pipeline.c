@@ -459,6 +459,18 @@ static void steady_iteration(Lw *w, StmtList *it, int S, bool proxy, Stmt *issue
     stlist_push(w->a, it, use);
 }
 
+/* for v in serial(extent) { it }: the steady state of either form, and the fused loop. */
+static Stmt *steady_loop(Lw *w, int v, Expr *extent, StmtList *it, SrcLoc loc)
+{
+  Stmt *loop = st_new(w->a, ST_FOR, loc);
+  loop->for_kind = FOR_SERIAL;
+  loop->nvars = 1;
+  loop->vars[0] = v;
+  loop->extents[0] = extent;
+  loop->then_s = stlist_seq(w->a, it, loc);
+  return loop;
+}
+
 /* The fallback beside a TMA form with S >= 4 stages: prologue and steady
  * state as one loop over j, whose consumers run iteration k = j - (S - 1)
  * (see the top of this file).  NULL (reported) as lower_on_stage. */
@@ -488,25 +500,7 @@ static Stmt *fused_loop(Lw *w, StmtList *producers, StmtList *consumers, bool *s
   stlist_push(w->a, &it, async_stmt(w, ST_CP_COMMIT, 0));
   for (int i = 0; i < waits.n; i++)
     stlist_push(w->a, &it, waits.items[i]);
-  Stmt *loop = st_new(w->a, ST_FOR, loc);
-  loop->for_kind = FOR_SERIAL;
-  loop->nvars = 1;
-  loop->vars[0] = j;
-  loop->extents[0] = ex_add(w->a, lw_var(w, n), lw_i32(w, S - 1));
-  loop->then_s = stlist_seq(w->a, &it, loc);
-  return loop;
-}
-
-/* for kv in serial(n) { it }: the steady state of either form. */
-static Stmt *steady_loop(Lw *w, int kv, int n, StmtList *it, SrcLoc loc)
-{
-  Stmt *loop = st_new(w->a, ST_FOR, loc);
-  loop->for_kind = FOR_SERIAL;
-  loop->nvars = 1;
-  loop->vars[0] = kv;
-  loop->extents[0] = lw_var(w, n);
-  loop->then_s = stlist_seq(w->a, it, loc);
-  return loop;
+  return steady_loop(w, j, ex_add(w->a, lw_var(w, n), lw_i32(w, S - 1)), &it, loc);
 }
 
 /* ---------------------------------------------------------------- TMA (sm_90a)
@@ -897,7 +891,7 @@ static void consumer_loop(Lw *w, StmtList *out, StmtList *it, Stmt *parts[3], in
     stlist_push(w->a, it, parts[1]);
   if (parts[0])
     stlist_push(w->a, out, parts[0]);
-  stlist_push(w->a, out, steady_loop(w, kv, n, it, loc));
+  stlist_push(w->a, out, steady_loop(w, kv, lw_var(w, n), it, loc));
   if (parts[2])
     stlist_push(w->a, out, parts[2]);
 }
@@ -1047,7 +1041,7 @@ static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producer
                     mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_add(w, lw_var(w, stage), lw_i32(w, S)), parity),
                     NULL));
   stlist_push(w->a, &it, tma_fill(w, producers, kv, lw_var(w, i), lw_var(w, stage), mbar));
-  stlist_push(w->a, &pro, steady_loop(w, i, n, &it, s->loc));
+  stlist_push(w->a, &pro, steady_loop(w, i, lw_var(w, n), &it, s->loc));
   if (count[0] >= 0)
     stlist_push(w->a, &pro, lw_assign(w, count[0], lw_add(w, lw_var(w, count[0]), lw_var(w, n))));
   w->ws_producer = stlist_seq(w->a, &pro, s->loc);
@@ -1145,7 +1139,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
     if (!use)
       return NULL;
     steady_iteration(w, &it, S, proxy, issue, use);
-    stlist_push(w->a, &out, steady_loop(w, kv, n, &it, s->loc));
+    stlist_push(w->a, &out, steady_loop(w, kv, lw_var(w, n), &it, s->loc));
   }
   /* Epilogue: no copy may still be landing when the tiles are reused. */
   stlist_push(w->a, &out, async_stmt(w, ST_CP_WAIT, 0));
