@@ -106,26 +106,230 @@ static Stmt *lower_parallel_rows(Lw *w, Stmt *s, const FragLayout *L)
   return p.shared_store ? lw_fenced(w, r) : r;
 }
 
+static void mark_inner_vars(const Stmt *s, bool *inner);
+
+/* ---- pairs of shared reads on an MMA anchor
+ *
+ * Registers r and r + 1 of a 16x8 piece (r even) are columns j and j + 1 of one row.  A read of a
+ * shared tile S[..., i, j] in the loop's body, j the loop's column variable and last, the other
+ * indices free of j and of what the body defines, therefore reads two neighbouring elements for
+ * the two registers, and one 2-lane vcopy into a local pair fetches both (a dequantizing GEMM's
+ * weight bytes: one 16-bit load for two elements instead of two 8-bit loads, each with its own
+ * address).  The pair is read before both iterations, so the read must be one the body makes
+ * whatever its data: not under an if or a loop of the body, unless its indices are exactly
+ * [i, j] or [stage, i, j] of a staged tile (always inside the tile); and nothing in the body
+ * writes S.  Pairs stay contiguous and aligned in every shared layout (ir.h: swizzles move whole
+ * 16-byte chunks) when S's rows have an even number of elements of at most 8 bytes. */
+enum { MAX_PAIR_READS = 8 };
+
+typedef struct {
+  const Lw *w;
+  const Stmt *loop;
+  bool *inner;   /* variables the body defines */
+  bool *written; /* per buffer: the body stores into it */
+  const Expr *read[MAX_PAIR_READS];
+  int nread;
+  bool cond; /* walking a branch of an if or the body of a loop */
+  bool give_up;
+} PairScan;
+
+static bool ex_same(const Expr *x, const Expr *y)
+{
+  if (!x || !y)
+    return x == y;
+  if (x->kind != y->kind || x->type != y->type || x->i != y->i || x->f != y->f || x->var != y->var ||
+      x->buf != y->buf || x->op != y->op || x->nargs != y->nargs)
+    return false;
+  for (int i = 0; i < x->nargs; i++)
+    if (!ex_same(x->args[i], y->args[i]))
+      return false;
+  return ex_same(x->a, y->a) && ex_same(x->b, y->b) && ex_same(x->c, y->c);
+}
+
+/* An index the pair's read may compute ahead of the iterations: integer arithmetic on variables
+ * defined outside the body (the row variable included, the column variable not). */
+static bool pair_index_ok(const PairScan *ps, const Expr *e)
+{
+  if (!e)
+    return true;
+  switch (e->kind) {
+  case EX_INT: return true;
+  case EX_VAR: return e->var != ps->loop->vars[1] && !ps->inner[e->var];
+  case EX_UNARY:
+  case EX_BINARY:
+  case EX_CAST: return type_is_int(e->type) && pair_index_ok(ps, e->a) && pair_index_ok(ps, e->b);
+  default: return false;
+  }
+}
+
+static bool is_var(const Expr *e, int var) { return e->kind == EX_VAR && e->var == var; }
+
+static bool pair_read_ok(const PairScan *ps, const Expr *e)
+{
+  const Buffer *S = &ps->w->k->bufs[e->buf];
+  int n = e->nargs;
+  if (S->scope != SCOPE_SHARED || n < 2 || !is_var(e->args[n - 1], ps->loop->vars[1]) ||
+      S->tile_shape[S->rank - 1] % 2 || type_bytes(S->elem) > 8)
+    return false;
+  for (int d = 0; d < n - 1; d++)
+    if (!pair_index_ok(ps, e->args[d]))
+      return false;
+  if (!ps->cond)
+    return true;
+  /* Under a condition: [i, j], or [stage, i, j] of a staged tile, with the loop inside the tile. */
+  int lead = S->stages ? 1 : 0;
+  return n == 2 + lead && is_var(e->args[lead], ps->loop->vars[0]) &&
+         ps->loop->extents[0]->i <= S->tile_shape[S->rank - 2] &&
+         ps->loop->extents[1]->i <= S->tile_shape[S->rank - 1];
+}
+
+static void pair_scan_expr(PairScan *ps, const Expr *e)
+{
+  if (!e)
+    return;
+  if (e->kind == EX_LOAD && pair_read_ok(ps, e)) {
+    for (int i = 0; i < ps->nread; i++)
+      if (ex_same(ps->read[i], e))
+        return;
+    if (ps->nread < MAX_PAIR_READS)
+      ps->read[ps->nread++] = e;
+    return;
+  }
+  pair_scan_expr(ps, e->a);
+  pair_scan_expr(ps, e->b);
+  pair_scan_expr(ps, e->c);
+  for (int i = 0; i < e->nargs; i++)
+    pair_scan_expr(ps, e->args[i]);
+}
+
+static void pair_scan_stmt(PairScan *ps, const Stmt *s)
+{
+  if (!s)
+    return;
+  switch (s->kind) {
+  case ST_SEQ:
+    for (int i = 0; i < s->nbody; i++)
+      pair_scan_stmt(ps, s->body[i]);
+    return;
+  case ST_STORE:
+  case ST_ATOMIC: ps->written[s->buf] = true; /* fall through */
+  case ST_LET:
+  case ST_ASSIGN:
+  case ST_EVAL:
+    pair_scan_expr(ps, s->value);
+    for (int i = 0; i < s->nidx; i++)
+      pair_scan_expr(ps, s->idx[i]);
+    return;
+  case ST_IF:
+  case ST_FOR: {
+    pair_scan_expr(ps, s->cond);
+    for (int i = 0; i < s->nvars; i++)
+      pair_scan_expr(ps, s->extents[i]);
+    bool cond = ps->cond;
+    ps->cond = true;
+    pair_scan_stmt(ps, s->then_s);
+    pair_scan_stmt(ps, s->else_s);
+    ps->cond = cond;
+    return;
+  }
+  default: ps->give_up = true; return;
+  }
+}
+
+typedef struct {
+  Lw *w;
+  const PairScan *ps;
+  const int *pair; /* the local pair of each read */
+  int half;        /* the variable of the register's place in its pair, 0 or 1 */
+} PairUse;
+
+static Expr *use_pair(void *ctx, Expr *e)
+{
+  PairUse *u = ctx;
+  if (e->kind != EX_LOAD)
+    return e;
+  for (int i = 0; i < u->ps->nread; i++)
+    if (ex_same(u->ps->read[i], e) && !u->ps->written[e->buf]) {
+      Expr *x = ex_load(u->w->a, u->w->k, u->pair[i], lw_idx1(u->w, lw_var(u->w, u->half)), 1);
+      x->loc = e->loc;
+      return x;
+    }
+  return e;
+}
+
+typedef struct {
+  Lw *w;
+  const Stmt *loop;
+  Expr *row, *col;
+} PairAt;
+
+/* The read's indices with the loop's row and column variables replaced by the pair's. */
+static Expr *pair_at(void *ctx, Expr *e)
+{
+  PairAt *pa = ctx;
+  if (is_var(e, pa->loop->vars[0]))
+    return lw_clone(pa->w, pa->row);
+  if (is_var(e, pa->loop->vars[1]))
+    return lw_clone(pa->w, pa->col);
+  return e;
+}
+
 /* The parallel loop's iterations on an MMA anchor: every register of the
- * accumulator layout, at its (row, col). */
+ * accumulator layout, at its (row, col); shared reads in pairs (above). */
 static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
 {
+  PairScan ps = {.w = w,
+                 .loop = s,
+                 .inner = ARENA_ARRAY(w->a, bool, w->k->nvars + 1),
+                 .written = ARENA_ARRAY(w->a, bool, w->k->nbufs + 1)};
+  mark_inner_vars(s->then_s, ps.inner);
+  pair_scan_stmt(&ps, s->then_s);
+  int pair[MAX_PAIR_READS], npair = 0;
+  for (int i = 0; !ps.give_up && i < ps.nread; i++)
+    if (!ps.written[ps.read[i]->buf])
+      pair[i] = lw_new_buffer(w, "pair", SCOPE_LOCAL, w->k->bufs[ps.read[i]->buf].elem, 2), npair++;
+  if (ps.give_up)
+    ps.nread = 0;
+
   int fm = lw_fresh(w, "fm", VAR_LOOP), fn = lw_fresh(w, "fn", VAR_LOOP), r = lw_fresh(w, "r", VAR_LOOP);
-  StmtList body = {0};
+  /* With pairs, r is 2h + r2: the pairs are read in the loop over h, the body runs in the one over r2. */
+  int h = npair ? lw_fresh(w, "h", VAR_LOOP) : -1;
+  Expr *reg_r = npair ? lw_add(w, lw_mul_c(w, lw_var(w, h), 2), lw_var(w, r)) : lw_var(w, r);
+  StmtList body = {0}, reads = {0};
+  if (npair) {
+    Expr *row0, *col0;
+    lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_mul_c(w, lw_var(w, h), 2), &row0, &col0);
+    PairAt pa = {w, s, lw_var(w, lw_let(w, &reads, "pi", row0)), lw_var(w, lw_let(w, &reads, "pj", col0))};
+    for (int i = 0; i < ps.nread; i++) {
+      const Expr *e = ps.read[i];
+      if (ps.written[e->buf])
+        continue;
+      Expr **idx = ARENA_ARRAY(w->a, Expr *, e->nargs);
+      for (int d = 0; d < e->nargs; d++)
+        idx[d] = expr_rewrite(lw_clone(w, e->args[d]), pair_at, &pa);
+      lw_vcopy(w, &reads, pair[i], lw_idx1(w, lw_i32(w, 0)), 1, e->buf, idx, e->nargs, 2, 0, e->nargs - 1);
+    }
+    PairUse u = {w, &ps, pair, r};
+    stmt_rewrite_exprs(s->then_s, use_pair, &u);
+  }
   Expr *row, *col;
-  lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_var(w, r), &row, &col);
+  lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_clone(w, reg_r), &row, &col);
   ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, row);
   p.lets[1] = lw_let(w, &body, w->k->vars[s->vars[1]].name, col);
   p.reg = ex_add(w->a,
                  ex_mul(w->a, ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, L->frag_n)), lw_var(w, fn)),
                         lw_i32(w, 4)),
-                 lw_var(w, r));
+                 lw_clone(w, reg_r));
   p.row_reg = ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, 2)),
-                     lw_bin(w, OP_DIV, lw_var(w, r), lw_i32(w, 2)));
+                     lw_bin(w, OP_DIV, lw_clone(w, reg_r), lw_i32(w, 2)));
   par_stmt(&p, s->then_s);
   stlist_push(w->a, &body, s->then_s);
-  Stmt *x = lw_unrolled(w, r, 4, stlist_seq(w->a, &body, s->loc));
+  Stmt *x = lw_unrolled(w, r, npair ? 2 : 4, stlist_seq(w->a, &body, s->loc));
+  if (npair) {
+    stlist_push(w->a, &reads, x);
+    x = lw_unrolled(w, h, 2, stlist_seq(w->a, &reads, s->loc));
+  }
   x = lw_unrolled(w, fn, L->frag_n, x);
   x = lw_unrolled(w, fm, L->frag_m, x);
   return p.shared_store ? lw_fenced(w, x) : x;
