@@ -580,6 +580,13 @@ static Stmt *mbar_stmt(Lw *w, StmtKind kind, int bar, Expr *idx, Expr *value)
   return s;
 }
 
+/* wait full[g % S]: the copies of iteration g (counted over every run) have landed */
+static Stmt *wait_full(Lw *w, int mbar, Expr *g, int S)
+{
+  return mbar_stmt(w, ST_MBAR_WAIT, mbar, lw_mod_c(w, g, S),
+                   lw_mod_c(w, lw_div_c(w, ex_clone(w->a, g), S), 2));
+}
+
 /* arrive on empty[stage]: this thread no longer reads that stage */
 static Stmt *release(Lw *w, int mbar, Expr *stage, int S)
 {
@@ -776,9 +783,8 @@ static Stmt *overlap_start(Lw *w, const Overlap *ov, int kv, Expr *iter, Expr *g
                            bool *staged)
 {
   StmtList l = {0}, c = {0};
-  Expr *stage = lw_mod_c(w, g, S);
-  stlist_push(w->a, &l,
-              mbar_stmt(w, ST_MBAR_WAIT, mbar, stage, lw_mod_c(w, lw_div_c(w, ex_clone(w->a, g), S), 2)));
+  Expr *stage = lw_mod_c(w, ex_clone(w->a, g), S);
+  stlist_push(w->a, &l, wait_full(w, mbar, g, S));
   Stage st = {w, NULL, NULL, kv, iter, true};
   for (int i = 0; i <= ov->before.n; i++) {
     Stmt *s = st_clone(w->a, i < ov->before.n ? ov->before.items[i] : ov->first);
@@ -915,9 +921,8 @@ static Stmt *twin_fill(Lw *w, const StmtList *c, int twin, int kv, Expr *iter, E
                        bool *staged)
 {
   StmtList l = {0}, f = {0};
-  Expr *stage = lw_mod_c(w, g, S);
-  stlist_push(w->a, &l,
-              mbar_stmt(w, ST_MBAR_WAIT, mbar, stage, lw_mod_c(w, lw_div_c(w, ex_clone(w->a, g), S), 2)));
+  Expr *stage = lw_mod_c(w, ex_clone(w->a, g), S);
+  stlist_push(w->a, &l, wait_full(w, mbar, g, S));
   Stage st = {w, NULL, NULL, kv, iter, true};
   Rename r = {c->items[c->n - 1]->a, twin};
   for (int i = 0; i < c->n - 1; i++) {
