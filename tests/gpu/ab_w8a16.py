@@ -23,7 +23,8 @@ for M, N, K, flags in ((4096, 4096, 4096, ["-D", "BN=128", "-D", "BK=128", "-D",
                        (4096, 14336, 4096, ["-D", "BN=128", "-D", "BK=128", "-D", "STAGES=4"]),
                        (4096, 4096, 4096, ["-D", "BN=64", "-D", "BK=64", "-D", "STAGES=6"]),
                        (1000, 4096, 4104, ["-D", "BN=128", "-D", "BK=128", "-D", "STAGES=4"]),
-                       (16, 4096, 4096, ["-D", "BN=32", "-D", "BK=128", "-D", "STAGES=6"])):
+                       (16, 4096, 4096, ["-D", "BN=32", "-D", "BK=128", "-D", "STAGES=6"]),
+                       (16, 4096, 4096, ["-D", "BN=64", "-D", "BK=128", "-D", "STAGES=6"])):
     a = torch.rand(M, K, device="cuda").half() - 0.5
     w = torch.randint(-128, 128, (N, K), device="cuda", dtype=torch.int16).to(torch.int8)
     s = torch.rand(N, device="cuda") / 256
