@@ -5,7 +5,7 @@
 #     and the lowered tile IR (--emit=tir);
 #   - every tests/golden/*.tl for sm_80 and sm_90a: the PTX and the tile IR;
 #   - every tests/diag/*.tl: the diagnostics (stderr) and the exit status;
-#   - with GPU_CONFORM (build/tests/gpu/gpu_conform, default when it exists): the 438 kernels of the
+#   - with GPU_CONFORM (build/tests/gpu/gpu_conform, default when it exists): the kernels of the
 #     conformance matrix and 150 random ones, each at its own target;
 # and compares each output byte for byte, with the exit status (a file both reject alike is equal).
 # Build OLD_TILEC from the base commit in a worktree:

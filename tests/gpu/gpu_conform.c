@@ -5,7 +5,8 @@
  * shapes that are not square and tensor shapes that are not multiples of the tile, and the
  * compositions real kernels use (accumulator -> shared -> gemm operand, accumulator -> shared ->
  * global, global -> shared -> fragment -> shared, rows of one accumulator broadcast into another of
- * another width). Each case is a small .tl kernel generated here, compiled in-process by the JIT's
+ * another width, a shared tile or a pipelined stage read by a parallel loop over an accumulator).
+ * Each case is a small .tl kernel generated here, compiled in-process by the JIT's
  * compiler for sm_90a and for sm_80, run on random data with poisoned outputs, and compared element by
  * element with a host reference.
  *
@@ -110,7 +111,9 @@ enum { SH, FR };
 /* ACC_OUT sinks (accumulator -> ...). */
 enum { SINK_G, SINK_S, SINK_F, SINK_FS, SINK_SE, NSINKS };
 /* ACC_IN sources (... -> accumulator). */
-enum { SRC_G, SRC_S, SRC_F, SRC_ES, SRC_PIPE, NSRCS };
+/* SRC_PAR / SRC_PPAR: the shared tile (a pipelined loop's stage) read by a parallel loop over the
+ * accumulator, acc[i, j] += Cs[i, j]: two neighbouring registers' elements as one pair (lower_parallel.c). */
+enum { SRC_G, SRC_S, SRC_F, SRC_ES, SRC_PIPE, SRC_PAR, SRC_PPAR, NSRCS };
 /* Data kinds. */
 enum { D_FINE, D_INT2, D_INT64, D_EIGHTHS };
 
@@ -449,7 +452,13 @@ static void ref_acc_out(const ccase *c, double **v)
 
 /* -------------------------------------------------------------------- ACC_IN: sources -> acc */
 
-static const char *const SRCK[] = {"global", "shared", "frag", "elemwise.f32+shared", "pipelined shared"};
+static const char *const SRCK[] = {"global",
+                                   "shared",
+                                   "frag",
+                                   "elemwise.f32+shared",
+                                   "pipelined shared",
+                                   "shared read in a parallel loop",
+                                   "pipelined shared read in a parallel loop"};
 
 static void gen_acc_in(const char *arch, const ccase *g, int srck, ty t1, ty td)
 {
@@ -464,12 +473,15 @@ static void gen_acc_in(const char *arch, const ccase *g, int srck, ty t1, ty td)
   snprintf(c->name, sizeof c->name,
            "acc-in %s %dx%dx%d t%d%s%s%s %s C0.%s -> %s%s%s -> acc += A@B -> %s  M=%lld N=%lld K=%lld", arch,
            c->BM, c->BN, c->BK, c->T, grid_name(c), c->trans_a ? " A^T" : "", c->trans_b ? " B^T" : "",
-           TY[c->ab], TY[srck == SRC_PIPE ? F32 : t1], SRCK[srck],
-           srck == SRC_G || srck == SRC_PIPE ? "" : ".",
+           TY[c->ab],
+           TY[srck == SRC_PIPE || srck == SRC_PPAR ? F32
+              : srck == SRC_PAR                    ? F32
+                                                   : t1],
+           SRCK[srck], srck == SRC_G || srck == SRC_PIPE ? "" : ".",
            srck == SRC_G || srck == SRC_PIPE ? "" : TY[srck == SRC_ES ? t1 : t1], TY[td], (long long)c->M,
            (long long)c->N, (long long)c->K);
   gemm_tensors(c);
-  if (srck == SRC_PIPE)
+  if (srck == SRC_PIPE || srck == SRC_PPAR)
     add_tensor(c, "Z", F32, "LMN", D_EIGHTHS, false);
   else
     add_tensor(c, "C0", srck == SRC_G ? t1 : F32, "MN", D_EIGHTHS, false);
@@ -498,12 +510,26 @@ static void gen_acc_in(const char *arch, const ccase *g, int srck, ty t1, ty td)
        c->BM, c->BN, c->BM, c->BN, TY[t1], c0);
     break;
   case SRC_PIPE:
-    /* acc = A @ B first (the gemm fixes its layout), then each staged tile of Z, through a
-     * fragment of the accumulator's layout, is added. */
+  case SRC_PAR:
+  case SRC_PPAR:
+    /* acc = A @ B first (the gemm fixes its layout), then C0 or each staged tile of Z (through
+     * a fragment of the accumulator's layout, or read by the parallel loop itself) is added. */
     sb(b, "    clear(acc);\n");
     break;
   }
   gemm_body(c);
+  if (srck == SRC_PAR)
+    sb(b,
+       "    let Cs = alloc_shared([%d, %d], %s);\n    copy(%s, Cs);\n"
+       "    for i, j in parallel(%d, %d) {\n        acc[i, j] = acc[i, j] + f32(Cs[i, j]);\n    }\n",
+       c->BM, c->BN, TY[t1], c0, c->BM, c->BN);
+  if (srck == SRC_PPAR)
+    sb(b,
+       "    let Zs = alloc_shared([%d, %d], %s);\n"
+       "    for l in pipelined(L, stages = 2) {\n        copy(Z[l, by * %d, bx * %d], Zs);\n"
+       "        for i, j in parallel(%d, %d) {\n            acc[i, j] = acc[i, j] + f32(Zs[i, j]);\n"
+       "        }\n    }\n",
+       c->BM, c->BN, TY[t1], c->BM, c->BN, c->BM, c->BN);
   if (srck == SRC_PIPE)
     sb(b,
        "    let Zs = alloc_shared([%d, %d], %s);\n    let z = alloc_fragment([%d, %d], f32);\n"
@@ -521,7 +547,7 @@ static void ref_acc_in(const ccase *c, double **v)
   for (int64_t i = 0; i < c->M; i++)
     for (int64_t j = 0; j < c->N; j++) {
       double x = 0;
-      if (c->srck == SRC_PIPE) {
+      if (c->srck == SRC_PIPE || c->srck == SRC_PPAR) {
         for (int64_t l = 0; l < c->L; l++)
           x += rnd(c->t1, C0[(l * c->M + i) * c->N + j]);
       } else
@@ -860,8 +886,11 @@ static void gen_accs(const char *arch)
     gen_acc_in(arch, &g, SRC_S, sb_, h);
     gen_acc_in(arch, &g, SRC_F, h2, F32);
     gen_acc_in(arch, &g, SRC_ES, sa, b);
-    if (!big) /* two stages of a 128 x 256 tile are over sm_80's budget */
+    gen_acc_in(arch, &g, SRC_PAR, sa, F32);
+    if (!big) { /* two stages of a 128 x 256 tile are over sm_80's budget */
       gen_acc_in(arch, &g, SRC_PIPE, sb_, F32);
+      gen_acc_in(arch, &g, SRC_PPAR, h2, F32);
+    }
     g = gemm_template(&GEMMS[gi], gi + 2);
     if (g.K > g.BK) /* one K tile: the swizzled tile is the whole of A's K */
       g.K = g.BK - 8;
