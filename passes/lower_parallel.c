@@ -111,15 +111,16 @@ static void mark_inner_vars(const Stmt *s, bool *inner);
 /* ---- pairs of shared reads on an MMA anchor
  *
  * Registers r and r + 1 of a 16x8 piece (r even) are columns j and j + 1 of one row.  A read of a
- * shared tile S[..., i, j] in the loop's body, j the loop's column variable and last, the other
- * indices free of j and of what the body defines, therefore reads two neighbouring elements for
- * the two registers, and one 2-lane vcopy into a local pair fetches both (a dequantizing GEMM's
- * weight bytes: one 16-bit load for two elements instead of two 8-bit loads, each with its own
- * address).  The pair is read before both iterations, so the read must be one the body makes
- * whatever its data: not under an if or a loop of the body, unless its indices are exactly
- * [i, j] or [stage, i, j] of a staged tile (always inside the tile); and nothing in the body
- * writes S.  Pairs stay contiguous and aligned in every shared layout (ir.h: swizzles move whole
- * 16-byte chunks) when S's rows have an even number of elements of at most 8 bytes. */
+ * shared tile S[..., j] in the loop's body (S[..., i, j], or a row S[j] broadcast down the
+ * columns), j the loop's column variable and last, the other indices free of j and of what the
+ * body defines, therefore reads two neighbouring elements for the two registers, and one 2-lane
+ * vcopy into a local pair fetches both (a dequantizing GEMM's weight bytes: one 16-bit load for
+ * two elements instead of two 8-bit loads, each with its own address).  The pair is read before
+ * both iterations, so the read must be one the body makes whatever its data: not under an if or a
+ * loop of the body, unless its indices are exactly [i, j] or [j], after the stage of a staged tile
+ * (always inside the tile); and nothing in the body writes S.  Pairs stay contiguous and aligned in every
+ * shared layout (ir.h: swizzles move whole 16-byte chunks) when S's rows have an even number of elements of
+ * at most 8 bytes. */
 enum { MAX_PAIR_READS = 8 };
 
 typedef struct {
@@ -168,7 +169,7 @@ static bool pair_read_ok(const PairScan *ps, const Expr *e)
 {
   const Buffer *S = &ps->w->k->bufs[e->buf];
   int n = e->nargs;
-  if (S->scope != SCOPE_SHARED || n < 2 || !is_var(e->args[n - 1], ps->loop->vars[1]) ||
+  if (S->scope != SCOPE_SHARED || n < 1 || !is_var(e->args[n - 1], ps->loop->vars[1]) ||
       S->tile_shape[S->rank - 1] % 2 || type_bytes(S->elem) > 8)
     return false;
   for (int d = 0; d < n - 1; d++)
@@ -176,11 +177,13 @@ static bool pair_read_ok(const PairScan *ps, const Expr *e)
       return false;
   if (!ps->cond)
     return true;
-  /* Under a condition: [i, j], or [stage, i, j] of a staged tile, with the loop inside the tile. */
+  /* Under a condition: [i, j] or [j] (a row broadcast down the columns), after the stage of a
+   * staged tile, with the loop inside the tile. */
   int lead = S->stages ? 1 : 0;
-  return n == 2 + lead && is_var(e->args[lead], ps->loop->vars[0]) &&
-         ps->loop->extents[0]->i <= S->tile_shape[S->rank - 2] &&
-         ps->loop->extents[1]->i <= S->tile_shape[S->rank - 1];
+  if (ps->loop->extents[1]->i > S->tile_shape[S->rank - 1])
+    return false;
+  return n == 1 + lead || (n == 2 + lead && is_var(e->args[lead], ps->loop->vars[0]) &&
+                           ps->loop->extents[0]->i <= S->tile_shape[S->rank - 2]);
 }
 
 static void pair_scan_expr(PairScan *ps, const Expr *e)
