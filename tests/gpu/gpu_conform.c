@@ -473,11 +473,8 @@ static void gen_acc_in(const char *arch, const ccase *g, int srck, ty t1, ty td)
   snprintf(c->name, sizeof c->name,
            "acc-in %s %dx%dx%d t%d%s%s%s %s C0.%s -> %s%s%s -> acc += A@B -> %s  M=%lld N=%lld K=%lld", arch,
            c->BM, c->BN, c->BK, c->T, grid_name(c), c->trans_a ? " A^T" : "", c->trans_b ? " B^T" : "",
-           TY[c->ab],
-           TY[srck == SRC_PIPE || srck == SRC_PPAR ? F32
-              : srck == SRC_PAR                    ? F32
-                                                   : t1],
-           SRCK[srck], srck == SRC_G || srck == SRC_PIPE ? "" : ".",
+           TY[c->ab], TY[srck == SRC_PIPE || srck == SRC_PAR || srck == SRC_PPAR ? F32 : t1], SRCK[srck],
+           srck == SRC_G || srck == SRC_PIPE ? "" : ".",
            srck == SRC_G || srck == SRC_PIPE ? "" : TY[srck == SRC_ES ? t1 : t1], TY[td], (long long)c->M,
            (long long)c->N, (long long)c->K);
   gemm_tensors(c);
@@ -523,20 +520,19 @@ static void gen_acc_in(const char *arch, const ccase *g, int srck, ty t1, ty td)
        "    let Cs = alloc_shared([%d, %d], %s);\n    copy(%s, Cs);\n"
        "    for i, j in parallel(%d, %d) {\n        acc[i, j] = acc[i, j] + f32(Cs[i, j]);\n    }\n",
        c->BM, c->BN, TY[t1], c0, c->BM, c->BN);
-  if (srck == SRC_PPAR)
+  if (srck == SRC_PIPE || srck == SRC_PPAR) { /* SRC_PIPE through a fragment z, SRC_PPAR read directly */
+    bool frag = srck == SRC_PIPE;
+    sb(b, "    let Zs = alloc_shared([%d, %d], %s);\n", c->BM, c->BN, TY[t1]);
+    if (frag)
+      sb(b, "    let z = alloc_fragment([%d, %d], f32);\n", c->BM, c->BN);
+    sb(b, "    for l in pipelined(L, stages = 2) {\n        copy(Z[l, by * %d, bx * %d], Zs);\n", c->BM,
+       c->BN);
+    if (frag)
+      sb(b, "        copy(Zs, z);\n");
     sb(b,
-       "    let Zs = alloc_shared([%d, %d], %s);\n"
-       "    for l in pipelined(L, stages = 2) {\n        copy(Z[l, by * %d, bx * %d], Zs);\n"
-       "        for i, j in parallel(%d, %d) {\n            acc[i, j] = acc[i, j] + f32(Zs[i, j]);\n"
-       "        }\n    }\n",
-       c->BM, c->BN, TY[t1], c->BM, c->BN, c->BM, c->BN);
-  if (srck == SRC_PIPE)
-    sb(b,
-       "    let Zs = alloc_shared([%d, %d], %s);\n    let z = alloc_fragment([%d, %d], f32);\n"
-       "    for l in pipelined(L, stages = 2) {\n        copy(Z[l, by * %d, bx * %d], Zs);\n"
-       "        copy(Zs, z);\n        for i, j in parallel(%d, %d) {\n            acc[i, j] = acc[i, j] + z[i, j];\n"
-       "        }\n    }\n",
-       c->BM, c->BN, TY[t1], c->BM, c->BN, c->BM, c->BN, c->BM, c->BN);
+       "        for i, j in parallel(%d, %d) {\n            acc[i, j] = acc[i, j] + %s;\n        }\n    }\n",
+       c->BM, c->BN, frag ? "z[i, j]" : "f32(Zs[i, j])");
+  }
   sb(b, "    copy(acc, Y[by * %d, bx * %d]);\n}\n", c->BM, c->BN);
 }
 
