@@ -940,19 +940,18 @@ static void twin_consume(Lw *w, StmtList *it, const StmtList *c, int twin, int k
                          int base, int S, int mbar, bool *staged, Stmt **head, Stmt **end, Stmt **tail)
 {
   Stmt *gemm = c->items[c->n - 1];
-  int a = gemm->a, acc = gemm->c;
+  int acc = gemm->c;
   Expr *g0 = base < 0 ? lw_i32(w, 0) : lw_var(w, base);
   *head = lw_if(w, lw_bin(w, OP_GE, lw_var(w, n), lw_i32(w, 1)),
                 twin_fill(w, c, twin, kv, lw_i32(w, 0), g0, S, mbar, staged), NULL);
 
   stlist_push(w->a, it, wgmma_wait(w, acc, 0));
   release_previous(w, it, kv, g, S, mbar);
-  int r = lw_fresh(w, "r", VAR_LOOP);
-  stlist_push(w->a, it,
-              lw_unrolled(w, r, w->k->bufs[a].layout.regs,
-                          lw_store(w, a, lw_idx1(w, lw_var(w, r)), 1,
-                                   ex_load(w->a, w->k, twin, lw_idx1(w, lw_var(w, r)), 1))));
+  Stmt *copy = st_new(w->a, ST_COPY, NO_LOC); /* copy(A', A): the fragments' registers */
+  copy->src.buf = twin;
+  copy->dst.buf = gemm->a;
   StmtList gl = {0};
+  stlist_push(w->a, &gl, copy);
   stlist_push(w->a, &gl, gemm);
   stlist_push(w->a, it, issue_only(w, lower_on_stage(w, staged, lw_var(w, stage), &gl, NO_LOC)));
 
@@ -985,12 +984,12 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int
   parts[0] = parts[1] = parts[2] = NULL;
   Overlap ov;
   const char *why;
-  if (general && overlap && plan_overlap(w, gemms, &ov, &why)) {
-    overlap_consume(w, it, &ov, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
+  if (twin >= 0) { /* lower_pipelined chose it: plan_overlap found no rotation */
+    twin_consume(w, it, gemms, twin, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
     return;
   }
-  if (twin >= 0) {
-    twin_consume(w, it, gemms, twin, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
+  if (general && overlap && plan_overlap(w, gemms, &ov, &why)) {
+    overlap_consume(w, it, &ov, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
     return;
   }
   stlist_push(
@@ -1222,14 +1221,18 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   Stmt *outer = NULL;
   bool general = false;
   bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
+  /* Which form overlap = 1 takes (above): the last gemm under the next iteration, or the register
+   * A operand twice. */
+  Overlap ov;
+  const char *why = NULL;
+  bool rotate = tma && general && s->overlap && plan_overlap(w, &consumers, &ov, &why);
+  bool twice = tma && general && s->overlap && !rotate && plan_twin(w, &consumers, S);
   if (s->overlap == 2 && w->pc->target->sm == 90 && w->pc->target->arch_specific) {
-    Overlap ov;
-    const char *why = NULL;
     if (!tma)
       why = "its copies do not take the copy engine's form (docs/language.md, 'The copy engine')";
     else if (!general)
       why = "every consumer is a gemm, and the loop already keeps one multiply in flight";
-    else if (plan_overlap(w, &consumers, &ov, &why) || plan_twin(w, &consumers, S))
+    else if (rotate || twice)
       why = NULL;
     if (why) {
       error_at(w->pc->diags, s->loc,
@@ -1242,13 +1245,8 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   for (int i = 0; tma && i < consumers.n; i++)
     for (int f = 0; f < 1 + ws; f++)
       stlist_push(w->a, f ? &ws_gemms : &gemms, st_clone(w->a, consumers.items[i]));
-  /* The register A operand twice (above): its second copy made before staged[] is sized. */
-  Overlap ov;
-  const char *why;
-  int twin = tma && general && s->overlap && !plan_overlap(w, &consumers, &ov, &why) &&
-                     plan_twin(w, &consumers, S)
-                 ? twin_buffer(w, consumers.items[consumers.n - 1]->a)
-                 : -1;
+  /* A's second copy is made before staged[] is sized. */
+  int twin = twice ? twin_buffer(w, consumers.items[consumers.n - 1]->a) : -1;
   bool reused = false;
   const int nstaged = k->nbufs; /* staged[] covers these; lowering the consumers adds buffers */
   bool *staged = ARENA_ARRAY(w->a, bool, nstaged + 1);
