@@ -252,7 +252,7 @@ static Expr *use_pair(void *ctx, Expr *e)
   if (e->kind != EX_LOAD)
     return e;
   for (int i = 0; i < u->ps->nread; i++)
-    if (ex_same(u->ps->read[i], e) && !u->ps->written[e->buf]) {
+    if (ex_same(u->ps->read[i], e)) {
       Expr *x = ex_load(u->w->a, u->w->k, u->pair[i], lw_idx1(u->w, lw_var(u->w, u->half)), 1);
       x->loc = e->loc;
       return x;
@@ -287,12 +287,13 @@ static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
                  .written = ARENA_ARRAY(w->a, bool, w->k->nbufs + 1)};
   mark_inner_vars(s->then_s, ps.inner);
   pair_scan_stmt(&ps, s->then_s);
-  int pair[MAX_PAIR_READS], npair = 0;
+  int pair[MAX_PAIR_READS], npair = 0; /* the reads kept (of tiles the body does not write) */
   for (int i = 0; !ps.give_up && i < ps.nread; i++)
-    if (!ps.written[ps.read[i]->buf])
-      pair[i] = lw_new_buffer(w, "pair", SCOPE_LOCAL, w->k->bufs[ps.read[i]->buf].elem, 2), npair++;
-  if (ps.give_up)
-    ps.nread = 0;
+    if (!ps.written[ps.read[i]->buf]) {
+      ps.read[npair] = ps.read[i];
+      pair[npair++] = lw_new_buffer(w, "pair", SCOPE_LOCAL, w->k->bufs[ps.read[i]->buf].elem, 2);
+    }
+  ps.nread = npair;
 
   int fm = lw_fresh(w, "fm", VAR_LOOP), fn = lw_fresh(w, "fn", VAR_LOOP), r = lw_fresh(w, "r", VAR_LOOP);
   /* With pairs, r is 2h + r2: the pairs are read in the loop over h, the body runs in the one over r2. */
@@ -305,8 +306,6 @@ static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
     PairAt pa = {w, s, lw_var(w, lw_let(w, &reads, "pi", row0)), lw_var(w, lw_let(w, &reads, "pj", col0))};
     for (int i = 0; i < ps.nread; i++) {
       const Expr *e = ps.read[i];
-      if (ps.written[e->buf])
-        continue;
       Expr **idx = ARENA_ARRAY(w->a, Expr *, e->nargs);
       for (int d = 0; d < e->nargs; d++)
         idx[d] = expr_rewrite(lw_clone(w, e->args[d]), pair_at, &pa);
