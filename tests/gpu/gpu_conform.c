@@ -5,7 +5,8 @@
  * shapes that are not square and tensor shapes that are not multiples of the tile, and the
  * compositions real kernels use (accumulator -> shared -> gemm operand, accumulator -> shared ->
  * global, global -> shared -> fragment -> shared, rows of one accumulator broadcast into another of
- * another width, a shared tile or a pipelined stage read by a parallel loop over an accumulator).
+ * another width, a shared tile or a pipelined stage read by a parallel loop over an accumulator, a
+ * register A operand filled by a parallel loop in a pipelined loop, with overlap = 1's second copy).
  * Each case is a small .tl kernel generated here, compiled in-process by the JIT's
  * compiler for sm_90a and for sm_80, run on random data with poisoned outputs, and compared element by
  * element with a host reference.
@@ -103,8 +104,9 @@ sb(sbuf *b, const char *fmt, ...)
 /* ------------------------------------------------------------------------------------- cases */
 
 /* Families. */
-enum { MOVE, ACC_OUT, ACC_IN, ATTN, ROWS, SWIZ, NFAMILIES };
-static const char *const FAMILY[] = {"move", "acc-out", "acc-in", "attention", "rows", "swizzled"};
+enum { MOVE, ACC_OUT, ACC_IN, ATTN, ROWS, SWIZ, REGA, NFAMILIES };
+static const char *const FAMILY[] = {"move", "acc-out",  "acc-in",    "attention",
+                                     "rows", "swizzled", "register-a"};
 
 /* Tile kinds of a MOVE chain. */
 enum { SH, FR };
@@ -152,6 +154,9 @@ typedef struct ccase {
   int BR, red, rsink, rsrc;
   /* SWIZ */
   bool sw_in, sw_out;
+  /* REGA */
+  int stages, overlap;
+  bool nows, persistent;
   /* the compile */
   char *ptx;
   char *err;
@@ -776,6 +781,87 @@ static void ref_swiz(const ccase *c, double **v)
       v[3][i * c->N + j] = dot(c, v[0], v[1], i, j);
 }
 
+/* ------------------------------------------- REGA: a register A operand filled in a pipelined loop */
+
+/* The dequantizing GEMM's shape: A's tile (type t1) and B's tile through a pipelined loop of
+ * `stages`, a parallel loop filling the register operand a[i, j] = ab(As[i, j]) * 0.5, then
+ * gemm(a, Bs, acc); with overlap = 1 on sm_90a's wgmma the loop fills a second copy of `a` for the
+ * next iteration while the gemm multiplies (software_pipeline.c, "the register A operand twice"),
+ * with or without the producer warpgroup, inside a persistent loop over the tiles or not. */
+static void gen_rega(const char *arch, const ccase *g, ty t1, int stages, int overlap, bool nows,
+                     bool persistent)
+{
+  ccase *c = new_case(REGA, arch);
+  *c = *g;
+  memset(&c->src, 0, sizeof c->src);
+  c->nt = 0;
+  c->family = REGA;
+  c->arch = arch;
+  c->t1 = t1, c->stages = stages, c->overlap = overlap, c->nows = nows, c->persistent = persistent;
+  snprintf(c->name, sizeof c->name,
+           "register-a %s %dx%dx%d t%d%s%s %s A.%s -> shared -> a = %s(As) * 0.5 -> acc += a@B stages=%d "
+           "overlap=%d%s%s  M=%lld N=%lld K=%lld",
+           arch, c->BM, c->BN, c->BK, c->T, grid_name(c), c->trans_b ? " B^T" : "", TY[c->ab], TY[t1],
+           TY[c->ab], stages, overlap, nows ? " no-producer" : "", persistent ? " persistent" : "",
+           (long long)c->M, (long long)c->N, (long long)c->K);
+  add_tensor(c, "A", t1, "MK", D_INT2, false);
+  add_tensor(c, "B", c->ab, c->trans_b ? "NK" : "KN", D_INT2, false);
+  add_tensor(c, "Y", F32, "MN", 0, true);
+  char grid[128];
+  if (persistent) /* three blocks take the tiles in turn: each runs the loop several times */
+    snprintf(grid, sizeof grid, "min(ceildiv(N, %d) * ceildiv(M, %d), 3)) as (b", c->BN, c->BM);
+  else
+    snprintf(grid, sizeof grid, "ceildiv(N, %d), ceildiv(M, %d)) as (bx, by", c->BN, c->BM);
+  kernel_head(c, grid);
+  sbuf *b = &c->src;
+  if (nows)
+    sb(b, "    warp_specialize(0);\n");
+  sb(b, "    let As = alloc_shared([%d, %d], %s);\n", c->BM, c->BK, TY[t1]);
+  if (c->trans_b)
+    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BN, c->BK, TY[c->ab]);
+  else
+    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BK, c->BN, TY[c->ab]);
+  sb(b, "    let a = alloc_fragment([%d, %d], %s);\n    let acc = alloc_fragment([%d, %d], f32);\n", c->BM,
+     c->BK, TY[c->ab], c->BM, c->BN);
+  const char *in = "    ";
+  if (persistent) {
+    sb(b,
+       "    let nb = num_blocks(0);\n    let tiles = ceildiv(N, %d) * ceildiv(M, %d);\n"
+       "    for t in serial(ceildiv(tiles - b, nb)) {\n        let tile = t * nb + b;\n"
+       "        let bx = tile %% ceildiv(N, %d);\n        let by = tile / ceildiv(N, %d);\n",
+       c->BN, c->BM, c->BN, c->BN);
+    in = "        ";
+  }
+  sb(b, "%sclear(acc);\n%sfor kk in pipelined(ceildiv(K, %d), stages = %d, overlap = %d) {\n", in, in, c->BK,
+     stages, overlap);
+  sb(b, "%s    copy(A[by * %d, kk * %d], As);\n", in, c->BM, c->BK);
+  if (c->trans_b)
+    sb(b, "%s    copy(B[bx * %d, kk * %d], Bs);\n", in, c->BN, c->BK);
+  else
+    sb(b, "%s    copy(B[kk * %d, bx * %d], Bs);\n", in, c->BK, c->BN);
+  sb(b, "%s    for i, j in parallel(%d, %d) {\n%s        a[i, j] = %s(As[i, j]) * 0.5;\n%s    }\n", in, c->BM,
+     c->BK, in, TY[c->ab], in);
+  sb(b, "%s    gemm(a, Bs, acc", in);
+  gemm_args(b, false, c->trans_b, c->wm, c->wn);
+  sb(b, ");\n%s}\n%scopy(acc, Y[by * %d, bx * %d]);\n", in, in, c->BM, c->BN);
+  if (persistent)
+    sb(b, "    }\n");
+  sb(b, "}\n");
+}
+
+static void ref_rega(const ccase *c, double **v)
+{
+  const double *A = v[0], *B = v[1];
+  double *Y = v[2];
+  for (int64_t i = 0; i < c->M; i++)
+    for (int64_t j = 0; j < c->N; j++) {
+      double s = 0;
+      for (int64_t k = 0; k < c->K; k++)
+        s += rnd(c->ab, rnd(c->ab, A[i * c->K + k]) * 0.5) * (c->trans_b ? B[j * c->K + k] : B[k * c->N + j]);
+      Y[i * c->N + j] = rnd(F32, s);
+    }
+}
+
 static void reference(const ccase *c, double **v)
 {
   switch (c->family) {
@@ -784,6 +870,7 @@ static void reference(const ccase *c, double **v)
   case ACC_IN: ref_acc_in(c, v); break;
   case ATTN: ref_attn(c, v); break;
   case ROWS: ref_rows(c, v); break;
+  case REGA: ref_rega(c, v); break;
   default: ref_swiz(c, v); break;
   }
 }
@@ -923,6 +1010,37 @@ static void gen_rowss(const char *arch)
                3 * S[i].BR + (S[i].BR > 1 ? 1 : 0), v ? S[i].BN : S[i].BN - 3);
 }
 
+/* The register A operand: wgmma shapes (a warpgroup's 64 rows, BK 64) and one that sm_90a lowers
+ * to mma.sync (BK 32); K over several iterations of every stage count, M and N ragged (B's rows
+ * 16-byte aligned where B is [K, N], so that its copy can be TMA's). */
+static void gen_regas(const char *arch)
+{
+  static const gcfg R[] = {
+      {64, 64, 64, 128, 0, 0, false, false, F16},   {64, 128, 64, 128, 0, 0, false, true, BF16},
+      {128, 64, 64, 256, 0, 0, false, false, BF16}, {64, 256, 64, 128, 0, 0, false, true, F16},
+      {128, 128, 32, 256, 0, 0, false, false, F16},
+  };
+  static const struct {
+    int stages, overlap;
+    bool nows, persistent;
+  } V[] = {{3, 1, false, false},
+           {2, 1, true, false},
+           {3, 0, false, false},
+           {2, 1, false, true},
+           {3, 1, false, false}};
+  for (size_t r = 0; r < sizeof R / sizeof *R; r++)
+    for (size_t v = 0; v < sizeof V / sizeof *V; v++) {
+      ccase g;
+      memset(&g, 0, sizeof g);
+      g.BM = R[r].BM, g.BN = R[r].BN, g.BK = R[r].BK, g.T = R[r].T, g.trans_b = R[r].tb, g.ab = R[r].ab;
+      g.M = 2 * g.BM + 17 - (int64_t)v * 3;
+      g.N = g.trans_b ? g.BN + 5 + (int64_t)v : 2 * g.BN + 8;
+      g.K = 4 * g.BK + 24;
+      ty t1 = v == 4 ? F32 : v == 3 ? (g.ab == F16 ? BF16 : F16) : g.ab; /* f32: cp.async, not TMA */
+      gen_rega(arch, &g, t1, V[v].stages, V[v].overlap, V[v].nows, V[v].persistent);
+    }
+}
+
 static void build_matrix(const char *only_arch)
 {
   for (int a = 0; a < 2; a++) {
@@ -932,6 +1050,7 @@ static void build_matrix(const char *only_arch)
     gen_accs(ARCHS[a]);
     gen_attns(ARCHS[a]);
     gen_rowss(ARCHS[a]);
+    gen_regas(ARCHS[a]);
   }
 }
 
