@@ -847,19 +847,23 @@ static void overlap_consume(Lw *w, StmtList *it, Overlap *ov, int kv, int g, int
  *
  *   if n >= 1: wait full[0]; the statements on A' (iteration 0)
  *   for k in 0 .. n-1:
- *       wgmma.wait 0                                  -- G of k-1 done
- *       if k >= 1: arrive empty[(k-1) % S]
  *       A = A'; G on stage k % S, not waited for      -- its wgmma.fence takes A in and out
  *       (the TMA form's refill)
  *       if k+1 < n: wait full[(k+1) % S]; the statements on A' (iteration k+1)
- *   wgmma.wait 0; if n >= 1: arrive empty[(n-1) % S]
+ *       wgmma.wait 0; arrive empty[k % S]             -- G of k done, its stage released
  *
  * The registers a multiply reads are written only between a wait and the next G (A is copied
- * there, and the fence before the wgmmas redefines it, so the code generator gives them no other
- * value while the multiply runs); A' is never read by a multiply.  Each stage is held until the
- * next iteration's wait, so S >= 2.  The statements run twice as written (before the loop and in
- * it) and in the same order as before, so they may define variables: nothing after them in the
- * body reads one (G reads buffers only). */
+ * there, and the fence before the wgmmas redefines it); A' is never read by a multiply.  The wait
+ * that retires G is in the same iteration, after the statements on A': a multiply is never in
+ * flight across the loop's back edge.  That is not a matter of taste: the first version of this
+ * form waited at the top of the next iteration, and gpu_conform's register-a family (3 of 20
+ * kernels) and stdlib gemm_w8a16 at 128-wide tiles gave wrong sums on the H200 while both
+ * interpreter levels were right.  The PTX was race-free (A's registers were written only after
+ * the wait); the likeliest reading is that ptxas let A share registers with A' (the copy A = A'
+ * coalesced) because the multiply's reads stayed in flight across the back edge.  Each stage is held while G
+ * reads it and the next one is filled from, so S >= 2.  The statements run twice as written
+ * (before the loop and in it) and in the same order as before, so they may define variables:
+ * nothing after them in the body reads one (G reads buffers only). */
 
 /* The consumers c: true if they are such statements and then G (their last). */
 static bool plan_twin(Lw *w, const StmtList *c, int S)
@@ -945,8 +949,6 @@ static void twin_consume(Lw *w, StmtList *it, const StmtList *c, int twin, int k
   *head = lw_if(w, lw_bin(w, OP_GE, lw_var(w, n), lw_i32(w, 1)),
                 twin_fill(w, c, twin, kv, lw_i32(w, 0), g0, S, mbar, staged), NULL);
 
-  stlist_push(w->a, it, wgmma_wait(w, acc, 0));
-  release_previous(w, it, kv, g, S, mbar);
   Stmt *copy = st_new(w->a, ST_COPY, NO_LOC); /* copy(A', A): the fragments' registers */
   copy->src.buf = twin;
   copy->dst.buf = gemm->a;
@@ -955,14 +957,16 @@ static void twin_consume(Lw *w, StmtList *it, const StmtList *c, int twin, int k
   stlist_push(w->a, &gl, gemm);
   stlist_push(w->a, it, issue_only(w, lower_on_stage(w, staged, lw_var(w, stage), &gl, NO_LOC)));
 
+  StmtList e = {0};
   Expr *k1 = lw_add(w, lw_var(w, kv), lw_i32(w, 1));
-  *end = lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, k1), lw_var(w, n)),
-               twin_fill(w, c, twin, kv, k1, lw_add(w, lw_var(w, g), lw_i32(w, 1)), S, mbar, staged), NULL);
-
-  StmtList t = {0};
-  stlist_push(w->a, &t, wgmma_wait(w, acc, 0));
-  release_last(w, &t, base, n, S, mbar);
-  *tail = stlist_seq(w->a, &t, NO_LOC);
+  stlist_push(w->a, &e,
+              lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, k1), lw_var(w, n)),
+                    twin_fill(w, c, twin, kv, k1, lw_add(w, lw_var(w, g), lw_i32(w, 1)), S, mbar, staged),
+                    NULL));
+  stlist_push(w->a, &e, wgmma_wait(w, acc, 0));
+  stlist_push(w->a, &e, release(w, mbar, lw_var(w, stage), S));
+  *end = stlist_seq(w->a, &e, NO_LOC);
+  *tail = NULL;
 }
 
 /* The consumers' part of iteration kv, appended to it: wait for the stage,

@@ -1135,7 +1135,7 @@ static bool random_gemm(ccase *g, int extra, bool wgmma_shape)
 static void random_case(const char *arch)
 {
   ccase g;
-  switch (rnd_in(0, 5)) {
+  switch (rnd_in(0, 6)) {
   case 0: { /* a chain of 1 to 4 tiles */
     static const int Ts[] = {32, 64, 128, 256, 512}, Rs[] = {1, 2, 4, 8, 16, 32, 64, 128, 256},
                      Cs[] = {8, 12, 24, 32, 64, 100, 128, 256, 512, 1024};
@@ -1188,6 +1188,18 @@ static void random_case(const char *arch)
                BM * rnd_in(1, 2) + rnd_in(1, 40), BN * rnd_in(1, 3) + rnd_in(1, BN));
       return;
     }
+  }
+  case 5: { /* a register A operand filled in a pipelined loop */
+    if (!random_gemm(&g, 0, true))
+      return;
+    ty t1 = rnd_ty();
+    int S = rnd_in(2, 4);
+    if (S * (g.BM * g.BK * (int)ty_size(t1) + g.BK * g.BN * 2) > 96 * 1024)
+      return random_case(arch);
+    g.wm = g.wn = 0;
+    g.K = g.BK * rnd_in(1, 6) + rnd_in(-(g.BK / 2), g.BK / 2);
+    gen_rega(arch, &g, t1, S, rnd_in(0, 1), rnd_in(0, 1), rnd_in(0, 1));
+    return;
   }
   default: { /* rows of an elementwise fragment */
     static const int Ts[] = {32, 64, 128, 256, 512}, BRs[] = {1, 2, 4, 8, 16, 32},
