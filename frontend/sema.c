@@ -2392,6 +2392,25 @@ static Stmt *check_for(Sema *s, const Node *n)
   return ok ? st : NULL;
 }
 
+/* A condition `A && B` with A or B constant false, or `A || B` with one constant true, decides
+ * its branch as a constant does (`if CACHE == 1 && N <= CN`: only the branch taken is kept).
+ * Both operands were checked; the other one's reads are dropped with the branch. */
+static bool decided_by_constant(Sema *s, const Expr *c, int64_t *taken)
+{
+  if (c->kind != EX_BINARY || (c->op != OP_LAND && c->op != OP_LOR))
+    return false;
+  const Expr *side[2] = {c->a, c->b};
+  for (int i = 0; i < 2; i++) {
+    int64_t v;
+    if ((sema_eval_int(s, side[i], &v) || decided_by_constant(s, side[i], &v)) &&
+        (v != 0) == (c->op == OP_LOR)) {
+      *taken = c->op == OP_LOR;
+      return true;
+    }
+  }
+  return false;
+}
+
 /* ifstmt = "if" expr block [ "else" ( block | ifstmt ) ] ;   the condition is bool (no integer
  * converts to it); both branches are checked even when the condition is wrong.  A condition of
  * constants only (the kernel's constants have their values here) picks its branch now: only that
@@ -2405,7 +2424,7 @@ static Stmt *check_if(Sema *s, const Node *n)
     c = NULL;
   }
   int64_t taken;
-  if (c && sema_eval_int(s, c, &taken)) {
+  if (c && (sema_eval_int(s, c, &taken) || decided_by_constant(s, c, &taken))) {
     if (taken)
       return check_block(s, n->b);
     if (!n->c)

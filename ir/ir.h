@@ -354,6 +354,7 @@ typedef struct {
    * (shared-lifetimes); without live_known the whole kernel (tiles made by the lowering) */
   bool live_known;
   int live_first, live_last;
+  bool unused; /* SHARED: no statement uses it (e.g. behind a branch a constant removed): no bytes */
   SrcLoc loc;
 } Buffer;
 

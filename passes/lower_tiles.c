@@ -578,6 +578,10 @@ bool pass_shared_lifetimes(PassContext *pc, Kernel *k)
     k->bufs[i].live_known = false;
   if (k->body)
     number_top(&l, k->body);
+  /* A tile no statement uses now takes no shared memory (the tiles the lowering makes later are
+   * not among these: it makes them with their uses). */
+  for (int i = 0; i < k->nbufs; i++)
+    k->bufs[i].unused = k->bufs[i].scope == SCOPE_SHARED && !k->bufs[i].live_known;
   return true;
 }
 

@@ -30,7 +30,7 @@ static int64_t place(const Kernel *k, int i, int64_t align)
     off = (off + align - 1) & ~(align - 1);
     for (int j = 0; j < i; j++) {
       const Buffer *o = &k->bufs[j];
-      if (o->scope != SCOPE_SHARED || !live_together(b, o))
+      if (o->scope != SCOPE_SHARED || o->unused || !live_together(b, o))
         continue;
       int64_t end = o->smem_offset + shared_bytes(o);
       if (off < end && o->smem_offset < off + n) {
@@ -50,6 +50,10 @@ bool pass_plan_shared(PassContext *pc, Kernel *k)
     Buffer *b = &k->bufs[i];
     if (b->scope != SCOPE_SHARED)
       continue;
+    if (b->unused) { /* shared-lifetimes: no statement reads or writes it */
+      b->smem_offset = 0;
+      continue;
+    }
     /* Swizzled tiles take whole 128-byte lines; wgmma's swizzles are applied
      * by the hardware to address bits 4-9 (128-byte; fewer for the narrower
      * ones), so its tiles (and each stage, a multiple of 8 rows) start on

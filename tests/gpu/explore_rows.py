@@ -29,6 +29,10 @@ def candidates(kind, n, elem):
     """-D settings to try at row length n (elem bytes per element)."""
     out = []
     cap = 65536 // elem  # a 64 KB row in registers at most
+    if kind == "layernorm" and n * elem > 32768:  # the long-row path: the row kept in shared memory
+        for b, t, st in ((8192, 256, 3), (8192, 512, 2), (4096, 256, 4), (4096, 512, 3)):
+            if ((n + b - 1) // b) * b * elem + st * b * elem <= 200 * 1024:
+                out.append(dict(BN=b, THREADS=t, RPB=1, CACHE=1, STAGES=st, MINB=0))
     bn = min(pow2(n), cap)
     threads_opts = sorted({t for t in (32, 64, bn // 32, bn // 16, bn // 8) if 32 <= t <= 1024 and t <= bn})
     if n > cap:  # the long-row path
