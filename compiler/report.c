@@ -1185,6 +1185,10 @@ static void report_shared(StrBuf *out, const Kernel *k, const Warp *w)
     sb_printf(out, "  %s: %s[", b->name, type_name(b->elem));
     for (int d = 0; d < b->rank; d++)
       sb_printf(out, "%s%" PRId64, d ? ", " : "", b->tile_shape[d]);
+    if (b->unused) { /* plan_shared.c: no statement uses it once constants decided the branches */
+      sb_printf(out, "], unused: no bytes\n");
+      continue;
+    }
     sb_printf(out, "], %" PRId64 " bytes at offset %" PRId64, bytes, b->smem_offset);
     if (b->stages)
       sb_printf(out, ", %d stages of %" PRId64 " bytes", b->stages, bytes / b->stages);
