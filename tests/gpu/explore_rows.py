@@ -33,6 +33,9 @@ def candidates(kind, n, elem):
         for b, t, st in ((8192, 256, 3), (8192, 512, 2), (4096, 256, 4), (4096, 512, 3)):
             if ((n + b - 1) // b) * b * elem + st * b * elem <= 200 * 1024:
                 out.append(dict(BN=b, THREADS=t, RPB=1, CACHE=1, STAGES=st, MINB=0))
+    if kind == "rmsnorm" and n * elem > 65536 and n * elem <= 131072:  # likewise (rows of 64-128 KB)
+        for b, t in ((32768 // elem, 512), (32768 // elem, 1024), (16384 // elem, 512)):
+            out.append(dict(BN=b, THREADS=t, CACHE=1, MINB=0))
     bn = min(pow2(n), cap)
     threads_opts = sorted({t for t in (32, 64, bn // 32, bn // 16, bn // 8) if 32 <= t <= 1024 and t <= bn})
     if n > cap:  # the long-row path
