@@ -41,12 +41,12 @@ for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=2048 BPS=65536 DIRECT=1 MINB=16 STAGES=1 THREADS=128', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=4096 BPS=65536 DIRECT=1 MINB=8 STAGES=1 THREADS=256', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=8192 BPS=65536 DIRECT=1 MINB=4 STAGES=2 THREADS=512', 8),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=16384 MINB=2 THREADS=512', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=32768 MINB=0 THREADS=1024', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=16384 MINB=2 THREADS=512', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=32768 MINB=0 THREADS=1024', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=16384 MINB=2 THREADS=512', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 MINB=0 THREADS=1024', 4)):
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=16384 CN=32 MINB=2 THREADS=512', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=32768 CN=32 MINB=0 THREADS=1024', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=16384 CN=32 MINB=2 THREADS=512', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=32768 CN=32 MINB=0 THREADS=1024', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=16384 CN=32 MINB=2 THREADS=512', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 CN=32 MINB=0 THREADS=1024', 4)):
     KNOWN[(_file, _kernel, _arch, _t, _consts)] = _bytes
 
 
