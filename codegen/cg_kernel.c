@@ -94,7 +94,7 @@ static void place_shared(Cg *cg)
   const Kernel *k = cg->k;
   if (k->smem_bytes <= 0) {
     for (int i = 0; i < k->nbufs; i++)
-      if (k->bufs[i].scope == SCOPE_SHARED)
+      if (k->bufs[i].scope == SCOPE_SHARED && !k->bufs[i].unused)
         DIE("shared buffer '%s' in a kernel without shared memory", k->bufs[i].name);
     return;
   }
@@ -116,7 +116,7 @@ static void place_shared(Cg *cg)
   LLVMSetAlignment(g, wgmma ? CG_SMEM_ALIGN_WGMMA : CG_SMEM_ALIGN);
   for (int i = 0; i < k->nbufs; i++) {
     const Buffer *b = &k->bufs[i];
-    if (b->scope != SCOPE_SHARED)
+    if (b->scope != SCOPE_SHARED || b->unused) /* unused: nothing reads or writes it (plan_shared.c) */
       continue;
     if (b->smem_offset < 0 || b->smem_offset >= k->smem_bytes)
       DIE("shared buffer '%s' at offset %lld of %lld bytes", b->name, (long long)b->smem_offset,
