@@ -314,11 +314,31 @@ static void ref_move(const ccase *c, double **v)
 
 /* --------------------------------------------------------------- the gemm part of ACC_*, SWIZ */
 
+/* A case of family `family` on arch from the gemm template g (its sizes and tile shapes), with no
+ * source and no tensors yet. */
+static ccase *derived_case(int family, const char *arch, const ccase *g)
+{
+  ccase *c = new_case(family, arch);
+  *c = *g;
+  memset(&c->src, 0, sizeof c->src);
+  c->nt = 0;
+  c->family = family;
+  c->arch = arch;
+  return c;
+}
+
 /* A [M, K] (or A^T [K, M]), B [K, N] (or B^T [N, K]) into acc over a serial K loop. */
 static void gemm_tensors(ccase *c)
 {
   add_tensor(c, "A", c->ab, c->trans_a ? "KM" : "MK", D_INT2, false);
   add_tensor(c, "B", c->ab, c->trans_b ? "NK" : "KN", D_INT2, false);
+}
+
+/* let Bs = B's [BK, BN] tile ([BN, BK] for B^T). */
+static void alloc_b_tile(ccase *c)
+{
+  sb(&c->src, "    let Bs = alloc_shared([%d, %d], %s);\n", c->trans_b ? c->BN : c->BK,
+     c->trans_b ? c->BK : c->BN, TY[c->ab]);
 }
 
 static void gemm_body(ccase *c)
@@ -328,10 +348,7 @@ static void gemm_body(ccase *c)
     sb(b, "    let As = alloc_shared([%d, %d], %s);\n", c->BK, c->BM, TY[c->ab]);
   else
     sb(b, "    let As = alloc_shared([%d, %d], %s);\n", c->BM, c->BK, TY[c->ab]);
-  if (c->trans_b)
-    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BN, c->BK, TY[c->ab]);
-  else
-    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BK, c->BN, TY[c->ab]);
+  alloc_b_tile(c);
   sb(b, "    for kk in serial(ceildiv(K, %d)) {\n", c->BK);
   if (c->trans_a)
     sb(b, "        copy(A[kk * %d, by * %d], As);\n", c->BK, c->BM);
@@ -373,12 +390,7 @@ static const char *grid_name(const ccase *c)
 
 static void gen_acc_out(const char *arch, const ccase *g, int sink, ty t1, ty t2, ty td, bool epi)
 {
-  ccase *c = new_case(ACC_OUT, arch);
-  *c = *g;
-  memset(&c->src, 0, sizeof c->src);
-  c->nt = 0;
-  c->family = ACC_OUT;
-  c->arch = arch;
+  ccase *c = derived_case(ACC_OUT, arch, g);
   c->sink = sink, c->t1 = t1, c->t2 = t2, c->td = td, c->epi = epi;
   int at = snprintf(c->name, sizeof c->name, "acc-out %s %dx%dx%d t%d%s%s%s %s acc%s -> ", arch, c->BM, c->BN,
                     c->BK, c->T, grid_name(c), c->trans_a ? " A^T" : "", c->trans_b ? " B^T" : "", TY[c->ab],
@@ -467,12 +479,7 @@ static const char *const SRCK[] = {"global",
 
 static void gen_acc_in(const char *arch, const ccase *g, int srck, ty t1, ty td)
 {
-  ccase *c = new_case(ACC_IN, arch);
-  *c = *g;
-  memset(&c->src, 0, sizeof c->src);
-  c->nt = 0;
-  c->family = ACC_IN;
-  c->arch = arch;
+  ccase *c = derived_case(ACC_IN, arch, g);
   c->srck = srck, c->t1 = t1, c->td = td;
   c->L = 3;
   snprintf(c->name, sizeof c->name,
@@ -718,12 +725,7 @@ static void ref_rows(const ccase *c, double **v)
  * read by the gemm, and copied back out to Y (directly or through a fragment): Y = A, C = A @ B. */
 static void gen_swiz(const char *arch, const ccase *g, bool in_frag, bool out_frag)
 {
-  ccase *c = new_case(SWIZ, arch);
-  *c = *g;
-  memset(&c->src, 0, sizeof c->src);
-  c->nt = 0;
-  c->family = SWIZ;
-  c->arch = arch;
+  ccase *c = derived_case(SWIZ, arch, g);
   c->sw_in = in_frag, c->sw_out = out_frag;
   int am = c->trans_a ? c->BK : c->BM, ak = c->trans_a ? c->BM : c->BK;
   snprintf(c->name, sizeof c->name,
@@ -741,10 +743,7 @@ static void gen_swiz(const char *arch, const ccase *g, bool in_frag, bool out_fr
   kernel_head(c, grid);
   sbuf *b = &c->src;
   sb(b, "    let As = alloc_shared([%d, %d], %s);\n", am, ak, TY[c->ab]);
-  if (c->trans_b)
-    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BN, c->BK, TY[c->ab]);
-  else
-    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BK, c->BN, TY[c->ab]);
+  alloc_b_tile(c);
   sb(b, "    let acc = alloc_fragment([%d, %d], f32);\n    clear(acc);\n", c->BM, c->BN);
   char a[64];
   if (c->trans_a)
@@ -791,12 +790,7 @@ static void ref_swiz(const ccase *c, double **v)
 static void gen_rega(const char *arch, const ccase *g, ty t1, int stages, int overlap, bool nows,
                      bool persistent)
 {
-  ccase *c = new_case(REGA, arch);
-  *c = *g;
-  memset(&c->src, 0, sizeof c->src);
-  c->nt = 0;
-  c->family = REGA;
-  c->arch = arch;
+  ccase *c = derived_case(REGA, arch, g);
   c->t1 = t1, c->stages = stages, c->overlap = overlap, c->nows = nows, c->persistent = persistent;
   snprintf(c->name, sizeof c->name,
            "register-a %s %dx%dx%d t%d%s%s %s A.%s -> shared -> a = %s(As) * 0.5 -> acc += a@B stages=%d "
@@ -817,10 +811,7 @@ static void gen_rega(const char *arch, const ccase *g, ty t1, int stages, int ov
   if (nows)
     sb(b, "    warp_specialize(0);\n");
   sb(b, "    let As = alloc_shared([%d, %d], %s);\n", c->BM, c->BK, TY[t1]);
-  if (c->trans_b)
-    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BN, c->BK, TY[c->ab]);
-  else
-    sb(b, "    let Bs = alloc_shared([%d, %d], %s);\n", c->BK, c->BN, TY[c->ab]);
+  alloc_b_tile(c);
   sb(b, "    let a = alloc_fragment([%d, %d], %s);\n    let acc = alloc_fragment([%d, %d], f32);\n", c->BM,
      c->BK, TY[c->ab], c->BM, c->BN);
   const char *in = "    ";
