@@ -856,12 +856,13 @@ static void overlap_consume(Lw *w, StmtList *it, Overlap *ov, int kv, int g, int
  * there, and the fence before the wgmmas redefines it); A' is never read by a multiply.  The wait
  * that retires G is in the same iteration, after the statements on A': a multiply is never in
  * flight across the loop's back edge.  That is not a matter of taste: the first version of this
- * form waited at the top of the next iteration, and gpu_conform's register-a family (3 of 20
- * kernels) and stdlib gemm_w8a16 at 128-wide tiles gave wrong sums on the H200 while both
- * interpreter levels were right.  The PTX was race-free (A's registers were written only after
- * the wait); the likeliest reading is that ptxas let A share registers with A' (the copy A = A'
- * coalesced) because the multiply's reads stayed in flight across the back edge.  Each stage is held while G
- * reads it and the next one is filled from, so S >= 2.  The statements run twice as written
+ * form waited at the top of the next iteration, and gpu_conform's register-a family (3 of its 15
+ * twin kernels) and stdlib gemm_w8a16 at 128-wide tiles gave wrong sums on the H200 while both
+ * interpreter levels were right (results/h200-2026-12-05-s27).  The PTX was race-free (A's
+ * registers were written only after the wait); the likeliest reading is that ptxas let A share
+ * registers with A' (the copy A = A' coalesced) because the multiply's reads stayed in flight
+ * across the back edge.  Each stage is held while G reads it and the next one is filled from, so
+ * S >= 2.  The statements run twice as written
  * (before the loop and in it) and in the same order as before, so they may define variables:
  * nothing after them in the body reads one (G reads buffers only). */
 
