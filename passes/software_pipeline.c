@@ -836,140 +836,6 @@ static void overlap_consume(Lw *w, StmtList *it, Overlap *ov, int kv, int g, int
   *tail = stlist_seq(w->a, &t, NO_LOC);
 }
 
-/* ---------------------------------------------------------------- the register A operand twice
- *
- * A dequantizing GEMM's consumers fill a register fragment A from the stage (the weight bytes
- * widened) and end in a gemm G that reads A from registers (wgmma's register-A form): there is no
- * earlier gemm for the rotation above, and each step widened its bytes while the tensor cores
- * waited.  With overlap = 1, when G's A operand is a fragment the other consumers write, and they
- * are not gemms and leave G's B and accumulator alone, they fill a second copy A' of A instead,
- * for iteration k + 1 while G of k multiplies:
- *
- *   if n >= 1: wait full[0]; the statements on A' (iteration 0)
- *   for k in 0 .. n-1:
- *       A = A'; G on stage k % S, not waited for      -- its wgmma.fence takes A in and out
- *       (the TMA form's refill)
- *       if k+1 < n: wait full[(k+1) % S]; the statements on A' (iteration k+1)
- *       wgmma.wait 0; arrive empty[k % S]             -- G of k done, its stage released
- *
- * The registers a multiply reads are written only between a wait and the next G (A is copied
- * there, and the fence before the wgmmas redefines it); A' is never read by a multiply.  The wait
- * that retires G is in the same iteration, after the statements on A': a multiply is never in
- * flight across the loop's back edge.  That is not a matter of taste: the first version of this
- * form waited at the top of the next iteration, and gpu_conform's register-a family (3 of its 15
- * twin kernels) and stdlib gemm_w8a16 at 128-wide tiles gave wrong sums on the H200 while both
- * interpreter levels were right (results/h200-2026-12-05-s27).  The PTX was race-free (A's
- * registers were written only after the wait); the likeliest reading is that ptxas let A share
- * registers with A' (the copy A = A' coalesced) because the multiply's reads stayed in flight
- * across the back edge.  Each stage is held while G reads it and the next one is filled from, so
- * S >= 2.  The statements run twice as written
- * (before the loop and in it) and in the same order as before, so they may define variables:
- * nothing after them in the body reads one (G reads buffers only). */
-
-/* The consumers c: true if they are such statements and then G (their last). */
-static bool plan_twin(Lw *w, const StmtList *c, int S)
-{
-  const Kernel *k = w->k;
-  if (S < 2 || c->n < 2 || c->items[c->n - 1]->kind != ST_GEMM)
-    return false;
-  const Stmt *g = c->items[c->n - 1];
-  if (k->bufs[g->a].scope != SCOPE_FRAGMENT || !lw_gemm_uses_wgmma(w, g))
-    return false;
-  bool fills_a = false;
-  for (int i = 0; i < c->n - 1; i++) {
-    const Stmt *s = c->items[i];
-    if (s->kind == ST_GEMM || stmt_uses(k, s, NULL, g->b, 0) || stmt_uses(k, s, NULL, g->c, 0))
-      return false;
-    fills_a |= stmt_uses(k, s, NULL, g->a, 0);
-  }
-  return fills_a;
-}
-
-/* A' for the A operand a: a fragment of the same shape and layout. */
-static int twin_buffer(Lw *w, int a)
-{
-  Buffer b = w->k->bufs[a];
-  b.name = arena_printf(w->a, "%s.next", b.name);
-  return kernel_add_buffer(w->a, w->k, b);
-}
-
-typedef struct {
-  int from, to;
-} Rename;
-
-static Expr *rename_load(void *ctx, Expr *e)
-{
-  const Rename *r = ctx;
-  if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && e->buf == r->from)
-    e->buf = r->to;
-  return e;
-}
-
-/* s (a tile statement, not a gemm) with buffer r->from replaced by r->to. */
-static void rename_buffer(Stmt *s, const Rename *r)
-{
-  if (!s)
-    return;
-  stmt_rewrite_exprs(s, rename_load, (void *)r);
-  int *slots[] = {&s->buf, &s->src_buf, &s->src.buf, &s->dst.buf};
-  for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
-    if (*slots[i] == r->from)
-      *slots[i] = r->to;
-  for (int i = 0; i < s->nbody; i++)
-    rename_buffer(s->body[i], r);
-  rename_buffer(s->then_s, r);
-  rename_buffer(s->else_s, r);
-}
-
-/* wait full[g % S]; the consumers before G on A' for iteration `iter`, on stage g % S. */
-static Stmt *twin_fill(Lw *w, const StmtList *c, int twin, int kv, Expr *iter, Expr *g, int S, int mbar,
-                       bool *staged)
-{
-  StmtList l = {0}, f = {0};
-  Expr *stage = lw_mod_c(w, ex_clone(w->a, g), S);
-  stlist_push(w->a, &l, wait_full(w, mbar, g, S));
-  Stage st = {w, NULL, NULL, kv, iter, true};
-  Rename r = {c->items[c->n - 1]->a, twin};
-  for (int i = 0; i < c->n - 1; i++) {
-    Stmt *s = st_clone(w->a, c->items[i]);
-    stmt_rewrite_exprs(s, subst_iter, &st);
-    rename_buffer(s, &r);
-    stlist_push(w->a, &f, s);
-  }
-  stlist_push(w->a, &l, lower_on_stage(w, staged, ex_clone(w->a, stage), &f, NO_LOC));
-  return stlist_seq(w->a, &l, NO_LOC);
-}
-
-/* The twin loop's parts, as overlap_consume's. */
-static void twin_consume(Lw *w, StmtList *it, const StmtList *c, int twin, int kv, int g, int stage, int n,
-                         int base, int S, int mbar, bool *staged, Stmt **head, Stmt **end, Stmt **tail)
-{
-  Stmt *gemm = c->items[c->n - 1];
-  int acc = gemm->c;
-  Expr *g0 = base < 0 ? lw_i32(w, 0) : lw_var(w, base);
-  *head = lw_if(w, lw_bin(w, OP_GE, lw_var(w, n), lw_i32(w, 1)),
-                twin_fill(w, c, twin, kv, lw_i32(w, 0), g0, S, mbar, staged), NULL);
-
-  Stmt *copy = st_new(w->a, ST_COPY, NO_LOC); /* copy(A', A): the fragments' registers */
-  copy->src.buf = twin;
-  copy->dst.buf = gemm->a;
-  StmtList gl = {0};
-  stlist_push(w->a, &gl, copy);
-  stlist_push(w->a, &gl, gemm);
-  stlist_push(w->a, it, issue_only(w, lower_on_stage(w, staged, lw_var(w, stage), &gl, NO_LOC)));
-
-  StmtList e = {0};
-  Expr *k1 = lw_add(w, lw_var(w, kv), lw_i32(w, 1));
-  stlist_push(w->a, &e,
-              lw_if(w, lw_bin(w, OP_LT, ex_clone(w->a, k1), lw_var(w, n)),
-                    twin_fill(w, c, twin, kv, k1, lw_add(w, lw_var(w, g), lw_i32(w, 1)), S, mbar, staged),
-                    NULL));
-  stlist_push(w->a, &e, wgmma_wait(w, acc, 0));
-  stlist_push(w->a, &e, release(w, mbar, lw_var(w, stage), S));
-  *end = stlist_seq(w->a, &e, NO_LOC);
-  *tail = NULL;
-}
-
 /* The consumers' part of iteration kv, appended to it: wait for the stage,
  * multiply, release the previous stage once its multiplies are done.  The
  * accumulators the gemms use go to accs[*naccs] (for the final waits).
@@ -979,8 +845,7 @@ static void twin_consume(Lw *w, StmtList *it, const StmtList *c, int twin, int k
  * wgmma.wait 0 (softmax reads S = Q K^T right after its gemm), and the
  * iteration ends by releasing its own stage, which nothing reads any more. */
 static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int mbar, StmtList *gemms,
-                        bool *staged, int *accs, int *naccs, bool general, int overlap, int twin,
-                        Stmt *parts[3])
+                        bool *staged, int *accs, int *naccs, bool general, int overlap, Stmt *parts[3])
 {
   /* g: the iteration counted over every run of the loop (base: the count before this run, or -1) */
   int g = base < 0 ? kv : lw_let(w, it, "g", lw_add(w, lw_var(w, base), lw_var(w, kv)));
@@ -989,10 +854,6 @@ static void tma_consume(Lw *w, StmtList *it, int kv, int base, int n, int S, int
   parts[0] = parts[1] = parts[2] = NULL;
   Overlap ov;
   const char *why;
-  if (twin >= 0) { /* lower_pipelined chose it: plan_overlap found no rotation */
-    twin_consume(w, it, gemms, twin, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
-    return;
-  }
   if (general && overlap && plan_overlap(w, gemms, &ov, &why)) {
     overlap_consume(w, it, &ov, kv, g, stage, n, base, S, mbar, staged, &parts[0], &parts[1], &parts[2]);
     return;
@@ -1050,7 +911,7 @@ static void tma_final_waits(Lw *w, StmtList *out, const int *accs, int naccs)
 /* The TMA form of pipelined loop s (see above); gemms: its consumers, not yet
  * staged; *mbar: the barriers' buffer it made. */
 static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtList *gemms, bool *staged,
-                          bool reused, bool general, int twin, int *mbar_out)
+                          bool reused, bool general, int *mbar_out)
 {
   Kernel *k = w->k;
   int S = s->stages, kv = s->vars[0];
@@ -1073,7 +934,7 @@ static Stmt *tma_pipeline(Lw *w, const Stmt *s, const StmtList *producers, StmtL
   StmtList it = {0};
   int accs[16], naccs;
   Stmt *parts[3]; /* the rotated loop's head, iteration end and tail, or NULL */
-  tma_consume(w, &it, kv, -1, n, S, mbar, gemms, staged, accs, &naccs, general, s->overlap, twin, parts);
+  tma_consume(w, &it, kv, -1, n, S, mbar, gemms, staged, accs, &naccs, general, s->overlap, parts);
   int next = lw_let(w, &it, "next", lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)));
   Expr *after_first = lw_bin(w, OP_GE, lw_var(w, kv), lw_i32(w, 1));
   Expr *prev = lw_mod_c(w, lw_add(w, lw_var(w, kv), lw_i32(w, S - 1)), S); /* (k-1) % S */
@@ -1165,7 +1026,7 @@ static bool ws_possible(Lw *w, const Stmt *s, Stmt **outer)
  * before the outer loop), and the consumers release the last stage of a run
  * when they are done with it. */
 static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producers, StmtList *gemms,
-                     bool *staged, bool general, int twin, int mbar)
+                     bool *staged, bool general, int mbar)
 {
   Kernel *k = w->k;
   int S = s->stages, kv = s->vars[0];
@@ -1195,8 +1056,7 @@ static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producer
   int cn = lw_let(w, &con, "n", ex_clone(w->a, s->extents[0]));
   int accs[16], naccs;
   Stmt *parts[3];
-  tma_consume(w, &cit, kv, count[1], cn, S, mbar, gemms, staged, accs, &naccs, general, s->overlap, twin,
-              parts);
+  tma_consume(w, &cit, kv, count[1], cn, S, mbar, gemms, staged, accs, &naccs, general, s->overlap, parts);
   consumer_loop(w, &con, &cit, parts, kv, cn, s->loc);
   tma_final_waits(w, &con, accs, naccs);
   if (count[1] >= 0) {
@@ -1226,18 +1086,16 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   Stmt *outer = NULL;
   bool general = false;
   bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
-  /* Which form overlap = 1 takes (above): the last gemm under the next iteration, or the register
-   * A operand twice. */
+  /* overlap = 1 (above): the last gemm under the next iteration. */
   Overlap ov;
   const char *why = NULL;
   bool rotate = tma && general && s->overlap && plan_overlap(w, &consumers, &ov, &why);
-  bool twice = tma && general && s->overlap && !rotate && plan_twin(w, &consumers, S);
   if (s->overlap == 2 && w->pc->target->sm == 90 && w->pc->target->arch_specific) {
     if (!tma)
       why = "its copies do not take the copy engine's form (docs/language.md, 'The copy engine')";
     else if (!general)
       why = "every consumer is a gemm, and the loop already keeps one multiply in flight";
-    else if (rotate || twice)
+    else if (rotate)
       why = NULL;
     if (why) {
       error_at(w->pc->diags, s->loc,
@@ -1250,8 +1108,6 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   for (int i = 0; tma && i < consumers.n; i++)
     for (int f = 0; f < 1 + ws; f++)
       stlist_push(w->a, f ? &ws_gemms : &gemms, st_clone(w->a, consumers.items[i]));
-  /* A's second copy is made before staged[] is sized. */
-  int twin = twice ? twin_buffer(w, consumers.items[consumers.n - 1]->a) : -1;
   bool reused = false;
   const int nstaged = k->nbufs; /* staged[] covers these; lowering the consumers adds buffers */
   bool *staged = ARENA_ARRAY(w->a, bool, nstaged + 1);
@@ -1299,10 +1155,10 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   if (!gemms.n)
     return cp_async;
   int mbar;
-  Stmt *tma_form = tma_pipeline(w, s, &producers, &gemms, staged, reused, general, twin, &mbar);
+  Stmt *tma_form = tma_pipeline(w, s, &producers, &gemms, staged, reused, general, &mbar);
   Stmt *sw = lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma_form, cp_async);
   if (ws) {
-    ws_build(w, s, outer, &producers, &ws_gemms, staged, general, twin, mbar);
+    ws_build(w, s, outer, &producers, &ws_gemms, staged, general, mbar);
     w->ws_switch = sw;
   }
   return sw;

@@ -5,7 +5,8 @@
 #
 # Runs, in order, gpu_conform (the conformance matrix of copies and layouts, sm_90a and sm_80 code;
 # needs BINDIR/gpu_conform), gpu_levels (the GPU's results against the interpreter's on every example,
-# stdlib and golden kernel, the puzzles' reference solutions and random conformance kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
+# stdlib and golden kernel, the puzzles' reference solutions and random conformance kernels), sass_rega.sh (the
+# SASS of the stdlib's register-A wgmma kernels), tests/gpu/run.sh (the examples: correctness, bandwidth, JIT), rows.sh
 # (softmax, RMSNorm, LayerNorm), gemm.sh (tensor-core GEMM against cuBLAS) and attention.py
 # --check-only (stdlib/attention.tl against float64 references), atomics.py --check-only and tutorials.py
 # (docs/tutorials' kernels against torch), each with its own working folder
@@ -48,6 +49,13 @@ if [ -x "$bindir/gpu_levels" ]; then
   grep -E "^FAIL|gpu_levels:|gpu_conform:" "$work/conform/levels.log" | head -40 | tee -a "$work/conform/conform.log"
 else
   echo "all.sh: $bindir/gpu_levels not found" | tee -a "$work/conform/conform.log"; status=1
+fi
+# The SASS of every stdlib kernel with a register A operand: no write to A's registers while its
+# multiply is in flight (ptxas does not protect them; docs/language.md)
+if command -v cuobjdump >/dev/null; then
+  "$here/sass_rega.sh" "$tilec" "$work/conform/sass_rega.txt" || status=1
+  grep -E ", [1-9][0-9]* writes|failed" "$work/conform/sass_rega.txt" | head -20 | tee -a "$work/conform/conform.log"
+  grep -c ", 0 writes" "$work/conform/sass_rega.txt" | sed 's/^/sass_rega: kernels clean: /' | tee -a "$work/conform/conform.log"
 fi
 "$here/run.sh" "$tilec" "$bindir" "$work/examples" || status=1
 "$here/rows.sh" --ptx-dir "$work/rows_ptx" "$tilec" "$bindir" "$work/rows" "${quick[@]}" || status=1

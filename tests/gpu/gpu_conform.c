@@ -6,7 +6,7 @@
  * compositions real kernels use (accumulator -> shared -> gemm operand, accumulator -> shared ->
  * global, global -> shared -> fragment -> shared, rows of one accumulator broadcast into another of
  * another width, a shared tile or a pipelined stage read by a parallel loop over an accumulator, a
- * register A operand filled by a parallel loop in a pipelined loop, with overlap = 1's second copy).
+ * register A operand filled by a parallel loop in a pipelined loop, with and without overlap = 1).
  * Each case is a small .tl kernel generated here, compiled in-process by the JIT's
  * compiler for sm_90a and for sm_80, run on random data with poisoned outputs, and compared element by
  * element with a host reference.
@@ -784,9 +784,10 @@ static void ref_swiz(const ccase *c, double **v)
 
 /* The dequantizing GEMM's shape: A's tile (type t1) and B's tile through a pipelined loop of
  * `stages`, a parallel loop filling the register operand a[i, j] = ab(As[i, j]) * 0.5, then
- * gemm(a, Bs, acc); with overlap = 1 on sm_90a's wgmma the loop fills a second copy of `a` for the
- * next iteration while the gemm multiplies (software_pipeline.c, "the register A operand twice"),
- * with or without the producer warpgroup, inside a persistent loop over the tiles or not. */
+ * gemm(a, Bs, acc); with overlap = 1 or 0 (the same form since the second copy of `a` that
+ * overlap = 1 once filled under the multiply was removed: docs/language.md, "A register A operand
+ * is not refilled under its multiply"), with or without the producer warpgroup, inside a
+ * persistent loop over the tiles or not. */
 static void gen_rega(const char *arch, const ccase *g, ty t1, int stages, int overlap, bool nows,
                      bool persistent)
 {

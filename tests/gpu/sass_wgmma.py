@@ -89,8 +89,24 @@ def successors(insns, labels, i):
     return nxt
 
 
+def closes_group(op, ops):
+    """An HGMMA that ends its wgmma group (wgmma.commit_group: the gsb0 token on the group's last)."""
+    return op.startswith("HGMMA") and any("gsb0" in o for o in ops)
+
+
+def depbar_count(ops):
+    """N of WARPGROUP.DEPBAR.LE gsb0, N (wgmma.wait_group N): groups it lets stay in flight."""
+    for o in ops[1:]:
+        m = re.match(r"^(0x[0-9a-f]+|\d+)$", o)
+        if m:
+            return int(o, 0)
+    return 0
+
+
 def check(funcs):
-    """(number of register-A HGMMAs, [report lines])."""
+    """(number of register-A HGMMAs, [report lines]).  The walk from an HGMMA counts the groups
+    committed after its own: a WARPGROUP.DEPBAR.LE gsb0, N retires it once N of them are (the
+    attention loop's wgmma.wait_group 1 leaves the last P V multiply in flight)."""
     count, bad = 0, []
     for name, (insns, labels) in funcs.items():
         for i, (addr, pred, op, ops) in enumerate(insns):
@@ -101,21 +117,24 @@ def check(funcs):
                 continue  # A from shared memory (a descriptor)
             count += 1
             a = {int(m.group(1)) + k for k in range(4)}
-            seen, todo = set(), successors(insns, labels, i)
+            start = 0 if closes_group(op, ops) else -1
+            seen, todo = set(), [(j, start) for j in successors(insns, labels, i)]
             while todo:
-                j = todo.pop()
-                if j in seen:
+                j, c = todo.pop()
+                if (j, c) in seen:
                     continue
-                seen.add(j)
-                jop = insns[j][2]
-                if jop.startswith("WARPGROUP.DEPBAR"):
-                    continue  # the wait: A may change after it
-                hit = written(jop, insns[j][3]) & a
+                seen.add((j, c))
+                jop, jops = insns[j][2], insns[j][3]
+                if jop.startswith("WARPGROUP.DEPBAR") and c >= depbar_count(jops):
+                    continue  # the wait that retires it: A may change after it
+                hit = written(jop, jops) & a
                 if hit:
                     bad.append("%s: %04x %s %s reads R%s; %04x %s %s writes %s before a WARPGROUP.DEPBAR" %
                                (name, addr, op, ", ".join(ops[:2]), m.group(1), insns[j][0], jop,
-                                ", ".join(insns[j][3][:1]), ", ".join("R%d" % r for r in sorted(hit))))
-                todo.extend(successors(insns, labels, j))
+                                ", ".join(jops[:1]), ", ".join("R%d" % r for r in sorted(hit))))
+                if closes_group(jop, jops):
+                    c = min(c + 1, 4)
+                todo.extend((n, c) for n in successors(insns, labels, j))
     return count, bad
 
 
@@ -140,6 +159,19 @@ SELF_TEST_BAD_LOOP = """
         /*0040*/              @P0 BRA `(.L_x_1) ;
         /*0050*/                   EXIT ;
 """
+SELF_TEST_WAIT1 = """
+        Function : k
+.L_x_1:
+        /*0000*/                   WARPGROUP.ARRIVE ;
+        /*0010*/                   HGMMA.64x64x16.F32 R32, gdesc[UR8], R32, gsb0 ;
+        /*0020*/                   HGMMA.64x64x16.F32 R0, R100, gdesc[UR4], R0, gsb0 ;
+        /*0030*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0040*/                   F2FP.F16.F32.PACK_AB R101, R33, R32 ;
+        /*0050*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0060*/                   MOV R100, R40 ;
+        /*0070*/              @P0 BRA `(.L_x_1) ;
+        /*0080*/                   EXIT ;
+"""
 
 
 def self_test():
@@ -149,6 +181,10 @@ def self_test():
     assert n == 1 and len(bad) == 1 and "R102" in bad[0], bad
     n, bad = check(parse(SELF_TEST_OK.replace("LDS.64 R40", "LDS.64 R99")))  # R99, R100
     assert len(bad) == 1 and "R100" in bad[0], bad
+    n, bad = check(parse(SELF_TEST_WAIT1))  # wait_group 1 right after it: R100's multiply still in flight
+    assert n == 1 and len(bad) == 1 and "R101" in bad[0], bad
+    n, bad = check(parse(SELF_TEST_WAIT1.replace("F2FP.F16.F32.PACK_AB R101", "F2FP.F16.F32.PACK_AB R90")))
+    assert n == 1 and not bad, bad
     print("sass_wgmma.py: self-test passed")
 
 
