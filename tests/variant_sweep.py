@@ -28,7 +28,8 @@ import threading
 # Most sit under a register cap the variant sets itself: softmax's MINB = 2048 / THREADS blocks per
 # multiprocessor gives 32 registers (uncapped, ptxas takes 56-62 and spills nothing; with the long-row
 # branch deleted, which such rows never take, it spills nothing at 32 either); rmsnorm's 1024 threads
-# give 64 (with its long-row branch deleted it spills more, 20-28 bytes: not that branch's).
+# give 64 (with its long-row branch deleted it spills more, 20-28 bytes: not that branch's; the
+# variants for rows longer than the tile, LONG = 1, compile that branch alone and spill nothing).
 KNOWN = {}
 for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/softmax.tl', 'softmax', 'sm_80', 'bf16', 'BN=16384 BPS=2 DIRECT=0 MINB=2 STAGES=2 THREADS=1024', 4),
@@ -41,12 +42,12 @@ for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=2048 BPS=65536 DIRECT=1 MINB=16 STAGES=1 THREADS=128', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=4096 BPS=65536 DIRECT=1 MINB=8 STAGES=1 THREADS=256', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=8192 BPS=65536 DIRECT=1 MINB=4 STAGES=2 THREADS=512', 8),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=16384 CN=32 MINB=2 THREADS=512', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=32768 CN=32 MINB=0 THREADS=1024', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=16384 CN=32 MINB=2 THREADS=512', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=32768 CN=32 MINB=0 THREADS=1024', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=16384 CN=32 MINB=2 THREADS=512', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 CN=32 MINB=0 THREADS=1024', 4)):
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=16384 LONG=0 MINB=2 THREADS=512', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_80', 'f16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=16384 LONG=0 MINB=2 THREADS=512', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=16384 LONG=0 MINB=2 THREADS=512', 4),
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4)):
     KNOWN[(_file, _kernel, _arch, _t, _consts)] = _bytes
 
 

@@ -29,19 +29,19 @@ def candidates(kind, n, elem):
     """-D settings to try at row length n (elem bytes per element)."""
     out = []
     cap = 65536 // elem  # a 64 KB row in registers at most
-    if kind == "layernorm" and n * elem > 32768:  # the long-row path: the row kept in shared memory
-        for b, t, st in ((8192, 256, 3), (8192, 512, 2), (4096, 256, 4), (4096, 512, 3)):
-            if ((n + b - 1) // b) * b * elem + st * b * elem <= 200 * 1024:
-                out.append(dict(BN=b, THREADS=t, RPB=1, CACHE=1, STAGES=st, MINB=0))
-    if kind == "rmsnorm" and n * elem > 65536 and n * elem <= 131072:  # likewise (rows of 64-128 KB)
-        for b, t in ((32768 // elem, 512), (32768 // elem, 1024), (16384 // elem, 512)):
-            out.append(dict(BN=b, THREADS=t, CACHE=1, MINB=0))
+    if kind == "layernorm" and n * elem > 32768:  # the long-row path: tiles of 16 or 32 KB
+        for b in (16384 // elem, 32768 // elem):
+            for t in (512, 1024):
+                for rpb in (1, 4):
+                    out.append(dict(BN=b, THREADS=t, RPB=rpb, MINB=0))
     bn = min(pow2(n), cap)
     threads_opts = sorted({t for t in (32, 64, bn // 32, bn // 16, bn // 8) if 32 <= t <= 1024 and t <= bn})
     if n > cap:  # the long-row path
         for b, t, bps, mb in ((cap, 1024, 1, 0), (cap // 2, 1024, 1, 0), (cap // 4, 256, 1, 2), (cap // 4, 512, 2, 2)):
             if kind == "softmax":
                 out.append(dict(BN=b, THREADS=t, BPS=bps, MINB=mb))
+                if bps == 1:  # one block per row (a grid of M), not a persistent one
+                    out.append(dict(BN=b, THREADS=t, BPS=65536, MINB=mb))
             elif kind == "rmsnorm":
                 out.append(dict(BN=b, THREADS=t, MINB=mb))
             else:

@@ -3,6 +3,7 @@
 their peers in the same process (issue 14: "sweeps replace single shapes").
 
     python3 tests/gpu/sweep_rows.py TILEC OUTDIR [--dtypes f16,bf16] [--reps 20] [--quick]
+                                    [--kernels softmax,rmsnorm,layernorm]
 
 For each kernel, dtype and shape, stdlib/KERNEL.tl is compiled by TILEC at its defaults (no tuning
 flags: -D T=DTYPE only) for the shape's sizes (--size M=..,N=..: the variant whose launch constants
@@ -138,6 +139,7 @@ def main():
     tilec, outdir = args[0], args[1]
     dtypes = ["f16", "bf16"]
     reps, quick = 20, False
+    kinds = ["softmax", "rmsnorm", "layernorm"]
     i = 2
     while i < len(args):
         if args[i] == "--dtypes":
@@ -148,6 +150,9 @@ def main():
             i += 1
         elif args[i] == "--quick":
             quick = True
+        elif args[i] == "--kernels":
+            kinds = args[i + 1].split(",")
+            i += 1
         i += 1
     if not torch.cuda.is_available():
         print("sweep_rows: no GPU", file=sys.stderr)
@@ -157,7 +162,7 @@ def main():
     dev = torch.cuda.get_device_name(0)
     wrong = 0
     paths = {"softmax": "stdlib/softmax.tl", "rmsnorm": "stdlib/norms.tl", "layernorm": "stdlib/norms.tl"}
-    for kind in ["softmax", "rmsnorm", "layernorm"]:
+    for kind in kinds:
         lines = [f"# {kind}: stdlib/{os.path.basename(paths[kind])} at its defaults against its peers",
                  "",
                  f"`python3 tests/gpu/sweep_rows.py` on {dev}, torch {torch.__version__}, triton "
