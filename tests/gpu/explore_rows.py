@@ -53,6 +53,8 @@ def candidates(kind, n, elem):
                 for mb in (0, 2):
                     out.append(dict(BN=bn, DIRECT=1, THREADS=t, RPB=rpb, MINB=mb))
         return out
+    if kind == "softmax" and bn * elem == 65536:  # a 64 KB row: also through two shared stages, one persistent block per SM
+        out.append(dict(BN=bn, DIRECT=0, THREADS=1024, BPS=1, STAGES=2, MINB=0))
     for t in threads_opts:
         occ = min(32, max(1, 2048 // t))
         if kind == "softmax":
