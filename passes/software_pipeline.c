@@ -762,7 +762,13 @@ static bool plan_overlap(Lw *w, const StmtList *c, Overlap *ov, const char **why
     } else
       stlist_push(w->a, ov->first ? &ov->after : &ov->before, s);
   }
-  *why = "no gemm before the last one leaves the last one's operands alone";
+  bool other_gemm = false;
+  for (int i = 0; i < c->n - 1; i++)
+    other_gemm |= c->items[i]->kind == ST_GEMM;
+  /* A dequantizing GEMM's loop: docs/language.md, "A register A operand is not refilled under its
+   * multiply". */
+  *why = other_gemm ? "no gemm before the last one leaves the last one's operands alone"
+                    : "its last gemm is its only one, so nothing of the next iteration can run under it";
   return ov->first != NULL;
 }
 
