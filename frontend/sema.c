@@ -170,6 +170,7 @@ static const struct {
     {"num_blocks", BUILTIN_VALUE, NULL},
     {"sizeof", BUILTIN_VALUE, NULL},
     {"has_wgmma", BUILTIN_VALUE, NULL},
+    {"same_type", BUILTIN_VALUE, NULL},
 };
 
 /* The row of builtin `name`, or -1. */
@@ -579,19 +580,42 @@ static Expr *check_num_blocks(Sema *s, const Node *n)
   return e;
 }
 
+/* The type argument i of call n (a type or a type constant); TY_VOID, reported, if it is not one. */
+static TypeKind type_arg(Sema *s, const Node *n, int i, const char *why)
+{
+  const Node *a = positional(n, i);
+  TypeKind t = a->kind == N_TYPE ? a->type : a->kind == N_NAME ? type_const(s, a->name) : TY_VOID;
+  if (t == TY_VOID)
+    error_at(s->d, a->loc, "%s", why);
+  return t;
+}
+
 /* sizeof(T): the bytes of one element of a type or type constant, an i32 constant
  * (`[T = f16, BN = 65536 / sizeof(T)]`). */
 static Expr *check_sizeof(Sema *s, const Node *n)
 {
   if (!check_arity(s, n, 1, 1, NULL))
     return NULL;
-  const Node *a = positional(n, 0);
-  TypeKind t = a->kind == N_TYPE ? a->type : a->kind == N_NAME ? type_const(s, a->name) : TY_VOID;
-  if (t == TY_VOID) {
-    error_at(s->d, a->loc, "sizeof needs a type, such as f16 or a type constant");
+  TypeKind t = type_arg(s, n, 0, "sizeof needs a type, such as f16 or a type constant");
+  if (t == TY_VOID)
     return NULL;
-  }
   Expr *e = ex_int(s->a, TY_I32, type_bytes(t));
+  e->loc = n->loc;
+  return e;
+}
+
+/* same_type(A, B): whether two types or type constants are one element type, a bool constant
+ * (`DIRECT = select(same_type(T, f16), 1, 0)`: a default that differs between f16 and bf16, which
+ * sizeof cannot tell apart). */
+static Expr *check_same_type(Sema *s, const Node *n)
+{
+  if (!check_arity(s, n, 2, 2, NULL))
+    return NULL;
+  const char *why = "same_type compares types, such as f16 or a type constant";
+  TypeKind a = type_arg(s, n, 0, why), b = type_arg(s, n, 1, why);
+  if (a == TY_VOID || b == TY_VOID)
+    return NULL;
+  Expr *e = ex_int(s->a, TY_BOOL, a == b);
   e->loc = n->loc;
   return e;
 }
@@ -669,7 +693,7 @@ static Expr *check_next_pow2(Sema *s, const Node *n)
 
 /* postfix = ( IDENT | TYPE ) "(" [ arg { "," arg } ] ")" ;  a call used as a value:
  *   T(x)                          a cast, T a TYPE or a type constant
- *   sizeof(T)  num_blocks(AXIS)   (above)
+ *   sizeof(T)  num_blocks(AXIS)   same_type(A, B)   (above)
  *   has_wgmma()                   whether the target has Hopper's wgmma and TMA (sm_90a): a bool
  *   min(a, b)  max(a, b)  ceildiv(a, b)  select(COND, a, b)
  *   an intrinsic (exp, sqrt, fma, ...: docs/language.md section 8), its arguments of one type
@@ -682,6 +706,8 @@ static Expr *check_call(Sema *s, const Node *n, TypeKind hint)
   const char *name = n->name;
   if (!strcmp(name, "sizeof"))
     return check_sizeof(s, n);
+  if (!strcmp(name, "same_type"))
+    return check_same_type(s, n);
   if (!strcmp(name, "has_wgmma")) { /* the target's: a default may differ between targets */
     if (!check_arity(s, n, 0, 0, NULL))
       return NULL;
