@@ -742,9 +742,10 @@ static bool plan_overlap(Lw *w, const StmtList *c, Overlap *ov, const char **why
     return false;
   Stmt *g = ov->last = c->items[c->n - 1];
   bool *late = ARENA_ARRAY(w->a, bool, c->n);
-  bool any_late = false, ordered = false;
+  bool any_late = false, ordered = false, other_gemm = false;
   for (int i = 0; i < c->n - 1; i++) {
     Stmt *s = c->items[i];
+    other_gemm |= s->kind == ST_GEMM;
     bool l = ordered || stmt_uses(k, s, NULL, g->a, 0) || stmt_uses(k, s, NULL, g->b, 0) ||
              stmt_uses(k, s, NULL, g->c, 0) || (any_late && defines_vars(s));
     for (int j = 0; j < i && !l; j++)
@@ -762,9 +763,6 @@ static bool plan_overlap(Lw *w, const StmtList *c, Overlap *ov, const char **why
     } else
       stlist_push(w->a, ov->first ? &ov->after : &ov->before, s);
   }
-  bool other_gemm = false;
-  for (int i = 0; i < c->n - 1; i++)
-    other_gemm |= c->items[i]->kind == ST_GEMM;
   /* A dequantizing GEMM's loop: docs/language.md, "A register A operand is not refilled under its
    * multiply". */
   *why = other_gemm ? "no gemm before the last one leaves the last one's operands alone"

@@ -35,8 +35,8 @@ one() { # FILE KERNEL SIZES FLAGS...
   fi
 }
 for k in attention_fwd attention_fwd_bshd; do
-  if [ $k = attention_fwd ]; then sz="B=4,H=32,HK=8,SQ=8192"; else sz="B=4,H=32,SQ=8192,HD=4096,HKD=1024"; fi
   for d in 64 128 256; do
+    sz="B=4,H=32,HK=8,SQ=8192"
     [ $k = attention_fwd_bshd ] && sz="B=4,H=32,SQ=8192,HD=$((32 * d)),HKD=$((8 * d))"
     for c in 0 1; do
       for sk in 1000 8192; do
