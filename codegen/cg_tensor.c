@@ -225,13 +225,15 @@ static void asm_on_acc(Cg *cg, const char *text, int acc, const Expr *first, int
  * registers) also A's registers, packed in pairs as wgmma reads them: the
  * packing then happens before the fence, and ptxas need not insert fences of
  * its own before the wgmmas (its "warpgroup.arrive is injected" advice).  The
- * pairs are stored back as halves, which the wgmmas' packing folds away. */
+ * pairs are stored back as halves, which the wgmmas' packing folds away.  (A
+ * fence before one K step of an interleaved fill packs that step's registers,
+ * .a_first on: gemm.c, lw_interleave_register_a.) */
 void emit_wgmma_fence(Cg *cg, const Stmt *s)
 {
   int na = s->a_reg ? (int)(s->a_reg->i / 2) : 0;
   LLVMValueRef *pairs = na ? malloc(sizeof *pairs * (size_t)na) : NULL;
-  Expr zero = {.kind = EX_INT, .type = TY_I32};
-  Stmt pack = {.a = s->a, .a_reg = &zero};
+  Expr first = {.kind = EX_INT, .type = TY_I32, .i = s->a_first};
+  Stmt pack = {.a = s->a, .a_reg = &first};
   for (int i = 0; i < na; i++)
     pairs[i] = a_operand(cg, &pack, i);
   asm_on_acc(cg, "wgmma.fence.sync.aligned;", s->c, NULL, s->acc_regs, pairs, na, NULL, NULL, 0);
@@ -241,7 +243,7 @@ void emit_wgmma_fence(Cg *cg, const Stmt *s)
       LLVMValueRef v = LLVMBuildBitCast(cg->b, pairs[i], pair, "");
       for (int e = 0; e < 2; e++)
         LLVMBuildStore(cg->b, LLVMBuildExtractElement(cg->b, v, LLVMConstInt(cg->t.i32, (unsigned)e, 0), ""),
-                       reg_ptr(cg, s->a, &zero, 2 * i + e));
+                       reg_ptr(cg, s->a, &first, 2 * i + e));
     }
   }
   free(pairs);

@@ -136,6 +136,8 @@ typedef struct {
   int group;
   int acc;  /* the accumulator buffer */
   int areg; /* A's registers (a fragment), or -1 */
+  int an;   /* ... the registers it reads, from lane l's a0[l] on */
+  int32_t a0[WARPGROUP];
   int32_t *bytes;
   int nbytes;
 } WgOp;
@@ -160,6 +162,7 @@ typedef struct {
   int64_t *elems;                 /* tensors: the elements the data spans */
   Val **reg;                      /* LOCAL buffers: [buf][thread * local_size + i] */
   uint8_t **reg_set;              /* written bits, the same shape */
+  uint16_t **a_busy;              /* the same shape: wgmma groups in flight reading it as A */
   uint16_t *acc_busy;             /* [buf * T + thread]: wgmma groups in flight on it */
   uint8_t *acc_dirty;             /* [buf * T + thread]: written since the last wgmma.fence */
   uint8_t *smem;
@@ -466,9 +469,10 @@ static bool eval_indices(Th *th, Expr *const *args, int n, int t, int64_t *idx)
 static bool reg_usable(Th *th, SrcLoc loc, int t, int b, int64_t i, bool reading)
 {
   char e[160];
-  if (th->acc_busy[b * th->T + t]) {
-    fail(th, loc, t, "%s is %s while a wgmma writes it (before the wgmma.wait_group that covers it)",
-         elem_text(e, sizeof e, th, b, &i, 1), reading ? "read" : "written");
+  bool a_busy = th->a_busy[b][(int64_t)t * th->k->bufs[b].local_size + i];
+  if (th->acc_busy[b * th->T + t] || a_busy) {
+    fail(th, loc, t, "%s is %s while a wgmma %s it (before the wgmma.wait_group that covers it)",
+         elem_text(e, sizeof e, th, b, &i, 1), reading ? "read" : "written", a_busy ? "reads" : "writes");
     return false;
   }
   if (reading && !th->reg_set[b][(int64_t)t * th->k->bufs[b].local_size + i]) {
@@ -600,7 +604,8 @@ static Val load(Th *th, const Expr *e, int t)
   const Buffer *B = &th->k->bufs[e->buf];
   if (B->scope == SCOPE_LOCAL) { /* registers, most loads: read_elems's checks, inline */
     int64_t i = eval(th, e->args[0], t).i, at = (int64_t)t * B->local_size + i;
-    if (i >= 0 && i < B->local_size && th->reg_set[e->buf][at] && !th->acc_busy[e->buf * th->T + t]) {
+    if (i >= 0 && i < B->local_size && th->reg_set[e->buf][at] && !th->acc_busy[e->buf * th->T + t] &&
+        !th->a_busy[e->buf][at]) {
       v = th->reg[e->buf][at];
       return B->elem == e->type ? v : val_convert(B->elem, e->type, v);
     }
@@ -1385,6 +1390,7 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
   *op = (WgOp){.group = q->committed,
                .acc = s->c,
                .areg = s->a_reg ? s->a : -1,
+               .an = th->k->bufs[s->a].elem == TY_U32 ? 4 : 8,
                .bytes = malloc(sizeof(int32_t) * (size_t)(64 + N) * (size_t)KS)};
   if (!op->bytes) {
     fail(th, s->loc, g0, "out of memory");
@@ -1394,8 +1400,10 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
   double *A = malloc(sizeof(double) * 64 * (size_t)KS), *B = malloc(sizeof(double) * (size_t)KS * (size_t)N);
   bool ok = A && B;
   if (s->a_reg) /* warp w's lanes: rows 16w .. 16w + 15, as mma.sync's A */
-    for (int l = 0; ok && l < WARPGROUP; l++)
-      ok = a_lane(th, s, g0 + l, l % WARP, eval(th, s->a_reg, g0 + l).i, &A[16 * (l / WARP) * KS]);
+    for (int l = 0; ok && l < WARPGROUP; l++) {
+      op->a0[l] = (int32_t)eval(th, s->a_reg, g0 + l).i;
+      ok = a_lane(th, s, g0 + l, l % WARP, op->a0[l], &A[16 * (l / WARP) * KS]);
+    }
   else
     for (int m = 0; ok && m < 64; m++)
       for (int k = 0; ok && k < KS; k++)
@@ -1427,8 +1435,10 @@ static bool wgmma(Th *th, const Stmt *s, int g0)
         th->reg[s->c][at].f = val_round(TY_F32, th->reg[s->c][at].f + acc);
     }
     th->acc_busy[s->c * th->T + t]++;
-    if (s->a_reg)
-      th->acc_busy[s->a * th->T + t]++;
+    /* A's registers are busy one by one: an interleaved fill writes the next K step's while
+       this one's multiply runs (gemm.c, lw_interleave_register_a) */
+    for (int i = 0; s->a_reg && i < op->an; i++)
+      th->a_busy[s->a][(int64_t)t * th->k->bufs[s->a].local_size + op->a0[l] + i]++;
   }
   for (int i = 0; ok && i < op->nbytes; i++)
     th->shadow[op->bytes[i]].async_reads++;
@@ -1456,8 +1466,8 @@ static void wgmma_wait(Th *th, const Stmt *s, int g0)
       th->shadow[op->bytes[b]].async_reads--;
     for (int l = 0; l < WARPGROUP; l++) {
       th->acc_busy[op->acc * th->T + g0 + l]--;
-      if (op->areg >= 0)
-        th->acc_busy[op->areg * th->T + g0 + l]--;
+      for (int i = 0; op->areg >= 0 && i < op->an; i++)
+        th->a_busy[op->areg][(int64_t)(g0 + l) * th->k->bufs[op->areg].local_size + op->a0[l] + i]--;
     }
     free(op->bytes);
   }
@@ -1893,6 +1903,7 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
   th->stride = calloc((size_t)k->nbufs + 1, sizeof *th->stride);
   th->reg = calloc((size_t)k->nbufs + 1, sizeof *th->reg);
   th->reg_set = calloc((size_t)k->nbufs + 1, sizeof *th->reg_set);
+  th->a_busy = calloc((size_t)k->nbufs + 1, sizeof *th->a_busy);
   th->acc_busy = calloc((size_t)(k->nbufs + 1) * (size_t)T, sizeof *th->acc_busy);
   th->acc_dirty = calloc((size_t)(k->nbufs + 1) * (size_t)T, 1);
   th->active = calloc((size_t)T, 1);
@@ -1907,8 +1918,8 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
   th->smem = calloc((size_t)k->smem_bytes + 16, 1);
   th->shadow = calloc((size_t)k->smem_bytes + 16, sizeof *th->shadow);
   if (!th->uni || !th->vars || !th->data || !th->dims || !th->elems || !th->stride || !th->reg ||
-      !th->reg_set || !th->acc_busy || !th->acc_dirty || !th->active || !th->fences || !th->nid || !th->cp ||
-      !th->wg || !th->pool || !th->stage || !th->smem || !th->shadow) {
+      !th->reg_set || !th->a_busy || !th->acc_busy || !th->acc_dirty || !th->active || !th->fences ||
+      !th->nid || !th->cp || !th->wg || !th->pool || !th->stage || !th->smem || !th->shadow) {
     error_at(th->d, k->loc, "out of memory for the interpreter");
     return false;
   }
@@ -1934,7 +1945,8 @@ static bool setup(Th *th, const InterpArg *args, int nargs, const InterpOptions 
       size_t n = (size_t)B->local_size * (size_t)T;
       th->reg[b] = calloc(n + 1, sizeof **th->reg);
       th->reg_set[b] = calloc(n + 1, 1);
-      if (!th->reg[b] || !th->reg_set[b]) {
+      th->a_busy[b] = calloc(n + 1, sizeof **th->a_busy);
+      if (!th->reg[b] || !th->reg_set[b] || !th->a_busy[b]) {
         error_at(th->d, B->loc, "out of memory for registers '%s'", B->name);
         return false;
       }
@@ -1971,8 +1983,10 @@ static void start_block(Th *th, int64_t blk)
       for (int t = 0; t < T; t++)
         th->vars[(int64_t)v * T + t] = (Val){.i = th->block[k->vars[v].dim]};
   for (int b = 0; b < k->nbufs; b++)
-    if (th->reg_set[b])
+    if (th->reg_set[b]) {
       memset(th->reg_set[b], 0, (size_t)k->bufs[b].local_size * (size_t)T);
+      memset(th->a_busy[b], 0, sizeof **th->a_busy * (size_t)k->bufs[b].local_size * (size_t)T);
+    }
   memset(th->acc_busy, 0, sizeof *th->acc_busy * (size_t)k->nbufs * (size_t)T);
   memset(th->acc_dirty, 0, (size_t)k->nbufs * (size_t)T);
   memset(th->shadow, 0, sizeof *th->shadow * (size_t)th->smem_bytes);
@@ -1995,6 +2009,8 @@ static void release(Th *th)
   for (int b = 0; th->reg && b < k->nbufs; b++) {
     free(th->reg[b]);
     free(th->reg_set[b]);
+    if (th->a_busy)
+      free(th->a_busy[b]);
   }
   for (int t = 0; th->cp && t < th->T; t++)
     free(th->cp[t].ops);
@@ -2013,6 +2029,7 @@ static void release(Th *th)
   free(th->stride);
   free(th->reg);
   free(th->reg_set);
+  free(th->a_busy);
   free(th->acc_busy);
   free(th->acc_dirty);
   free(th->active);

@@ -463,7 +463,8 @@ typedef enum {
  * registers through them, and nothing reads them in between):
  *
  *   WGMMA_FENCE  wgmma.fence: before the first WGMMA that uses registers .c[0 .. .acc_regs)
- *                (with .a_reg, a constant: and A's 16-bit registers .a[0 .. .a_reg))
+ *                (with .a_reg, a constant: and A's 16-bit registers .a[.a_first ..
+ *                .a_first + .a_reg), which the WGMMAs after it read)
  *   WGMMA        warpgroup: .c[0 .. .acc_regs) += A x B, m64n(2 .acc_regs)k16, .elem inputs,
  *                f32 accumulate; A: shared .a from element .a_start (or, .a a 16-bit
  *                fragment, its registers .a_reg .. +7 packed in pairs), B: shared .b from
@@ -605,6 +606,7 @@ struct Stmt {
                                   WGMMA: of .a in registers (8 16-bit) */
   /* WGMMA_FENCE, WGMMA, WGMMA_WAIT: the accumulator registers .c[0 .. .acc_regs) (N / 2) */
   int acc_regs;
+  int a_first; /* WGMMA_FENCE with .a_reg: A's registers packed are .a[.a_first .. .a_first + .a_reg) */
   /* WGMMA: the element of .a and of .b its descriptor starts at; MN-major operands */
   Expr **a_start, **b_start;
   int na_start, nb_start;

@@ -246,7 +246,9 @@ static void print_stmt(StrBuf *sb, const Kernel *k, const Stmt *s, int depth)
   case ST_CP_WAIT: sb_printf(sb, "cp.async.wait %d", s->pending); break;
   case ST_WGMMA_FENCE:
     sb_printf(sb, "wgmma.fence %s[%d]", k->bufs[s->c].name, s->acc_regs);
-    if (s->a_reg)
+    if (s->a_reg && s->a_first)
+      sb_printf(sb, ", %s[%d .. %" PRId64 ")", k->bufs[s->a].name, s->a_first, s->a_first + s->a_reg->i);
+    else if (s->a_reg)
       sb_printf(sb, ", %s[%" PRId64 "]", k->bufs[s->a].name, s->a_reg->i);
     break;
   case ST_WGMMA:

@@ -252,7 +252,7 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
         return fail(v, "malformed wgmma.fence");
       const Buffer *A = &v->k->bufs[s->a];
       if (!registers(v, A) || type_bytes(A->elem) != 2 || s->a_reg->i < 2 || s->a_reg->i % 2 ||
-          s->a_reg->i > register_count(A))
+          s->a_first < 0 || s->a_first % 2 || s->a_first + s->a_reg->i > register_count(A))
         return fail(v, "wgmma.fence's A registers are pairs of 16-bit registers of a local buffer");
     }
     if (s->kind != ST_WGMMA)

@@ -274,3 +274,288 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   stlist_push(w->a, &out, lw_wgmma_stmt(w, ST_WGMMA_WAIT, s->c, regs, 0));
   return stlist_seq(w->a, &out, s->loc);
 }
+
+/* ---------------------------------------------------------------- the fill of a register A, interleaved
+ *
+ * A dequantizing GEMM's K step fills a register fragment A (the weights
+ * widened in a parallel loop) and multiplies it: wgmma k step kk reads A's
+ * registers R kk .. R kk + R - 1 (R = 8 for 16-bit A).  In a pipelined loop
+ * with `overlap` (software_pipeline.c sets w->interleave_a), the fill's
+ * statements are split by the K step whose registers they write, and each
+ * step's multiply is issued as soon as its registers are written:
+ *
+ *   fill step 0; wgmma.fence (A's registers of step 0); wgmma step 0
+ *   fill step 1; wgmma.fence (step 1's);                wgmma step 1   -- step 0 multiplies
+ *   ...
+ *   wgmma.commit; wgmma.wait 0
+ *
+ * so the tensor cores multiply step kk while the threads widen step kk + 1.
+ * No register is written while a multiply that reads it is in flight (each
+ * step's registers are written once, before its own multiply), and there
+ * are no moves between registers (what made the earlier two-copy form wrong
+ * on the GPU: docs/language.md, "A register A operand is not refilled under
+ * its multiply").  The split needs every write of A in the lowered fill to
+ * have a constant register index once its unrolled loops are enumerated, the
+ * steps written in order, and no read of A; otherwise the two statements
+ * stay as they were. */
+
+typedef struct {
+  Lw *w;
+  int buf, n; /* A; the unrolled loop variables fixed so far */
+  int vars[16];
+  int64_t vals[16];
+  int64_t lo, hi; /* the registers of A written (hi < 0: none) */
+  bool ok;
+} Fill;
+
+typedef struct {
+  Stmt **s;
+  int64_t *step; /* -1: writes no register of A */
+  int n, cap;
+} Units;
+
+static Expr *fix_vars(void *ctx, Expr *e)
+{
+  Fill *f = ctx;
+  if (e->kind == EX_VAR)
+    for (int i = 0; i < f->n; i++)
+      if (e->var == f->vars[i])
+        return ex_int(f->w->a, e->type, f->vals[i]);
+  return e;
+}
+
+/* Does s read buf, or write it other than by a STORE or VCOPY? */
+static bool other_use(const Stmt *s, int buf)
+{
+  if (!s)
+    return false;
+  if (lw_expr_reads(s->value, buf) || lw_expr_reads(s->cond, buf))
+    return true;
+  for (int i = 0; i < s->nidx; i++)
+    if (lw_expr_reads(s->idx[i], buf))
+      return true;
+  for (int i = 0; i < s->nsrc_idx; i++)
+    if (lw_expr_reads(s->src_idx[i], buf))
+      return true;
+  if ((s->kind == ST_VCOPY && s->src_buf == buf) || (s->kind == ST_LDMATRIX && s->buf == buf) ||
+      ((s->kind == ST_MMA || s->kind == ST_WGMMA || s->kind == ST_WGMMA_FENCE || s->kind == ST_GEMM) &&
+       (s->a == buf || s->b == buf || s->c == buf)) ||
+      (s->kind == ST_ATOMIC && s->buf == buf))
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (other_use(s->body[i], buf))
+      return true;
+  return other_use(s->then_s, buf) || other_use(s->else_s, buf);
+}
+
+static bool fixed_index(Fill *f, const Expr *e, int64_t *out)
+{
+  Expr *c = expr_rewrite(ex_clone(f->w->a, e), fix_vars, f);
+  return ir_eval_int(f->w->a, f->w->k, c, out);
+}
+
+static void widen(Fill *f, int64_t lo, int64_t hi)
+{
+  f->lo = f->hi < 0 || lo < f->lo ? lo : f->lo;
+  f->hi = hi > f->hi ? hi : f->hi;
+}
+
+static bool writes_buf(const Stmt *s, int buf)
+{
+  if (!s)
+    return false;
+  if ((s->kind == ST_STORE || s->kind == ST_VCOPY) && s->buf == buf)
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (writes_buf(s->body[i], buf))
+      return true;
+  return writes_buf(s->then_s, buf) || writes_buf(s->else_s, buf);
+}
+
+/* Widens [f->lo, f->hi] by the registers of A that s writes, its unrolled loops enumerated;
+ * clears f->ok where an index is not constant then, or a loop that writes A is not unrolled. */
+static void written(Fill *f, const Stmt *s)
+{
+  int64_t i, n;
+  if (!s || !f->ok)
+    return;
+  switch (s->kind) {
+  case ST_SEQ:
+    for (int j = 0; j < s->nbody; j++)
+      written(f, s->body[j]);
+    return;
+  case ST_IF:
+    written(f, s->then_s);
+    written(f, s->else_s);
+    return;
+  case ST_FOR:
+    if (!writes_buf(s, f->buf))
+      return;
+    if (s->for_kind != FOR_UNROLLED || s->nvars != 1 || f->n == 16 || !ex_is_const_int(s->extents[0], &n)) {
+      f->ok = false;
+      return;
+    }
+    f->vars[f->n++] = s->vars[0];
+    for (int64_t v = 0; v < n && f->ok; v++) {
+      f->vals[f->n - 1] = v;
+      written(f, s->then_s);
+    }
+    f->n--;
+    return;
+  case ST_STORE:
+  case ST_VCOPY:
+    if (s->buf != f->buf)
+      return;
+    if (s->nidx != 1 || !fixed_index(f, s->idx[0], &i)) {
+      f->ok = false;
+      return;
+    }
+    widen(f, i, i + (s->kind == ST_VCOPY ? s->lanes : 1) - 1);
+    return;
+  default: return;
+  }
+}
+
+static void push_unit(Lw *w, Units *u, Stmt *s, int64_t step)
+{
+  if (u->n == u->cap) {
+    int cap = u->cap ? 2 * u->cap : 32;
+    Stmt **ns = ARENA_ARRAY(w->a, Stmt *, cap);
+    int64_t *nstep = ARENA_ARRAY(w->a, int64_t, cap);
+    for (int i = 0; i < u->n; i++) {
+      ns[i] = u->s[i];
+      nstep[i] = u->step[i];
+    }
+    u->s = ns;
+    u->step = nstep;
+    u->cap = cap;
+  }
+  u->s[u->n] = s;
+  u->step[u->n++] = step;
+}
+
+/* s in units that each write the registers of one K step (R registers a step), in order;
+ * f's fixed variables replaced by their values. */
+static void split_fill(Fill *f, const Stmt *s, int R, Units *u)
+{
+  Fill g = *f;
+  g.lo = 0;
+  g.hi = -1;
+  g.ok = true;
+  written(&g, s);
+  if (!g.ok) {
+    f->ok = false;
+    return;
+  }
+  if (g.hi < 0 || g.lo / R == g.hi / R) {
+    Stmt *c = st_clone(f->w->a, s);
+    stmt_rewrite_exprs(c, fix_vars, f);
+    ir_fold_stmt(f->w->a, f->w->k, c);
+    push_unit(f->w, u, c, g.hi < 0 ? -1 : g.lo / R);
+    return;
+  }
+  int64_t n;
+  if (s->kind == ST_SEQ) {
+    for (int j = 0; j < s->nbody && f->ok; j++)
+      split_fill(f, s->body[j], R, u);
+  } else if (s->kind == ST_FOR && s->for_kind == FOR_UNROLLED && s->nvars == 1 && f->n < 16 &&
+             ex_is_const_int(s->extents[0], &n)) {
+    f->vars[f->n++] = s->vars[0];
+    for (int64_t v = 0; v < n && f->ok; v++) {
+      f->vals[f->n - 1] = v;
+      split_fill(f, s->then_s, R, u);
+    }
+    f->n--;
+  } else
+    f->ok = false; /* an IF or a loop whose body writes several steps: not split */
+}
+
+/* wgmma.fence (the accumulator, and A's registers of steps [from, to)), then those steps'
+ * multiplies: copies of wgmma (in the loop over kk) with kk fixed. */
+static void issue_steps(Lw *w, StmtList *out, const Stmt *fence, const Stmt *mma, int kk, int R, int64_t from,
+                        int64_t to)
+{
+  if (from >= to)
+    return;
+  Stmt *f = st_clone(w->a, fence);
+  f->a_first = (int)(from * R);
+  f->a_reg = lw_i32(w, (to - from) * R);
+  stlist_push(w->a, out, f);
+  for (int64_t step = from; step < to; step++) {
+    Fill fix = {.w = w, .n = 1, .vars = {kk}, .vals = {step}};
+    Stmt *m = st_clone(w->a, mma);
+    stmt_rewrite_exprs(m, fix_vars, &fix);
+    ir_fold_stmt(w->a, w->k, m);
+    stlist_push(w->a, out, m);
+  }
+}
+
+Stmt *lw_interleave_register_a(Lw *w, Stmt *fill, Stmt *gemm)
+{
+  /* the gemm as lower_gemm_wgmma makes it: let wg; fence; for kk unrolled { wgmma }; commit; wait */
+  w->interleave_why = "the gemm was not lowered to one wgmma per K step";
+  if (!fill || !gemm || gemm->kind != ST_SEQ || gemm->nbody != 5)
+    return NULL;
+  Stmt *fence = gemm->body[1], *loop = gemm->body[2];
+  int64_t steps;
+  if (gemm->body[0]->kind != ST_LET || fence->kind != ST_WGMMA_FENCE || !fence->a_reg ||
+      loop->kind != ST_FOR || loop->for_kind != FOR_UNROLLED || !ex_is_const_int(loop->extents[0], &steps) ||
+      loop->then_s->kind != ST_WGMMA || !loop->then_s->a_reg || gemm->body[3]->kind != ST_WGMMA_COMMIT ||
+      gemm->body[4]->kind != ST_WGMMA_WAIT)
+    return NULL;
+  Stmt *mma = loop->then_s;
+  int buf = mma->a, kk = loop->vars[0];
+  const Buffer *A = &w->k->bufs[buf];
+  if (type_bytes(A->elem) != 2 || steps < 2 || fence->a_reg->i != steps * 8)
+    return NULL;
+  /* step kk reads registers 8 kk .. 8 kk + 7 */
+  Fill probe = {.w = w, .n = 1, .vars = {kk}};
+  int64_t r0, r1;
+  probe.vals[0] = 0;
+  bool ok0 = fixed_index(&probe, mma->a_reg, &r0);
+  probe.vals[0] = 1;
+  if (!ok0 || !fixed_index(&probe, mma->a_reg, &r1) || r0 != 0 || r1 != 8)
+    return NULL;
+  const int R = 8;
+  if (other_use(fill, buf)) {
+    w->interleave_why = "the parallel loop right before the gemm reads its A operand too";
+    return NULL;
+  }
+  Fill f = {.w = w, .buf = buf, .hi = -1, .ok = true};
+  Units u = {0};
+  split_fill(&f, fill, R, &u);
+  if (!f.ok) {
+    w->interleave_why = "a write of its A operand has no constant register index, or one of its "
+                        "statements writes the registers of several K steps";
+    return NULL;
+  }
+  int64_t last = -1;
+  for (int i = 0; i < u.n; i++) {
+    if (u.step[i] < 0)
+      continue;
+    if (u.step[i] < last || u.step[i] >= steps) {
+      w->interleave_why = "its A operand's K steps are not written in order";
+      return NULL;
+    }
+    last = u.step[i];
+  }
+  if (last < 1) {
+    w->interleave_why = "its A operand's registers of one K step only are written";
+    return NULL;
+  }
+  StmtList out = {0};
+  stlist_push(w->a, &out, gemm->body[0]); /* let wg */
+  int64_t next = 0;                       /* the first step not issued */
+  for (int i = 0; i < u.n; i++) {
+    if (u.step[i] > next) {               /* every write of the steps before it is done */
+      issue_steps(w, &out, fence, mma, kk, R, next, u.step[i]);
+      next = u.step[i];
+    }
+    stlist_push(w->a, &out, u.s[i]);
+  }
+  issue_steps(w, &out, fence, mma, kk, R, next, steps);
+  stlist_push(w->a, &out, gemm->body[3]);
+  stlist_push(w->a, &out, gemm->body[4]);
+  w->interleaved++;
+  return stlist_seq(w->a, &out, gemm->loc);
+}

@@ -29,6 +29,11 @@ typedef struct {
   Stmt *ws_switch, *ws_setup, *ws_producer, *ws_consumer;
   Stmt *ws_outer;  /* the serial loop around the pipelined one (a persistent kernel's), or NULL */
   int ws_count[2]; /* with ws_outer: the producer's and the consumers' iteration counts (VAR_MUT) */
+  /* A register A's fill followed by its gemm is interleaved with the multiplies (a pipelined
+   * loop's `overlap`: software_pipeline.c); the fills so interleaved */
+  bool interleave_a;
+  int interleaved;
+  const char *interleave_why; /* why the last fill that could not be interleaved was not */
 } Lw;
 
 /* ---------------------------------------------------------------- lower_build.c */
@@ -72,6 +77,8 @@ Deal lw_deal(Lw *w, int vec, int64_t total);
 Expr *lw_mma_row0(Lw *w, const FragLayout *L, Expr *wm, Expr *fm);
 void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr **row, Expr **col);
 bool lw_writes_shared(const Lw *w, int buf);
+/* Does e read buf (a load of it, or its address's alignment)? */
+bool lw_expr_reads(const Expr *e, int buf);
 Expr *lw_mma_row(Lw *w, const FragLayout *L, Expr *reg); /* the row of register reg of an MMA_ROWS fragment */
 bool lw_is_rows(const Buffer *b);                        /* ROWS or MMA_ROWS */
 /* True in the one thread that holds a row of a ROWS or MMA_ROWS fragment first, which stores or
@@ -133,6 +140,10 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s);
 Stmt *lower_gemm(Lw *w, Stmt *s);
 /* gemm_wgmma_eligible, and layout.c gave the accumulator the warpgroup grid. */
 bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s);
+/* The lowered fill of a register A fragment and the lowered gemm that reads it, as one
+ * statement that issues each K step's multiply once its registers are written; NULL where the
+ * fill cannot be split so (the two are then used as they are). */
+Stmt *lw_interleave_register_a(Lw *w, Stmt *fill, Stmt *gemm);
 /* A WGMMA_FENCE, WGMMA_COMMIT or WGMMA_WAIT (.pending) on accumulator acc's `regs` registers. */
 Stmt *lw_wgmma_stmt(Lw *w, StmtKind kind, int acc, int regs, int pending);
 

@@ -213,6 +213,20 @@ int lw_new_buffer(Lw *w, const char *name, Scope scope, TypeKind t, int64_t n)
 
 bool lw_writes_shared(const Lw *w, int buf) { return w->k->bufs[buf].scope == SCOPE_SHARED; }
 
+bool lw_expr_reads(const Expr *e, int buf)
+{
+  if (!e)
+    return false;
+  if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && e->buf == buf)
+    return true;
+  if (lw_expr_reads(e->a, buf) || lw_expr_reads(e->b, buf) || lw_expr_reads(e->c, buf))
+    return true;
+  for (int i = 0; i < e->nargs; i++)
+    if (lw_expr_reads(e->args[i], buf))
+      return true;
+  return false;
+}
+
 /* Does lowered s store into a shared tile that wgmma reads? */
 static bool writes_wgmma_operand(const Kernel *k, const Stmt *s)
 {

@@ -27,6 +27,20 @@
 
 /* ---------------------------------------------------------------- driver */
 
+/* Is s's statement i a parallel loop that writes the register A fragment of the wgmma gemm
+ * right after it?  (lw_interleave_register_a decides whether the two can be interleaved.) */
+static bool fills_register_a(Lw *w, const Stmt *s, int i)
+{
+  if (i + 1 >= s->nbody)
+    return false;
+  const Stmt *p = s->body[i], *g = s->body[i + 1];
+  if (p->kind != ST_FOR || p->for_kind != FOR_PARALLEL || g->kind != ST_GEMM)
+    return false;
+  const Buffer *A = &w->k->bufs[g->a];
+  return A->scope == SCOPE_FRAGMENT && type_bytes(A->elem) == 2 && w->k->bufs[g->c].layout.frag_m == 1 &&
+         lw_gemm_uses_wgmma(w, g);
+}
+
 Stmt *lw_lower_stmt(Lw *w, Stmt *s)
 {
   if (!s)
@@ -35,7 +49,18 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s)
   case ST_SEQ: {
     StmtList l = {0};
     for (int i = 0; i < s->nbody; i++) {
-      Stmt *r = lw_lower_stmt(w, s->body[i]);
+      Stmt *r;
+      if (w->interleave_a && fills_register_a(w, s, i)) {
+        Stmt *fill = lw_lower_stmt(w, s->body[i]), *gemm = lw_lower_stmt(w, s->body[++i]);
+        r = lw_interleave_register_a(w, fill, gemm);
+        if (!r) {
+          StmtList two = {0};
+          stlist_push(w->a, &two, fill);
+          stlist_push(w->a, &two, gemm);
+          r = stlist_seq(w->a, &two, s->loc);
+        }
+      } else
+        r = lw_lower_stmt(w, s->body[i]);
       if (!r)
         continue;
       /* Flatten nested sequences; drop a barrier right after a barrier. */

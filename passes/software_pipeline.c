@@ -56,19 +56,6 @@ static void flatten(Arena *a, Stmt *s, StmtList *out)
 
 /* ---------------------------------------------------------------- uses of a buffer */
 
-static bool expr_uses(const Expr *e, int buf)
-{
-  if (!e)
-    return false;
-  if ((e->kind == EX_LOAD || e->kind == EX_ALIGNED) && e->buf == buf)
-    return true;
-  if (expr_uses(e->a, buf) || expr_uses(e->b, buf) || expr_uses(e->c, buf))
-    return true;
-  for (int i = 0; i < e->nargs; i++)
-    if (expr_uses(e->args[i], buf))
-      return true;
-  return false;
-}
 
 /* Among the leading producers of the statements s (nested sequences
  * flattened, as lower_pipelined splits a body): 1 if one fills buf, -1 if a
@@ -108,10 +95,10 @@ static bool stmt_uses(const Kernel *k, const Stmt *s, const Stmt *skip, int buf,
       ((s->kind == ST_REDUCE || s->kind == ST_VCOPY || s->kind == ST_CP_ASYNC || s->kind == ST_LDMATRIX) &&
        (s->src_buf == buf || s->buf == buf)))
     return true;
-  if (expr_uses(s->value, buf) || expr_uses(s->cond, buf))
+  if (lw_expr_reads(s->value, buf) || lw_expr_reads(s->cond, buf))
     return true;
   for (int i = 0; i < s->nidx; i++)
-    if (expr_uses(s->idx[i], buf))
+    if (lw_expr_reads(s->idx[i], buf))
       return true;
   for (int i = 0; i < s->nbody; i++)
     if (stmt_uses(k, s->body[i], skip, buf, stages))
@@ -1073,42 +1060,28 @@ static void ws_build(Lw *w, const Stmt *s, Stmt *outer, const StmtList *producer
   w->ws_consumer = stlist_seq(w->a, &con, s->loc);
 }
 
-Stmt *lower_pipelined(Lw *w, Stmt *s)
+/* Is the body's one gemm its last consumer, with A in a 16-bit register fragment, on wgmma? */
+static bool only_gemm_register_a(Lw *w, const StmtList *c)
+{
+  int gemms = 0;
+  for (int i = 0; i < c->n; i++)
+    gemms += c->items[i]->kind == ST_GEMM;
+  if (gemms != 1 || !c->n || c->items[c->n - 1]->kind != ST_GEMM)
+    return false;
+  const Stmt *g = c->items[c->n - 1];
+  const Buffer *A = &w->k->bufs[g->a];
+  return A->scope == SCOPE_FRAGMENT && type_bytes(A->elem) == 2 && lw_gemm_uses_wgmma(w, g);
+}
+
+/* lower_pipelined's forms of loop s: the cp.async form, and beside it (tma) the copy engine's
+ * and (ws) the warp-specialized one. */
+static Stmt *pipelined_forms(Lw *w, Stmt *s, StmtList *producers_in, StmtList *consumers_in, bool tma,
+                             bool ws, bool general, Stmt *outer)
 {
   Kernel *k = w->k;
-  StmtList producers = {0}, consumers = {0};
-  if (!split_body(w, s, &producers, &consumers))
-    return NULL;
-  if (!producers.n) { /* nothing to overlap: an ordinary loop */
-    s->for_kind = FOR_SERIAL;
-    s->then_s = lw_lower_stmt(w, s->then_s);
-    return s;
-  }
+  StmtList producers = *producers_in, consumers = *consumers_in;
   int S = s->stages;
-  /* The TMA forms lower their own deep copies of the consumers (staging and lowering change them). */
   StmtList gemms = {0}, ws_gemms = {0};
-  Stmt *outer = NULL;
-  bool general = false;
-  bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
-  /* overlap = 1 (above): the last gemm under the next iteration. */
-  Overlap ov;
-  const char *why = NULL;
-  bool rotate = tma && general && s->overlap && plan_overlap(w, &consumers, &ov, &why);
-  if (s->overlap == 2 && w->pc->target->sm == 90 && w->pc->target->arch_specific) {
-    if (!tma)
-      why = "its copies do not take the copy engine's form (docs/language.md, 'The copy engine')";
-    else if (!general)
-      why = "every consumer is a gemm, and the loop already keeps one multiply in flight";
-    else if (rotate)
-      why = NULL;
-    if (why) {
-      error_at(w->pc->diags, s->loc,
-               "overlap = 2: the pipelined loop cannot run its last gemm under the next "
-               "iteration: %s",
-               why);
-      return NULL;
-    }
-  }
   for (int i = 0; tma && i < consumers.n; i++)
     for (int f = 0; f < 1 + ws; f++)
       stlist_push(w->a, f ? &ws_gemms : &gemms, st_clone(w->a, consumers.items[i]));
@@ -1166,4 +1139,56 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
     w->ws_switch = sw;
   }
   return sw;
+}
+
+Stmt *lower_pipelined(Lw *w, Stmt *s)
+{
+  StmtList producers = {0}, consumers = {0};
+  if (!split_body(w, s, &producers, &consumers))
+    return NULL;
+  if (!producers.n) { /* nothing to overlap: an ordinary loop */
+    s->for_kind = FOR_SERIAL;
+    s->then_s = lw_lower_stmt(w, s->then_s);
+    return s;
+  }
+  /* The TMA forms lower their own deep copies of the consumers (staging and lowering change them). */
+  Stmt *outer = NULL;
+  bool general = false;
+  bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
+  /* overlap = 1 (above): the last gemm under the next iteration. */
+  Overlap ov;
+  const char *why = NULL;
+  bool rotate = tma && general && s->overlap && plan_overlap(w, &consumers, &ov, &why);
+  /* overlap, and the body's only gemm reads a register A the body fills: the fill is
+   * interleaved with the multiplies instead (gemm.c, lw_interleave_register_a) */
+  bool interleave = s->overlap && !rotate && only_gemm_register_a(w, &consumers);
+  if (s->overlap == 2 && w->pc->target->sm == 90 && w->pc->target->arch_specific) {
+    if (!tma)
+      why = "its copies do not take the copy engine's form (docs/language.md, 'The copy engine')";
+    else if (!general)
+      why = "every consumer is a gemm, and the loop already keeps one multiply in flight";
+    else if (rotate || interleave)
+      why = NULL;
+    if (why) {
+      error_at(w->pc->diags, s->loc,
+               "overlap = 2: the pipelined loop cannot run its last gemm under the next "
+               "iteration: %s",
+               why);
+      return NULL;
+    }
+  }
+  bool saved_interleave = w->interleave_a;
+  int interleaved = w->interleaved;
+  w->interleave_a = interleave;
+  w->interleave_why = "the statement right before the gemm is not a parallel loop that fills its A operand";
+  Stmt *r = pipelined_forms(w, s, &producers, &consumers, tma, ws, general, outer);
+  w->interleave_a = saved_interleave;
+  if (r && interleave && s->overlap == 2 && w->interleaved == interleaved) {
+    error_at(w->pc->diags, s->loc,
+             "overlap = 2: the fill of the gemm's register A operand cannot be interleaved with its "
+             "K steps: %s",
+             w->interleave_why);
+    return NULL;
+  }
+  return r;
 }

@@ -54,6 +54,11 @@ for m in 16 64 512 4096; do
   one stdlib/gemm.tl gemm_w8a16_splitk "M=$m,N=4096,K=4096"
   one stdlib/gemm.tl gemm_w4a16 "M=$m,N=4096,K=4096,KH=2048,KG=32"
 done
+for m in 64 512 4096; do # the fill interleaved with the multiplies (overlap = 1)
+  one stdlib/gemm.tl gemm_w8a16 "M=$m,N=4096,K=4096" -D OVERLAP=1
+  one stdlib/gemm.tl gemm_w8a16_splitk "M=$m,N=4096,K=4096" -D OVERLAP=1
+  one stdlib/gemm.tl gemm_w4a16 "M=$m,N=4096,K=4096,KH=2048,KG=32" -D OVERLAP=1
+done
 one examples/flash_attention.tl flash_attention "B=4,H=32,S=8192" 2>/dev/null
 rm -rf "$work"
 exit $status
