@@ -287,10 +287,11 @@ static void test_rmsnorm(int64_t M, int64_t N, const char *bn)
 }
 
 /* stdlib/norms.tl's layernorm in f16, through the same two paths as rmsnorm (the first through the
- * pipelined loop or, direct = "1", straight into registers). */
-static void test_layernorm(int64_t M, int64_t N, const char *bn, const char *direct)
+ * pipelined loop or, direct = "1", straight into registers); lanes = "1": every row streamed, its
+ * statistics per tile position merged once a row. */
+static void test_layernorm(int64_t M, int64_t N, const char *bn, const char *direct, const char *lanes)
 {
-  ConstDef defs[] = {{"BN", bn}, {"THREADS", "128"}, {"RPB", "3"}, {"DIRECT", direct}};
+  ConstDef defs[] = {{"BN", bn}, {"THREADS", "128"}, {"RPB", "3"}, {"DIRECT", direct}, {"LANES", lanes}};
   uint16_t *X = h_array(false, M * N, false, -3, 5), *W = h_array(false, N, false, 0.5, 1.5);
   uint16_t *B = h_array(false, N, false, -1, 1), *Y = h_array(false, M * N, true, 0, 0);
   float eps = 1e-5f;
@@ -298,9 +299,9 @@ static void test_layernorm(int64_t M, int64_t N, const char *bn, const char *dir
                       {.name = "Y", .data = Y}, {.name = "M", .i = M},    {.name = "N", .i = N},
                       {.name = "eps", .f = eps}};
   char what[64];
-  snprintf(what, sizeof what, "layernorm f16 %lldx%lld BN=%s DIRECT=%s", (long long)M, (long long)N, bn,
-           direct);
-  if (run_file(TILEC_SOURCE_DIR "/stdlib/norms.tl", defs, 4, "layernorm", args, 7)) {
+  snprintf(what, sizeof what, "layernorm f16 %lldx%lld BN=%s DIRECT=%s LANES=%s", (long long)M, (long long)N,
+           bn, direct, lanes);
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/norms.tl", defs, 5, "layernorm", args, 7)) {
     misses = 0;
     for (int64_t r = 0; r < M; r++) {
       double mu = 0, var = 0;
@@ -1737,9 +1738,11 @@ static void test_kernels(void)
   test_softmax("f32", 9, 1000, "256", "0");
   test_rmsnorm(7, 1000, "1024");
   test_rmsnorm(7, 1000, "256");
-  test_layernorm(8, 1000, "1024", "0");
-  test_layernorm(8, 1000, "1024", "1");
-  test_layernorm(8, 1000, "256", "0");
+  test_layernorm(8, 1000, "1024", "0", "0");
+  test_layernorm(8, 1000, "1024", "1", "0");
+  test_layernorm(8, 1000, "256", "0", "0");
+  test_layernorm(8, 1000, "128", "0", "1"); /* eight tiles, the last ragged */
+  test_layernorm(5, 100, "128", "0", "1");  /* one tile, shorter than it */
   const char *matmul = TILEC_SOURCE_DIR "/examples/matmul.tl", *gemm = TILEC_SOURCE_DIR "/stdlib/gemm.tl";
   test_gemm(matmul, "matmul", "f16", 37, 100, 70, false, false);
   test_gemm(matmul, "matmul", "bf16", 37, 100, 70, false, false);
