@@ -540,7 +540,8 @@ Stmt *lw_interleave_register_a(Lw *w, Stmt *fill, Stmt *gemm)
     last = u.step[i];
   }
   if (last < 1) {
-    w->interleave_why = "its A operand's registers of one K step only are written";
+    w->interleave_why = last < 0 ? "the parallel loop right before the gemm does not write its A operand"
+                                 : "its A operand's registers of one K step only are written";
     return NULL;
   }
   StmtList out = {0};

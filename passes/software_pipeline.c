@@ -56,7 +56,6 @@ static void flatten(Arena *a, Stmt *s, StmtList *out)
 
 /* ---------------------------------------------------------------- uses of a buffer */
 
-
 /* Among the leading producers of the statements s (nested sequences
  * flattened, as lower_pipelined splits a body): 1 if one fills buf, -1 if a
  * consumer comes first, 0 if s ends before either. */
@@ -1081,6 +1080,7 @@ static Stmt *pipelined_forms(Lw *w, Stmt *s, StmtList *producers_in, StmtList *c
   Kernel *k = w->k;
   StmtList producers = *producers_in, consumers = *consumers_in;
   int S = s->stages;
+  /* The TMA forms lower their own deep copies of the consumers (staging and lowering change them). */
   StmtList gemms = {0}, ws_gemms = {0};
   for (int i = 0; tma && i < consumers.n; i++)
     for (int f = 0; f < 1 + ws; f++)
@@ -1151,7 +1151,6 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
     s->then_s = lw_lower_stmt(w, s->then_s);
     return s;
   }
-  /* The TMA forms lower their own deep copies of the consumers (staging and lowering change them). */
   Stmt *outer = NULL;
   bool general = false;
   bool tma = tma_eligible(w, s, &producers, &consumers, &general), ws = tma && ws_possible(w, s, &outer);
@@ -1163,12 +1162,12 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
    * interleaved with the multiplies instead (gemm.c, lw_interleave_register_a) */
   bool interleave = s->overlap && !rotate && only_gemm_register_a(w, &consumers);
   if (s->overlap == 2 && w->pc->target->sm == 90 && w->pc->target->arch_specific) {
-    if (!tma)
+    if (rotate || interleave) /* (the interleaved fill needs no copy engine: every form has it) */
+      why = NULL;
+    else if (!tma)
       why = "its copies do not take the copy engine's form (docs/language.md, 'The copy engine')";
     else if (!general)
       why = "every consumer is a gemm, and the loop already keeps one multiply in flight";
-    else if (rotate || interleave)
-      why = NULL;
     if (why) {
       error_at(w->pc->diags, s->loc,
                "overlap = 2: the pipelined loop cannot run its last gemm under the next "

@@ -39,7 +39,9 @@ SHAPES = ((1, 1, 16), (16, 100, 200), (37, 300, 256), (70, 45, 200), (130, 140, 
 GRID_M = (16, 64, 128, 512, 4096)
 GRID_NK = ((4096, 4096), (14336, 4096), (4096, 14336))
 EXPLORE = (("BN=16", "STAGES=8"), ("BN=16", "BK=128", "STAGES=8"), ("BN=32", "STAGES=8"), ("BN=32", "BK=128", "STAGES=6"),
-           ("BN=64", "BK=128", "STAGES=6"), ("BN=128", "STAGES=6"), ("BN=128", "BK=128", "STAGES=4"))
+           ("BN=64", "BK=128", "STAGES=6"), ("BN=128", "STAGES=6"), ("BN=128", "BK=128", "STAGES=4"),
+           # the widening interleaved with the multiplies (wgmma only: 128 or more threads)
+           ("OVERLAP=1",), ("BN=64", "BK=128", "STAGES=6", "OVERLAP=1"), ("BN=128", "BK=128", "STAGES=4", "OVERLAP=1"))
 
 
 def weights(n, k):
@@ -79,7 +81,8 @@ def explore_split(drv, tilec, reps):
     return out
 
 
-EXPLORE4 = (("BN=32",), ("BN=32", "STAGES=8"), ("BN=128", "STAGES=3"), ("BN=128", "STAGES=4"))
+EXPLORE4 = (("BN=32",), ("BN=32", "STAGES=8"), ("BN=128", "STAGES=3"), ("BN=128", "STAGES=4"), ("OVERLAP=1",),
+            ("BN=128", "STAGES=4", "OVERLAP=1"))
 SPLITS = ((64, 1), (64, 2), (64, 4), (64, 8), (32, 4), (32, 8))
 
 
