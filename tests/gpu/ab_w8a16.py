@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""ab_w8a16.py OLD_TILEC NEW_TILEC [OLD_FLAGS]: gemm_w8a16 compiled by two compilers (or one, twice)
-at pinned tiles, timed interleaved (5 rounds of 30 graph replays each, median), to tell a codegen
-change from run-to-run noise. OLD_FLAGS (one string, e.g. "-D OVERLAP=0") are added to the old
-side's flags: the same compiler with and without a setting. Checks both results against each
-other and against torch (A @ (sw * W)^T in f32) first. Prints microseconds per call for each."""
+"""ab_w8a16.py OLD_TILEC NEW_TILEC [OLD_FLAGS [NEW_FLAGS]]: gemm_w8a16 compiled by two compilers (or
+one, twice) at pinned tiles, timed interleaved (5 rounds of 30 graph replays each, median), to tell a
+codegen change from run-to-run noise. OLD_FLAGS and NEW_FLAGS (one string each, e.g. "" and
+"-D OVERLAP=1") are added to each side's flags: the same compiler with and without a setting.
+Checks both results against torch (A @ (sw * W)^T in f32) first. Prints microseconds per call for
+each."""
 import os
 import sys
 
@@ -11,10 +12,11 @@ import torch
 
 from tlcuda import ROOT, Driver, Kernel, timed
 
-if len(sys.argv) not in (3, 4):
+if len(sys.argv) not in (3, 4, 5):
     print(__doc__, file=sys.stderr)
     sys.exit(2)
-old_flags = sys.argv[3].split() if len(sys.argv) == 4 else []
+old_flags = sys.argv[3].split() if len(sys.argv) >= 4 else []
+new_flags = sys.argv[4].split() if len(sys.argv) == 5 else []
 drv = Driver()
 src = os.path.join(ROOT, "stdlib/gemm.tl")
 bad = 0
@@ -30,7 +32,7 @@ for M, N, K, flags in ((4096, 4096, 4096, ["-D", "BN=128", "-D", "BK=128", "-D",
     s = torch.rand(N, device="cuda") / 256
     ref = (a.float() @ (w.float() * s[:, None]).t())
     ks = {t: Kernel(drv, p, src, "gemm_w8a16", "f16", sizes={"M": M, "N": N, "K": K},
-                    flags=flags + (old_flags if t == "old" else []), quiet=True, tag=t)
+                    flags=flags + (old_flags if t == "old" else new_flags), quiet=True, tag=t)
           for t, p in (("old", sys.argv[1]), ("new", sys.argv[2]))}
     outs = {}
     for t, k in ks.items():
