@@ -203,6 +203,12 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
  */
 
 
+bool lw_gemm_register_a(Lw *w, const Stmt *s)
+{
+  const Buffer *A = &w->k->bufs[s->a];
+  return A->scope == SCOPE_FRAGMENT && type_bytes(A->elem) == 2 && lw_gemm_uses_wgmma(w, s);
+}
+
 bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s)
 {
   const FragLayout *L = &w->k->bufs[s->c].layout;

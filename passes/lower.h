@@ -140,6 +140,8 @@ Stmt *lw_lower_stmt(Lw *w, Stmt *s);
 Stmt *lower_gemm(Lw *w, Stmt *s);
 /* gemm_wgmma_eligible, and layout.c gave the accumulator the warpgroup grid. */
 bool lw_gemm_uses_wgmma(Lw *w, const Stmt *s);
+/* ... with A in a 16-bit register fragment (one m64 block a warpgroup: mma_policy.c). */
+bool lw_gemm_register_a(Lw *w, const Stmt *s);
 /* The lowered fill of a register A fragment and the lowered gemm that reads it, as one
  * statement that issues each K step's multiply once its registers are written; NULL where the
  * fill cannot be split so (the two are then used as they are). */

@@ -34,11 +34,7 @@ static bool fills_register_a(Lw *w, const Stmt *s, int i)
   if (i + 1 >= s->nbody)
     return false;
   const Stmt *p = s->body[i], *g = s->body[i + 1];
-  if (p->kind != ST_FOR || p->for_kind != FOR_PARALLEL || g->kind != ST_GEMM)
-    return false;
-  const Buffer *A = &w->k->bufs[g->a];
-  return A->scope == SCOPE_FRAGMENT && type_bytes(A->elem) == 2 && w->k->bufs[g->c].layout.frag_m == 1 &&
-         lw_gemm_uses_wgmma(w, g);
+  return p->kind == ST_FOR && p->for_kind == FOR_PARALLEL && g->kind == ST_GEMM && lw_gemm_register_a(w, g);
 }
 
 Stmt *lw_lower_stmt(Lw *w, Stmt *s)

@@ -1065,20 +1065,15 @@ static bool only_gemm_register_a(Lw *w, const StmtList *c)
   int gemms = 0;
   for (int i = 0; i < c->n; i++)
     gemms += c->items[i]->kind == ST_GEMM;
-  if (gemms != 1 || !c->n || c->items[c->n - 1]->kind != ST_GEMM)
-    return false;
-  const Stmt *g = c->items[c->n - 1];
-  const Buffer *A = &w->k->bufs[g->a];
-  return A->scope == SCOPE_FRAGMENT && type_bytes(A->elem) == 2 && lw_gemm_uses_wgmma(w, g);
+  return gemms == 1 && c->items[c->n - 1]->kind == ST_GEMM && lw_gemm_register_a(w, c->items[c->n - 1]);
 }
 
 /* lower_pipelined's forms of loop s: the cp.async form, and beside it (tma) the copy engine's
  * and (ws) the warp-specialized one. */
-static Stmt *pipelined_forms(Lw *w, Stmt *s, StmtList *producers_in, StmtList *consumers_in, bool tma,
-                             bool ws, bool general, Stmt *outer)
+static Stmt *pipelined_forms(Lw *w, Stmt *s, StmtList producers, StmtList consumers, bool tma, bool ws,
+                             bool general, Stmt *outer)
 {
   Kernel *k = w->k;
-  StmtList producers = *producers_in, consumers = *consumers_in;
   int S = s->stages;
   /* The TMA forms lower their own deep copies of the consumers (staging and lowering change them). */
   StmtList gemms = {0}, ws_gemms = {0};
@@ -1180,7 +1175,7 @@ Stmt *lower_pipelined(Lw *w, Stmt *s)
   int interleaved = w->interleaved;
   w->interleave_a = interleave;
   w->interleave_why = "the statement right before the gemm is not a parallel loop that fills its A operand";
-  Stmt *r = pipelined_forms(w, s, &producers, &consumers, tma, ws, general, outer);
+  Stmt *r = pipelined_forms(w, s, producers, consumers, tma, ws, general, outer);
   w->interleave_a = saved_interleave;
   if (r && interleave && s->overlap == 2 && w->interleaved == interleaved) {
     error_at(w->pc->diags, s->loc,
