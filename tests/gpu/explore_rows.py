@@ -34,19 +34,6 @@ def candidates(kind, n, elem):
             for t in (512, 1024):
                 for rpb in (1, 4):
                     out.append(dict(BN=b, THREADS=t, RPB=rpb, MINB=0))
-        # LANES = 1: the statistics per tile position, merged once a row (no barrier per tile);
-        # ~13 registers per element of a thread (ptxas, f16: 8 elements 104, 16 elements 128, and
-        # 16 KB tiles on 1024 threads spill 40 bytes)
-        for b, t in ((16384 // elem, 1024), (8192 // elem, 512), (16384 // elem, 512), (4096 // elem, 256)):
-            for rpb in (1, 4):
-                out.append(dict(BN=b, THREADS=t, RPB=rpb, MINB=0, LANES=1))
-    if kind == "softmax" and n * elem >= 32768:  # from 16384 f16 (the one-tile form there: 0.84-0.86, H100)
-        # LANES = 1: every row streamed, a running max and sum per tile position, merged once a row
-        # (one exp2 an element, no barrier per tile); ptxas: 16 KB tiles on 1024 threads 50
-        # registers, on 512 73; 8 KB on 512 40, on 256 72; no spills
-        for b, t in ((16384 // elem, 1024), (16384 // elem, 512), (8192 // elem, 512), (8192 // elem, 256)):
-            for mb in sorted({0, 2048 // t if t < 1024 else 0}):
-                out.append(dict(BN=b, THREADS=t, BPS=65536, DIRECT=1, MINB=mb, LANES=1))
     bn = min(pow2(n), cap)
     threads_opts = sorted({t for t in (32, 64, bn // 32, bn // 16, bn // 8) if 32 <= t <= 1024 and t <= bn})
     if n > cap:  # the long-row path
