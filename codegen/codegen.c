@@ -64,12 +64,21 @@ static void on_llvm_fatal(const char *reason)
  * function" mode revisits only the blocks that changed and reaches the same
  * fixed point (the PTX of every example is byte for byte the same); LLVM
  * enables it only above 10000 blocks, this option makes it the rule.
+ *
+ * -nvptx-short-ptr makes pointers to shared (and local) memory 32 bits wide,
+ * as nvcc's are: the shared window is 228 KB, and with 64-bit pointers every
+ * shared address (a swizzled tile's: base + stage + XORed chunk) was widened and
+ * added in 64 bits (cvt.u64.u32, two add.s64) before each ld.shared.  On the
+ * dequantizing GEMMs, whose widening loads the i8 tile two bytes at a time
+ * (results/h100-2026-12-06-s30: ~7 instructions per weight element, the kernel
+ * bound by its instruction stream), the PTX has 6-9 % fewer instructions; over
+ * the other kernels 0-7 % fewer, registers the same or fewer.
  * Options are process-wide and parsed once; with the C API a bad or repeated
  * option is ignored, never fatal. */
 static void set_llvm_options(void)
 {
-  const char *const argv[] = {"tilec", "-cgpp-huge-func=0"};
-  LLVMParseCommandLineOptions(2, argv, NULL);
+  const char *const argv[] = {"tilec", "-cgpp-huge-func=0", "-nvptx-short-ptr"};
+  LLVMParseCommandLineOptions(3, argv, NULL);
 }
 
 static void init_nvptx(void)

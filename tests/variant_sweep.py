@@ -32,13 +32,9 @@ import threading
 # variants for rows longer than the tile, LONG = 1, compile that branch alone and spill nothing).
 KNOWN = {}
 for _file, _kernel, _arch, _t, _consts, _bytes in (
-        ('stdlib/softmax.tl', 'softmax', 'sm_80', 'bf16', 'BN=16384 BPS=2 DIRECT=0 MINB=2 STAGES=2 THREADS=1024', 4),
-        ('stdlib/softmax.tl', 'softmax', 'sm_80', 'f16', 'BN=16384 BPS=2 DIRECT=0 MINB=2 STAGES=2 THREADS=1024', 4),
-        ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'bf16', 'BN=16384 BPS=2 DIRECT=0 MINB=2 STAGES=2 THREADS=1024', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'bf16', 'BN=2048 BPS=65536 DIRECT=1 MINB=16 STAGES=1 THREADS=128', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'bf16', 'BN=4096 BPS=65536 DIRECT=1 MINB=8 STAGES=1 THREADS=256', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'bf16', 'BN=8192 BPS=65536 DIRECT=1 MINB=4 STAGES=2 THREADS=512', 8),
-        ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=16384 BPS=2 DIRECT=0 MINB=2 STAGES=2 THREADS=1024', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=2048 BPS=65536 DIRECT=1 MINB=16 STAGES=1 THREADS=128', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=4096 BPS=65536 DIRECT=1 MINB=8 STAGES=1 THREADS=256', 8),
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'f16', 'BN=8192 BPS=65536 DIRECT=1 MINB=4 STAGES=2 THREADS=512', 8),
