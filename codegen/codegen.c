@@ -71,8 +71,8 @@ static void on_llvm_fatal(const char *reason)
  * added in 64 bits (cvt.u64.u32, two add.s64) before each ld.shared.  On the
  * dequantizing GEMMs, whose widening loads the i8 tile two bytes at a time
  * (results/h100-2026-12-06-s30: ~7 instructions per weight element, the kernel
- * bound by its instruction stream), the PTX has 6-9 % fewer instructions; over
- * the other kernels 0-7 % fewer, registers the same or fewer.
+ * bound by its instruction stream), every two bytes paid for them; the GPU
+ * figures are in results/h200-2026-12-06-s30.
  * Options are process-wide and parsed once; with the C API a bad or repeated
  * option is ignored, never fatal. */
 static void set_llvm_options(void)
