@@ -82,20 +82,23 @@ void emit_ldmatrix(Cg *cg, const Stmt *s)
   }
 }
 
-/* A's 32-bit operand register i: a u32 register, or (A in a 16-bit fragment) its
- * registers base + 2i and base + 2i + 1 packed, the first in the low half. */
-static LLVMValueRef a_operand(Cg *cg, const Stmt *s, int i)
+/* An operand's 32-bit register i from buffer buf at register reg: a u32 register, or (A or B
+ * in a 16-bit buffer: a register A fragment, gemm.c's B quads) its registers reg + 2i and
+ * reg + 2i + 1 packed, the first in the low half. */
+static LLVMValueRef operand(Cg *cg, int buf, Expr *reg, int i)
 {
-  const Buffer *A = &cg->k->bufs[s->a];
+  const Buffer *A = &cg->k->bufs[buf];
   if (A->elem == TY_U32)
-    return LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->a, s->a_reg, i), "");
+    return LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, buf, reg, i), "");
   LLVMTypeRef h = cg_mem_type(cg, A->elem), pair = LLVMVectorType(h, 2);
   LLVMValueRef v = LLVMGetUndef(pair);
   for (int e = 0; e < 2; e++)
-    v = LLVMBuildInsertElement(cg->b, v, LLVMBuildLoad2(cg->b, h, reg_ptr(cg, s->a, s->a_reg, 2 * i + e), ""),
+    v = LLVMBuildInsertElement(cg->b, v, LLVMBuildLoad2(cg->b, h, reg_ptr(cg, buf, reg, 2 * i + e), ""),
                                LLVMConstInt(cg->t.i32, (unsigned)e, 0), "");
   return LLVMBuildBitCast(cg->b, v, cg->t.i32, "");
 }
+
+static LLVMValueRef a_operand(Cg *cg, const Stmt *s, int i) { return operand(cg, s->a, s->a_reg, i); }
 
 /* The PTX name of a tensor-core input type. */
 static const char *mma_type(TypeKind t)
@@ -123,7 +126,7 @@ void emit_mma(Cg *cg, const Stmt *s)
   for (int i = 0; i < 4; i++)
     args[i] = a_operand(cg, s, i);
   for (int i = 0; i < 2; i++)
-    args[4 + i] = LLVMBuildLoad2(cg->b, cg->t.i32, reg_ptr(cg, s->b, s->b_reg, i), "");
+    args[4 + i] = operand(cg, s->b, s->b_reg, i);
   for (int i = 0; i < 4; i++)
     args[6 + i] = LLVMBuildLoad2(cg->b, acc, reg_ptr(cg, s->c, s->c_reg, i), "");
   LLVMTypeRef accs[4] = {acc, acc, acc, acc};

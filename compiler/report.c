@@ -973,7 +973,9 @@ static int64_t frag_elem(const Buffer *b, int t, int r)
   case LAYOUT_MMA: {
     int lane = t % 32, wn = t / 32 % L->warps_n;
     int piece = r / 4, rr = r % 4, fm = piece / L->frag_n, fn = piece % L->frag_n;
-    int64_t col = (int64_t)wn * L->frag_n * 8 + fn * 8 + 2 * (lane % 4) + rr % 2;
+    int64_t col = L->k_quads
+                      ? (int64_t)wn * L->frag_n * 8 + fn / 2 * 16 + 4 * (lane % 4) + 2 * (fn % 2) + rr % 2
+                      : (int64_t)wn * L->frag_n * 8 + fn * 8 + 2 * (lane % 4) + rr % 2;
     return mma_row(L, t, fm, rr) * cols + col;
   }
   case LAYOUT_MMA_ROWS: {
@@ -1000,7 +1002,10 @@ static void layout_text(StrBuf *sb, const FragLayout *L)
   case LAYOUT_MMA_ROWS:
     sb_printf(sb, "%s (warps %dx%d, pieces %dx%d of 16x8 per warp%s)",
               L->kind == LAYOUT_MMA ? "mma accumulator" : "rows of an mma accumulator", L->warps_m,
-              L->warps_n, L->frag_m, L->frag_n, L->m_interleaved && L->frag_m > 1 ? ", interleaved" : "");
+              L->warps_n, L->frag_m, L->frag_n,
+              L->m_interleaved && L->frag_m > 1 ? ", interleaved"
+              : L->k_quads                      ? ", k in quads"
+                                                : "");
     break;
   }
 }
@@ -1075,7 +1080,11 @@ static void frag_rule(StrBuf *sb, const Buffer *b)
       sb_printf(sb,
                 "    rule: warp w = %d*wm + wn; register (fm*%d + fn)*4 + r of lane l is row wm*%d + fm*16",
                 L->warps_n, L->frag_n, L->frag_m * 16);
-    sb_printf(sb, " + l/4 + 8*(r/2), column wn*%d + fn*8 + 2*(l%%4) + r%%2\n", L->frag_n * 8);
+    if (L->k_quads)
+      sb_printf(sb, " + l/4 + 8*(r/2), column wn*%d + (fn/2)*16 + 4*(l%%4) + 2*(fn%%2) + r%%2\n",
+                L->frag_n * 8);
+    else
+      sb_printf(sb, " + l/4 + 8*(r/2), column wn*%d + fn*8 + 2*(l%%4) + r%%2\n", L->frag_n * 8);
     break;
   case LAYOUT_MMA_ROWS:
     if (L->m_interleaved && L->frag_m > 1)

@@ -1191,6 +1191,24 @@ static bool a_pair(Th *th, const Stmt *s, int t, int64_t a0, int r, double out[4
   return true;
 }
 
+/* The values of B's 32-bit operand register r for thread t: u32 register b0 + r,
+ * or (a 16-bit buffer: gemm.c's B quads) its registers b0 + 2r, + 1. */
+static bool b_pair(Th *th, const Stmt *s, int t, int64_t b0, int r, double out[4])
+{
+  if (th->k->bufs[s->b].elem == TY_U32) {
+    unpack_reg(s->elem, (uint32_t)read_u32(th, s->loc, t, s->b, b0 + r), out);
+    return !th->failed;
+  }
+  for (int e = 0; e < 2; e++) {
+    int64_t i = b0 + 2 * r + e;
+    Val v = zero;
+    if (!read_elems(th, s->loc, t, s->b, &i, 1, 1, &v))
+      return false;
+    out[e] = v.f;
+  }
+  return true;
+}
+
 /* Lane l's part of a 16 x KS A operand (thread t, first register a0) into A,
  * row-major with KS columns (16, or 32 for 8-bit inputs: E = 2 or 4 elements a
  * register), as mma.sync and wgmma's register form read it: 32-bit register r
@@ -1228,7 +1246,8 @@ static bool mma(Th *th, const Stmt *s, int w)
       return false;
     for (int r = 0; r < 2; r++) {
       double v[4];
-      unpack_reg(s->elem, (uint32_t)read_u32(th, s->loc, t, s->b, b0 + r), v);
+      if (!b_pair(th, s, t, b0, r, v))
+        return false;
       for (int e = 0; e < E; e++)
         B[E * q + KS / 2 * r + e][g] = v[e];
     }

@@ -281,6 +281,14 @@ const char *scope_name(Scope s);
  *
  * vec = 2 (r0 r1 and r2 r3 are neighbours in a row); regs = frag_m * frag_n * 4.
  *
+ * k_quads (MMA, the register A operand of an mma.sync gemm only, layout.c's
+ * quad_a_layouts): the columns of each 16-wide step s (pieces fn = 2s, 2s + 1)
+ * are permuted so that a lane's four columns of a row are neighbours: register
+ * r of piece fn is at column 16 (fn/2) + 4 (l%4) + 2 (fn%2) + r%2.  The
+ * tensor core sums over k in any order, so the gemm reads B^T's columns in the
+ * same order (4 neighbours per lane, one 8-byte load, gemm.c) and the product
+ * is the same; a fill from 8-bit weights then reads 4 bytes per load.
+ *
  * MMA_ROWS: the layout of a reduction over the last dimension of an MMA
  * fragment: register fm * 2 + h holds row wm * frag_m * 16 + fm * 16 + l/4 + 8h,
  * the row of registers r = 2h, 2h + 1 of the parent's pieces (fm, *).  The four
@@ -298,6 +306,7 @@ typedef struct {
   int64_t parent_shape[TL_MAX_RANK];    /* ROWS */
   int warps_m, warps_n, frag_m, frag_n; /* MMA */
   bool m_interleaved;                   /* MMA: row pieces warps_m * 16 apart (above) */
+  bool k_quads;                         /* MMA: a lane's 4 columns of a 16-wide step adjacent (above) */
 } FragLayout;
 
 typedef struct Expr Expr;
@@ -452,7 +461,8 @@ typedef enum {
  *             (this lane's row address) into u32 registers .buf[.idx[0] ...]; .trans
  *   MMA       warp: mma.sync m16n8k16 .elem inputs, f32 accumulate:
  *             registers .c[.c_reg..+3] += .a[.a_reg..+3] x .b[.b_reg..+1]; or .a is a
- *             16-bit fragment (A in registers): its registers .a_reg..+7, packed in pairs
+ *             16-bit fragment (A in registers): its registers .a_reg..+7, packed in pairs;
+ *             .b likewise u32 registers, or 16-bit ones .b_reg..+3 packed in pairs
  *   CP_ASYNC  cp.async 16 bytes global .src_buf[.src_idx] -> shared .buf[.idx];
  *             reads .src_bytes bytes (16, or 0 to zero-fill)
  *   CP_COMMIT cp.async.commit_group;  CP_WAIT: cp.async.wait_group .pending

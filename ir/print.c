@@ -371,7 +371,9 @@ void ir_print_kernel(StrBuf *sb, const Kernel *k)
       sb_printf(sb, "], vec=%d, chunks=%d, threads=%d)", b->layout.vec, b->layout.chunks, b->layout.threads);
     }
     /* interleaved row pieces (ir.h) differ from the others only with several of them */
-    const char *il = b->layout.m_interleaved && b->layout.frag_m > 1 ? ", interleaved" : "";
+    const char *il = b->layout.m_interleaved && b->layout.frag_m > 1 ? ", interleaved"
+                     : b->layout.k_quads                             ? ", k in quads"
+                                                                     : "";
     if (b->has_layout && b->layout.kind == LAYOUT_MMA)
       sb_printf(sb, " layout(mma, warps=%dx%d, frags=%dx%d%s)", b->layout.warps_m, b->layout.warps_n,
                 b->layout.frag_m, b->layout.frag_n, il);

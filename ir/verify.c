@@ -219,10 +219,11 @@ static bool stmt_ok(Verifier *v, const Stmt *s)
     bool int8 = type_is_int8(s->elem);
     if (v->k->bufs[s->c].elem != (int8 ? TY_I32 : TY_F32) ||
         (v->k->bufs[s->a].elem != TY_U32 && (int8 || v->k->bufs[s->a].elem != s->elem)) ||
-        !registers(v, &v->k->bufs[s->a]) || v->k->bufs[s->b].elem != TY_U32 ||
-        (s->elem != TY_F16 && s->elem != TY_BF16 && !int8))
-      return fail(
-          v, "mma takes u32 (or A's 16-bit) operand registers and an f32 (8-bit inputs: i32) accumulator");
+        !registers(v, &v->k->bufs[s->a]) ||
+        (v->k->bufs[s->b].elem != TY_U32 && (int8 || v->k->bufs[s->b].elem != s->elem)) ||
+        !registers(v, &v->k->bufs[s->b]) || (s->elem != TY_F16 && s->elem != TY_BF16 && !int8))
+      return fail(v,
+                  "mma takes u32 (or 16-bit) operand registers and an f32 (8-bit inputs: i32) accumulator");
     return true;
   case ST_CP_ASYNC: {
     if (!buf_ok(v, s->buf, s->nidx, "cp.async") || !buf_ok(v, s->src_buf, s->nsrc_idx, "cp.async") ||

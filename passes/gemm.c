@@ -94,8 +94,12 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
     w->k->min_blocks_per_sm = 1;
   WarpPos p = warp_pos(w, &out, L);
   bool reg_a = A->scope == SCOPE_FRAGMENT;
+  /* A in quads (ir.h, k_quads; layout.c gives it only with B^T [N, K] in shared memory and 16-bit
+   * inputs): B's registers of piece ni are its 16-bit elements ni * 4 .. + 3, read as one vector. */
+  bool quads = reg_a && A->layout.k_quads;
   int afrag = reg_a ? -1 : lw_new_buffer(w, "afrag", SCOPE_LOCAL, TY_U32, (int64_t)FM * 4);
-  int bfrag = lw_new_buffer(w, "bfrag", SCOPE_LOCAL, TY_U32, (int64_t)(FN + 1) / 2 * 4);
+  int bfrag = quads ? lw_new_buffer(w, "bquad", SCOPE_LOCAL, w->k->bufs[s->b].elem, (int64_t)FN * 4)
+                    : lw_new_buffer(w, "bfrag", SCOPE_LOCAL, TY_U32, (int64_t)(FN + 1) / 2 * 4);
   int kk = lw_fresh(w, "kk", VAR_LOOP);
   StmtList step = {0};
   Expr *k0 = lw_mul_c(w, lw_var(w, kk), KS);
@@ -120,8 +124,20 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
                                      row, col)));
   }
 
+  /* B pieces in quads: lane l reads B^T's row n0 + l/4, columns kk*16 + 4 (l%4) .. + 3 (8 bytes,
+   * conflict-free in the swizzled tile: the 8 rows of a half-warp's loads fall in 8 chunks). */
+  for (int ni = 0; quads && ni < FN; ni++) {
+    Expr *idx[3];
+    int n = 0;
+    if (s->stage_b)
+      idx[n++] = lw_clone(w, s->stage_b);
+    idx[n++] = lw_add(w, lw_add(w, lw_clone(w, n_base), lw_i32(w, (int64_t)ni * 8)),
+                      lw_div_c(w, lw_clone(w, p.lane), 4));
+    idx[n++] = lw_add(w, lw_clone(w, k0), lw_mul_c(w, lw_mod_c(w, lw_clone(w, p.lane), 4), 4));
+    lw_vcopy(w, &step, bfrag, lw_idx1(w, lw_i32(w, (int64_t)ni * 4)), 1, s->b, idx, n, 4, 0, n - 1);
+  }
   /* B pieces: ldmatrix.x4 covers two n8 pieces; an odd last one takes x2. */
-  for (int pair = 0; pair < (FN + 1) / 2; pair++) {
+  for (int pair = 0; !quads && pair < (FN + 1) / 2; pair++) {
     int count = 2 * pair + 1 < FN ? 4 : 2;
     Expr *n0 = lw_add(w, lw_clone(w, n_base), lw_i32(w, (int64_t)pair * 16));
     if (!s->trans_b) {
@@ -153,7 +169,7 @@ Stmt *lower_gemm(Lw *w, Stmt *s)
                                        lw_mul_c(w, lw_var(w, kk), 2)),
                                 4)
                      : lw_mul_c(w, lw_var(w, mi), 4);
-  mma->b_reg = lw_mul_c(w, lw_var(w, ni), 2);
+  mma->b_reg = lw_mul_c(w, lw_var(w, ni), quads ? 4 : 2);
   mma->c_reg = lw_mul_c(w, lw_add(w, lw_mul_c(w, lw_var(w, mi), FN), lw_var(w, ni)), 4);
   stlist_push(w->a, &step, lw_unrolled(w, mi, FM, lw_unrolled(w, ni, FN, mma)));
 

@@ -365,6 +365,67 @@ static bool find_row_parents(Inference *l)
  * makes one column of warps (each warp holds whole rows of A). */
 static bool is_register_a(const Inference *l, const Stmt *g) { return is_frag(l, g->a); }
 
+/* ---- k in quads (ir.h, FragLayout.k_quads)
+ *
+ * A register A operand of its own class (filled in parallel loops, as a dequantized weight tile is)
+ * whose gemm runs on mma.sync with B^T [N, K] in shared memory can take its columns in quads: the
+ * fill then reads 4 neighbouring elements per lane (one 32-bit load of 8-bit weights where pairs
+ * took two 16-bit ones) and gemm.c reads B^T's in the same order, 8 bytes per lane, in place of
+ * ldmatrix.  Only when nothing else sees the order: the class is touched by parallel loops, fills
+ * and the A of such gemms alone (a copy or a reduction lowers with the plain pairs). */
+typedef struct {
+  const Inference *l;
+  int cls;
+  bool ok;
+} QuadScan;
+
+static bool in_class(const Inference *l, int buf, int cls)
+{
+  return buf >= 0 && buf < l->k->nbufs && is_frag(l, buf) && find((Inference *)l, buf) == cls;
+}
+
+static bool quad_gemm(const Inference *l, const Stmt *g)
+{
+  const Kernel *k = l->k;
+  const Buffer *A = &k->bufs[g->a], *B = &k->bufs[g->b];
+  return !gemm_wgmma_eligible(l->pc, k, g) && g->trans_b && B->scope == SCOPE_SHARED &&
+         type_bytes(A->elem) == 2 && type_bytes(B->elem) == 2 && A->rank == 2 && A->tile_shape[1] % 16 == 0;
+}
+
+static void quad_scan(QuadScan *q, const Stmt *s)
+{
+  if (!s || !q->ok)
+    return;
+  const Inference *l = q->l;
+  switch (s->kind) {
+  case ST_COPY:
+    if (in_class(l, s->src.buf, q->cls) || in_class(l, s->dst.buf, q->cls))
+      q->ok = false;
+    break;
+  case ST_REDUCE:
+    if (in_class(l, s->src_buf, q->cls) || in_class(l, s->buf, q->cls))
+      q->ok = false;
+    break;
+  case ST_GEMM:
+    if (in_class(l, s->b, q->cls) || in_class(l, s->c, q->cls) ||
+        (in_class(l, s->a, q->cls) && !quad_gemm(l, s)))
+      q->ok = false;
+    break;
+  default: break;
+  }
+  for (int i = 0; i < s->nbody; i++)
+    quad_scan(q, s->body[i]);
+  quad_scan(q, s->then_s);
+  quad_scan(q, s->else_s);
+}
+
+static bool quads_fit(const Inference *l, int cls)
+{
+  QuadScan q = {l, cls, true};
+  quad_scan(&q, l->k->body);
+  return q.ok;
+}
+
 static void join_register_operands(Inference *l)
 {
   for (int i = 0; i < l->ngemms; i++) {
@@ -410,6 +471,8 @@ static bool choose_mma_layouts(Inference *l)
     int64_t *Ms = ARENA_ARRAY(pc->arena, int64_t, 2 * l->ngemms),
             *Ns = ARENA_ARRAY(pc->arena, int64_t, 2 * l->ngemms);
     int *cls = ARENA_ARRAY(pc->arena, int, 2 * l->ngemms);
+    const Stmt **own_a = ARENA_ARRAY(pc->arena, const Stmt *, 2 * l->ngemms); /* a register A class of
+                                                                                    its own: its gemm */
     int n = 0, req_m = 0, req_n = 0;
     bool wgmma = false;
     const Stmt *reg_a = NULL; /* a gemm of the group with A in registers */
@@ -466,6 +529,7 @@ static bool choose_mma_layouts(Inference *l)
         if (cls[q] == ra)
           ra = -1;
       if (ra >= 0) {
+        own_a[n] = quad_gemm(l, h) ? h : NULL;
         cls[n] = ra;
         Ms[n] = k->bufs[h->a].tile_shape[0];
         Ns[n] = k->bufs[h->a].tile_shape[1];
@@ -503,6 +567,11 @@ static bool choose_mma_layouts(Inference *l)
       L.frag_n = (int)(Ns[q] / (wn * 8));
       L.m_interleaved = wgmma && wn == 1 && wm == k->nthreads / 32; /* one m64 block per fm */
       L.regs = L.frag_m * L.frag_n * 4;
+      /* Quads trade the fill's loads (half as many) for B's (one per n8 piece where ldmatrix.x4
+       * reads two): worth it while the accumulator has at most 4 n8 pieces per 16 rows of A, as at
+       * decoding's few rows (16: 2 pieces). */
+      L.k_quads = own_a[q] && k->bufs[own_a[q]->c].tile_shape[1] / (wn * 8) <= 4 * L.frag_m &&
+                  quads_fit(l, cls[q]);
       mma[cls[q]] = L;
     }
   }

@@ -277,10 +277,18 @@ void lw_mma_coords(Lw *w, const FragLayout *L, Expr *fm, Expr *fn, Expr *r, Expr
   Expr *wm = lw_div_c(w, warp, L->warps_n), *wn = lw_mod_c(w, lw_clone(w, warp), L->warps_n);
   *row = lw_add(w, lw_add(w, lw_mma_row0(w, L, wm, fm), lw_div_c(w, lane, 4)),
                 lw_mul_c(w, lw_div_c(w, lw_clone(w, r), 2), 8));
-  *col = lw_add(w,
-                lw_add(w, lw_add(w, lw_mul_c(w, wn, (int64_t)L->frag_n * 8), lw_mul_c(w, fn, 8)),
-                       lw_mul_c(w, lw_mod_c(w, lw_clone(w, lane), 4), 2)),
-                lw_mod_c(w, lw_clone(w, r), 2));
+  if (L->k_quads) /* 16 (fn/2) + 4 (l%4) + 2 (fn%2) + r%2 */
+    *col = lw_add(
+        w,
+        lw_add(w, lw_add(w, lw_mul_c(w, wn, (int64_t)L->frag_n * 8), lw_mul_c(w, lw_div_c(w, fn, 2), 16)),
+               lw_add(w, lw_mul_c(w, lw_mod_c(w, lw_clone(w, lane), 4), 4),
+                      lw_mul_c(w, lw_mod_c(w, lw_clone(w, fn), 2), 2))),
+        lw_mod_c(w, lw_clone(w, r), 2));
+  else
+    *col = lw_add(w,
+                  lw_add(w, lw_add(w, lw_mul_c(w, wn, (int64_t)L->frag_n * 8), lw_mul_c(w, fn, 8)),
+                         lw_mul_c(w, lw_mod_c(w, lw_clone(w, lane), 4), 2)),
+                  lw_mod_c(w, lw_clone(w, r), 2));
 }
 
 

@@ -126,6 +126,7 @@ enum { MAX_PAIR_READS = 8 };
 typedef struct {
   const Lw *w;
   const Stmt *loop;
+  int group;     /* elements per read: 2, or 4 (k in quads) */
   bool *inner;   /* variables the body defines */
   bool *written; /* per buffer: the body stores into it */
   const Expr *read[MAX_PAIR_READS];
@@ -170,7 +171,7 @@ static bool pair_read_ok(const PairScan *ps, const Expr *e)
   const Buffer *S = &ps->w->k->bufs[e->buf];
   int n = e->nargs;
   if (S->scope != SCOPE_SHARED || n < 1 || !is_var(e->args[n - 1], ps->loop->vars[1]) ||
-      S->tile_shape[S->rank - 1] % 2 || type_bytes(S->elem) > 8)
+      S->tile_shape[S->rank - 1] % ps->group || type_bytes(S->elem) * ps->group > 16)
     return false;
   for (int d = 0; d < n - 1; d++)
     if (!pair_index_ok(ps, e->args[d]))
@@ -281,8 +282,12 @@ static Expr *pair_at(void *ctx, Expr *e)
  * accumulator layout, at its (row, col); shared reads in pairs (above). */
 static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
 {
+  /* G registers per read: a pair, or with k in quads (ir.h) the 4 neighbouring columns of pieces
+   * (fm, 2fs) and (fm, 2fs + 1) */
+  const int G = L->k_quads ? 4 : 2;
   PairScan ps = {.w = w,
                  .loop = s,
+                 .group = G,
                  .inner = ARENA_ARRAY(w->a, bool, w->k->nvars + 1),
                  .written = ARENA_ARRAY(w->a, bool, w->k->nbufs + 1)};
   mark_inner_vars(s->then_s, ps.inner);
@@ -291,48 +296,58 @@ static Stmt *lower_parallel_mma(Lw *w, Stmt *s, const FragLayout *L)
   for (int i = 0; !ps.give_up && i < ps.nread; i++)
     if (!ps.written[ps.read[i]->buf]) {
       ps.read[npair] = ps.read[i];
-      pair[npair++] = lw_new_buffer(w, "pair", SCOPE_LOCAL, w->k->bufs[ps.read[i]->buf].elem, 2);
+      pair[npair++] = lw_new_buffer(w, "pair", SCOPE_LOCAL, w->k->bufs[ps.read[i]->buf].elem, G);
     }
   ps.nread = npair;
 
-  int fm = lw_fresh(w, "fm", VAR_LOOP), fn = lw_fresh(w, "fn", VAR_LOOP), r = lw_fresh(w, "r", VAR_LOOP);
-  /* With pairs, r is 2h + r2: the pairs are read in the loop over h, the body runs in the one over r2. */
-  int h = npair ? lw_fresh(w, "h", VAR_LOOP) : -1;
-  Expr *reg_r = npair ? lw_add(w, lw_mul_c(w, lw_var(w, h), 2), lw_var(w, r)) : lw_var(w, r);
+  /* Pieces fn = fs * (G / 2) + e / 2 and registers r = 2h + e % 2, e < G the register's place in
+   * its group: the groups are read in the loop over h, the body runs in the one over e.  Without
+   * reads, plain loops over fn and r. */
+  bool grouped = npair > 0;
+  int fm = lw_fresh(w, "fm", VAR_LOOP), fs = lw_fresh(w, "fn", VAR_LOOP), e = lw_fresh(w, "r", VAR_LOOP);
+  int h = grouped ? lw_fresh(w, "h", VAR_LOOP) : -1;
+  int per = grouped ? G / 2 : 1; /* pieces per group */
+  Expr *fn_e = per == 1 ? lw_var(w, fs)
+                        : lw_add(w, lw_mul_c(w, lw_var(w, fs), per), lw_div_c(w, lw_var(w, e), 2));
+  Expr *reg_r = !grouped   ? lw_var(w, e)
+                : per == 1 ? lw_add(w, lw_mul_c(w, lw_var(w, h), 2), lw_var(w, e))
+                           : lw_add(w, lw_mul_c(w, lw_var(w, h), 2), lw_mod_c(w, lw_var(w, e), 2));
   StmtList body = {0}, reads = {0};
-  if (npair) {
+  if (grouped) {
     Expr *row0, *col0;
-    lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_mul_c(w, lw_var(w, h), 2), &row0, &col0);
+    lw_mma_coords(w, L, lw_var(w, fm), lw_mul_c(w, lw_var(w, fs), per), lw_mul_c(w, lw_var(w, h), 2), &row0,
+                  &col0);
     PairAt pa = {w, s, lw_var(w, lw_let(w, &reads, "pi", row0)), lw_var(w, lw_let(w, &reads, "pj", col0))};
     for (int i = 0; i < ps.nread; i++) {
-      const Expr *e = ps.read[i];
-      Expr **idx = ARENA_ARRAY(w->a, Expr *, e->nargs);
-      for (int d = 0; d < e->nargs; d++)
-        idx[d] = expr_rewrite(lw_clone(w, e->args[d]), pair_at, &pa);
-      lw_vcopy(w, &reads, pair[i], lw_idx1(w, lw_i32(w, 0)), 1, e->buf, idx, e->nargs, 2, 0, e->nargs - 1);
+      const Expr *x = ps.read[i];
+      Expr **idx = ARENA_ARRAY(w->a, Expr *, x->nargs);
+      for (int d = 0; d < x->nargs; d++)
+        idx[d] = expr_rewrite(lw_clone(w, x->args[d]), pair_at, &pa);
+      lw_vcopy(w, &reads, pair[i], lw_idx1(w, lw_i32(w, 0)), 1, x->buf, idx, x->nargs, G, 0, x->nargs - 1);
     }
-    PairUse u = {w, &ps, pair, r};
+    PairUse u = {w, &ps, pair, e};
     stmt_rewrite_exprs(s->then_s, use_pair, &u);
   }
   Expr *row, *col;
-  lw_mma_coords(w, L, lw_var(w, fm), lw_var(w, fn), lw_clone(w, reg_r), &row, &col);
+  lw_mma_coords(w, L, lw_var(w, fm), lw_clone(w, fn_e), lw_clone(w, reg_r), &row, &col);
   ParCtx p = {w, s, {0}, NULL, NULL, NULL, false};
   p.lets[0] = lw_let(w, &body, w->k->vars[s->vars[0]].name, row);
   p.lets[1] = lw_let(w, &body, w->k->vars[s->vars[1]].name, col);
   p.reg = ex_add(w->a,
-                 ex_mul(w->a, ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, L->frag_n)), lw_var(w, fn)),
+                 ex_mul(w->a,
+                        ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, L->frag_n)), lw_clone(w, fn_e)),
                         lw_i32(w, 4)),
                  lw_clone(w, reg_r));
   p.row_reg = ex_add(w->a, ex_mul(w->a, lw_var(w, fm), lw_i32(w, 2)),
                      lw_bin(w, OP_DIV, lw_clone(w, reg_r), lw_i32(w, 2)));
   par_stmt(&p, s->then_s);
   stlist_push(w->a, &body, s->then_s);
-  Stmt *x = lw_unrolled(w, r, npair ? 2 : 4, stlist_seq(w->a, &body, s->loc));
-  if (npair) {
+  Stmt *x = lw_unrolled(w, e, grouped ? G : 4, stlist_seq(w->a, &body, s->loc));
+  if (grouped) {
     stlist_push(w->a, &reads, x);
     x = lw_unrolled(w, h, 2, stlist_seq(w->a, &reads, s->loc));
   }
-  x = lw_unrolled(w, fn, L->frag_n, x);
+  x = lw_unrolled(w, fs, L->frag_n / per, x);
   x = lw_unrolled(w, fm, L->frag_m, x);
   return p.shared_store ? lw_fenced(w, x) : x;
 }

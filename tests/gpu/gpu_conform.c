@@ -1004,13 +1004,16 @@ static void gen_rowss(const char *arch)
 
 /* The register A operand: wgmma shapes (a warpgroup's 64 rows, BK 64) and one that sm_90a lowers
  * to mma.sync (BK 32); K over several iterations of every stage count, M and N ragged (B's rows
- * 16-byte aligned where B is [K, N], so that its copy can be TMA's). */
+ * 16-byte aligned where B is [K, N], so that its copy can be TMA's). The last two take a's columns
+ * in quads with B^T (ir.h, k_quads: mma.sync, at most 4 n8 pieces of acc per 16 rows of a): 32 x 16
+ * on two warps on both targets (decoding's tile), 64 x 32 on sm_80 (a warpgroup's wgmma on sm_90a). */
 static void gen_regas(const char *arch)
 {
   static const gcfg R[] = {
       {64, 64, 64, 128, 0, 0, false, false, F16},   {64, 128, 64, 128, 0, 0, false, true, BF16},
       {128, 64, 64, 256, 0, 0, false, false, BF16}, {64, 256, 64, 128, 0, 0, false, true, F16},
-      {128, 128, 32, 256, 0, 0, false, false, F16},
+      {128, 128, 32, 256, 0, 0, false, false, F16}, {32, 16, 128, 64, 0, 0, false, true, BF16},
+      {64, 32, 64, 128, 0, 0, false, true, F16},
   };
   static const struct {
     int stages, overlap;
