@@ -172,6 +172,49 @@ static LLVMValueRef convert_byte_to_float(Cg *cg, LLVMValueRef v, TypeKind from,
 {
   bool sgn = from == TY_I8;
   bool f16 = to == TY_F16;
+  unsigned lanes = LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind ? LLVMGetVectorSize(LLVMTypeOf(v))
+                                                                        : 1;
+  if (f16 && lanes == 4) {
+    /* 4 bytes in one register (a vcopy's: lower_parallel.c's converted quads): the sign flips for
+     * all at once, then a shuffle puts each two of them under 0x64 bytes (one prmt, NVPTX's v4i8
+     * shuffle), one f16x2 subtraction each: 5 operations for four values where the lane by lane
+     * form (below) takes extractions and repacking, about 17 in PTX. */
+    LLVMValueRef bytes = v;
+    if (sgn)
+      bytes = LLVMBuildXor(cg->b, bytes, splat(LLVMTypeOf(v), LLVMConstInt(cg->t.i8, 0x80, 0)), "");
+    LLVMValueRef top = splat(LLVMTypeOf(v), LLVMConstInt(cg->t.i8, 0x64, 0));
+    LLVMValueRef idx[8];
+    for (unsigned i = 0; i < 2 * lanes; i++) /* lane i: byte i/2 of v under a 0x64 of top (index lanes) */
+      idx[i] = LLVMConstInt(cg->t.i32, i % 2 ? lanes : i / 2, 0);
+    LLVMValueRef bits = LLVMBuildShuffleVector(cg->b, bytes, top, LLVMConstVector(idx, 2 * lanes), "");
+    LLVMValueRef f = LLVMBuildBitCast(cg->b, bits, lanes_like(cg, v, TY_F16), "");
+    return LLVMBuildFSub(cg->b, f, splat(LLVMTypeOf(f), LLVMConstReal(cg->t.f16, sgn ? 1152.0 : 1024.0)), "");
+  }
+  if (to == TY_BF16 && lanes == 4) {
+    /* The same for bf16, through f32 (below): a shuffle builds the four f32 words 0x4B0000b (one prmt
+     * each), one f32 subtraction each, and a shuffle keeps their high halves (a prmt per two). */
+    LLVMValueRef bytes = v;
+    if (sgn)
+      bytes = LLVMBuildXor(cg->b, bytes, splat(LLVMTypeOf(v), LLVMConstInt(cg->t.i8, 0x80, 0)), "");
+    LLVMValueRef k[4] = {LLVMConstInt(cg->t.i8, 0, 0), LLVMConstInt(cg->t.i8, 0x4B, 0),
+                         LLVMConstInt(cg->t.i8, 0, 0), LLVMConstInt(cg->t.i8, 0, 0)};
+    LLVMValueRef idx[16];
+    for (unsigned i = 0; i < 16;
+         i++) /* word w: byte w of v, 0, 0, 0x4B (k[0], k[0], k[1]: indices 4, 4, 5) */
+      idx[i] = LLVMConstInt(cg->t.i32, i % 4 == 0 ? i / 4 : i % 4 == 3 ? 5 : 4, 0);
+    LLVMValueRef words = LLVMBuildShuffleVector(cg->b, bytes, LLVMConstVector(k, 4), LLVMConstVector(idx, 16),
+                                                "");
+    LLVMValueRef f = LLVMBuildBitCast(cg->b, words, LLVMVectorType(cg->t.f32, 4), "");
+    f = LLVMBuildFSub(cg->b, f, splat(LLVMTypeOf(f), LLVMConstReal(cg->t.f32, sgn ? 8388736.0 : 8388608.0)),
+                      "");
+    LLVMValueRef halves = LLVMBuildBitCast(cg->b, f, LLVMVectorType(cg->t.i16, 8), "");
+    LLVMValueRef hi[4];
+    for (unsigned i = 0; i < 4; i++)
+      hi[i] = LLVMConstInt(cg->t.i32, 2 * i + 1, 0);
+    halves = LLVMBuildShuffleVector(cg->b, halves, LLVMGetPoison(LLVMTypeOf(halves)), LLVMConstVector(hi, 4),
+                                    "");
+    return LLVMBuildBitCast(cg->b, halves, lanes_like(cg, v, TY_BF16), "");
+  }
   LLVMTypeRef bits = lanes_like(cg, v, f16 ? TY_I16 : TY_I32);
   LLVMValueRef b = LLVMBuildZExt(cg->b, v, bits, "");
   uint64_t magic = f16 ? 0x6400 : 0x4B000000, bias = sgn ? 0x80 : 0;

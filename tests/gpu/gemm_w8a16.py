@@ -31,7 +31,7 @@ except ImportError:
     print("gemm_w8a16: no torch", file=sys.stderr)
     sys.exit(2)
 
-from tlcuda import ROOT, Kernel, gpu_script, timed, write_report  # noqa: E402
+from tlcuda import ROOT, Kernel, gpu_script, timed, w4_weights, write_report  # noqa: E402
 
 STDLIB = os.path.join(ROOT, "stdlib/gemm.tl")
 SHAPES = ((1, 1, 16), (16, 100, 200), (37, 300, 256), (70, 45, 200), (130, 140, 96), (257, 1000, 384),
@@ -200,14 +200,8 @@ def main():
 
     # 4-bit weights
     def w4(n, k):
-        q = torch.randint(0, 16, (n, k), device="cuda", dtype=torch.int32)
-        kg = (k + 127) // 128
-        sc = torch.rand(n, kg, device="cuda") * 0.01 + 0.001
-        qp = torch.zeros(n, (k + 1) // 2, device="cuda", dtype=torch.int32)
-        qp[:, : (k + 1) // 2] = q[:, 0::2]
-        qp[:, : k // 2] |= q[:, 1::2] << 4
-        wd = ((q.float() - 8) * sc.repeat_interleave(128, dim=1)[:, :k]).half()  # as the kernel rounds them
-        return qp.to(torch.uint8), sc, wd
+        qp, sc, wd = w4_weights(n, k)
+        return qp, sc, wd.half()  # as the kernel rounds them
 
     lines += ["", "## gemm_w4a16: correctness", "", "| arch | M x N x K | variant | error | |", "|---|---|---|---|---|"]
     for arch in ("sm_90a", "sm_80"):
