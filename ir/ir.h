@@ -282,7 +282,7 @@ const char *scope_name(Scope s);
  * vec = 2 (r0 r1 and r2 r3 are neighbours in a row); regs = frag_m * frag_n * 4.
  *
  * k_quads (MMA, the register A operand of an mma.sync gemm only, layout.c's
- * quad_a_layouts): the columns of each 16-wide step s (pieces fn = 2s, 2s + 1)
+ * quad_gemm and quads_fit): the columns of each 16-wide step s (pieces fn = 2s, 2s + 1)
  * are permuted so that a lane's four columns of a row are neighbours: register
  * r of piece fn is at column 16 (fn/2) + 4 (l%4) + 2 (fn%2) + r%2.  The
  * tensor core sums over k in any order, so the gemm reads B^T's columns in the

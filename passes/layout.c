@@ -396,21 +396,20 @@ static bool quad_gemm(const Inference *l, const Stmt *g)
  * last index its column variable, which the lowering reads in quads (lower_parallel.c); a fill that
  * reads otherwise (4-bit weights, two to a byte: `W4[i, j / 2]`) reads element by element either
  * way, and quads only spread its bytes (gemm_w4a16 at 16 rows measured 5-13 % slower, H100). */
-static bool quad_reads_ok(const Inference *l, const Stmt *loop, const Expr *e)
+typedef struct {
+  const Inference *l;
+  int col; /* the loop's column variable */
+  bool ok;
+} QuadReads;
+
+static Expr *quad_read(void *ctx, Expr *e)
 {
-  if (!e)
-    return true;
-  if (e->kind == EX_LOAD && !is_frag(l, e->buf)) {
+  QuadReads *q = ctx;
+  if (e->kind == EX_LOAD && !is_frag(q->l, e->buf)) {
     const Expr *last = e->nargs ? e->args[e->nargs - 1] : NULL;
-    if (!last || last->kind != EX_VAR || last->var != loop->vars[loop->nvars - 1])
-      return false;
+    q->ok &= last && last->kind == EX_VAR && last->var == q->col;
   }
-  if (!quad_reads_ok(l, loop, e->a) || !quad_reads_ok(l, loop, e->b) || !quad_reads_ok(l, loop, e->c))
-    return false;
-  for (int i = 0; i < e->nargs; i++)
-    if (!quad_reads_ok(l, loop, e->args[i]))
-      return false;
-  return true;
+  return e;
 }
 
 static bool fills_class(const Inference *l, const Stmt *s, int cls)
@@ -425,29 +424,15 @@ static bool fills_class(const Inference *l, const Stmt *s, int cls)
   return fills_class(l, s->then_s, cls) || fills_class(l, s->else_s, cls);
 }
 
-static bool quad_loop_ok(const Inference *l, const Stmt *loop, const Stmt *s)
-{
-  if (!s)
-    return true;
-  if (!quad_reads_ok(l, loop, s->value) || !quad_reads_ok(l, loop, s->cond))
-    return false;
-  for (int i = 0; i < s->nidx; i++)
-    if (!quad_reads_ok(l, loop, s->idx[i]))
-      return false;
-  for (int i = 0; i < s->nbody; i++)
-    if (!quad_loop_ok(l, loop, s->body[i]))
-      return false;
-  return quad_loop_ok(l, loop, s->then_s) && quad_loop_ok(l, loop, s->else_s);
-}
-
-static void quad_scan(QuadScan *q, const Stmt *s)
+static void quad_scan(QuadScan *q, Stmt *s)
 {
   if (!s || !q->ok)
     return;
   const Inference *l = q->l;
-  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && fills_class(l, s->then_s, q->cls) &&
-      !quad_loop_ok(l, s, s->then_s)) {
-    q->ok = false;
+  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && fills_class(l, s->then_s, q->cls)) {
+    QuadReads r = {l, s->vars[s->nvars - 1], true};
+    stmt_rewrite_exprs(s->then_s, quad_read, &r);
+    q->ok = r.ok;
     return;
   }
   switch (s->kind) {

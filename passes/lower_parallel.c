@@ -243,49 +243,37 @@ static void pair_scan_stmt(PairScan *ps, const Stmt *s)
 /* Converted quads: a read of 8-bit integers that the body only ever widens to f16 or bf16
  * (`f16(W8[i, j])`, exact) is read converted, the vcopy widening the whole quad at once (codegen's
  * convert_byte_to_float: f16, one prmt and one f16x2 subtraction per two values; bf16, a prmt and
- * an f32 subtraction per value and a prmt per two); the casts then read
- * the pair as it is. *t: TY_COUNT before the first use, TY_VOID once a use is not such a cast. */
-static void cast_scan_expr(const Expr *e, const Expr *read, TypeKind cast, TypeKind *t)
-{
-  if (!e)
-    return;
-  if (ex_same(e, read)) {
-    *t = (cast == TY_F16 || cast == TY_BF16) && (*t == TY_COUNT || *t == cast) ? cast : TY_VOID;
-    return;
-  }
-  cast_scan_expr(e->a, read, e->kind == EX_CAST ? e->type : TY_VOID, t);
-  cast_scan_expr(e->b, read, TY_VOID, t);
-  cast_scan_expr(e->c, read, TY_VOID, t);
-  for (int i = 0; i < e->nargs; i++)
-    cast_scan_expr(e->args[i], read, TY_VOID, t);
-}
+ * an f32 subtraction per value and a prmt per two); the casts then read the pair as it is.
+ * CastScan counts the read's uses and those that are the operand of such a cast (all of one type). */
+typedef struct {
+  const Expr *read;
+  int uses, casts;
+  TypeKind cast; /* TY_COUNT before the first cast, TY_VOID once two types were seen */
+} CastScan;
 
-static void cast_scan_stmt(const Stmt *s, const Expr *read, TypeKind *t)
+static Expr *cast_scan(void *ctx, Expr *e)
 {
-  if (!s)
-    return;
-  for (int i = 0; i < s->nbody; i++)
-    cast_scan_stmt(s->body[i], read, t);
-  cast_scan_expr(s->value, read, TY_VOID, t);
-  cast_scan_expr(s->cond, read, TY_VOID, t);
-  for (int i = 0; i < s->nidx; i++)
-    cast_scan_expr(s->idx[i], read, TY_VOID, t);
-  for (int i = 0; i < s->nvars; i++)
-    cast_scan_expr(s->extents[i], read, TY_VOID, t);
-  cast_scan_stmt(s->then_s, read, t);
-  cast_scan_stmt(s->else_s, read, t);
+  CastScan *c = ctx;
+  if (ex_same(e, c->read))
+    c->uses++;
+  else if (e->kind == EX_CAST && ex_same(e->a, c->read) && (e->type == TY_F16 || e->type == TY_BF16)) {
+    c->casts++;
+    c->cast = c->cast == TY_COUNT || c->cast == e->type ? e->type : TY_VOID;
+  }
+  return e;
 }
 
 /* The type a group of G reads of `read` holds: with quads (G = 4), f16 or bf16 when every use widens
  * 8-bit integers to it; else its own.  (Pairs stay bytes: converted on the wgmma path, 2-byte loads
  * widened together measured slower, H100: gemm_w8a16 4096^3 326 -> 399 us.) */
-static TypeKind pair_type(const Lw *w, const Stmt *body, const Expr *read, int G)
+static TypeKind pair_type(const Lw *w, Stmt *body, const Expr *read, int G)
 {
-  TypeKind own = w->k->bufs[read->buf].elem, t = TY_COUNT;
+  TypeKind own = w->k->bufs[read->buf].elem;
   if (G != 4 || (own != TY_I8 && own != TY_U8))
     return own;
-  cast_scan_stmt(body, read, &t);
-  return t == TY_F16 || t == TY_BF16 ? t : own;
+  CastScan c = {read, 0, 0, TY_COUNT};
+  stmt_rewrite_exprs(body, cast_scan, &c);
+  return c.uses && c.casts == c.uses && c.cast != TY_VOID ? c.cast : own;
 }
 
 typedef struct {
