@@ -3,12 +3,17 @@
 side by side, so that the launch constants' formulas (issue 14) come from measurements.
 
     python3 tests/gpu/explore_rows.py TILEC OUTDIR [--kernels softmax,rmsnorm,layernorm] [--dtype f16] [--n 1024,4096]
+                                      [--alt FILE.tl[,FILE.tl]] [--only-alt]
 
 For every kernel and shape (sweep_rows.py's grid), every candidate (-D settings, pinned) is compiled
 by TILEC, checked against torch on sampled rows, and timed as sweep_rows.py times (CUDA graph of 10
 calls, median of 10 replays); the copy and the stdlib default (no -D but T, --size M,N) in the same
 run. Writes OUTDIR/explore_KERNEL.md: per shape the default, the best candidate and every
-candidate's ratio of the copy's bandwidth. Exit 1 if a result is wrong.
+candidate's ratio of the copy's bandwidth. --alt FILE.tl: one more candidate, "alt", the same kernel of
+another source (say, the stdlib file before a change, `git show HEAD:stdlib/norms.tl`; of several files,
+the one that defines the kernel) at its defaults,
+so that a change of the kernel's code is timed against the code before it in one run; --only-alt: the
+default and "alt" alone. Exit 1 if a result is wrong.
 """
 import os
 import sys
@@ -31,13 +36,17 @@ def candidates(kind, n, elem):
     cap = 65536 // elem  # a 64 KB row in registers at most
     if kind == "layernorm" and n * elem > 32768:  # the long-row path: tiles of 16 or 32 KB
         for b in (16384 // elem, 32768 // elem):
-            for t in (512, 1024):
-                for rpb in (1, 4):
-                    out.append(dict(BN=b, THREADS=t, RPB=rpb, MINB=0))
+            for t in (256, 512, 1024):
+                for mb in (0, 2):
+                    if t * mb <= 1024:
+                        for pipe in ((0, 3), (1, 2), (1, 3), (1, 4)):  # the statistics' tiles through shared stages or not
+                            out.append(dict(BN=b, THREADS=t, MINB=mb, LPIPE=pipe[0], LSTAGES=pipe[1]))
+        return out
     bn = min(pow2(n), cap)
     threads_opts = sorted({t for t in (32, 64, bn // 32, bn // 16, bn // 8) if 32 <= t <= 1024 and t <= bn})
     if n > cap:  # the long-row path
-        for b, t, bps, mb in ((cap, 1024, 1, 0), (cap // 2, 1024, 1, 0), (cap // 4, 256, 1, 2), (cap // 4, 512, 2, 2)):
+        for b, t, bps, mb in ((cap // 2, 1024, 1, 0), (cap // 2, 512, 1, 0), (cap // 4, 1024, 1, 0),
+                              (cap // 4, 512, 1, 0), (cap // 4, 512, 2, 2)):
             if kind == "softmax":
                 out.append(dict(BN=b, THREADS=t, BPS=bps, MINB=mb))
                 if bps == 1:  # one block per row (a grid of M), not a persistent one
@@ -84,7 +93,7 @@ def main():
         print(__doc__)
         return 2
     tilec, outdir = args[0], args[1]
-    kinds, dtype, only_n = ["softmax", "rmsnorm", "layernorm"], "f16", None
+    kinds, dtype, only_n, alt, only_alt = ["softmax", "rmsnorm", "layernorm"], "f16", None, None, False
     i = 2
     while i < len(args):
         if args[i] == "--kernels":
@@ -93,6 +102,11 @@ def main():
         elif args[i] == "--dtype":
             dtype = args[i + 1]
             i += 1
+        elif args[i] == "--alt":
+            alt = args[i + 1]
+            i += 1
+        elif args[i] == "--only-alt":
+            only_alt = True
         elif args[i] == "--n":  # only these row lengths
             only_n = [int(v) for v in args[i + 1].split(",")]
             i += 1
@@ -122,15 +136,18 @@ def main():
             moved = 2 * m * n * elem + (n * elem if kind == "rmsnorm" else 2 * n * elem if kind == "layernorm" else 0)
             ratio = lambda ms: moved / (ms * 1e-3) / (2 * m * n * elem / (t_copy * 1e-3))
             results = []
-            cands = [("default", ["--size", f"M={m},N={n}"])]
-            for c in candidates(kind, n, elem):
+            cands = [("default", ["--size", f"M={m},N={n}"], path)]
+            for a in (alt.split(",") if alt else []):
+                if f"kernel {kind}[" in open(a).read():
+                    cands.append((f"alt {os.path.basename(a)}", ["--size", f"M={m},N={n}"], a))
+            for c in ([] if only_alt else candidates(kind, n, elem)):
                 flags = []
                 for k2, v in c.items():
                     flags += ["-D", f"{k2}={v}"]
-                cands.append((" ".join(f"{k2}={v}" for k2, v in c.items()), flags))
-            for j, (label, flags) in enumerate(cands):
+                cands.append((" ".join(f"{k2}={v}" for k2, v in c.items()), flags, path))
+            for j, (label, flags, src) in enumerate(cands):
                 try:
-                    k = sw.Kernel(drv, tilec, path, kind, dtype, flags=flags, quiet=True)
+                    k = sw.Kernel(drv, tilec, src, kind, dtype, flags=flags, quiet=True)
                 except Exception as e:  # a candidate that does not compile (registers, shared memory)
                     results.append((label, None, f"no: {str(e)[:60]}"))
                     continue

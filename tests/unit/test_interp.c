@@ -287,11 +287,11 @@ static void test_rmsnorm(int64_t M, int64_t N, const char *bn)
 }
 
 /* stdlib/norms.tl's layernorm in f16, through the same two paths as rmsnorm (the first through the
- * pipelined loop or, direct = "1", straight into registers). */
-static void test_layernorm(int64_t M, int64_t N, const char *bn, const char *direct)
+ * pipelined loop or, direct = "1", straight into registers), X uniform in [lo, hi]. */
+static void test_layernorm(int64_t M, int64_t N, const char *bn, const char *direct, double lo, double hi)
 {
   ConstDef defs[] = {{"BN", bn}, {"THREADS", "128"}, {"RPB", "3"}, {"DIRECT", direct}};
-  uint16_t *X = h_array(false, M * N, false, -3, 5), *W = h_array(false, N, false, 0.5, 1.5);
+  uint16_t *X = h_array(false, M * N, false, lo, hi), *W = h_array(false, N, false, 0.5, 1.5);
   uint16_t *B = h_array(false, N, false, -1, 1), *Y = h_array(false, M * N, true, 0, 0);
   float eps = 1e-5f;
   InterpArg args[] = {{.name = "X", .data = X}, {.name = "W", .data = W}, {.name = "B", .data = B},
@@ -1737,9 +1737,10 @@ static void test_kernels(void)
   test_softmax("f32", 9, 1000, "256", "0");
   test_rmsnorm(7, 1000, "1024");
   test_rmsnorm(7, 1000, "256");
-  test_layernorm(8, 1000, "1024", "0");
-  test_layernorm(8, 1000, "1024", "1");
-  test_layernorm(8, 1000, "256", "0");
+  test_layernorm(8, 1000, "1024", "0", -3, 5);
+  test_layernorm(8, 1000, "1024", "1", -3, 5);
+  test_layernorm(8, 1000, "256", "0", -3, 5);
+  test_layernorm(3, 1000, "256", "0", 500, 504); /* the streamed statistics, a mean 400 times the spread */
   const char *matmul = TILEC_SOURCE_DIR "/examples/matmul.tl", *gemm = TILEC_SOURCE_DIR "/stdlib/gemm.tl";
   test_gemm(matmul, "matmul", "f16", 37, 100, 70, false, false);
   test_gemm(matmul, "matmul", "bf16", 37, 100, 70, false, false);
