@@ -64,6 +64,12 @@ def candidates(kind, n, elem):
         return out
     if kind == "softmax" and bn * elem == 65536:  # a 64 KB row: also through two shared stages, one persistent block per SM
         out.append(dict(BN=bn, DIRECT=0, THREADS=1024, BPS=1, STAGES=2, MINB=0))
+    if kind == "softmax" and bn * elem <= 2048:  # short rows: also through the shared stages, persistent
+        for t in (32, 64, 128):
+            for bps in (8, 16, 32):
+                if t * bps <= 2048:
+                    for st in (2, 3):
+                        out.append(dict(BN=bn, DIRECT=0, THREADS=t, BPS=bps, STAGES=st, MINB=bps))
     for t in threads_opts:
         occ = min(32, max(1, 2048 // t))
         if kind == "softmax":
