@@ -253,6 +253,60 @@ static bool optimize(Compilation *c)
   return true;
 }
 
+/* f32 -> bf16 narrowings that nothing packs into a pair.  LLVM emits a scalar
+ * `cvt.rn.bf16.f32` for each, which ptxas turns into F2FP (the ALU: one
+ * instruction for a pair) where the value is then packed with its neighbour
+ * (a vector store, `mov.b32 {a, b}`), but otherwise into F2F.BF16.F32, which
+ * issues on the MUFU pipe beside ex2 and the other special functions (a row
+ * softmax narrows each exponential back into the row's registers: 32 F2F in
+ * its loop at 32 KB rows on sm_90a).  f16 has no such split: its scalar
+ * narrowing is F2FP too.  So a scalar narrowing whose result is not inserted
+ * into a vector becomes the packed `cvt.rn.bf16x2.f32` of the value twice, of
+ * which the low half is kept (exact the same rounding; sm_80 and later, as
+ * every target).  H100, stdlib softmax, bf16: rows of 32 KB 0.93 -> 0.98x of
+ * a copy's bandwidth (results/h100-2026-12-06-s32). */
+static void narrow_bf16_unpaired(Compilation *c)
+{
+  LLVMTypeRef bf16 = LLVMBFloatTypeInContext(c->ctx), f32 = LLVMFloatTypeInContext(c->ctx);
+  LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
+  LLVMTypeRef fty = LLVMFunctionType(i16, &f32, 1, 0);
+  static const char text[] = "{ .reg .b32 p; .reg .b16 h; cvt.rn.bf16x2.f32 p, $1, $1; mov.b32 {$0, h}, p; }";
+  static const char constraints[] = "=h,f";
+  LLVMValueRef asm_fn = NULL;
+  LLVMBuilderRef b = NULL;
+  for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef ins = LLVMGetFirstInstruction(bb), next; ins; ins = next) {
+        next = LLVMGetNextInstruction(ins);
+        if (LLVMGetInstructionOpcode(ins) != LLVMFPTrunc || LLVMTypeOf(ins) != bf16 ||
+            LLVMTypeOf(LLVMGetOperand(ins, 0)) != f32)
+          continue;
+        bool paired = false;
+        for (LLVMUseRef u = LLVMGetFirstUse(ins); u && !paired; u = LLVMGetNextUse(u))
+          paired = LLVMIsAInsertElementInst(LLVMGetUser(u)) != NULL;
+        if (paired)
+          continue;
+        if (!asm_fn) {
+          asm_fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, constraints, sizeof constraints - 1, 0, 0,
+                                    LLVMInlineAsmDialectATT, 0);
+          b = LLVMCreateBuilderInContext(c->ctx);
+        }
+        LLVMPositionBuilderBefore(b, ins);
+        LLVMValueRef arg = LLVMGetOperand(ins, 0);
+        LLVMValueRef call = LLVMBuildCall2(b, fty, asm_fn, &arg, 1, "");
+        unsigned memory = LLVMGetEnumAttributeKindForName("memory", 6);
+        unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+        LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                                 LLVMCreateEnumAttribute(c->ctx, memory, 0));
+        LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                                 LLVMCreateEnumAttribute(c->ctx, nounwind, 0));
+        LLVMReplaceAllUsesWith(ins, LLVMBuildBitCast(b, call, bf16, ""));
+        LLVMInstructionEraseFromParent(ins);
+      }
+  if (b)
+    LLVMDisposeBuilder(b);
+}
+
 static char *print_llvm_ir(Compilation *c)
 {
   char *s = LLVMPrintModuleToString(c->mod);
@@ -332,6 +386,8 @@ static bool check_kernels(Compilation *c)
 static bool run_llvm(Compilation *c, StrBuf *meta, char **llvm_ir_out, char **ptx_out)
 {
   bool ok = create_target_machine(c) && build_module(c) && optimize(c);
+  if (ok)
+    narrow_bf16_unpaired(c);
   if (ok && llvm_ir_out)
     *llvm_ir_out = print_llvm_ir(c);
   if (ok && ptx_out) {
