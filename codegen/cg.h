@@ -78,6 +78,9 @@ LLVMValueRef cg_inline_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char
 /* f16 or bf16 -> f32 through an asm statement, which LLVM does not merge
  * with an ordinary conversion of the same value (EX_CAST with .opaque). */
 LLVMValueRef emit_widen_opaque(Cg *cg, LLVMValueRef v, TypeKind from);
+/* Marks a call of pure inline asm memory(none) and nounwind, so that LLVM may CSE, hoist and
+ * delete it like any arithmetic (cg_math.c's tanh, codegen.c's bf16 narrowing). */
+void cg_mark_pure(LLVMContextRef ctx, LLVMValueRef call);
 void emit_wgmma_wait(Cg *cg, const Stmt *s);
 void emit_fence_proxy_async(Cg *cg);
 void emit_barrier(Cg *cg, const Stmt *s);

@@ -86,11 +86,16 @@ static LLVMValueRef tanh_f32(Cg *cg, LLVMValueRef x)
   LLVMValueRef asm_fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, constraints, sizeof constraints - 1, 0,
                                          0, LLVMInlineAsmDialectATT, 0);
   LLVMValueRef call = LLVMBuildCall2(cg->b, fty, asm_fn, &x, 1, "");
+  cg_mark_pure(cg->ctx, call);
+  return call;
+}
+
+void cg_mark_pure(LLVMContextRef ctx, LLVMValueRef call)
+{
   unsigned memory = LLVMGetEnumAttributeKindForName("memory", 6);
   unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, memory, 0));
-  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, nounwind, 0));
-  return call;
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, memory, 0));
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, nounwind, 0));
 }
 
 /* erf, max abs error 3e-7 in f32 (measured on [-6, 6] with ex2 2.5e-7 off):

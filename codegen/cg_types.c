@@ -174,14 +174,16 @@ static LLVMValueRef convert_byte_to_float(Cg *cg, LLVMValueRef v, TypeKind from,
   bool f16 = to == TY_F16;
   unsigned lanes = LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMVectorTypeKind ? LLVMGetVectorSize(LLVMTypeOf(v))
                                                                         : 1;
-  if (f16 && lanes == 4) {
-    /* 4 bytes in one register (a vcopy's: lower_parallel.c's converted quads): the sign flips for
-     * all at once, then a shuffle puts each two of them under 0x64 bytes (one prmt, NVPTX's v4i8
-     * shuffle), one f16x2 subtraction each: 5 operations for four values where the lane by lane
-     * form (below) takes extractions and repacking, about 17 in PTX. */
-    LLVMValueRef bytes = v;
-    if (sgn)
-      bytes = LLVMBuildXor(cg->b, bytes, splat(LLVMTypeOf(v), LLVMConstInt(cg->t.i8, 0x80, 0)), "");
+  /* 4 bytes in one register (a vcopy's: lower_parallel.c's converted quads): the sign flips for all
+   * at once (signed bytes), then the two forms below. */
+  bool quad = lanes == 4 && (f16 || to == TY_BF16);
+  LLVMValueRef bytes = v;
+  if (quad && sgn)
+    bytes = LLVMBuildXor(cg->b, bytes, splat(LLVMTypeOf(v), LLVMConstInt(cg->t.i8, 0x80, 0)), "");
+  if (quad && f16) {
+    /* f16: a shuffle puts each two bytes under 0x64 bytes (one prmt, NVPTX's v4i8 shuffle), one f16x2
+     * subtraction each: 5 operations for four values where the lane by lane form (below) takes
+     * extractions and repacking, about 17 in PTX. */
     LLVMValueRef top = splat(LLVMTypeOf(v), LLVMConstInt(cg->t.i8, 0x64, 0));
     LLVMValueRef idx[8];
     for (unsigned i = 0; i < 2 * lanes; i++) /* lane i: byte i/2 of v under a 0x64 of top (index lanes) */
@@ -190,17 +192,13 @@ static LLVMValueRef convert_byte_to_float(Cg *cg, LLVMValueRef v, TypeKind from,
     LLVMValueRef f = LLVMBuildBitCast(cg->b, bits, lanes_like(cg, v, TY_F16), "");
     return LLVMBuildFSub(cg->b, f, splat(LLVMTypeOf(f), LLVMConstReal(cg->t.f16, sgn ? 1152.0 : 1024.0)), "");
   }
-  if (to == TY_BF16 && lanes == 4) {
-    /* The same for bf16, through f32 (below): a shuffle builds the four f32 words 0x4B0000b (one prmt
-     * each), one f32 subtraction each, and a shuffle keeps their high halves (a prmt per two). */
-    LLVMValueRef bytes = v;
-    if (sgn)
-      bytes = LLVMBuildXor(cg->b, bytes, splat(LLVMTypeOf(v), LLVMConstInt(cg->t.i8, 0x80, 0)), "");
+  if (quad) {
+    /* bf16, through f32 (below): a shuffle builds the four f32 words 0x4B0000b (one prmt each), one
+     * f32 subtraction each, and a shuffle keeps their high halves (a prmt per two). */
     LLVMValueRef k[4] = {LLVMConstInt(cg->t.i8, 0, 0), LLVMConstInt(cg->t.i8, 0x4B, 0),
                          LLVMConstInt(cg->t.i8, 0, 0), LLVMConstInt(cg->t.i8, 0, 0)};
-    LLVMValueRef idx[16];
-    for (unsigned i = 0; i < 16;
-         i++) /* word w: byte w of v, 0, 0, 0x4B (k[0], k[0], k[1]: indices 4, 4, 5) */
+    LLVMValueRef idx[16]; /* word w: byte w of v, 0, 0, 0x4B (k[0], k[0], k[1]: indices 4, 4, 5) */
+    for (unsigned i = 0; i < 16; i++)
       idx[i] = LLVMConstInt(cg->t.i32, i % 4 == 0 ? i / 4 : i % 4 == 3 ? 5 : 4, 0);
     LLVMValueRef words = LLVMBuildShuffleVector(cg->b, bytes, LLVMConstVector(k, 4), LLVMConstVector(idx, 16),
                                                 "");

@@ -294,12 +294,7 @@ static void narrow_bf16_unpaired(Compilation *c)
         LLVMPositionBuilderBefore(b, ins);
         LLVMValueRef arg = LLVMGetOperand(ins, 0);
         LLVMValueRef call = LLVMBuildCall2(b, fty, asm_fn, &arg, 1, "");
-        unsigned memory = LLVMGetEnumAttributeKindForName("memory", 6);
-        unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-        LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
-                                 LLVMCreateEnumAttribute(c->ctx, memory, 0));
-        LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
-                                 LLVMCreateEnumAttribute(c->ctx, nounwind, 0));
+        cg_mark_pure(c->ctx, call);
         LLVMReplaceAllUsesWith(ins, LLVMBuildBitCast(b, call, bf16, ""));
         LLVMInstructionEraseFromParent(ins);
       }

@@ -367,6 +367,18 @@ void stmt_rewrite_exprs(Stmt *s, ExprRewriter fn, void *ctx)
   stmt_rewrite_exprs(s->else_s, fn, ctx);
 }
 
+bool stmt_any(const Stmt *s, StmtPred pred, const void *ctx)
+{
+  if (!s)
+    return false;
+  if (pred(s, ctx))
+    return true;
+  for (int i = 0; i < s->nbody; i++)
+    if (stmt_any(s->body[i], pred, ctx))
+      return true;
+  return stmt_any(s->then_s, pred, ctx) || stmt_any(s->else_s, pred, ctx);
+}
+
 static const struct {
   const char *spelling;
   StmtLevel level;

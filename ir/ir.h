@@ -749,6 +749,9 @@ Stmt *stlist_seq(Arena *a, StmtList *l, SrcLoc loc);
 typedef Expr *(*ExprRewriter)(void *ctx, Expr *e);
 Expr *expr_rewrite(Expr *e, ExprRewriter fn, void *ctx); /* bottom-up */
 void stmt_rewrite_exprs(Stmt *s, ExprRewriter fn, void *ctx);
+/* Whether pred holds for s or a statement inside it (its body, then and else, pre-order). */
+typedef bool (*StmtPred)(const Stmt *s, const void *ctx);
+bool stmt_any(const Stmt *s, StmtPred pred, const void *ctx);
 
 /* ---------------------------------------------------------------- fold.c */
 

@@ -382,17 +382,12 @@ static void widen(Fill *f, int64_t lo, int64_t hi)
   f->hi = hi > f->hi ? hi : f->hi;
 }
 
-static bool writes_buf(const Stmt *s, int buf)
+static bool writes_here(const Stmt *s, const void *buf)
 {
-  if (!s)
-    return false;
-  if ((s->kind == ST_STORE || s->kind == ST_VCOPY) && s->buf == buf)
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (writes_buf(s->body[i], buf))
-      return true;
-  return writes_buf(s->then_s, buf) || writes_buf(s->else_s, buf);
+  return (s->kind == ST_STORE || s->kind == ST_VCOPY) && s->buf == *(const int *)buf;
 }
+
+static bool writes_buf(const Stmt *s, int buf) { return stmt_any(s, writes_here, &buf); }
 
 /* Widens [f->lo, f->hi] by the registers of A that s writes, its unrolled loops enumerated;
  * clears f->ok where an index is not constant then, or a loop that writes A is not unrolled. */

@@ -412,16 +412,10 @@ static Expr *quad_read(void *ctx, Expr *e)
   return e;
 }
 
-static bool fills_class(const Inference *l, const Stmt *s, int cls)
+static bool stores_in_class(const Stmt *s, const void *ctx)
 {
-  if (!s)
-    return false;
-  if ((s->kind == ST_STORE || s->kind == ST_ATOMIC) && in_class(l, s->buf, cls))
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (fills_class(l, s->body[i], cls))
-      return true;
-  return fills_class(l, s->then_s, cls) || fills_class(l, s->else_s, cls);
+  const QuadScan *q = ctx;
+  return (s->kind == ST_STORE || s->kind == ST_ATOMIC) && in_class(q->l, s->buf, q->cls);
 }
 
 static void quad_scan(QuadScan *q, Stmt *s)
@@ -429,7 +423,7 @@ static void quad_scan(QuadScan *q, Stmt *s)
   if (!s || !q->ok)
     return;
   const Inference *l = q->l;
-  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && fills_class(l, s->then_s, q->cls)) {
+  if (s->kind == ST_FOR && s->for_kind == FOR_PARALLEL && stmt_any(s->then_s, stores_in_class, q)) {
     QuadReads r = {l, s->vars[s->nvars - 1], true};
     stmt_rewrite_exprs(s->then_s, quad_read, &r);
     q->ok = r.ok;
