@@ -51,10 +51,8 @@ def candidates(kind, n, elem):
                 out.append(dict(BN=b, THREADS=t, BPS=bps, MINB=mb))
                 if bps == 1:  # one block per row (a grid of M), not a persistent one
                     out.append(dict(BN=b, THREADS=t, BPS=65536, MINB=mb))
-            elif kind == "rmsnorm":
+            else:  # rmsnorm (layernorm's long rows took their candidates above)
                 out.append(dict(BN=b, THREADS=t, MINB=mb))
-            else:
-                out.append(dict(BN=b, THREADS=t, RPB=1, MINB=mb))
         return out
     if kind == "layernorm" and bn * elem > 16384:  # x, w, b and the f32 squares in registers: >= 64 B a thread
         for t in (512, 1024):
