@@ -463,6 +463,56 @@ static void test_matmul(void)
 /* examples/matmul.tl at its defaults: the tiles and the form each shape's launch picks (the launch
  * constants as tl_plan_launch evaluates them from the metadata), and launches of the transposed
  * form (few rows) and the plain one through their variants, against the host's product. */
+/* How many variants the stdlib's row kernels have, f16 (docs/language.md, "How many variants"): one per
+ * distinct tuple of launch constants over rows N of every power of two from 1 to 2^18 and its
+ * neighbours, M = 1 and 2000 (layernorm's RPB follows M <= 1024), on 132 multiprocessors. */
+static void test_row_variants(void)
+{
+  static const struct {
+    const char *file, *kernel;
+    int ntensors, nscalars, want; /* X [M, N], then the [N] weights, Y [M, N]; eps */
+  } ks[] = {{"../stdlib/softmax.tl", "softmax", 2, 0, 11},
+            {"../stdlib/norms.tl", "rmsnorm", 3, 1, 12},
+            {"../stdlib/norms.tl", "layernorm", 4, 1, 24}};
+  for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++) {
+    tl_kernel *k;
+    tl_context *ctx = context_with(ks[q].file, NULL, ks[q].kernel, NULL, 0, &k);
+    if (!ctx)
+      continue;
+    const tl_kernel_info *info = tl_kernel_get_info(k);
+    enum { MAXV = 64 };
+    int64_t seen[MAXV][16];
+    int nseen = 0, nconsts = info->nconsts < 16 ? info->nconsts : 16;
+    for (int p = 0; p <= 18; p++)
+      for (int64_t n = ((int64_t)1 << p) - 1; n <= ((int64_t)1 << p) + 1 && nseen < MAXV; n++)
+        for (int64_t m = 1; m <= 2000 && n > 0; m += 1999) {
+          int64_t row[2] = {m, n}, vec[1] = {n};
+          tl_arg args[5];
+          int na = 0;
+          for (int t = 0; t < ks[q].ntensors; t++) /* X first, Y last, the weights between */
+            args[na++] = t == 0 || t == ks[q].ntensors - 1 ? tl_arg_tensor(256 * (t + 1), TL_F16, 2, row)
+                                                           : tl_arg_tensor(256 * (t + 1), TL_F16, 1, vec);
+          if (ks[q].nscalars)
+            args[na++] = tl_arg_f32(1e-5f);
+          tl_launch_plan plan;
+          char err[512] = "";
+          if (tl_plan_launch_sms(info, args, na, 132, &plan, err, sizeof err) != TL_OK) {
+            CHECK(0, "%s M=%lld N=%lld: %s", ks[q].kernel, (long long)m, (long long)n, err);
+            continue;
+          }
+          int v = 0;
+          while (v < nseen && memcmp(seen[v], plan.consts, sizeof(int64_t) * (size_t)nconsts))
+            v++;
+          if (v == nseen)
+            memcpy(seen[nseen++], plan.consts, sizeof(int64_t) * (size_t)nconsts);
+          tl_launch_plan_release(&plan);
+        }
+    CHECK(nseen == ks[q].want, "%s (f16) has %d variants over the sampled sizes (docs/language.md says %d)",
+          ks[q].kernel, nseen, ks[q].want);
+    tl_context_destroy(ctx);
+  }
+}
+
 static void test_matmul_variants(void)
 {
   tl_kernel *k;
@@ -917,6 +967,7 @@ int main(void)
     test_saxpy();
     test_matmul();
     test_matmul_variants();
+    test_row_variants();
     test_num_sms();
     test_kernel_error();
     test_launch_consts();
