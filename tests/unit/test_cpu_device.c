@@ -463,6 +463,30 @@ static void test_matmul(void)
 /* examples/matmul.tl at its defaults: the tiles and the form each shape's launch picks (the launch
  * constants as tl_plan_launch evaluates them from the metadata), and launches of the transposed
  * form (few rows) and the plain one through their variants, against the host's product. */
+/* The variants a kernel's launches take (docs/language.md, "How many variants"): the distinct tuples of
+ * its launch constants' values, planned on 132 multiprocessors; a launch that cannot be planned fails. */
+typedef struct {
+  int64_t v[64][16];
+  int n, nconsts;
+} Variants;
+
+static void count_variant(Variants *vs, const tl_kernel_info *info, const tl_arg *args, int nargs,
+                          const char *what, int64_t m, int64_t n)
+{
+  tl_launch_plan plan;
+  char err[512] = "";
+  if (tl_plan_launch_sms(info, args, nargs, 132, &plan, err, sizeof err) != TL_OK) {
+    CHECK(0, "%s M=%lld N=%lld: %s", what, (long long)m, (long long)n, err);
+    return;
+  }
+  int i = 0;
+  while (i < vs->n && memcmp(vs->v[i], plan.consts, sizeof(int64_t) * (size_t)vs->nconsts))
+    i++;
+  if (i == vs->n && vs->n < 64)
+    memcpy(vs->v[vs->n++], plan.consts, sizeof(int64_t) * (size_t)vs->nconsts);
+  tl_launch_plan_release(&plan);
+}
+
 /* How many variants the stdlib's row kernels have, f16 (docs/language.md, "How many variants"): one per
  * distinct tuple of launch constants over rows N of every power of two from 1 to 2^18 and its
  * neighbours, M = 1 and 2000 (layernorm's RPB follows M <= 1024), on 132 multiprocessors. */
@@ -480,11 +504,9 @@ static void test_row_variants(void)
     if (!ctx)
       continue;
     const tl_kernel_info *info = tl_kernel_get_info(k);
-    enum { MAXV = 64 };
-    int64_t seen[MAXV][16];
-    int nseen = 0, nconsts = info->nconsts < 16 ? info->nconsts : 16;
+    Variants vs = {.nconsts = info->nconsts < 16 ? info->nconsts : 16};
     for (int p = 0; p <= 18; p++)
-      for (int64_t n = ((int64_t)1 << p) - 1; n <= ((int64_t)1 << p) + 1 && nseen < MAXV; n++)
+      for (int64_t n = ((int64_t)1 << p) - 1; n <= ((int64_t)1 << p) + 1; n++)
         for (int64_t m = 1; m <= 2000 && n > 0; m += 1999) {
           int64_t row[2] = {m, n}, vec[1] = {n};
           tl_arg args[5];
@@ -494,21 +516,10 @@ static void test_row_variants(void)
                                                            : tl_arg_tensor(256 * (t + 1), TL_F16, 1, vec);
           if (ks[q].nscalars)
             args[na++] = tl_arg_f32(1e-5f);
-          tl_launch_plan plan;
-          char err[512] = "";
-          if (tl_plan_launch_sms(info, args, na, 132, &plan, err, sizeof err) != TL_OK) {
-            CHECK(0, "%s M=%lld N=%lld: %s", ks[q].kernel, (long long)m, (long long)n, err);
-            continue;
-          }
-          int v = 0;
-          while (v < nseen && memcmp(seen[v], plan.consts, sizeof(int64_t) * (size_t)nconsts))
-            v++;
-          if (v == nseen)
-            memcpy(seen[nseen++], plan.consts, sizeof(int64_t) * (size_t)nconsts);
-          tl_launch_plan_release(&plan);
+          count_variant(&vs, info, args, na, ks[q].kernel, m, n);
         }
-    CHECK(nseen == ks[q].want, "%s (f16) has %d variants over the sampled sizes (docs/language.md says %d)",
-          ks[q].kernel, nseen, ks[q].want);
+    CHECK(vs.n == ks[q].want, "%s (f16) has %d variants over the sampled sizes (docs/language.md says %d)",
+          ks[q].kernel, vs.n, ks[q].want);
     tl_context_destroy(ctx);
   }
 }
@@ -578,30 +589,17 @@ static void test_matmul_variants(void)
   /* How many variants: one per distinct tuple of the launch constants' values, over M from 0 to 20000
    * (every M to 300, then every 37th) and N from 1 to 65536 (powers of two to 1024, then every 512th)
    * (docs/language.md, launch constants) */
-  enum { MAXV = 64 };
-  int64_t seen[MAXV][16];
-  int nseen = 0, nconsts = info->nconsts < 16 ? info->nconsts : 16;
-  for (int64_t m = 0; m <= 20000 && nseen < MAXV; m += m < 300 ? 1 : 37)
-    for (int64_t n = 1; n <= 65536 && nseen < MAXV; n = n < 1024 ? n * 2 : n + 512) {
+  Variants vs = {.nconsts = info->nconsts < 16 ? info->nconsts : 16};
+  for (int64_t m = 0; m <= 20000; m += m < 300 ? 1 : 37)
+    for (int64_t n = 1; n <= 65536; n = n < 1024 ? n * 2 : n + 512) {
       int64_t sa[2] = {m, 4096}, sb[2] = {4096, n}, sc[2] = {m, n};
       tl_arg args[3] = {tl_arg_tensor(256, TL_F16, 2, sa), tl_arg_tensor(512, TL_F16, 2, sb),
                         tl_arg_tensor(1024, TL_F16, 2, sc)};
-      tl_launch_plan plan;
-      char err[512] = "";
-      if (tl_plan_launch(info, args, 3, &plan, err, sizeof err) != TL_OK) {
-        CHECK(0, "M=%lld N=%lld: %s", (long long)m, (long long)n, err);
-        continue;
-      }
-      int v = 0;
-      while (v < nseen && memcmp(seen[v], plan.consts, sizeof(int64_t) * (size_t)nconsts))
-        v++;
-      if (v == nseen)
-        memcpy(seen[nseen++], plan.consts, sizeof(int64_t) * (size_t)nconsts);
-      tl_launch_plan_release(&plan);
+      count_variant(&vs, info, args, 3, "matmul", m, n);
     }
-  fprintf(stderr, "note: matmul on sm_90a: %d variants over M <= 20000, N <= 65536\n", nseen);
-  CHECK(nseen == 24,
-        "matmul has %d variants over the sampled M <= 20000, N <= 65536 (docs/language.md says 24)", nseen);
+  fprintf(stderr, "note: matmul on sm_90a: %d variants over M <= 20000, N <= 65536\n", vs.n);
+  CHECK(vs.n == 24,
+        "matmul has %d variants over the sampled M <= 20000, N <= 65536 (docs/language.md says 24)", vs.n);
   static const int shapes[][3] = {{5, 70, 40}, {70, 65, 24}, {50, 33, 48}, {5, 70, 0}, {0, 70, 40}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     int wrong = matmul_wrong(ctx, k, shapes[i][0], shapes[i][1], shapes[i][2]);
