@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ab_decode.py OLD_TILEC NEW_TILEC: the dequantizing GEMMs at decoding's few rows (stdlib/gemm.tl's
-gemm_w8a16, gemm_w8a16_splitk and gemm_w4a16 at M = 1 and 16, N x K = 4096 x 4096 and 14336 x 4096,
+gemm_w8a16, gemm_w8a16_splitk, gemm_w4a16 and gemm_w4a16_splitk at M = 1 and 16, N x K = 4096 x 4096 and 14336 x 4096,
 in f16, and the first two in bf16 at 16 x 4096 x 4096, each at the variant its launch constants
 choose) compiled by two compilers, checked against torch (float64 on the dequantized weights) and
 timed interleaved (5 rounds of 30 graph replays each, median, tlcuda.timed) beside torch's GEMM on
@@ -37,14 +37,15 @@ def w4(n, k):
     return {"Wq": qp, "S": sc}, wd.double()
 
 
-CASES = [(kernel, "f16", shape) for kernel in ("gemm_w8a16", "gemm_w8a16_splitk", "gemm_w4a16")
+CASES = [(kernel, "f16", shape)
+         for kernel in ("gemm_w8a16", "gemm_w8a16_splitk", "gemm_w4a16", "gemm_w4a16_splitk")
          for shape in ((1, 4096, 4096), (16, 4096, 4096), (16, 14336, 4096))]
 CASES += [("gemm_w8a16", "bf16", (16, 4096, 4096)), ("gemm_w8a16_splitk", "bf16", (16, 4096, 4096))]
 for kernel, dtype, (M, N, K) in CASES:
     sz = {"M": M, "N": N, "K": K}
-    if kernel == "gemm_w4a16":
+    if kernel.startswith("gemm_w4a16"):
         sz.update(KH=(K + 1) // 2, KG=(K + 127) // 128)
-    args, wd = (w4 if kernel == "gemm_w4a16" else w8)(N, K)
+    args, wd = (w4 if kernel.startswith("gemm_w4a16") else w8)(N, K)
     a = (torch.rand(M, K, device="cuda") * 2 - 1).to(torch.half if dtype == "f16" else torch.bfloat16)
     want = a.double() @ wd.t()
     mag = a.double().abs() @ wd.abs().t()

@@ -16,7 +16,7 @@ writes for W8A16 without a fused kernel (`a @ (w.half() * s.half()[:, None]).t()
 a few other tile settings (-D), to show what the defaults leave. gemm_w8a16_splitk (K split over
 blocks adding into an f32 C, which the timed region zeroes) is checked at the same ragged shapes
 and timed at every point of the grid; --explore-split times it at other tiles and splits at M = 16
-and 64. Then gemm_w4a16 the same way
+and 64. Then gemm_w4a16 and gemm_w4a16_splitk the same way
 (correctness at the ragged shapes, speed over the same grid against the f16 GEMM). Median of R replays of a CUDA
 graph (tlcuda.timed). Writes OUTDIR/gemm_w8a16.md and prints it. Exit 1 when a result is wrong, 2
 without a GPU or torch.
@@ -97,8 +97,15 @@ def main():
         "| arch | M x N x K | variant | error | |", "|---|---|---|---|---|"]
     wrong = 0
 
-    def check(k, a, w, s, arch, M, N, K):
+    def verdict(arch, shape, variant, e, bound):
+        """One correctness line: the error against its bound, counted when wrong."""
         nonlocal wrong
+        ok = e <= bound
+        wrong += not ok
+        lines.append(f"| {arch} | {'x'.join(map(str, shape))} | {variant} | {e:.1e} | {'ok' if ok else '**WRONG**'} |")
+        return ok
+
+    def check(k, a, w, s, arch, M, N, K):
         o = torch.full((M, N), float("nan"), device="cuda", dtype=torch.half)
         k(A=a, W=w, sw=s, C=o, M=M, N=N, K=K)
         torch.cuda.synchronize()
@@ -106,11 +113,7 @@ def main():
         want = (ad @ wd.t()) * s.double()[None, :]
         mag = (ad.abs() @ wd.abs().t()) * s.double()[None, :]
         e = (((o.double() - want).abs() - want.abs() * 2.0 ** -11).clamp(min=0) / (mag + 1e-30)).max().item()
-        ok = e <= 1e-4
-        wrong += not ok
-        lines.append(f"| {arch} | {M}x{N}x{K} | {k.variant}{' TMA' if k.tma else ''} | {e:.1e} | "
-                     f"{'ok' if ok else '**WRONG**'} |")
-        return ok
+        return verdict(arch, (M, N, K), f"{k.variant}{' TMA' if k.tma else ''}", e, 1e-4)
 
     for arch in ("sm_90a", "sm_80"):
         for M, N, K in SHAPES:
@@ -121,17 +124,13 @@ def main():
             check(k, a, w, s, arch, M, N, K)
 
     def check_split(k, a, w, s, arch, M, N, K):
-        nonlocal wrong
         c = torch.zeros((M, N), device="cuda", dtype=torch.float32)
         k(A=a, W=w, sw=s, C=c, M=M, N=N, K=K)
         torch.cuda.synchronize()
         want = (a.double() @ w.double().t()) * s.double()[None, :]
         mag = (a.double().abs() @ w.double().abs().t()) * s.double()[None, :]
         e = ((c.double() - want).abs() / (mag + 1e-30)).max().item()
-        ok = e <= 1e-5
-        wrong += not ok
-        lines.append(f"| {arch} | {M}x{N}x{K} | splitk {k.variant} | {e:.1e} | {'ok' if ok else '**WRONG**'} |")
-        return ok
+        return verdict(arch, (M, N, K), f"splitk {k.variant}", e, 1e-5)
 
     for arch in ("sm_90a", "sm_80"):
         for M, N, K in SHAPES + ((5, 100, 1100), (16, 4096, 4096)):
@@ -216,12 +215,31 @@ def main():
             torch.cuda.synchronize()
             want, mag = a.double() @ wd.double().t(), a.double().abs() @ wd.double().abs().t()
             e = (((o.double() - want).abs() - want.abs() * 2.0 ** -11).clamp(min=0) / (mag + 1e-30)).max().item()
-            ok = e <= 1e-4
-            wrong += not ok
-            lines.append(f"| {arch} | {M}x{N}x{K} | {k4.variant} | {e:.1e} | {'ok' if ok else '**WRONG**'} |")
+            verdict(arch, (M, N, K), k4.variant, e, 1e-4)
+
+    def check_split4(k, a, qp, sc, wd, arch, sz):
+        c = torch.rand((sz["M"], sz["N"]), device="cuda")  # split-K adds into C
+        c0 = c.double()
+        k(A=a, Wq=qp, S=sc, C=c, **sz)
+        torch.cuda.synchronize()
+        want, mag = a.double() @ wd.double().t(), a.double().abs() @ wd.double().abs().t()
+        e = ((c.double() - c0 - want).abs() / (mag + 1e-30)).max().item()
+        return verdict(arch, (sz["M"], sz["N"], sz["K"]), f"splitk {k.variant}", e, 1e-5)
+
+    for arch in ("sm_90a", "sm_80"):
+        for M, N, K in SHAPES + ((5, 100, 1101), (16, 4096, 4096)):
+            sz = {"M": M, "N": N, "K": K, "KH": (K + 1) // 2, "KG": (K + 127) // 128}
+            k4 = Kernel(drv, tilec, STDLIB, "gemm_w4a16_splitk", "f16", sizes=sz, flags=[f"--arch={arch}"],
+                        quiet=True, tag=f"w4s_{arch}_{M}_{N}_{K}")
+            a = torch.rand(M, K, device="cuda").half() * 2 - 1
+            qp, sc, wd = w4(N, K)
+            check_split4(k4, a, qp, sc, wd, arch, sz)
     lines += ["", "## gemm_w4a16: speed against the f16 GEMM", "",
-              "| M | N | K | variant | tilec TFLOP/s | f16 GEMM TFLOP/s | ratio | other tiles (-D), ratio |",
-              "|---|---|---|---|---|---|---|---|"]
+              "gemm_w4a16_splitk: f32 C, zeroed in the timed region (torch.zero_, a kernel of its own).", "",
+              "| M | N | K | variant | tilec TFLOP/s | f16 GEMM TFLOP/s | ratio | splitk variant | splitk ratio | "
+              "other tiles (-D), ratio |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    r4s = {}
     r4 = {}
     for M in ((16, 4096) if quick else GRID_M):
         for N, K in (GRID_NK[:2] if quick else GRID_NK):
@@ -257,10 +275,19 @@ def main():
                 ex = (((o.double() - want).abs() - want.abs() * 2.0 ** -11).clamp(min=0) / (mag + 1e-30)).max().item()
                 others.append(f"{' '.join(e)}: " + (f"{t_f16 / timed(lambda: kx(A=a, Wq=qp, S=sc, C=o, **sz), reps):.3f}"
                                                     if ex <= 1e-4 else "WRONG"))
+            ks = Kernel(drv, tilec, STDLIB, "gemm_w4a16_splitk", "f16", sizes=sz, quiet=True, tag=f"w4st_{M}_{N}_{K}")
+            split = "WRONG"
+            if check_split4(ks, a, qp, sc, wd, "sm_90a (timed shape)", sz):
+                c32 = torch.empty((M, N), device="cuda", dtype=torch.float32)
+                t_split = timed(lambda: (c32.zero_(), ks(A=a, Wq=qp, S=sc, C=c32, **sz)), reps)
+                r4s.setdefault(M, []).append(t_f16 / t_split)
+                split = f"**{t_f16 / t_split:.3f}**"
             lines.append(f"| {M} | {N} | {K} | {k4.variant} | {tf(t_ours):.0f} | {tf(t_f16):.0f} | "
-                         f"**{t_f16 / t_ours:.3f}** | {'; '.join(others)} |")
+                         f"**{t_f16 / t_ours:.3f}** | {ks.variant} | {split} | {'; '.join(others)} |")
     lines += [""] + [f"M = {m}: geometric mean {math.exp(sum(map(math.log, r)) / len(r)):.3f} of the f16 GEMM "
-                     f"over {len(r)} shapes." for m, r in r4.items()]
+                     f"over {len(r)} shapes (gemm_w4a16_splitk: "
+                     f"{math.exp(sum(map(math.log, r4s.get(m, [1]))) / len(r4s.get(m, [1]))):.3f})."
+                     for m, r in r4.items()]
     if "--explore-split" in sys.argv:
         lines += explore_split(drv, tilec, reps)
     lines += explore + ["", f"{wrong} wrong results." if wrong else "All results right."]

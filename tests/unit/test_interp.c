@@ -58,10 +58,16 @@ static bool run_source(const char *name, const char *src, size_t len, const Cons
   Arena *a = arena_new();
   Diags d = {.arena = a, .filename = name};
   bool ok = false;
-  Module *m = level ? interp_compile_thread(a, &d, src, len, defs, ndefs, kernel,
-                                            target_find(level == 1 ? "sm_80" : "sm_90a"))
+  const Target *target = target_find(level == 1 ? "sm_80" : "sm_90a");
+  Module *m = level ? interp_compile_thread(a, &d, src, len, defs, ndefs, kernel, target)
                     : interp_compile(a, &d, src, len, defs, ndefs, kernel);
   Kernel *k = m ? interp_find_kernel(m, kernel) : NULL;
+  if (k && k->nlconsts) { /* launch constants: the variant the GPU would run at these sizes */
+    int nsizes = 0;
+    ConstDef *sizes = interp_launch_sizes(a, k, args, nargs, &nsizes);
+    m = interp_compile_at(a, &d, src, len, defs, ndefs, sizes, nsizes, kernel, target, level != 0);
+    k = m ? interp_find_kernel(m, kernel) : NULL;
+  }
   InterpOptions opt = {.num_sms = 4, .max_steps = max_steps};
   last_wgmma = k && has_wgmma(k->body);
   if (k && level && plant)
@@ -1150,21 +1156,29 @@ static void test_w8a16(int64_t M, int64_t N, int64_t K, bool split)
 }
 
 /* stdlib/gemm.tl's gemm_w4a16: two 4-bit weights to a byte (low nibble first), zero point 8, a
- * scale per 128 weights of a row, against double sums of the dequantized weights. */
-static void test_w4a16(int64_t M, int64_t N, int64_t K)
+ * scale per 128 weights of a row, against double sums of the dequantized weights; split: its
+ * gemm_w4a16_splitk, C f32 starting from random values (+= the product). */
+static void test_w4a16(int64_t M, int64_t N, int64_t K, bool split)
 {
+  const char *name = split ? "gemm_w4a16_splitk" : "gemm_w4a16";
   int64_t KH = (K + 1) / 2, KG = (K + 127) / 128;
-  uint16_t *A = h_array(false, M * K, false, -1, 1), *C = h_array(false, M * N, true, 0, 0);
+  uint16_t *A = h_array(false, M * K, false, -1, 1), *C = split ? NULL : h_array(false, M * N, true, 0, 0);
+  float *C32 = split ? f32_array(M * N, false) : NULL,
+        *C0 = split ? malloc((size_t)(M * N) * sizeof(float)) : NULL;
+  if (split)
+    memcpy(C0, C32, (size_t)(M * N) * sizeof(float));
   uint8_t *Wq = malloc((size_t)(N * KH));
   float *S = f32_array(N * KG, false);
   for (int64_t i = 0; i < N * KH; i++)
     Wq[i] = (uint8_t)(int)uniform(0, 256);
   for (int64_t i = 0; i < N * KG; i++)
     S[i] = (float)uniform(1e-3, 1e-2);
-  InterpArg args[] = {{.name = "A", .data = A}, {.name = "Wq", .data = Wq}, {.name = "S", .data = S},
-                      {.name = "C", .data = C}, {.name = "M", .i = M},      {.name = "N", .i = N},
-                      {.name = "K", .i = K},    {.name = "KH", .i = KH},    {.name = "KG", .i = KG}};
-  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", NULL, 0, "gemm_w4a16", args, 9)) {
+  InterpArg args[] = {{.name = "A", .data = A}, {.name = "Wq", .data = Wq},
+                      {.name = "S", .data = S}, {.name = "C", .data = split ? (void *)C32 : C},
+                      {.name = "M", .i = M},    {.name = "N", .i = N},
+                      {.name = "K", .i = K},    {.name = "KH", .i = KH},
+                      {.name = "KG", .i = KG}};
+  if (run_file(TILEC_SOURCE_DIR "/stdlib/gemm.tl", NULL, 0, name, args, 9)) {
     misses = 0;
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {
@@ -1176,11 +1190,17 @@ static void test_w4a16(int64_t M, int64_t N, int64_t K)
           double x = tl_f16_to_float(A[m * K + k]) * w;
           dot += x, mag += fabs(x);
         }
-        close_to("gemm_w4a16", m * N + n, tl_f16_to_float(C[m * N + n]), dot, 1e-3, 1e-6 * mag + 1e-6);
+        if (split)
+          close_to(name, m * N + n, C32[m * N + n], C0[m * N + n] + dot, 1e-5, 1e-6 * mag + 1e-6);
+        else
+          close_to(name, m * N + n, tl_f16_to_float(C[m * N + n]), dot, 1e-3, 1e-6 * mag + 1e-6);
       }
-    check_guards_16("gemm_w4a16", C, M * N);
+    if (split)
+      check_guards_f32(name, C32, M * N);
+    else
+      check_guards_16(name, C, M * N);
   }
-  free(A), free(C), free(Wq), free(S);
+  free(A), free(C), free(C32), free(C0), free(Wq), free(S);
 }
 
 static void test_slices(int64_t B, int64_t S, int64_t H, int64_t M, int64_t N, int64_t K)
@@ -1782,8 +1802,10 @@ static void test_kernels(void)
   test_w8a16(300, 130, 200, false);                 /* 128 x 128 x 128 tiles, ragged */
   test_w8a16(5, 100, 1100, true);                   /* K split 2 ways (9 steps of 64 each) */
   test_w8a16(37, 70, 2000, true);                   /* 64 weight rows, ragged everywhere */
-  test_w4a16(16, 100, 300);                         /* three groups of K, the last partial */
-  test_w4a16(37, 70, 129);                          /* an odd K: half a byte past the end */
+  test_w4a16(16, 100, 300, false);                  /* three groups of K, the last partial */
+  test_w4a16(37, 70, 129, false);                   /* an odd K: half a byte past the end */
+  test_w4a16(5, 100, 1101, true);                   /* K split 2 ways (5 + 4 groups), odd K */
+  test_w4a16(37, 70, 2000, true);                   /* 64 weight rows, 4 splits of 4 groups */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
