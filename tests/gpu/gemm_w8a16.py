@@ -31,7 +31,7 @@ except ImportError:
     print("gemm_w8a16: no torch", file=sys.stderr)
     sys.exit(2)
 
-from tlcuda import ROOT, Kernel, gpu_script, timed, w4_weights, write_report  # noqa: E402
+from tlcuda import DT, ROOT, Kernel, gpu_script, timed, w4_weights, write_report  # noqa: E402
 
 STDLIB = os.path.join(ROOT, "stdlib/gemm.tl")
 SHAPES = ((1, 1, 16), (16, 100, 200), (37, 300, 256), (70, 45, 200), (130, 140, 96), (257, 1000, 384),
@@ -198,24 +198,25 @@ def main():
                      for m, r in ratios.items()]
 
     # 4-bit weights
-    def w4(n, k):
-        qp, sc, wd = w4_weights(n, k)
-        return qp, sc, wd.half()  # as the kernel rounds them
+    def w4(n, k, dtype="f16"):
+        qp, sc, wd = w4_weights(n, k, DT[dtype])
+        return qp, sc, wd.to(DT[dtype])  # as the kernel rounds them
 
     lines += ["", "## gemm_w4a16: correctness", "", "| arch | M x N x K | variant | error | |", "|---|---|---|---|---|"]
-    for arch in ("sm_90a", "sm_80"):
+    for dtype, arch in ((d, a) for d in ("f16", "bf16") for a in ("sm_90a", "sm_80")):
         for M, N, K in SHAPES:
             sz = {"M": M, "N": N, "K": K, "KH": (K + 1) // 2, "KG": (K + 127) // 128}
-            k4 = Kernel(drv, tilec, STDLIB, "gemm_w4a16", "f16", sizes=sz, flags=[f"--arch={arch}"], quiet=True,
-                        tag=f"w4_{arch}_{M}_{N}_{K}")
-            a = torch.rand(M, K, device="cuda").half() * 2 - 1
-            qp, sc, wd = w4(N, K)
-            o = torch.full((M, N), float("nan"), device="cuda", dtype=torch.half)
+            k4 = Kernel(drv, tilec, STDLIB, "gemm_w4a16", dtype, sizes=sz, flags=[f"--arch={arch}"], quiet=True,
+                        tag=f"w4_{dtype}_{arch}_{M}_{N}_{K}")
+            a = (torch.rand(M, K, device="cuda") * 2 - 1).to(DT[dtype])
+            qp, sc, wd = w4(N, K, dtype)
+            o = torch.full((M, N), float("nan"), device="cuda", dtype=DT[dtype])
             k4(A=a, Wq=qp, S=sc, C=o, **sz)
             torch.cuda.synchronize()
             want, mag = a.double() @ wd.double().t(), a.double().abs() @ wd.double().abs().t()
-            e = (((o.double() - want).abs() - want.abs() * 2.0 ** -11).clamp(min=0) / (mag + 1e-30)).max().item()
-            verdict(arch, (M, N, K), k4.variant, e, 1e-4)
+            ulp = 2.0 ** (-11 if dtype == "f16" else -8)  # the output's rounding
+            e = (((o.double() - want).abs() - want.abs() * ulp).clamp(min=0) / (mag + 1e-30)).max().item()
+            verdict(arch, (M, N, K), f"{dtype} {k4.variant}", e, 1e-4)
 
     def check_split4(k, a, qp, sc, wd, arch, sz):
         c = torch.rand((sz["M"], sz["N"]), device="cuda")  # split-K adds into C
@@ -226,14 +227,14 @@ def main():
         e = ((c.double() - c0 - want).abs() / (mag + 1e-30)).max().item()
         return verdict(arch, (sz["M"], sz["N"], sz["K"]), f"splitk {k.variant}", e, 1e-5)
 
-    for arch in ("sm_90a", "sm_80"):
+    for dtype, arch in ((d, a) for d in ("f16", "bf16") for a in ("sm_90a", "sm_80")):
         for M, N, K in SHAPES + ((5, 100, 1101), (16, 4096, 4096)):
             sz = {"M": M, "N": N, "K": K, "KH": (K + 1) // 2, "KG": (K + 127) // 128}
-            k4 = Kernel(drv, tilec, STDLIB, "gemm_w4a16_splitk", "f16", sizes=sz, flags=[f"--arch={arch}"],
-                        quiet=True, tag=f"w4s_{arch}_{M}_{N}_{K}")
-            a = torch.rand(M, K, device="cuda").half() * 2 - 1
-            qp, sc, wd = w4(N, K)
-            check_split4(k4, a, qp, sc, wd, arch, sz)
+            k4 = Kernel(drv, tilec, STDLIB, "gemm_w4a16_splitk", dtype, sizes=sz, flags=[f"--arch={arch}"],
+                        quiet=True, tag=f"w4s_{dtype}_{arch}_{M}_{N}_{K}")
+            a = (torch.rand(M, K, device="cuda") * 2 - 1).to(DT[dtype])
+            qp, sc, wd = w4(N, K, dtype)
+            check_split4(k4, a, qp, sc, wd, f"{arch} {dtype}", sz)
     lines += ["", "## gemm_w4a16: speed against the f16 GEMM", "",
               "gemm_w4a16_splitk: f32 C, zeroed in the timed region (torch.zero_, a kernel of its own).", "",
               "| M | N | K | variant | tilec TFLOP/s | f16 GEMM TFLOP/s | ratio | splitk variant | splitk ratio | "

@@ -194,16 +194,17 @@ class Kernel:
             self.drv.launch(self.fn, grid, self.meta["threads"], self.meta["smem"], addrs)
 
 
-def w4_weights(n, k):
+def w4_weights(n, k, dtype=torch.half):
     """Random 4-bit weights as stdlib/gemm.tl's gemm_w4a16 takes them: (Wq u8 [n, ceil(k / 2)], column 2c
-    in the low four bits of byte c and 2c + 1 in the high four; S f32 [n, ceil(k / 128)], a scale per
-    group of 128; W f32 [n, k] = (q - 8) * S, the weights dequantized as the kernel computes them)."""
+    in the low four bits of byte c and 2c + 1 in the high four; S [n, ceil(k / 128)], a scale per
+    group of 128, in dtype (the kernel's T); W f32 [n, k] = (q - 8) * S, exact, which the kernel rounds
+    to T)."""
     q = torch.randint(0, 16, (n, k), device="cuda", dtype=torch.int32)
-    sc = torch.rand(n, (k + 127) // 128, device="cuda") * 0.01 + 0.001
+    sc = (torch.rand(n, (k + 127) // 128, device="cuda") * 0.01 + 0.001).to(dtype)
     qp = torch.zeros(n, (k + 1) // 2, device="cuda", dtype=torch.int32)
     qp[:, : (k + 1) // 2] = q[:, 0::2]
     qp[:, : k // 2] |= q[:, 1::2] << 4
-    return qp.to(torch.uint8), sc, (q.float() - 8) * sc.repeat_interleave(128, dim=1)[:, :k]
+    return qp.to(torch.uint8), sc, (q.float() - 8) * sc.float().repeat_interleave(128, dim=1)[:, :k]
 
 
 def timed(fn, reps, per_graph=10):

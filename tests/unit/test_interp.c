@@ -1155,7 +1155,7 @@ static void test_w8a16(int64_t M, int64_t N, int64_t K, bool split)
   free(A), free(C), free(C32), free(W), free(sw);
 }
 
-/* stdlib/gemm.tl's gemm_w4a16: two 4-bit weights to a byte (low nibble first), zero point 8, a
+/* stdlib/gemm.tl's gemm_w4a16: two 4-bit weights to a byte (low nibble first), zero point 8, an f16
  * scale per 128 weights of a row, against double sums of the dequantized weights; split: its
  * gemm_w4a16_splitk, C f32 starting from random values (+= the product). */
 static void test_w4a16(int64_t M, int64_t N, int64_t K, bool split)
@@ -1168,11 +1168,9 @@ static void test_w4a16(int64_t M, int64_t N, int64_t K, bool split)
   if (split)
     memcpy(C0, C32, (size_t)(M * N) * sizeof(float));
   uint8_t *Wq = malloc((size_t)(N * KH));
-  float *S = f32_array(N * KG, false);
+  uint16_t *S = h_array(false, N * KG, false, 1e-3, 1e-2); /* f16 scales, as GPTQ's */
   for (int64_t i = 0; i < N * KH; i++)
     Wq[i] = (uint8_t)(int)uniform(0, 256);
-  for (int64_t i = 0; i < N * KG; i++)
-    S[i] = (float)uniform(1e-3, 1e-2);
   InterpArg args[] = {{.name = "A", .data = A}, {.name = "Wq", .data = Wq},
                       {.name = "S", .data = S}, {.name = "C", .data = split ? (void *)C32 : C},
                       {.name = "M", .i = M},    {.name = "N", .i = N},
@@ -1186,7 +1184,8 @@ static void test_w4a16(int64_t M, int64_t N, int64_t K, bool split)
         for (int64_t k = 0; k < K; k++) {
           int q = (Wq[n * KH + k / 2] >> (k % 2 ? 4 : 0)) & 15;
           /* the kernel rounds each dequantized weight to f16 before the product */
-          double w = tl_f16_to_float(tl_f16_from_double((float)((q - 8) * (double)S[n * KG + k / 128])));
+          double w = tl_f16_to_float(
+              tl_f16_from_double((q - 8) * (double)tl_f16_to_float(S[n * KG + k / 128])));
           double x = tl_f16_to_float(A[m * K + k]) * w;
           dot += x, mag += fabs(x);
         }
