@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""explore_split.py TILEC [--w4] [--alt SRC.tl]...: stdlib/gemm.tl's split-K dequantizing GEMM
-(gemm_w8a16_splitk, or with --w4 gemm_w4a16_splitk) at decoding's rows (M = 1 and 16; N x K = 4096 x
-4096 and 14336 x 4096, f16) at its launch-chosen SPLIT and at SPLIT = 1 .. 16 (-D SPLIT), beside the
+"""explore_split.py TILEC [--w4] [--alt SRC.tl]... [--try "NAME=V ..."]...: stdlib/gemm.tl's split-K
+dequantizing GEMM (gemm_w8a16_splitk, or with --w4 gemm_w4a16_splitk) at decoding's rows (M = 1 and
+16; N x K = 4096 x 4096 and 14336 x 4096, f16) at its launch-chosen SPLIT and at SPLIT = 1 .. 16 (-D
+SPLIT; or at the constants of each --try instead, each checked against torch), beside the
 unsplit kernel (gemm_w8a16 / gemm_w4a16) at its defaults and torch's f16 GEMM on the dequantized
 weights (cuBLAS); each the median of 5 timings of 30 graph replays (tlcuda.timed). The default split
 is also timed with C's zeroing (torch.zero_, a kernel of its own that a caller needs before every
@@ -22,6 +23,7 @@ def main(argv):
     from tlcuda import ROOT, Driver, Kernel, timed, w4_weights
     w4 = "--w4" in argv
     alts = [argv[i + 1] for i, a in enumerate(argv) if a == "--alt"]
+    tries = [argv[i + 1] for i, a in enumerate(argv) if a == "--try"]
     tilec = argv[0]
     drv = Driver()
     srcs = [("stdlib", os.path.join(ROOT, "stdlib/gemm.tl"))] + [(os.path.basename(p), p) for p in alts]
@@ -65,12 +67,22 @@ def main(argv):
             tz = median_us(timed, lambda: (c.zero_(), k(A=a, C=c, **kargs, **sz)))
             line.append(f"{tag} default {k.variant}: {t:.2f} us ({tf / t:.3f}), with zeroing {tz:.2f} us "
                         f"({tf / tz:.3f})")
-        for split in (1, 2, 4, 8, 16):
-            k = Kernel(drv, tilec, srcs[0][1], split_name, "f16", sizes=sz, flags=["-D", f"SPLIT={split}"],
-                       quiet=True, tag=f"split_{M}_{N}_{split}")
+        for n, t in enumerate(tries or [f"SPLIT={split}" for split in (1, 2, 4, 8, 16)]):
+            try:
+                k = Kernel(drv, tilec, srcs[0][1], split_name, "f16", sizes=sz,
+                           flags=[f for d in t.split() for f in ("-D", d)], quiet=True, tag=f"try_{M}_{N}_{n}")
+            except Exception:  # a setting that does not compile (shared memory, registers)
+                line.append(f"{t} -")
+                continue
             c = torch.zeros(M, N, device="cuda")
-            t = median_us(timed, lambda: k(A=a, C=c, **wargs, **sz))
-            line.append(f"SPLIT={split} {t:.2f} us ({tf / t:.3f})")
+            k(A=a, C=c, **wargs, **sz)
+            torch.cuda.synchronize()
+            if not ((c.double() - want).abs() / (mag + 1e-30)).max().item() <= 1e-3:
+                wrong += 1
+                line.append(f"{t} WRONG")
+                continue
+            us = median_us(timed, lambda: k(A=a, C=c, **wargs, **sz))
+            line.append(f"{t} {us:.2f} us ({tf / us:.3f})")
         print("; ".join(line), flush=True)
     return 1 if wrong else 0
 

@@ -1799,12 +1799,12 @@ static void test_kernels(void)
   test_w8a16(16, 100, 200, false);                  /* decoding's rows; ragged N and K */
   test_w8a16(37, 70, 64, false);                    /* ragged rows and columns, one K step */
   test_w8a16(300, 130, 200, false);                 /* 128 x 128 x 128 tiles, ragged */
-  test_w8a16(5, 100, 1100, true);                   /* K split 2 ways (9 steps of 64 each) */
+  test_w8a16(5, 100, 2200, true);                   /* K split 2 ways (9 steps of 128 each) */
   test_w8a16(37, 70, 2000, true);                   /* 64 weight rows, ragged everywhere */
   test_w4a16(16, 100, 300, false);                  /* three groups of K, the last partial */
   test_w4a16(37, 70, 129, false);                   /* an odd K: half a byte past the end */
-  test_w4a16(5, 100, 1101, true);                   /* K split 2 ways (5 + 4 groups), odd K */
-  test_w4a16(37, 70, 2000, true);                   /* 64 weight rows, 4 splits of 4 groups */
+  test_w4a16(5, 100, 2201, true);                   /* K split 2 ways (9 groups each), odd K */
+  test_w4a16(37, 70, 2000, true);                   /* 64 weight rows, 2 splits of 8 groups */
   test_splitk("f16", 37, 100, 300, "0", "64", "3"); /* splits of 4, 4 and 2 steps */
   test_splitk("bf16", 20, 70, 200, "1", "32", "4"); /* C^T's tile (decoding's form) */
   test_splitk("f16", 10, 30, 40, "0", "64", "4");   /* splits with no step at all */
