@@ -110,19 +110,31 @@ static void run_kernel(const char *src, size_t len, const Directives *dv, const 
     defs[i] = (ConstDef){dv->defines[i].name, dv->defines[i].value};
   Module *m = interp_compile(a, &d, src, len, defs, dv->ndefines, name);
   Kernel *k = m ? interp_find_kernel(m, name) : NULL;
-  Module *tm = k ? interp_compile_thread(ta, &td, src, len, defs, dv->ndefines, name,
-                                         target_find(sm90a ? "sm_90a" : "sm_80"))
-                 : NULL;
-  Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
+  const Target *target = target_find(sm90a ? "sm_90a" : "sm_80");
   Launch L;
-  bool ok = tk && prepare(&L, k, seed) && affordable(k, tk, &L);
+  const bool began = k != NULL; /* L to be released */
+  const bool drawn = began && prepare(&L, k, seed);
+  /* Launch constants: both levels run the variant the launch's sizes choose, as the GPU would (the
+   * sizes were drawn for the generic variant's parameters, which are the same). */
+  int nsizes = 0;
+  ConstDef *sizes = drawn && k->nlconsts ? interp_launch_sizes(a, k, L.args, L.nargs, &nsizes) : NULL;
+  if (sizes) {
+    Module *sm = interp_compile_at(a, &d, src, len, defs, dv->ndefines, sizes, nsizes, name, NULL, false);
+    k = sm ? interp_find_kernel(sm, name) : NULL;
+  }
+  Module *tm = !k      ? NULL
+               : sizes ? interp_compile_at(ta, &td, src, len, defs, dv->ndefines, sizes, nsizes, name, target,
+                                           true)
+                       : interp_compile_thread(ta, &td, src, len, defs, dv->ndefines, name, target);
+  Kernel *tk = tm ? interp_find_kernel(tm, name) : NULL;
+  bool ok = drawn && tk && affordable(k, tk, &L);
   if (verbose)
     fprintf(stderr, "fuzz_interp: kernel %s: %s\n", name,
             !tk  ? "does not compile"
             : ok ? "runs"
                  : "over budget");
   if (!ok) {
-    if (tk)
+    if (began)
       launch_release(&L);
     arena_free(a);
     arena_free(ta);
