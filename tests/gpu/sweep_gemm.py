@@ -3,12 +3,13 @@
 grid of issue 14 against cuBLAS (torch.matmul) in the same process.
 
     python3 tests/gpu/sweep_gemm.py TILEC OUTDIR [--dtypes f16,bf16] [--m 16,64,...] [--nk 4096x4096,...]
-                                    [--config NAME=FLAGS]... [--reps R] [--file PATH --kernel NAME]
+                                    [--config NAME=FLAGS]... [--alt NAME=FILE]... [--reps R] [--file PATH --kernel NAME]
                                     [--layout nn|nt|tn]
 
 For each dtype and shape (M, N, K): A [M, K] and B [K, N] uniform in [-1, 1), C [M, N] filled with NaN;
 each config (default: `default`, the kernel at its defaults; --config big="-D BN=256 -D STAGES=4" adds
-one) is compiled by TILEC for the shape's sizes (--size), loaded and launched through tlcuda.py (tensor
+one; --alt new=old.tl adds the same kernel of another source at its defaults, a change of the kernel's
+code timed against the code before it in one run) is compiled by TILEC for the shape's sizes (--size), loaded and launched through tlcuda.py (tensor
 maps encoded as a host does, docs/abi.md; TILEC_NO_TMA=1 passes none, and the kernels take their
 cp.async path), checked against torch's f32 product of the same inputs (every element: the largest
 error over the largest |value|), and timed with CUDA events (tlcuda.timed: a CUDA graph of up to 10
@@ -47,7 +48,7 @@ def main():
         return 2
     tilec, outdir = args[0], args[1]
     dtypes, ms, nks, reps = ["f16", "bf16"], M_ALL, NK_ALL, 5
-    configs = [("default", [])]
+    configs = [("default", [], None)]  # (name, -D flags, another source or None)
     path, kname = os.path.join(ROOT, "examples/matmul.tl"), "matmul"
     layout = "nn"
     i = 2
@@ -63,7 +64,10 @@ def main():
             reps = int(v)
         elif a == "--config":
             name, _, flags = v.partition("=")
-            configs.append((name, flags.split()))
+            configs.append((name, flags.split(), None))
+        elif a == "--alt":
+            name, _, alt = v.partition("=")
+            configs.append((name, [], alt))
         elif a == "--file":
             path = v
         elif a == "--kernel":
@@ -85,15 +89,15 @@ def main():
              f"`python3 tests/gpu/sweep_gemm.py` on {dev}, torch {torch.__version__}; C = A @ B, A [M, K], "
              f"B [K, N] ({'B stored [N, K]' if layout == 'nt' else 'A stored [K, M]' if layout == 'tn' else 'row-major'}); median of {reps} replays of a CUDA graph (CUDA events); "
              f"TMA {'off (TILEC_NO_TMA=1)' if os.environ.get('TILEC_NO_TMA') == '1' else 'on'}.", ""]
-    for name, flags in configs:
-        lines.append(f"- config `{name}`: `{' '.join(flags) or '(defaults)'}`")
+    for name, flags, alt in configs:
+        lines.append(f"- config `{name}`: " + (f"{alt} at its defaults" if alt else f"`{' '.join(flags) or '(defaults)'}`"))
     for dtype in dtypes:
         t = DT[dtype]
         lines += ["", f"## {dtype}", "",
-                  "| M | N | K | cuBLAS TFLOP/s | " + " | ".join(f"{n} TFLOP/s | {n} / cuBLAS" for n, _ in configs)
+                  "| M | N | K | cuBLAS TFLOP/s | " + " | ".join(f"{n} TFLOP/s | {n} / cuBLAS" for n, _, _ in configs)
                   + " | max error |",
                   "|---|---|---|---|" + "---|---|" * len(configs) + "---|"]
-        logs = {n: [] for n, _ in configs}
+        logs = {n: [] for n, _, _ in configs}
         for (n, k) in nks:
             for m in ms:
                 torch.manual_seed(m * 7 + n * 3 + k)
@@ -110,8 +114,8 @@ def main():
                 pg = per_graph(flops)
                 t_cublas = timed(lambda: torch.matmul(A, B), reps, pg)
                 cells, worst = [], 0.0
-                for cname, flags in configs:
-                    kern = Kernel(drv, tilec, path, kname, dtype, {"M": m, "N": n, "K": k}, flags, quiet=True,
+                for cname, flags, alt in configs:
+                    kern = Kernel(drv, tilec, alt or path, kname, dtype, {"M": m, "N": n, "K": k}, flags, quiet=True,
                                   tag=f"_{cname}")
                     C = torch.full((m, n), float("nan"), device="cuda", dtype=t)
                     kern(A=Ak, B=Bk, C=C, M=m, N=n, K=k)
