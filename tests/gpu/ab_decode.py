@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ab_decode.py OLD_TILEC NEW_TILEC [--old-src F.tl] [--new-src F.tl] [--large]: the dequantizing GEMMs at
+"""ab_decode.py OLD_TILEC NEW_TILEC [--old-src F.tl] [--new-src F.tl] [--old-flags "BM=256 ..."]
+[--new-flags ...] [--large] [--only KERNEL]: the dequantizing GEMMs at
 decoding's few rows (stdlib/gemm.tl's
 gemm_w8a16, gemm_w8a16_splitk, gemm_w4a16 and gemm_w4a16_splitk at M = 1 and 16, N x K = 4096 x 4096 and 14336 x 4096,
 in f16, and the first two in bf16 at 16 x 4096 x 4096, each at the variant its launch constants
@@ -8,7 +9,8 @@ timed interleaved (5 rounds of 30 graph replays each, median, tlcuda.timed) besi
 the dequantized weights in the same type (cuBLAS): a codegen change told from run-to-run noise at
 the shapes the 1.5x goal of issue 17 is about. --old-src / --new-src: each side compiles that file
 instead of stdlib/gemm.tl (a change of the kernels' source, timed against the source before it with
-one compiler given twice); --large: gemm_w8a16 and gemm_w4a16 at prefill's rows (M = 4096, and a
+one compiler given twice); --old-flags / --new-flags: constants pinned on that side (NAME=VALUE
+separated by spaces), a tile setting timed against the defaults; --only: that kernel's cases alone; --large: gemm_w8a16 and gemm_w4a16 at prefill's rows (M = 4096, and a
 ragged 1000 x 4100) instead. Prints microseconds per call and the ratios to that GEMM. Exit 1 when a result is wrong, 2 without a GPU or torch."""
 import os
 import sys
@@ -24,7 +26,7 @@ from tlcuda import ROOT, Driver, Kernel, timed, w4_weights  # noqa: E402
 tilecs, opts, large = [], {}, False
 it = iter(sys.argv[1:])
 for a in it:
-    if a in ("--old-src", "--new-src"):
+    if a in ("--old-src", "--new-src", "--old-flags", "--new-flags", "--only"):
         opts[a] = next(it, None)
     elif a == "--large":
         large = True
@@ -36,6 +38,7 @@ if len(tilecs) != 2 or None in opts.values():
 drv = Driver()
 src = os.path.join(ROOT, "stdlib/gemm.tl")
 srcs = {"old": opts.get("--old-src", src), "new": opts.get("--new-src", src)}
+flags = {t: [f for d in opts.get(f"--{t}-flags", "").split() for f in ("-D", d.removeprefix("-D"))] for t in srcs}
 bad = 0
 
 
@@ -57,6 +60,7 @@ CASES += [("gemm_w8a16", "bf16", (16, 4096, 4096)), ("gemm_w8a16_splitk", "bf16"
 if large:  # prefill's rows instead: the unsplit kernels, a ragged shape among them
     CASES = [(kernel, "f16", shape) for kernel in ("gemm_w8a16", "gemm_w4a16")
              for shape in ((4096, 4096, 4096), (4096, 14336, 4096), (1000, 4100, 4096))]
+CASES = [c for c in CASES if c[0] == opts.get("--only", c[0])]
 for kernel, dtype, (M, N, K) in CASES:
     sz = {"M": M, "N": N, "K": K}
     if kernel.startswith("gemm_w4a16"):
@@ -66,7 +70,8 @@ for kernel, dtype, (M, N, K) in CASES:
     want = a.double() @ wd.t()
     mag = a.double().abs() @ wd.abs().t()
     split = kernel.endswith("splitk")
-    ks = {t: Kernel(drv, p, srcs[t], kernel, dtype, sizes=sz, quiet=True, tag=f"{t}_{kernel}_{dtype}_{M}_{N}")
+    ks = {t: Kernel(drv, p, srcs[t], kernel, dtype, sizes=sz, flags=flags[t], quiet=True,
+                    tag=f"{t}_{kernel}_{dtype}_{M}_{N}")
           for t, p in (("old", tilecs[0]), ("new", tilecs[1]))}
     outs = {}
     for t, k in ks.items():
