@@ -346,11 +346,11 @@ static Expr *fix_vars(void *ctx, Expr *e)
   return e;
 }
 
-/* Does s read buf, or write it other than by a STORE or VCOPY? */
-static bool other_use(const Stmt *s, int buf)
+/* Does statement s itself (not those inside it) read *buf (ctx), or write it other than by a STORE or
+ * VCOPY?  other_use: does s or a statement inside it. */
+static bool uses_other_than_store(const Stmt *s, const void *ctx)
 {
-  if (!s)
-    return false;
+  const int buf = *(const int *)ctx;
   if (lw_expr_reads(s->value, buf) || lw_expr_reads(s->cond, buf))
     return true;
   for (int i = 0; i < s->nidx; i++)
@@ -359,16 +359,13 @@ static bool other_use(const Stmt *s, int buf)
   for (int i = 0; i < s->nsrc_idx; i++)
     if (lw_expr_reads(s->src_idx[i], buf))
       return true;
-  if ((s->kind == ST_VCOPY && s->src_buf == buf) || (s->kind == ST_LDMATRIX && s->buf == buf) ||
-      ((s->kind == ST_MMA || s->kind == ST_WGMMA || s->kind == ST_WGMMA_FENCE || s->kind == ST_GEMM) &&
-       (s->a == buf || s->b == buf || s->c == buf)) ||
-      (s->kind == ST_ATOMIC && s->buf == buf))
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (other_use(s->body[i], buf))
-      return true;
-  return other_use(s->then_s, buf) || other_use(s->else_s, buf);
+  return (s->kind == ST_VCOPY && s->src_buf == buf) || (s->kind == ST_LDMATRIX && s->buf == buf) ||
+         ((s->kind == ST_MMA || s->kind == ST_WGMMA || s->kind == ST_WGMMA_FENCE || s->kind == ST_GEMM) &&
+          (s->a == buf || s->b == buf || s->c == buf)) ||
+         (s->kind == ST_ATOMIC && s->buf == buf);
 }
+
+static bool other_use(const Stmt *s, int buf) { return stmt_any(s, uses_other_than_store, &buf); }
 
 static bool fixed_index(Fill *f, const Expr *e, int64_t *out)
 {

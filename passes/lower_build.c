@@ -227,18 +227,18 @@ bool lw_expr_reads(const Expr *e, int buf)
   return false;
 }
 
-/* Does lowered s store into a shared tile that wgmma reads? */
+/* Does lowered statement s store into a shared tile that wgmma reads (the kernel: ctx)? */
+static bool stores_wgmma_operand(const Stmt *s, const void *ctx)
+{
+  const Kernel *k = ctx;
+  return (s->kind == ST_STORE || s->kind == ST_VCOPY || s->kind == ST_CP_ASYNC) &&
+         k->bufs[s->buf].scope == SCOPE_SHARED && swizzle_span(k->bufs[s->buf].swizzle);
+}
+
+/* Does lowered s, or a statement inside it? */
 static bool writes_wgmma_operand(const Kernel *k, const Stmt *s)
 {
-  if (!s)
-    return false;
-  if ((s->kind == ST_STORE || s->kind == ST_VCOPY || s->kind == ST_CP_ASYNC) &&
-      k->bufs[s->buf].scope == SCOPE_SHARED && swizzle_span(k->bufs[s->buf].swizzle))
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (writes_wgmma_operand(k, s->body[i]))
-      return true;
-  return writes_wgmma_operand(k, s->then_s) || writes_wgmma_operand(k, s->else_s);
+  return stmt_any(s, stores_wgmma_operand, k);
 }
 
 Stmt *lw_fenced(Lw *w, Stmt *s)

@@ -377,17 +377,22 @@ static const Stmt *register_a_gemm(const Stmt *s, int buf)
   return g ? g : register_a_gemm(s->else_s, buf);
 }
 
+typedef struct {
+  const Kernel *k;
+  const Stmt *root;
+} RegisterAStore;
+
+static bool store_register_a(const Stmt *s, const void *ctx)
+{
+  const RegisterAStore *r = ctx;
+  return s->kind == ST_STORE && r->k->bufs[s->buf].scope == SCOPE_FRAGMENT &&
+         register_a_gemm(r->root, s->buf);
+}
+
 /* Does s, or a statement inside it, store into a fragment that a gemm in root reads as its A operand? */
 static bool stores_register_a(const Kernel *k, const Stmt *s, const Stmt *root)
 {
-  if (!s)
-    return false;
-  if (s->kind == ST_STORE && k->bufs[s->buf].scope == SCOPE_FRAGMENT && register_a_gemm(root, s->buf))
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (stores_register_a(k, s->body[i], root))
-      return true;
-  return stores_register_a(k, s->then_s, root) || stores_register_a(k, s->else_s, root);
+  return stmt_any(s, store_register_a, &(RegisterAStore){k, root});
 }
 
 typedef struct {
@@ -483,17 +488,21 @@ static int64_t staged_bytes(const Kernel *k, const Stmt *s, int stages)
   return n + staged_bytes(k, s->then_s, stages) + staged_bytes(k, s->else_s, stages);
 }
 
+typedef struct {
+  Lw *w;
+  int acc;
+} WgmmaInto;
+
+static bool is_wgmma_into(const Stmt *s, const void *ctx)
+{
+  const WgmmaInto *g = ctx;
+  return s->kind == ST_GEMM && s->c == g->acc && lw_gemm_uses_wgmma(g->w, s);
+}
+
 /* Does pipelined loop s hold a gemm into acc that takes wgmma? */
 static bool wgmma_into(Lw *w, const Stmt *s, int acc)
 {
-  if (!s)
-    return false;
-  if (s->kind == ST_GEMM && s->c == acc && lw_gemm_uses_wgmma(w, s))
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (wgmma_into(w, s->body[i], acc))
-      return true;
-  return wgmma_into(w, s->then_s, acc) || wgmma_into(w, s->else_s, acc);
+  return stmt_any(s, is_wgmma_into, &(WgmmaInto){w, acc});
 }
 
 static Stmt *copy_stmt(Lw *w, SrcLoc loc, Region src, Region dst)

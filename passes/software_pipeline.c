@@ -698,17 +698,13 @@ typedef struct {
   Stmt *first, *last;           /* F and G */
 } Overlap;
 
-static bool defines_vars(const Stmt *s)
+static bool defines_var(const Stmt *s, const void *ctx)
 {
-  if (!s)
-    return false;
-  if (s->kind == ST_LET || s->kind == ST_ASSIGN)
-    return true;
-  for (int i = 0; i < s->nbody; i++)
-    if (defines_vars(s->body[i]))
-      return true;
-  return defines_vars(s->then_s) || defines_vars(s->else_s);
+  (void)ctx;
+  return s->kind == ST_LET || s->kind == ST_ASSIGN;
 }
+
+static bool defines_vars(const Stmt *s) { return stmt_any(s, defines_var, NULL); }
 
 static bool share_buffer(const Kernel *k, const Stmt *x, const Stmt *y)
 {
