@@ -353,12 +353,12 @@ static void each_shared_use(const Kernel *k, Stmt *s, SharedUseFn fn, void *ctx)
  * 64 x 64).  Where the gemm is mma.sync (decoding's few rows) the loop keeps cp.async, and the
  * 128-byte lines measured faster there (17.2 against 18.0 us at M = 16). */
 
-/* Does s, or a statement inside it, store into buf? */
 static bool stores_here(const Stmt *s, const void *buf)
 {
   return s->kind == ST_STORE && s->buf == *(const int *)buf;
 }
 
+/* Does s, or a statement inside it, store into buf? */
 static bool stmt_stores(const Stmt *s, int buf) { return stmt_any(s, stores_here, &buf); }
 
 /* The gemm in s, or inside it, that reads buf as its A operand, or NULL. */

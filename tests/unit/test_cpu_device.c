@@ -460,9 +460,6 @@ static void test_matmul(void)
   tl_context_destroy(ctx);
 }
 
-/* examples/matmul.tl at its defaults: the tiles and the form each shape's launch picks (the launch
- * constants as tl_plan_launch evaluates them from the metadata), and launches of the transposed
- * form (few rows) and the plain one through their variants, against the host's product. */
 /* The variants a kernel's launches take (docs/language.md, "How many variants"): the distinct tuples of
  * its launch constants' values, planned on 132 multiprocessors; a launch that cannot be planned fails. */
 typedef struct {
@@ -524,6 +521,9 @@ static void test_row_variants(void)
   }
 }
 
+/* examples/matmul.tl at its defaults: the tiles and the form each shape's launch picks (the launch
+ * constants as tl_plan_launch evaluates them from the metadata), and launches of the transposed
+ * form (few rows) and the plain one through their variants, against the host's product. */
 static void test_matmul_variants(void)
 {
   tl_kernel *k;
