@@ -102,6 +102,9 @@ LLVMValueRef cg_const_float(Cg *cg, TypeKind t, double v);
 LLVMValueRef cg_const_f32(const Cg *cg, double v);
 /* Converts a scalar or vector value elementwise, as EX_CAST does. */
 LLVMValueRef cg_convert(Cg *cg, LLVMValueRef v, TypeKind from, TypeKind to);
+/* T(byte) + c or T(byte) - c (add picks which) with c an integer constant: the conversion's own
+ * subtraction with c joined, or NULL where that does not apply. */
+LLVMValueRef cg_fold_byte_offset(Cg *cg, bool add, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_to_mem(Cg *cg, LLVMValueRef v, TypeKind t);   /* bool: i1 -> i8 */
 LLVMValueRef cg_from_mem(Cg *cg, LLVMValueRef v, TypeKind t); /* bool: i8 -> i1 */
 LLVMValueRef cg_widen(Cg *cg, LLVMValueRef v, TypeKind t);    /* f16/bf16 -> f32 */

@@ -284,6 +284,13 @@ static LLVMValueRef emit_float_binary(Cg *cg, OpKind op, LLVMValueRef a, LLVMVal
   LLVMBuilderRef B = cg->b;
   LLVMValueRef args[2] = {a, b};
   LLVMTypeRef ty = LLVMTypeOf(a);
+  if (op == OP_ADD || op == OP_SUB) { /* T(byte) +- an integer: one subtraction (cg_fold_byte_offset) */
+    LLVMValueRef r = cg_fold_byte_offset(cg, op == OP_ADD, a, b);
+    if (!r && op == OP_ADD)
+      r = cg_fold_byte_offset(cg, true, b, a);
+    if (r)
+      return r;
+  }
   switch (op) {
   case OP_ADD: return cg_fp(cg, LLVMBuildFAdd(B, a, b, ""));
   case OP_SUB: return cg_fp(cg, LLVMBuildFSub(B, a, b, ""));

@@ -159,6 +159,72 @@ static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef c)
   return LLVMConstVector(lanes, n);
 }
 
+/* The subtraction that ends a byte's conversion to f16 or f32 (below) is marked, so that an integer
+ * added to or subtracted from the result joins its constant: (T(q) - T(8.0)), a 4-bit weight's zero
+ * point, is then half(q | 0x6400) - 1032, one subtraction where it was two (stdlib/gemm.tl's
+ * gemm_w4a16 fill: one f16x2 operation of four per pair of weights).  LLVM cannot join them: x - a - b
+ * is x - (a + b) only when no rounding happens, which it does not know; here both are exact (the
+ * byte's value, the constant of at most 1024 in magnitude, the joined constant and the result are
+ * integers of at most 2048 in magnitude, which f16 holds; 2^24 for f32). */
+static unsigned byte_offset_kind(const Cg *cg)
+{
+  return LLVMGetMDKindIDInContext(cg->ctx, "tilec.byte_offset", 17);
+}
+
+static LLVMValueRef mark_byte_offset(Cg *cg, LLVMValueRef sub)
+{
+  if (LLVMIsAInstruction(sub))
+    LLVMSetMetadata(sub, byte_offset_kind(cg), LLVMMDNodeInContext(cg->ctx, NULL, 0));
+  return sub;
+}
+
+/* The scalar of a constant float or splat vector, if it is an integer of at most 1024 in magnitude. */
+static bool small_integer_constant(LLVMValueRef c, double *v)
+{
+  LLVMValueRef lane = c;
+  if (LLVMGetTypeKind(LLVMTypeOf(c)) == LLVMVectorTypeKind) {
+    unsigned n = LLVMGetVectorSize(LLVMTypeOf(c));
+    lane = LLVMIsConstant(c) ? LLVMGetAggregateElement(c, 0) : NULL;
+    for (unsigned i = 1; lane && i < n; i++)
+      if (LLVMGetAggregateElement(c, i) != lane)
+        return false;
+  }
+  if (!lane || !LLVMIsAConstantFP(lane))
+    return false;
+  LLVMBool lossy = 0;
+  *v = LLVMConstRealGetDouble(lane, &lossy);
+  return !lossy && *v == (double)(long)*v && fabs(*v) <= 1024.0;
+}
+
+LLVMValueRef cg_fold_byte_offset(Cg *cg, bool add, LLVMValueRef a, LLVMValueRef b)
+{
+  double c;
+  if (!small_integer_constant(b, &c))
+    return NULL;
+  LLVMValueRef sub = a; /* a byte's conversion, widened to f32 when it was to f16 (T arithmetic) */
+  bool widened = LLVMIsAFPExtInst(a) != NULL;
+  if (widened)
+    sub = LLVMGetOperand(a, 0);
+  if (!LLVMIsAInstruction(sub) || LLVMGetInstructionOpcode(sub) != LLVMFSub ||
+      !LLVMGetMetadata(sub, byte_offset_kind(cg)))
+    return NULL;
+  double k;
+  LLVMValueRef kc = LLVMGetOperand(sub, 1);
+  LLVMBool lossy = 0;
+  LLVMValueRef lane = LLVMGetTypeKind(LLVMTypeOf(kc)) == LLVMVectorTypeKind ? LLVMGetAggregateElement(kc, 0)
+                                                                            : kc;
+  k = LLVMConstRealGetDouble(lane, &lossy);
+  double joined = add ? k - c : k + c; /* (x - k) + c = x - (k - c); (x - k) - c = x - (k + c) */
+  bool half = LLVMGetTypeKind(scalar_of(LLVMTypeOf(sub))) == LLVMHalfTypeKind;
+  if (lossy || fabs(joined) > (half ? 2048.0 : 16777216.0)) /* integers the type holds exactly */
+    return NULL;
+  LLVMValueRef r = LLVMBuildFSub(cg->b, LLVMGetOperand(sub, 0),
+                                 splat(LLVMTypeOf(sub), LLVMConstReal(scalar_of(LLVMTypeOf(sub)), joined)),
+                                 "");
+  mark_byte_offset(cg, r);
+  return widened ? LLVMBuildFPExt(cg->b, r, LLVMTypeOf(a), "") : r;
+}
+
 /* An 8-bit integer is exact in f16, bf16 and f32, and a float whose low mantissa bits are the byte
  * gives it with two integer-unit operations and one subtraction, where cvt (I2F) runs at a quarter
  * of their rate or less and its two steps (cvt.s16.s8, cvt.rn.f16.s16) are what kept a GEMM that
@@ -190,7 +256,9 @@ static LLVMValueRef convert_byte_to_float(Cg *cg, LLVMValueRef v, TypeKind from,
       idx[i] = LLVMConstInt(cg->t.i32, i % 2 ? lanes : i / 2, 0);
     LLVMValueRef bits = LLVMBuildShuffleVector(cg->b, bytes, top, LLVMConstVector(idx, 2 * lanes), "");
     LLVMValueRef f = LLVMBuildBitCast(cg->b, bits, lanes_like(cg, v, TY_F16), "");
-    return LLVMBuildFSub(cg->b, f, splat(LLVMTypeOf(f), LLVMConstReal(cg->t.f16, sgn ? 1152.0 : 1024.0)), "");
+    return mark_byte_offset(
+        cg,
+        LLVMBuildFSub(cg->b, f, splat(LLVMTypeOf(f), LLVMConstReal(cg->t.f16, sgn ? 1152.0 : 1024.0)), ""));
   }
   if (quad) {
     /* bf16, through f32 (below): a shuffle builds the four f32 words 0x4B0000b (one prmt each), one
@@ -222,7 +290,7 @@ static LLVMValueRef convert_byte_to_float(Cg *cg, LLVMValueRef v, TypeKind from,
   double off = (f16 ? 1024.0 : 8388608.0) + (sgn ? 128.0 : 0.0);
   f = LLVMBuildFSub(cg->b, f, splat(LLVMTypeOf(f), LLVMConstReal(scalar_of(LLVMTypeOf(f)), off)), "");
   if (to != TY_BF16)
-    return f;
+    return mark_byte_offset(cg, f);
   LLVMTypeRef wide = lanes_like(cg, v, TY_I32), half = lanes_like(cg, v, TY_I16);
   LLVMValueRef hi = LLVMBuildLShr(cg->b, LLVMBuildBitCast(cg->b, f, wide, ""),
                                   splat(wide, LLVMConstInt(cg->t.i32, 16, 0)), "");

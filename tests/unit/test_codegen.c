@@ -12,6 +12,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -950,6 +951,35 @@ static void test_swizzle_lines(void)
   free(off);
 }
 
+/* A code generator with a module of its own, for functions built expression by expression. */
+static Cg scratch_cg(const char *name)
+{
+  Cg cg = {0};
+  cg.ctx = LLVMContextCreate();
+  cg.b = LLVMCreateBuilderInContext(cg.ctx);
+  cg.mod = LLVMModuleCreateWithNameInContext(name, cg.ctx);
+  LLVMSetDataLayout(cg.mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
+  cg_types_init(&cg.t, cg.ctx);
+  return cg;
+}
+
+static void instcombine(Cg *cg)
+{
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(cg->mod, "instcombine", NULL, po);
+  CHECK(!err, "instcombine did not run");
+  if (err)
+    LLVMConsumeError(err);
+  LLVMDisposePassBuilderOptions(po);
+}
+
+static void dispose_cg(Cg *cg)
+{
+  LLVMDisposeModule(cg->mod);
+  LLVMDisposeBuilder(cg->b);
+  LLVMContextDispose(cg->ctx);
+}
+
 /* cg_convert of an 8-bit integer to f16, bf16 and f32 (the mantissa trick of cg_types.c) on
  * constants, in a scalar and in each lane of a vector of 4 and of 2 (f16 vectors take a byte
  * shuffle of their own: lower_parallel.c's converted quads): each conversion is the
@@ -958,12 +988,7 @@ static void test_swizzle_lines(void)
  * a constant equal to the integer. */
 static void test_byte_conversions(void)
 {
-  Cg cg = {0};
-  cg.ctx = LLVMContextCreate();
-  cg.b = LLVMCreateBuilderInContext(cg.ctx);
-  cg.mod = LLVMModuleCreateWithNameInContext("bytes", cg.ctx);
-  LLVMSetDataLayout(cg.mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
-  cg_types_init(&cg.t, cg.ctx);
+  Cg cg = scratch_cg("bytes");
   static const TypeKind froms[] = {TY_I8, TY_U8}, tos[] = {TY_F16, TY_BF16, TY_F32};
   static const int widths[] = {1, 4, 2};
   enum { N = 2 * 3 * 256 * 3 };
@@ -983,12 +1008,7 @@ static void test_byte_conversions(void)
           LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(cg.ctx, fns[n], ""));
           LLVMBuildRet(cg.b, cg_convert(&cg, in, froms[f], tos[t]));
         }
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef err = LLVMRunPasses(cg.mod, "instcombine", NULL, po);
-  CHECK(!err, "instcombine did not run");
-  if (err)
-    LLVMConsumeError(err);
-  LLVMDisposePassBuilderOptions(po);
+  instcombine(&cg);
   int wrong = 0, unfolded = 0;
   n = 0;
   for (int f = 0; f < 2; f++)
@@ -1012,9 +1032,92 @@ static void test_byte_conversions(void)
   CHECK(!unfolded, "%d conversions of constant bytes did not fold to constants", unfolded);
   CHECK(!wrong, "%d conversions of bytes to floats differ from the integer", wrong);
   free(fns);
-  LLVMDisposeModule(cg.mod);
-  LLVMDisposeBuilder(cg.b);
-  LLVMContextDispose(cg.ctx);
+  dispose_cg(&cg);
+}
+
+/* cg_fold_byte_offset: T(byte) + c and T(byte) - c, with c an integer of at most 1024 in magnitude,
+ * become the conversion's one subtraction with c joined (f16 and f32, scalars and vectors of 2 and 4
+ * lanes); other constants (7.5, 1025) and bf16 keep two operations.  Each expression is a function
+ * of the byte (an argument, so that nothing folds while it is built), as emit_float_binary sees it
+ * (halves widened to f32); then the argument is replaced by a constant and instcombine must give
+ * exactly b + c or b - c. */
+typedef struct {
+  TypeKind from, to;
+  unsigned lanes, byte; /* lane l holds byte + 37 l */
+  double c;
+  bool add, foldable;
+} ByteOffset;
+
+/* Case n of test_byte_offsets: 2 byte types x 3 float types x 3 widths x 7 constants x + and - x 52
+ * bytes (5 apart). */
+static ByteOffset byte_offset_case(int n)
+{
+  static const TypeKind froms[] = {TY_I8, TY_U8}, tos[] = {TY_F16, TY_BF16, TY_F32};
+  static const unsigned widths[] = {1, 2, 4};
+  static const double cs[] = {8, -8, 128, 1024, -1024, 7.5, 1025};
+  ByteOffset o = {.byte = (unsigned)(n % 52) * 5, .add = n / 52 % 2, .c = cs[n / 104 % 7]};
+  o.lanes = widths[n / 728 % 3];
+  o.to = tos[n / 2184 % 3];
+  o.from = froms[n / 6552];
+  /* f16's conversion subtracts 1024 (u8) or 1152 (i8): the joined constant must stay within the
+   * 2048 that f16 holds every integer of (i8 - 1024 and i8 + -1024 do not) */
+  double k = o.to == TY_F16 ? (o.from == TY_I8 ? 1152 : 1024) : 0;
+  o.foldable = o.to != TY_BF16 && o.c == (int)o.c && fabs(o.c) <= 1024 &&
+               fabs(o.add ? k - o.c : k + o.c) <= 2048;
+  return o;
+}
+
+static void test_byte_offsets(void)
+{
+  Cg cg = scratch_cg("offsets");
+  enum { CASES = 2 * 3 * 3 * 7 * 2 * 52 };
+  LLVMValueRef *fns = calloc(CASES, sizeof *fns);
+  int folded = 0, expected_folds = 0;
+  for (int n = 0; n < CASES; n++) {
+    ByteOffset o = byte_offset_case(n);
+    LLVMTypeRef in_t = cg_with_lanes(cg.t.i8, (int)o.lanes), f32_t = cg_with_lanes(cg.t.f32, (int)o.lanes);
+    fns[n] = LLVMAddFunction(cg.mod, "off", LLVMFunctionType(f32_t, &in_t, 1, 0));
+    LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(cg.ctx, fns[n], ""));
+    LLVMValueRef x = cg_widen(&cg, cg_convert(&cg, LLVMGetParam(fns[n], 0), o.from, o.to), o.to);
+    LLVMValueRef c = LLVMConstReal(cg.t.f32, o.c), cl[4] = {c, c, c, c}, bytes[4];
+    if (o.lanes > 1)
+      c = LLVMConstVector(cl, o.lanes);
+    LLVMValueRef r = cg_fold_byte_offset(&cg, o.add, x, c);
+    expected_folds += o.foldable;
+    folded += r != NULL;
+    CHECK(!r == !o.foldable, "%s -> %s, %u lanes, %s %g: %s", type_name(o.from), type_name(o.to), o.lanes,
+          o.add ? "+" : "-", o.c, r ? "joined where it must not be" : "not joined");
+    if (!r)
+      r = o.add ? LLVMBuildFAdd(cg.b, x, c, "") : LLVMBuildFSub(cg.b, x, c, "");
+    LLVMBuildRet(cg.b, r);
+    /* built: now the argument becomes constant bytes, for instcombine to fold the whole */
+    for (unsigned l = 0; l < 4; l++)
+      bytes[l] = LLVMConstInt(cg.t.i8, (o.byte + 37 * l) & 255, 0);
+    LLVMReplaceAllUsesWith(LLVMGetParam(fns[n], 0),
+                           o.lanes == 1 ? bytes[0] : LLVMConstVector(bytes, o.lanes));
+  }
+  instcombine(&cg);
+  int wrong = 0, unfolded = 0;
+  for (int n = 0; n < CASES; n++) {
+    ByteOffset o = byte_offset_case(n);
+    LLVMValueRef val = LLVMGetOperand(LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(fns[n])), 0);
+    for (unsigned l = 0; l < o.lanes; l++) {
+      LLVMValueRef x = o.lanes > 1 ? LLVMGetAggregateElement(val, l) : val;
+      if (!x || !LLVMIsAConstantFP(x)) {
+        unfolded++;
+        continue;
+      }
+      unsigned b = (o.byte + 37 * l) & 255;
+      double v = o.from == TY_I8 ? (double)(int8_t)b : (double)b;
+      LLVMBool loses;
+      wrong += LLVMConstRealGetDouble(x, &loses) != (o.add ? v + o.c : v - o.c);
+    }
+  }
+  CHECK(folded == expected_folds, "%d of %d foldable offsets joined", folded, expected_folds);
+  CHECK(!unfolded, "%d offsets of constant bytes did not fold to constants", unfolded);
+  CHECK(!wrong, "%d byte offsets differ from the integer arithmetic", wrong);
+  free(fns);
+  dispose_cg(&cg);
 }
 
 /* ir/smem.c's smem_elem_offset, the integer offsets the interpreter uses, equals
@@ -1203,6 +1306,7 @@ int main(void)
   test_swizzle_lines();
   test_smem_twin();
   test_byte_conversions();
+  test_byte_offsets();
   test_fatal_contained();
   if (failures) {
     fprintf(stderr, "test_codegen: %d failures\n", failures);
