@@ -302,6 +302,69 @@ static void narrow_bf16_unpaired(Compilation *c)
     LLVMDisposeBuilder(b);
 }
 
+/* Is v `op i8 b, k` (an and or an lshr by the constant k)?  Sets *b. */
+static bool byte_op(LLVMValueRef v, LLVMOpcode op, unsigned long long k, LLVMValueRef *b)
+{
+  if (!LLVMIsAInstruction(v) || LLVMGetInstructionOpcode(v) != op)
+    return false;
+  LLVMValueRef c = LLVMGetOperand(v, 1);
+  if (!LLVMIsAConstantInt(c) || LLVMConstIntGetZExtValue(c) != k)
+    return false;
+  *b = LLVMGetOperand(v, 0);
+  return true;
+}
+
+/* A byte's two 4-bit halves as the 16-bit lanes of a pair, [b & 15, b >> 4], zero-extended: what a
+ * parallel loop that unpacks packed 4-bit weights two at a time (stdlib/gemm.tl's gemm_w4a16:
+ * select(j % 2 == 0, b & 15, b >> 4), then T(q) as a pair of f16) leaves after the middle end.
+ * LLVM builds it lane by lane (and, shr, a prmt to pack); as one 32-bit word it is
+ * (b * 0x1001) & 0x000F000F: b and b << 12 do not overlap, so the low nibble stays in bits 0-3 and
+ * the high one lands in bits 16-19 (an IMAD and a LOP3, which the conversion's | 0x6400 joins). */
+static void pair_nibbles(Compilation *c)
+{
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c->ctx), i16 = LLVMInt16TypeInContext(c->ctx);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), pair = LLVMVectorType(i16, 2);
+  LLVMBuilderRef b = NULL;
+  for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef ins = LLVMGetFirstInstruction(bb), next; ins; ins = next) {
+        next = LLVMGetNextInstruction(ins);
+        if (LLVMGetInstructionOpcode(ins) != LLVMZExt || LLVMTypeOf(ins) != pair)
+          continue;
+        LLVMValueRef hi_ins = LLVMGetOperand(ins, 0), lo_ins, lo, hi, idx, byte, byte2;
+        if (!LLVMIsAInsertElementInst(hi_ins))
+          continue;
+        lo_ins = LLVMGetOperand(hi_ins, 0);
+        idx = LLVMGetOperand(hi_ins, 2);
+        if (!LLVMIsAConstantInt(idx) || LLVMConstIntGetZExtValue(idx) != 1 ||
+            !LLVMIsAInsertElementInst(lo_ins))
+          continue;
+        idx = LLVMGetOperand(lo_ins, 2);
+        if (!LLVMIsAConstantInt(idx) || LLVMConstIntGetZExtValue(idx) != 0)
+          continue;
+        lo = LLVMGetOperand(lo_ins, 1);
+        hi = LLVMGetOperand(hi_ins, 1);
+        if (!byte_op(lo, LLVMAnd, 15, &byte) || !byte_op(hi, LLVMLShr, 4, &byte2) || byte != byte2 ||
+            LLVMTypeOf(byte) != i8)
+          continue;
+        if (!b)
+          b = LLVMCreateBuilderInContext(c->ctx);
+        LLVMPositionBuilderBefore(b, ins);
+        LLVMValueRef w = LLVMBuildZExt(b, byte, i32, "");
+        w = LLVMBuildMul(b, w, LLVMConstInt(i32, 0x1001, 0), "");
+        w = LLVMBuildAnd(b, w, LLVMConstInt(i32, 0x000F000F, 0), "");
+        LLVMReplaceAllUsesWith(ins, LLVMBuildBitCast(b, w, pair, ""));
+        LLVMInstructionEraseFromParent(ins);
+        if (!LLVMGetFirstUse(hi_ins)) {
+          LLVMInstructionEraseFromParent(hi_ins);
+          if (!LLVMGetFirstUse(lo_ins))
+            LLVMInstructionEraseFromParent(lo_ins);
+        }
+      }
+  if (b)
+    LLVMDisposeBuilder(b);
+}
+
 static char *print_llvm_ir(Compilation *c)
 {
   char *s = LLVMPrintModuleToString(c->mod);
@@ -381,8 +444,10 @@ static bool check_kernels(Compilation *c)
 static bool run_llvm(Compilation *c, StrBuf *meta, char **llvm_ir_out, char **ptx_out)
 {
   bool ok = create_target_machine(c) && build_module(c) && optimize(c);
-  if (ok)
+  if (ok) {
     narrow_bf16_unpaired(c);
+    pair_nibbles(c);
+  }
   if (ok && llvm_ir_out)
     *llvm_ir_out = print_llvm_ir(c);
   if (ok && ptx_out) {
