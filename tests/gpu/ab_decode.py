@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ab_decode.py OLD_TILEC NEW_TILEC [--old-src F.tl] [--new-src F.tl] [--old-flags "BM=256 ..."]
-[--new-flags ...] [--large] [--only KERNEL]: the dequantizing GEMMs at
+[--new-flags ...] [--large] [--only KERNEL] [--shapes MxNxK,...]: the dequantizing GEMMs at
 decoding's few rows (stdlib/gemm.tl's
 gemm_w8a16, gemm_w8a16_splitk, gemm_w4a16 and gemm_w4a16_splitk at M = 1 and 16, N x K = 4096 x 4096 and 14336 x 4096,
 in f16, and the first two in bf16 at 16 x 4096 x 4096, each at the variant its launch constants
@@ -10,7 +10,8 @@ the dequantized weights in the same type (cuBLAS): a codegen change told from ru
 the shapes the 1.5x goal of issue 17 is about. --old-src / --new-src: each side compiles that file
 instead of stdlib/gemm.tl (a change of the kernels' source, timed against the source before it with
 one compiler given twice); --old-flags / --new-flags: constants pinned on that side (NAME=VALUE
-separated by spaces), a tile setting timed against the defaults; --only: that kernel's cases alone; --large: gemm_w8a16 and gemm_w4a16 at prefill's rows (M = 4096, and a
+separated by spaces), a tile setting timed against the defaults; --only: that kernel's cases alone; --shapes: these shapes instead of decoding's three (f16, and
+bf16 for the 8-bit kernels); --large: gemm_w8a16 and gemm_w4a16 at prefill's rows (M = 4096, and a
 ragged 1000 x 4100) instead. Prints microseconds per call and the ratios to that GEMM. Exit 1 when a result is wrong, 2 without a GPU or torch."""
 import os
 import sys
@@ -26,7 +27,7 @@ from tlcuda import ROOT, Driver, Kernel, timed, w4_weights  # noqa: E402
 tilecs, opts, large = [], {}, False
 it = iter(sys.argv[1:])
 for a in it:
-    if a in ("--old-src", "--new-src", "--old-flags", "--new-flags", "--only"):
+    if a in ("--old-src", "--new-src", "--old-flags", "--new-flags", "--only", "--shapes"):
         opts[a] = next(it, None)
     elif a == "--large":
         large = True
@@ -57,6 +58,10 @@ CASES = [(kernel, "f16", shape)
          for kernel in ("gemm_w8a16", "gemm_w8a16_splitk", "gemm_w4a16", "gemm_w4a16_splitk")
          for shape in ((1, 4096, 4096), (16, 4096, 4096), (16, 14336, 4096))]
 CASES += [("gemm_w8a16", "bf16", (16, 4096, 4096)), ("gemm_w8a16_splitk", "bf16", (16, 4096, 4096))]
+if "--shapes" in opts:  # MxNxK,...: these shapes instead (f16, and bf16 for the 8-bit kernels)
+    shapes = [tuple(int(x) for x in s.split("x")) for s in opts["--shapes"].split(",")]
+    CASES = [(kernel, dtype, shape) for kernel in ("gemm_w8a16", "gemm_w8a16_splitk", "gemm_w4a16", "gemm_w4a16_splitk")
+             for dtype in ("f16", "bf16") for shape in shapes if dtype == "f16" or "w8" in kernel]
 if large:  # prefill's rows instead: the unsplit kernels, a ragged shape among them
     CASES = [(kernel, "f16", shape) for kernel in ("gemm_w8a16", "gemm_w4a16")
              for shape in ((4096, 4096, 4096), (4096, 14336, 4096), (1000, 4100, 4096))]

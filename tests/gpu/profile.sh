@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 [ -x "$ncu" ] || { echo "profile.sh: no ncu" >&2; exit 2; }
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(w8a16_m16 w8a16_splitk_m16 f16_gemm_m16 w8a16_m4096 softmax_m1 softmax_m64_8k)
+[ ${#cases[@]} -gt 0 ] || cases=(w8a16_m16 w8a16_splitk_m16 w4a16_splitk_m16 f16_gemm_m16 w8a16_m4096 softmax_m1 softmax_m64_8k)
 mkdir -p "$out"
 status=0
 for c in "${cases[@]}"; do

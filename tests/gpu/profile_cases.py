@@ -7,7 +7,8 @@ script itself does nothing but set up inputs and launch.
     tests/gpu/profile.sh TILEC OUTDIR [CASE ...]    (ncu over each case, one text report per case)
 
 Cases (f16): w8a16_m16 (gemm_w8a16, 16 x 4096 x 4096), w8a16_splitk_m16 (gemm_w8a16_splitk, the same
-shape, C zeroed first), w8a16_m4096 (gemm_w8a16, 4096^3), f16_gemm_m16 (torch: a @ w.t() at 16 x 4096 x
+shape, C zeroed first), w4a16_splitk_m16 (gemm_w4a16_splitk, the same shape, C zeroed first),
+w8a16_m4096 (gemm_w8a16, 4096^3), f16_gemm_m16 (torch: a @ w.t() at 16 x 4096 x
 4096, the peer), softmax_m1 (stdlib softmax, 1 x 4096), softmax_m64_8k (64 x 8192). -D settings are passed to
 tilec (pinned constants). Exit 2 without torch or a GPU.
 """
@@ -21,11 +22,11 @@ except ImportError:
     sys.exit(2)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tlcuda import ROOT, Driver, Kernel  # noqa: E402
+from tlcuda import ROOT, Driver, Kernel, w4_weights  # noqa: E402
 
 GEMM = os.path.join(ROOT, "stdlib/gemm.tl")
 SOFTMAX = os.path.join(ROOT, "stdlib/softmax.tl")
-CASES = ("w8a16_m16", "w8a16_splitk_m16", "w8a16_m4096", "f16_gemm_m16", "softmax_m1", "softmax_m64_8k")
+CASES = ("w8a16_m16", "w8a16_splitk_m16", "w4a16_splitk_m16", "w8a16_m4096", "f16_gemm_m16", "softmax_m1", "softmax_m64_8k")
 
 
 def main():
@@ -42,7 +43,18 @@ def main():
     drv = Driver()
     torch.manual_seed(0)
     reps = 5
-    if case.startswith("w8a16") or case == "f16_gemm_m16":
+    if case == "w4a16_splitk_m16":
+        M = 16
+        N = K = 4096
+        a = torch.rand(M, K, device="cuda").half() * 2 - 1
+        wq, sc, _ = w4_weights(N, K)
+        sz = {"M": M, "N": N, "K": K, "KH": K // 2, "KG": K // 128}
+        k = Kernel(drv, tilec, GEMM, "gemm_w4a16_splitk", "f16", sizes=sz, flags=flags)
+        c = torch.zeros(M, N, device="cuda")
+        for _ in range(reps):
+            c.zero_()
+            k(A=a, Wq=wq, S=sc, C=c, **sz)
+    elif case.startswith("w8a16") or case == "f16_gemm_m16":
         M = 4096 if case.endswith("m4096") else 16
         N = K = 4096
         a = torch.rand(M, K, device="cuda").half() * 2 - 1

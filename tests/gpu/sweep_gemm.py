@@ -8,7 +8,7 @@ grid of issue 14 against cuBLAS (torch.matmul) in the same process.
 
 For each dtype and shape (M, N, K): A [M, K] and B [K, N] uniform in [-1, 1), C [M, N] filled with NaN;
 each config (default: `default`, the kernel at its defaults; --config big="-D BN=256 -D STAGES=4" adds
-one; --alt new=old.tl adds the same kernel of another source at its defaults, a change of the kernel's
+one; a config's FLAGS may start with --tilec=PATH: that compiler instead, an A/B of two builds; --alt new=old.tl adds the same kernel of another source at its defaults, a change of the kernel's
 code timed against the code before it in one run) is compiled by TILEC for the shape's sizes (--size), loaded and launched through tlcuda.py (tensor
 maps encoded as a host does, docs/abi.md; TILEC_NO_TMA=1 passes none, and the kernels take their
 cp.async path), checked against torch's f32 product of the same inputs (every element: the largest
@@ -115,7 +115,9 @@ def main():
                 t_cublas = timed(lambda: torch.matmul(A, B), reps, pg)
                 cells, worst = [], 0.0
                 for cname, flags, alt in configs:
-                    kern = Kernel(drv, tilec, alt or path, kname, dtype, {"M": m, "N": n, "K": k}, flags, quiet=True,
+                    tc, fl = (flags[0][len("--tilec="):], flags[1:]) if flags and flags[0].startswith("--tilec=") \
+                        else (tilec, flags)
+                    kern = Kernel(drv, tc, alt or path, kname, dtype, {"M": m, "N": n, "K": k}, fl, quiet=True,
                                   tag=f"_{cname}")
                     C = torch.full((m, n), float("nan"), device="cuda", dtype=t)
                     kern(A=Ak, B=Bk, C=C, M=m, N=n, K=k)
