@@ -30,6 +30,8 @@ import threading
 # branch deleted, which such rows never take, it spills nothing at 32 either); rmsnorm's 1024 threads
 # give 64 (with its long-row branch deleted it spills more, 20-28 bytes: not that branch's; the
 # variants for rows longer than the tile, LONG = 1, compile that branch alone and spill nothing).
+# gemm_w4a16's 256-row tiles overlap the widening with the multiplies in 2 stages at 168 registers
+# (faster than 3 stages without the overlap, which spilled nothing: results/h100-2026-12-06-s34).
 KNOWN = {}
 for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'bf16', 'BN=2048 BPS=65536 DIRECT=1 MINB=16 STAGES=1 THREADS=128', 8),
@@ -43,7 +45,9 @@ for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=16384 LONG=0 MINB=2 THREADS=512', 4),
         ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4),
         ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=16384 LONG=0 MINB=2 THREADS=512', 4),
-        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4)):
+        ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4),
+        ('stdlib/gemm.tl', 'gemm_w4a16', 'sm_90a', 'f16', 'BM=256 BN=128 OVERLAP=1 STAGES=2 THREADS=256', 12),
+        ('stdlib/gemm.tl', 'gemm_w4a16', 'sm_90a', 'bf16', 'BM=256 BN=128 OVERLAP=1 STAGES=2 THREADS=256', 12)):
     KNOWN[(_file, _kernel, _arch, _t, _consts)] = _bytes
 
 
