@@ -178,22 +178,27 @@ static LLVMValueRef mark_byte_offset(Cg *cg, LLVMValueRef sub)
   return sub;
 }
 
-/* The scalar of a constant float or splat vector, if it is an integer of at most 1024 in magnitude. */
+/* The scalar of a constant scalar or splat vector (every lane the same constant), or NULL. */
+static LLVMValueRef splat_scalar(LLVMValueRef c)
+{
+  if (LLVMGetTypeKind(LLVMTypeOf(c)) != LLVMVectorTypeKind)
+    return c;
+  LLVMValueRef lane = LLVMIsConstant(c) ? LLVMGetAggregateElement(c, 0) : NULL;
+  for (unsigned i = 1, n = LLVMGetVectorSize(LLVMTypeOf(c)); lane && i < n; i++)
+    if (LLVMGetAggregateElement(c, i) != lane)
+      return NULL;
+  return lane;
+}
+
+/* A constant float (or splat of one) that is an integer of at most 1024 in magnitude: *v. */
 static bool small_integer_constant(LLVMValueRef c, double *v)
 {
-  LLVMValueRef lane = c;
-  if (LLVMGetTypeKind(LLVMTypeOf(c)) == LLVMVectorTypeKind) {
-    unsigned n = LLVMGetVectorSize(LLVMTypeOf(c));
-    lane = LLVMIsConstant(c) ? LLVMGetAggregateElement(c, 0) : NULL;
-    for (unsigned i = 1; lane && i < n; i++)
-      if (LLVMGetAggregateElement(c, i) != lane)
-        return false;
-  }
+  LLVMValueRef lane = splat_scalar(c);
   if (!lane || !LLVMIsAConstantFP(lane))
     return false;
   LLVMBool lossy = 0;
   *v = LLVMConstRealGetDouble(lane, &lossy);
-  return !lossy && *v == (double)(long)*v && fabs(*v) <= 1024.0;
+  return !lossy && fabs(*v) <= 1024.0 && *v == floor(*v);
 }
 
 LLVMValueRef cg_fold_byte_offset(Cg *cg, bool add, LLVMValueRef a, LLVMValueRef b)
@@ -208,12 +213,8 @@ LLVMValueRef cg_fold_byte_offset(Cg *cg, bool add, LLVMValueRef a, LLVMValueRef 
   if (!LLVMIsAInstruction(sub) || LLVMGetInstructionOpcode(sub) != LLVMFSub ||
       !LLVMGetMetadata(sub, byte_offset_kind(cg)))
     return NULL;
-  double k;
-  LLVMValueRef kc = LLVMGetOperand(sub, 1);
-  LLVMBool lossy = 0;
-  LLVMValueRef lane = LLVMGetTypeKind(LLVMTypeOf(kc)) == LLVMVectorTypeKind ? LLVMGetAggregateElement(kc, 0)
-                                                                            : kc;
-  k = LLVMConstRealGetDouble(lane, &lossy);
+  LLVMBool lossy = 0;                  /* the conversion's constant: a splat it made itself */
+  double k = LLVMConstRealGetDouble(splat_scalar(LLVMGetOperand(sub, 1)), &lossy);
   double joined = add ? k - c : k + c; /* (x - k) + c = x - (k - c); (x - k) - c = x - (k + c) */
   bool half = LLVMGetTypeKind(scalar_of(LLVMTypeOf(sub))) == LLVMHalfTypeKind;
   if (lossy || fabs(joined) > (half ? 2048.0 : 16777216.0)) /* integers the type holds exactly */

@@ -253,6 +253,14 @@ static bool optimize(Compilation *c)
   return true;
 }
 
+/* The rewrites after the middle end: one walk over the module's instructions (rewrite_after_middle_end)
+ * offers each to narrow_bf16_unpaired and pair_nibbles, which share a builder. */
+typedef struct {
+  LLVMContextRef ctx;
+  LLVMBuilderRef b;
+  LLVMValueRef bf16_asm; /* narrow_bf16_unpaired's inline asm, made on first use */
+} AfterOpt;
+
 /* f32 -> bf16 narrowings that nothing packs into a pair.  LLVM emits a scalar
  * `cvt.rn.bf16.f32` for each, which ptxas turns into F2FP (the ALU: one
  * instruction for a pair) where the value is then packed with its neighbour
@@ -265,41 +273,28 @@ static bool optimize(Compilation *c)
  * which the low half is kept (exact the same rounding; sm_80 and later, as
  * every target).  H100, stdlib softmax, bf16: rows of 32 KB 0.93 -> 0.98x of
  * a copy's bandwidth (results/h100-2026-12-06-s32). */
-static void narrow_bf16_unpaired(Compilation *c)
+static bool narrow_bf16_unpaired(AfterOpt *o, LLVMValueRef ins)
 {
-  LLVMTypeRef bf16 = LLVMBFloatTypeInContext(c->ctx), f32 = LLVMFloatTypeInContext(c->ctx);
-  LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
-  LLVMTypeRef fty = LLVMFunctionType(i16, &f32, 1, 0);
+  LLVMTypeRef bf16 = LLVMBFloatTypeInContext(o->ctx), f32 = LLVMFloatTypeInContext(o->ctx);
+  if (LLVMGetInstructionOpcode(ins) != LLVMFPTrunc || LLVMTypeOf(ins) != bf16 ||
+      LLVMTypeOf(LLVMGetOperand(ins, 0)) != f32)
+    return false;
+  for (LLVMUseRef u = LLVMGetFirstUse(ins); u; u = LLVMGetNextUse(u))
+    if (LLVMIsAInsertElementInst(LLVMGetUser(u)))
+      return false; /* paired */
+  LLVMTypeRef fty = LLVMFunctionType(LLVMInt16TypeInContext(o->ctx), &f32, 1, 0);
   static const char text[] = "{ .reg .b32 p; .reg .b16 h; cvt.rn.bf16x2.f32 p, $1, $1; mov.b32 {$0, h}, p; }";
   static const char constraints[] = "=h,f";
-  LLVMValueRef asm_fn = NULL;
-  LLVMBuilderRef b = NULL;
-  for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn))
-    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
-      for (LLVMValueRef ins = LLVMGetFirstInstruction(bb), next; ins; ins = next) {
-        next = LLVMGetNextInstruction(ins);
-        if (LLVMGetInstructionOpcode(ins) != LLVMFPTrunc || LLVMTypeOf(ins) != bf16 ||
-            LLVMTypeOf(LLVMGetOperand(ins, 0)) != f32)
-          continue;
-        bool paired = false;
-        for (LLVMUseRef u = LLVMGetFirstUse(ins); u && !paired; u = LLVMGetNextUse(u))
-          paired = LLVMIsAInsertElementInst(LLVMGetUser(u)) != NULL;
-        if (paired)
-          continue;
-        if (!asm_fn) {
-          asm_fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, constraints, sizeof constraints - 1, 0, 0,
-                                    LLVMInlineAsmDialectATT, 0);
-          b = LLVMCreateBuilderInContext(c->ctx);
-        }
-        LLVMPositionBuilderBefore(b, ins);
-        LLVMValueRef arg = LLVMGetOperand(ins, 0);
-        LLVMValueRef call = LLVMBuildCall2(b, fty, asm_fn, &arg, 1, "");
-        cg_mark_pure(c->ctx, call);
-        LLVMReplaceAllUsesWith(ins, LLVMBuildBitCast(b, call, bf16, ""));
-        LLVMInstructionEraseFromParent(ins);
-      }
-  if (b)
-    LLVMDisposeBuilder(b);
+  if (!o->bf16_asm)
+    o->bf16_asm = LLVMGetInlineAsm(fty, text, sizeof text - 1, constraints, sizeof constraints - 1, 0, 0,
+                                   LLVMInlineAsmDialectATT, 0);
+  LLVMPositionBuilderBefore(o->b, ins);
+  LLVMValueRef arg = LLVMGetOperand(ins, 0);
+  LLVMValueRef call = LLVMBuildCall2(o->b, fty, o->bf16_asm, &arg, 1, "");
+  cg_mark_pure(o->ctx, call);
+  LLVMReplaceAllUsesWith(ins, LLVMBuildBitCast(o->b, call, bf16, ""));
+  LLVMInstructionEraseFromParent(ins);
+  return true;
 }
 
 /* Is v `op i8 b, k` (an and or an lshr by the constant k)?  Sets *b. */
@@ -320,49 +315,50 @@ static bool byte_op(LLVMValueRef v, LLVMOpcode op, unsigned long long k, LLVMVal
  * LLVM builds it lane by lane (and, shr, a prmt to pack); as one 32-bit word it is
  * (b * 0x1001) & 0x000F000F: b and b << 12 do not overlap, so the low nibble stays in bits 0-3 and
  * the high one lands in bits 16-19 (an IMAD and a LOP3, which the conversion's | 0x6400 joins). */
-static void pair_nibbles(Compilation *c)
+static bool pair_nibbles(AfterOpt *o, LLVMValueRef ins)
 {
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(c->ctx), i16 = LLVMInt16TypeInContext(c->ctx);
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), pair = LLVMVectorType(i16, 2);
-  LLVMBuilderRef b = NULL;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(o->ctx), pair = LLVMVectorType(LLVMInt16TypeInContext(o->ctx), 2);
+  if (LLVMGetInstructionOpcode(ins) != LLVMZExt || LLVMTypeOf(ins) != pair)
+    return false;
+  LLVMValueRef hi_ins = LLVMGetOperand(ins, 0), lo_ins, idx, byte, byte2;
+  if (!LLVMIsAInsertElementInst(hi_ins))
+    return false;
+  lo_ins = LLVMGetOperand(hi_ins, 0);
+  idx = LLVMGetOperand(hi_ins, 2);
+  if (!LLVMIsAConstantInt(idx) || LLVMConstIntGetZExtValue(idx) != 1 || !LLVMIsAInsertElementInst(lo_ins))
+    return false;
+  idx = LLVMGetOperand(lo_ins, 2);
+  if (!LLVMIsAConstantInt(idx) || LLVMConstIntGetZExtValue(idx) != 0)
+    return false;
+  if (!byte_op(LLVMGetOperand(lo_ins, 1), LLVMAnd, 15, &byte) ||
+      !byte_op(LLVMGetOperand(hi_ins, 1), LLVMLShr, 4, &byte2) || byte != byte2 ||
+      LLVMTypeOf(byte) != LLVMInt8TypeInContext(o->ctx))
+    return false;
+  LLVMPositionBuilderBefore(o->b, ins);
+  LLVMValueRef w = LLVMBuildZExt(o->b, byte, i32, "");
+  w = LLVMBuildMul(o->b, w, LLVMConstInt(i32, 0x1001, 0), "");
+  w = LLVMBuildAnd(o->b, w, LLVMConstInt(i32, 0x000F000F, 0), "");
+  LLVMReplaceAllUsesWith(ins, LLVMBuildBitCast(o->b, w, pair, ""));
+  LLVMInstructionEraseFromParent(ins);
+  if (!LLVMGetFirstUse(hi_ins)) { /* both come before ins: the walk has passed them */
+    LLVMInstructionEraseFromParent(hi_ins);
+    if (!LLVMGetFirstUse(lo_ins))
+      LLVMInstructionEraseFromParent(lo_ins);
+  }
+  return true;
+}
+
+static void rewrite_after_middle_end(Compilation *c)
+{
+  AfterOpt o = {.ctx = c->ctx, .b = LLVMCreateBuilderInContext(c->ctx)};
   for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef ins = LLVMGetFirstInstruction(bb), next; ins; ins = next) {
         next = LLVMGetNextInstruction(ins);
-        if (LLVMGetInstructionOpcode(ins) != LLVMZExt || LLVMTypeOf(ins) != pair)
-          continue;
-        LLVMValueRef hi_ins = LLVMGetOperand(ins, 0), lo_ins, lo, hi, idx, byte, byte2;
-        if (!LLVMIsAInsertElementInst(hi_ins))
-          continue;
-        lo_ins = LLVMGetOperand(hi_ins, 0);
-        idx = LLVMGetOperand(hi_ins, 2);
-        if (!LLVMIsAConstantInt(idx) || LLVMConstIntGetZExtValue(idx) != 1 ||
-            !LLVMIsAInsertElementInst(lo_ins))
-          continue;
-        idx = LLVMGetOperand(lo_ins, 2);
-        if (!LLVMIsAConstantInt(idx) || LLVMConstIntGetZExtValue(idx) != 0)
-          continue;
-        lo = LLVMGetOperand(lo_ins, 1);
-        hi = LLVMGetOperand(hi_ins, 1);
-        if (!byte_op(lo, LLVMAnd, 15, &byte) || !byte_op(hi, LLVMLShr, 4, &byte2) || byte != byte2 ||
-            LLVMTypeOf(byte) != i8)
-          continue;
-        if (!b)
-          b = LLVMCreateBuilderInContext(c->ctx);
-        LLVMPositionBuilderBefore(b, ins);
-        LLVMValueRef w = LLVMBuildZExt(b, byte, i32, "");
-        w = LLVMBuildMul(b, w, LLVMConstInt(i32, 0x1001, 0), "");
-        w = LLVMBuildAnd(b, w, LLVMConstInt(i32, 0x000F000F, 0), "");
-        LLVMReplaceAllUsesWith(ins, LLVMBuildBitCast(b, w, pair, ""));
-        LLVMInstructionEraseFromParent(ins);
-        if (!LLVMGetFirstUse(hi_ins)) {
-          LLVMInstructionEraseFromParent(hi_ins);
-          if (!LLVMGetFirstUse(lo_ins))
-            LLVMInstructionEraseFromParent(lo_ins);
-        }
+        if (!narrow_bf16_unpaired(&o, ins))
+          pair_nibbles(&o, ins);
       }
-  if (b)
-    LLVMDisposeBuilder(b);
+  LLVMDisposeBuilder(o.b);
 }
 
 static char *print_llvm_ir(Compilation *c)
@@ -444,10 +440,8 @@ static bool check_kernels(Compilation *c)
 static bool run_llvm(Compilation *c, StrBuf *meta, char **llvm_ir_out, char **ptx_out)
 {
   bool ok = create_target_machine(c) && build_module(c) && optimize(c);
-  if (ok) {
-    narrow_bf16_unpaired(c);
-    pair_nibbles(c);
-  }
+  if (ok)
+    rewrite_after_middle_end(c);
   if (ok && llvm_ir_out)
     *llvm_ir_out = print_llvm_ir(c);
   if (ok && ptx_out) {
