@@ -54,13 +54,14 @@ def w4(n, k):
     return {"Wq": qp, "S": sc}, wd.double()
 
 
+KERNELS = ("gemm_w8a16", "gemm_w8a16_splitk", "gemm_w4a16", "gemm_w4a16_splitk")
 CASES = [(kernel, "f16", shape)
-         for kernel in ("gemm_w8a16", "gemm_w8a16_splitk", "gemm_w4a16", "gemm_w4a16_splitk")
+         for kernel in KERNELS
          for shape in ((1, 4096, 4096), (16, 4096, 4096), (16, 14336, 4096))]
 CASES += [("gemm_w8a16", "bf16", (16, 4096, 4096)), ("gemm_w8a16_splitk", "bf16", (16, 4096, 4096))]
 if "--shapes" in opts:  # MxNxK,...: these shapes instead (f16, and bf16 for the 8-bit kernels)
     shapes = [tuple(int(x) for x in s.split("x")) for s in opts["--shapes"].split(",")]
-    CASES = [(kernel, dtype, shape) for kernel in ("gemm_w8a16", "gemm_w8a16_splitk", "gemm_w4a16", "gemm_w4a16_splitk")
+    CASES = [(kernel, dtype, shape) for kernel in KERNELS
              for dtype in ("f16", "bf16") for shape in shapes if dtype == "f16" or "w8" in kernel]
 if large:  # prefill's rows instead: the unsplit kernels, a ragged shape among them
     CASES = [(kernel, "f16", shape) for kernel in ("gemm_w8a16", "gemm_w4a16")

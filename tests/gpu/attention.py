@@ -43,7 +43,7 @@ except ImportError:
     print("attention: no torch", file=sys.stderr)
     sys.exit(2)
 
-from tlcuda import DT, ROOT, Driver, Kernel, timed  # noqa: E402
+from tlcuda import DT, ROOT, Driver, Kernel, config_compiler, timed  # noqa: E402
 
 
 def reference(q, k, v, scale, causal):
@@ -319,8 +319,7 @@ def speed(drv, tilec, path, dtypes, ds, seqs, configs, reps, lines):
                     best = min(x for x in peers if x == x) if any(x == x for x in peers) else float("nan")
                     cells = []
                     for cname, flags in configs:
-                        tc, flags = (flags[0][len("--tilec="):], flags[1:]) \
-                            if flags and flags[0].startswith("--tilec=") else (tilec, flags)
+                        tc, flags = config_compiler(flags, tilec)
                         try:
                             kern = Attn(drv, tc, path, dtype, D, causal, "bhsd", flags,
                                         sizes_of("bhsd", B, H, H, S, S, D), tag=f"_{cname}")

@@ -30,7 +30,7 @@ except ImportError:
     print("sweep_gemm: no torch", file=sys.stderr)
     sys.exit(2)
 
-from tlcuda import DT, ROOT, Driver, Kernel, timed  # noqa: E402
+from tlcuda import DT, ROOT, Driver, Kernel, config_compiler, timed  # noqa: E402
 
 M_ALL = [16, 64, 128, 512, 1024, 4096, 16384]
 NK_ALL = [(4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192)]
@@ -115,8 +115,7 @@ def main():
                 t_cublas = timed(lambda: torch.matmul(A, B), reps, pg)
                 cells, worst = [], 0.0
                 for cname, flags, alt in configs:
-                    tc, fl = (flags[0][len("--tilec="):], flags[1:]) if flags and flags[0].startswith("--tilec=") \
-                        else (tilec, flags)
+                    tc, fl = config_compiler(flags, tilec)
                     kern = Kernel(drv, tc, alt or path, kname, dtype, {"M": m, "N": n, "K": k}, fl, quiet=True,
                                   tag=f"_{cname}")
                     C = torch.full((m, n), float("nan"), device="cuda", dtype=t)

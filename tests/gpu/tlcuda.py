@@ -207,6 +207,14 @@ def w4_weights(n, k, dtype=torch.half):
     return qp.to(torch.uint8), sc, (q.float() - 8) * sc.float().repeat_interleave(128, dim=1)[:, :k]
 
 
+def config_compiler(flags, tilec):
+    """A config's flags may start with --tilec=PATH (an A/B of two builds in one run): (the compiler, the
+    remaining flags); otherwise (tilec, flags)."""
+    if flags and flags[0].startswith("--tilec="):
+        return flags[0][len("--tilec="):], flags[1:]
+    return tilec, flags
+
+
 def timed(fn, reps, per_graph=10):
     """Milliseconds per call on the GPU: per_graph calls captured in a CUDA graph, the graph replayed
     reps times between events, the median divided by per_graph. So a small launch is timed on the GPU,
