@@ -7,20 +7,29 @@
 
 void diag_at(Diags *d, DiagLevel level, SrcLoc loc, const char *fmt, ...)
 {
-  if (level == DIAG_ERROR)
-    d->nerrors++;
-  int max = d->max_errors ? d->max_errors : 50;
-  if (level == DIAG_ERROR && d->nerrors > max)
-    return;
-  Diag *g = ARENA_NEW(d->arena, Diag);
-  g->level = level;
-  g->loc = loc;
   va_list ap;
   va_start(ap, fmt);
   StrBuf sb = {0};
   sb_vprintf(&sb, fmt, ap);
   va_end(ap);
-  g->message = arena_strdup(d->arena, sb.data ? sb.data : "");
+  const char *text = sb.data ? sb.data : "";
+  /* A pass that lowers a statement twice (a pipelined loop's two forms) would say it twice: once */
+  for (const Diag *o = d->first; o; o = o->next)
+    if (o->level == level && o->loc.line == loc.line && o->loc.col == loc.col && !strcmp(o->message, text)) {
+      free(sb.data);
+      return;
+    }
+  if (level == DIAG_ERROR)
+    d->nerrors++;
+  int max = d->max_errors ? d->max_errors : 50;
+  if (level == DIAG_ERROR && d->nerrors > max) {
+    free(sb.data);
+    return;
+  }
+  Diag *g = ARENA_NEW(d->arena, Diag);
+  g->level = level;
+  g->loc = loc;
+  g->message = arena_strdup(d->arena, text);
   free(sb.data);
   if (d->last)
     d->last->next = g;

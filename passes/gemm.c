@@ -263,6 +263,18 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   StmtList out = {0};
   if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
     w->k->min_blocks_per_sm = 1;
+  /* ptxas needs the instruction's accumulator and about 26 registers more in one thread (the
+   * C7602 "Insufficient registers" it stops with: 154 for m64n256, 8 more with A in registers);
+   * min_blocks_per_sm(B) caps a thread at 65536 / (B x threads), a multiple of 8. */
+  int need = per + 26 + (A->scope == SCOPE_FRAGMENT ? 8 : 0);
+  int B = w->k->min_blocks_per_sm, threads = (int)w->k->nthreads;
+  int cap = B > 1 && threads > 0 ? 65536 / (B * ((threads + 31) / 32 * 32)) / 8 * 8 : 255;
+  if (cap < need) /* reported, and lowered as usual: the compilation fails after this pass */
+    error_at(w->pc->diags, s->loc,
+             "min_blocks_per_sm(%d) leaves each of the block's %d threads %d registers, and this gemm's "
+             "wgmma (m64n%d, f32 accumulator) needs at least %d: ptxas cannot compile it (a narrower tile, "
+             "or min_blocks_per_sm(1))",
+             B, threads, cap, per * 2, need);
   int wg = lw_let(w, &out, "wg", lw_div_c(w, lw_var(w, w->tid), 128));
   Stmt *fence = lw_wgmma_stmt(w, ST_WGMMA_FENCE, s->c, regs, 0);
   if (A->scope == SCOPE_FRAGMENT) { /* A's registers too (codegen packs them before the fence) */

@@ -287,6 +287,8 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
       }
       ok = tl_malloc(gpu_ctx, bytes, &dev[p]) == TL_OK &&
            tl_memcpy_htod(gpu_ctx, dev[p], L->data[c][i], bytes) == TL_OK;
+      if (!ok)
+        snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
       const tl_dim *S = info->strides ? info->strides[p] : NULL; /* a view: its strides too */
       for (int r = 0; S && r < P->rank; r++) {
         int j = S[r].size_param >= 0 ? launch_arg(L, info->params[S[r].size_param].name) : -1;
@@ -300,15 +302,19 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
       args[p] = tl_arg_int(P->dtype, L->args[i].i);
     }
   }
-  if (ok && (tl_launch(k, args, info->nargs, NULL) != TL_OK || tl_synchronize(gpu_ctx) != TL_OK))
+  if (ok && (tl_launch(k, args, info->nargs, NULL) != TL_OK || tl_synchronize(gpu_ctx) != TL_OK)) {
+    snprintf(why, cap, "%s", tl_context_message(gpu_ctx)); /* before tl_free, which clears it */
     ok = false;
+  }
   for (int p = 0; p < info->nargs; p++) {
     if (!dev[p])
       continue;
     int i = launch_arg(L, info->params[p].name);
     size_t bytes = (size_t)(L->elems[i] + GUARD) * (size_t)type_bytes(L->type[i]);
-    if (ok && tl_memcpy_dtoh(gpu_ctx, L->data[c][i], dev[p], bytes) != TL_OK)
+    if (ok && tl_memcpy_dtoh(gpu_ctx, L->data[c][i], dev[p], bytes) != TL_OK) {
+      snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
       ok = false;
+    }
     tl_free(gpu_ctx, dev[p]);
   }
   if (!ok && !*why)
