@@ -264,9 +264,9 @@ static Stmt *lower_gemm_wgmma(Lw *w, Stmt *s)
   if (!w->k->min_blocks_per_sm) /* as for mma.sync: registers matter more than occupancy */
     w->k->min_blocks_per_sm = 1;
   /* ptxas needs the instruction's accumulator and about 26 registers more in one thread (the
-   * C7602 "Insufficient registers" it stops with: 154 for m64n256, 8 more with A in registers);
+   * C7602 "Insufficient registers" it stops with: 154 for m64n256, 4 more with A in registers, 158);
    * min_blocks_per_sm(B) caps a thread at 65536 / (B x threads), a multiple of 8. */
-  int need = per + 26 + (A->scope == SCOPE_FRAGMENT ? 8 : 0);
+  int need = per + 26 + (A->scope == SCOPE_FRAGMENT ? 4 : 0);
   int B = w->k->min_blocks_per_sm, threads = (int)w->k->nthreads;
   int cap = B > 1 && threads > 0 ? 65536 / (B * ((threads + 31) / 32 * 32)) / 8 * 8 : 255;
   if (cap < need) /* reported, and lowered as usual: the compilation fails after this pass */
