@@ -248,6 +248,15 @@ static tl_dtype dtype_of(TypeKind t)
   return d;
 }
 
+/* Whether a runtime call returned TL_OK; if not, the context's message into why, at once: the next
+ * call that succeeds (tl_free, say) clears it. */
+static bool gpu_ok(tl_status st, char *why, size_t cap)
+{
+  if (st != TL_OK)
+    snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
+  return st == TL_OK;
+}
+
 /* Kernel `name` of src compiled by the JIT for the device and run on copy c of L; false with the
  * context's message in why. */
 static bool run_gpu(const char *path, const char *src, size_t len, const char *name, const Variant *var,
@@ -263,8 +272,8 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
   o.ndefines = var->ndefs;
   tl_module *m = NULL;
   tl_kernel *k = NULL;
-  if (tl_module_compile(gpu_ctx, src, len, &o, &m) != TL_OK || tl_module_get_kernel(m, name, &k) != TL_OK) {
-    snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
+  if (!gpu_ok(tl_module_compile(gpu_ctx, src, len, &o, &m), why, cap) ||
+      !gpu_ok(tl_module_get_kernel(m, name, &k), why, cap)) {
     tl_module_unload(m);
     return false;
   }
@@ -273,6 +282,8 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
   int64_t shapes[64][TL_MAX_RANK], strides[64][TL_MAX_RANK];
   tl_arg args[64];
   bool ok = info->nargs <= 64;
+  if (!ok)
+    snprintf(why, cap, "%d parameters: this harness passes at most 64", info->nargs);
   for (int p = 0; ok && p < info->nargs; p++) {
     const tl_param *P = &info->params[p];
     int i = launch_arg(L, P->name);
@@ -285,10 +296,8 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
         int j = P->dims[r].size_param >= 0 ? launch_arg(L, info->params[P->dims[r].size_param].name) : -1;
         shapes[p][r] = P->dims[r].size_param < 0 ? P->dims[r].extent : j >= 0 ? L->args[j].i : 0;
       }
-      ok = tl_malloc(gpu_ctx, bytes, &dev[p]) == TL_OK &&
-           tl_memcpy_htod(gpu_ctx, dev[p], L->data[c][i], bytes) == TL_OK;
-      if (!ok)
-        snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
+      ok = gpu_ok(tl_malloc(gpu_ctx, bytes, &dev[p]), why, cap) &&
+           gpu_ok(tl_memcpy_htod(gpu_ctx, dev[p], L->data[c][i], bytes), why, cap);
       const tl_dim *S = info->strides ? info->strides[p] : NULL; /* a view: its strides too */
       for (int r = 0; S && r < P->rank; r++) {
         int j = S[r].size_param >= 0 ? launch_arg(L, info->params[S[r].size_param].name) : -1;
@@ -302,23 +311,16 @@ static bool run_gpu(const char *path, const char *src, size_t len, const char *n
       args[p] = tl_arg_int(P->dtype, L->args[i].i);
     }
   }
-  if (ok && (tl_launch(k, args, info->nargs, NULL) != TL_OK || tl_synchronize(gpu_ctx) != TL_OK)) {
-    snprintf(why, cap, "%s", tl_context_message(gpu_ctx)); /* before tl_free, which clears it */
-    ok = false;
-  }
+  ok = ok && gpu_ok(tl_launch(k, args, info->nargs, NULL), why, cap) &&
+       gpu_ok(tl_synchronize(gpu_ctx), why, cap);
   for (int p = 0; p < info->nargs; p++) {
     if (!dev[p])
       continue;
     int i = launch_arg(L, info->params[p].name);
     size_t bytes = (size_t)(L->elems[i] + GUARD) * (size_t)type_bytes(L->type[i]);
-    if (ok && tl_memcpy_dtoh(gpu_ctx, L->data[c][i], dev[p], bytes) != TL_OK) {
-      snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
-      ok = false;
-    }
+    ok = ok && gpu_ok(tl_memcpy_dtoh(gpu_ctx, L->data[c][i], dev[p], bytes), why, cap);
     tl_free(gpu_ctx, dev[p]);
   }
-  if (!ok && !*why)
-    snprintf(why, cap, "%s", tl_context_message(gpu_ctx));
   tl_module_unload(m);
   return ok;
 }
