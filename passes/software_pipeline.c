@@ -193,13 +193,15 @@ static Stmt *lower_on_stage(Lw *w, bool *staged, Expr *stage, StmtList *consumer
 
 /* Is the whole tile inside the tensor, with every 16-byte vector aligned?
  * Then no vector needs a check: rows start at multiples of the row stride,
- * a multiple of vec elements, from an aligned origin. */
-static Expr *interior(Lw *w, const Region *gr, const Buffer *tile, int vec)
+ * a multiple of vec elements, from an aligned origin.  rows_free: inside
+ * along the last dimension only, whatever its other dimensions (a tile over
+ * the tensor's edge along its rows: decoding's one token in a 16-row tile). */
+static Expr *interior(Lw *w, const Region *gr, const Buffer *tile, int vec, bool rows_free)
 {
   const Buffer *G = &w->k->bufs[gr->buf];
   int R = G->rank;
   Expr *ok = NULL;
-  for (int d = 0; d < R; d++) {
+  for (int d = rows_free ? R - 1 : 0; d < R; d++) {
     Expr *o = ex_clone(w->a, gr->origin[d]);
     int td = region_tile_dim(gr, tile->rank, d);
     int64_t extent = td < 0 ? 1 : tile->tile_shape[td];
@@ -220,9 +222,14 @@ static Expr *interior(Lw *w, const Region *gr, const Buffer *tile, int vec)
   return lw_and(w, ok, ex_aligned(w->a, gr->buf, o, R, vec * type_bytes(G->elem)));
 }
 
-/* The copy of an interior tile: one unchecked cp.async per vector. */
+/* The copy of an interior tile: one unchecked cp.async per vector, unrolled.
+ * rows_masked (a tile that interior(.., rows_free) admits): each vector's row
+ * is tested, and a vector outside the tensor copies 0 bytes from row 0 (a
+ * valid address; the copy writes the zeros), in a rolled loop, like the edge
+ * path, so that its tests and addresses are not hoisted out of the K loop and
+ * kept in registers beside the interior copy's. */
 static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *tile, int vec, Expr *stage,
-                              SrcLoc loc)
+                              bool rows_masked, SrcLoc loc)
 {
   const Buffer *G = &w->k->bufs[gr->buf];
   int R = G->rank, r = tile->rank;
@@ -241,16 +248,30 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
   for (int d = 0; d < r; d++)
     ti[d + 1] = t[d];
   Expr **gi = ARENA_ARRAY(w->a, Expr *, R);
+  Expr *in = NULL;
   for (int d = 0; d < R; d++) {
     int td = region_tile_dim(gr, r, d);
     gi[d] = td < 0 ? ex_clone(w->a, gr->origin[d])
                    : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[td]));
+    if (rows_masked && d < R - 1) {
+      gi[d] = lw_var(w, lw_let(w, &body, "g", gi[d]));
+      in = lw_and(w, in,
+                  lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, gi[d]), lw_i32(w, 0)),
+                         lw_bin(w, OP_LT, ex_clone(w->a, gi[d]), ex_clone(w->a, G->shape[d]))));
+    }
   }
-  stlist_push(w->a, &body, lw_cp_async(w, tb, ti, r + 1, gr->buf, gi, 16, vec, loc));
+  Stmt *cp = lw_cp_async(w, tb, ti, r + 1, gr->buf, gi, 16, vec, loc);
+  if (in) {
+    int inv = lw_let(w, &body, "in", in);
+    for (int d = 0; d < R - 1; d++)
+      cp->src_idx[d] = ex_select(w->a, lw_var(w, inv), gi[d], lw_i32(w, 0));
+    cp->src_bytes = ex_select(w->a, lw_var(w, inv), lw_i32(w, 16), lw_i32(w, 0));
+  }
+  stlist_push(w->a, &body, cp);
   Stmt *inner = stlist_seq(w->a, &body, loc);
   if ((int64_t)chunks * w->k->nthreads != vectors)
     inner = lw_if(w, lw_bin(w, OP_LT, base, lw_i32(w, buffer_elems(tile))), inner, NULL);
-  return lw_chunk_loop(w, c, chunks, inner, false);
+  return rows_masked ? lw_rolled(w, c, chunks, inner) : lw_chunk_loop(w, c, chunks, inner, false);
 }
 
 /* One producer copy for iteration `iter` into stage `stage`, spread over the
@@ -296,8 +317,15 @@ static Stmt *produce(Lw *w, const Stmt *copy, int loop_var, Expr *iter, Expr *st
    * are not all kept alive across the K loop (about 110 registers of the
    * default matmul were this path's, unrolled and hoisted). */
   Stmt *checked = lw_rolled(w, c, chunks, inner);
-  return lw_if(w, interior(w, &gr, &slice, vec),
-               produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, copy->loc), checked);
+  /* A tile of a 2-D tensor (a GEMM operand) over the edge along its rows only: one row test per
+   * vector (H100: through the edge path, gemm_w8a16 took 1.8x as long at M = 1 as at M = 16;
+   * results/h100-2026-12-06-s35, -s36).  Not for attention's 4-D tensors: the third tier made
+   * attention_fwd_bshd at D = 256, causal, spill 24 bytes on sm_90a. */
+  if (G->rank == 2)
+    checked = lw_if(w, interior(w, &gr, &slice, vec, true),
+                    produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, true, copy->loc), checked);
+  return lw_if(w, interior(w, &gr, &slice, vec, false),
+               produce_interior(w, &gr, copy->dst.buf, &slice, vec, stage, false, copy->loc), checked);
 }
 
 static Stmt *produce_all(Lw *w, StmtList *producers, int loop_var, Expr *iter, Expr *stage)

@@ -81,8 +81,8 @@ ok "$TILEC" --arch=sm_80 --emit=tir "$ex/matmul.tl" -o -
 has 'threads(256) smem(98304)'; has 'layout(mma, warps=2x4, frags=4x4)'
 ok "$TILEC" --arch=sm_80 -D THREADS=128 --emit=tir "$ex/matmul.tl" -o -; has 'local acc: f32[128] layout(mma, warps=2x2'
 ok "$TILEC" -D WS=0 --emit=tir "$ex/matmul.tl" -o -
-has 'mbarrier.init mbar.38[0], count 1'; has 'mbarrier.init mbar.38[4], count 256'
-has 'mbarrier.expect_tx mbar.38[0], bytes 49152'
+has 'mbarrier.init mbar.46[0], count 1'; has 'mbarrier.init mbar.46[4], count 256'
+has 'mbarrier.expect_tx mbar.46[0], bytes 49152'
 ok "$TILEC" --emit=tir "$ex/matmul.tl" -o -; has 'setmaxnreg.dec 40'; has 'setmaxnreg.inc 232'
 # A source of several kernels: one LLVM module per kernel, on threads; one PTX header, every kernel,
 # and the same text whatever the number of threads (docs/compiler-api.md).
