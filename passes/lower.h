@@ -41,7 +41,8 @@ typedef struct {
 Expr *lw_i32(Lw *w, int64_t v);
 Expr *lw_var(Lw *w, int v);
 Expr *lw_bin(Lw *w, OpKind op, Expr *x, Expr *y);
-Expr *lw_and(Lw *w, Expr *x, Expr *y); /* x or y may be NULL (true) */
+Expr *lw_and(Lw *w, Expr *x, Expr *y);                  /* x or y may be NULL (true) */
+Expr *lw_in_range(Lw *w, const Expr *x, const Expr *n); /* 0 <= x < n, on copies of both */
 Expr *lw_unary_not(Lw *w, Expr *x);
 Expr *lw_zero(Lw *w, TypeKind t);
 Expr **lw_idx1(Lw *w, Expr *x);

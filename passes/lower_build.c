@@ -20,6 +20,12 @@ Expr *lw_and(Lw *w, Expr *x, Expr *y)
   return lw_bin(w, OP_LAND, x, y);
 }
 
+Expr *lw_in_range(Lw *w, const Expr *x, const Expr *n)
+{
+  return lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, x), lw_i32(w, 0)),
+                lw_bin(w, OP_LT, ex_clone(w->a, x), ex_clone(w->a, n)));
+}
+
 int lw_fresh(Lw *w, const char *base, VarKind kind)
 {
   Var v = {0};

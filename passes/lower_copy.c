@@ -83,9 +83,7 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
     int td = region_tile_dim(gr, r, d);
     g[d] = td < 0 ? o : lw_var(w, lw_let(w, body, "g", ex_add(w->a, o, ex_clone(w->a, t[td]))));
     if (d != vd)
-      inb = lw_and(w, inb,
-                   lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, g[d]), lw_i32(w, 0)),
-                          lw_bin(w, OP_LT, ex_clone(w->a, g[d]), ex_clone(w->a, G->shape[d]))));
+      inb = lw_and(w, inb, lw_in_range(w, g[d], G->shape[d]));
   }
   Expr *glast = g[vd], *extent = G->shape[vd];
 
@@ -108,9 +106,7 @@ void lw_copy_vector(Lw *w, StmtList *body, bool load, const Region *gr, int tb, 
   {
     StmtList one = {0};
     int gv = lw_let(w, &one, "gv", ex_add(w->a, ex_clone(w->a, glast), lw_var(w, v)));
-    Expr *ok = lw_and(w, ex_clone(w->a, inb),
-                      lw_and(w, lw_bin(w, OP_GE, lw_var(w, gv), lw_i32(w, 0)),
-                             lw_bin(w, OP_LT, lw_var(w, gv), ex_clone(w->a, extent))));
+    Expr *ok = lw_and(w, ex_clone(w->a, inb), lw_in_range(w, lw_var(w, gv), extent));
     Expr **ge = ARENA_ARRAY(w->a, Expr *, R);
     for (int d = 0; d < R; d++)
       ge[d] = d == vd ? lw_var(w, gv) : ex_clone(w->a, g[d]);
@@ -370,9 +366,7 @@ static Stmt *lower_copy_rows(Lw *w, Stmt *s)
     Expr *o = ex_clone(w->a, other->origin[d]);
     int td = region_tile_dim(other, F->rank, d);
     oi[d] = td < 0 ? o : ex_add(w->a, o, ex_clone(w->a, r.rc[td]));
-    inb = lw_and(w, inb,
-                 lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, oi[d]), lw_i32(w, 0)),
-                        lw_bin(w, OP_LT, ex_clone(w->a, oi[d]), ex_clone(w->a, O->shape[d]))));
+    inb = lw_and(w, inb, lw_in_range(w, oi[d], O->shape[d]));
   }
   Expr **fi = lw_idx1(w, lw_var(w, c));
   if (to_frag) {

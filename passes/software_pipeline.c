@@ -255,9 +255,7 @@ static Stmt *produce_interior(Lw *w, const Region *gr, int tb, const Buffer *til
                    : ex_add(w->a, ex_clone(w->a, gr->origin[d]), ex_clone(w->a, t[td]));
     if (rows_masked && d < R - 1) {
       gi[d] = lw_var(w, lw_let(w, &body, "g", gi[d]));
-      in = lw_and(w, in,
-                  lw_and(w, lw_bin(w, OP_GE, ex_clone(w->a, gi[d]), lw_i32(w, 0)),
-                         lw_bin(w, OP_LT, ex_clone(w->a, gi[d]), ex_clone(w->a, G->shape[d]))));
+      in = lw_and(w, in, lw_in_range(w, gi[d], G->shape[d]));
     }
   }
   Stmt *cp = lw_cp_async(w, tb, ti, r + 1, gr->buf, gi, 16, vec, loc);
