@@ -19,7 +19,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PTXAS" -arch="$arch" -v "$tmp/k.ptx" -o "$tmp/k.cubin" 2>"$tmp/log" || { cat "$tmp/log"; echo "ptxas failed"; exit 1; }
 cat "$tmp/log"
 # Spills and a stack frame fail, beyond the bytes a file tolerates on one target, saying how many
-# and why on a "// PTXAS-SPILLS: ARCH BYTES" line (examples/matmul_persistent.tl; none: 0), or one
+# and why on a "// PTXAS-SPILLS: ARCH BYTES" line (no file has one today; none: 0), or one
 # kernel of it on a "// PTXAS-SPILLS: ARCH BYTES KERNEL" line (stdlib/gemm.tl's gemm_w4a16).
 file_allow=$(sed -n "s,^// PTXAS-SPILLS: $arch \([0-9]*\)$,\1,p" "$f" | head -1)
 over=$(awk '/Compiling entry function/ {split($0, q, "\047"); k = q[2]; worst[k] += 0}
