@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/all.sh: the whole GPU acceptance run in one command, for a lent GPU machine.
 #
-#   tests/gpu/all.sh TILEC BINDIR OUTDIR [--quick | --sanitize]
+#   tests/gpu/all.sh TILEC BINDIR OUTDIR [--quick | --sanitize] [--part 1 | --part 2]
 #
 # Runs, in order, gpu_conform (the conformance matrix of copies and layouts, sm_90a and sm_80 code;
 # needs BINDIR/gpu_conform), gpu_levels (the GPU's results against the interpreter's on every example,
@@ -16,22 +16,32 @@
 # largest correctness shapes of rows.sh and gemm.sh.  --sanitize runs tests/gpu/sanitize.sh instead:
 # every example and stdlib kernel and a sample of the conformance matrix at small shapes under
 # compute-sanitizer's memcheck, racecheck, synccheck and initcheck (sanitize.txt, sanitize.log).
-# Exit status: 0 if every part passed.
+# --part 1 runs gpu_conform, gpu_levels and sass_rega.sh only, --part 2 the rest (run.sh onwards):
+# the whole --quick run took ~700 s on an H100 (session 37), past the lent machine's 600 s a call,
+# so it takes two calls.  Each part's seconds go to the log.  Exit status: 0 if every part passed.
 set -u -o pipefail
-[ $# -ge 3 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 tilec=$1 bindir=$2 out=$3
-quick=()
-[ "${4:-}" = --quick ] && quick=(--quick)
-if [ "${4:-}" = --sanitize ]; then
-  "$(cd "$(dirname "$0")" && pwd)/sanitize.sh" "$tilec" "$bindir" "$out"
-  exit $?
-fi
+quick=() part=all
+shift 3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=(--quick) ;;
+    --sanitize)
+      "$(cd "$(dirname "$0")" && pwd)/sanitize.sh" "$tilec" "$bindir" "$out"
+      exit $? ;;
+    --part) case ${2:-} in 1 | 2) part=$2; shift ;; *) echo "all.sh: --part takes 1 or 2" >&2; exit 2 ;; esac ;;
+    *) echo "all.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/tilec-gpu.XXXXXX")
 mkdir -p "$out"
 status=0
 
 mkdir -p "$work/conform"
+if [ "$part" != 2 ]; then
 if [ -x "$bindir/gpu_conform" ]; then
   "$bindir/gpu_conform" --threads "$(nproc)" >"$work/conform/conform.log" 2>&1 || status=1
   tail -12 "$work/conform/conform.log"
@@ -57,6 +67,10 @@ if command -v cuobjdump >/dev/null; then
   grep -E ", [1-9][0-9]* writes|failed" "$work/conform/sass_rega.txt" | head -20 | tee -a "$work/conform/conform.log"
   grep -c ", 0 writes" "$work/conform/sass_rega.txt" | sed 's/^/sass_rega: kernels clean: /' | tee -a "$work/conform/conform.log"
 fi
+echo "all.sh: part 1 took $SECONDS s" | tee -a "$work/conform/conform.log"
+fi
+if [ "$part" != 1 ]; then
+start=$SECONDS
 "$here/run.sh" "$tilec" "$bindir" "$work/examples" || status=1
 "$here/rows.sh" --ptx-dir "$work/rows_ptx" "$tilec" "$bindir" "$work/rows" "${quick[@]}" || status=1
 "$here/gemm.sh" --ptx-dir "$work/gemm_ptx" "$tilec" "$bindir" "$work/gemm" "${quick[@]}" || status=1
@@ -74,10 +88,12 @@ grep -E "WRONG" "$work/atomics.log" | head -20
 (abs=$(readlink -f "$tilec") && cd "$here" && python3 tutorials.py "$abs" "$work/tutorials" --reps 20 >"$work/tutorials.log" 2>&1)
 case $? in 0 | 2) ;; *) status=1 ;; esac
 grep -E "WRONG|FAIL" "$work/tutorials.log" | head -20
+echo "all.sh: part 2 took $((SECONDS - start)) s" | tee "$work/part2.txt"
+fi
 
 : >"$out/all.txt"
 for f in conform/conform.log examples/suite.log examples/bench.txt examples/jit.txt rows/rows.log rows/rows_bench.txt \
-         gemm/gemm.log gemm/gemm_bench.txt attention/attention.md atomics/atomics.md tutorials/tutorials.md; do
+         gemm/gemm.log gemm/gemm_bench.txt attention/attention.md atomics/atomics.md tutorials/tutorials.md part2.txt; do
   [ -f "$work/$f" ] || continue
   cp "$work/$f" "$out/"
   printf '==== %s\n' "$f" >>"$out/all.txt"
