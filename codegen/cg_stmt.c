@@ -198,15 +198,11 @@ static void emit_if(Cg *cg, const Stmt *s)
  * in the outer loop out of it: the epilogue's shared-memory addresses (64 of
  * them for a 128 x 256 accumulator), the fallback path's masks; all of them
  * then stay alive through the inner loop beside the accumulators, and ptxas
- * spills (examples/matmul_persistent.tl with a TMA-store epilogue: 320 bytes
- * at 168 registers; without LICM on the outer loop, 8).  Recomputing them once
- * per outer iteration costs a few instructions against a whole inner loop of
- * multiplies, so such loops get llvm.licm.disable (inner loops keep LICM).
- * Over the ptxas corpus (tests/ptxas_corpus.sh) only kernels with such loops
- * change: registers 242 -> 188 (golden ws_persistent, sm_80), 186 -> 114
- * (overlap_register_a's persistent kernel, sm_90a), 220 -> 184 (stdlib
- * gemm_softmax, sm_80); on the H100 the persistent GEMM's time is unchanged
- * (results/h100-2026-12-07-s37). */
+ * spills them.  Recomputing them once per outer iteration costs a few
+ * instructions against a whole inner loop of multiplies, so such loops get
+ * llvm.licm.disable (inner loops keep LICM).  Registers, spills and the H100's
+ * timings with and without it: results/h100-2026-12-07-s37 (its tl/pts.tl, a
+ * persistent GEMM with a TMA-store epilogue, spilled 320 bytes, now 8). */
 static bool is_gemm_step(const Stmt *s, const void *ctx)
 {
   (void)ctx;
@@ -273,7 +269,7 @@ static void emit_for_serial(Cg *cg, const Stmt *s)
   LLVMValueRef next = type_is_signed(t) ? LLVMBuildNSWAdd(cg->b, i, LLVMConstInt(ty, 1, 0), "")
                                         : LLVMBuildNUWAdd(cg->b, i, LLVMConstInt(ty, 1, 0), "");
   LLVMValueRef back = LLVMBuildBr(cg->b, head);
-  set_loop_metadata(cg, back, s->rolled, !s->rolled && stmt_any(s->then_s, is_gemm_loop, NULL));
+  set_loop_metadata(cg, back, s->rolled, stmt_any(s->then_s, is_gemm_loop, NULL));
   LLVMValueRef in_vals[2] = {LLVMConstInt(ty, 0, 0), next};
   LLVMBasicBlockRef in_bbs[2] = {pre, latch};
   LLVMAddIncoming(i, in_vals, in_bbs, 2);
