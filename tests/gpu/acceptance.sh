@@ -20,7 +20,9 @@
 # targets are the H200's.  Exit status: 1 if a step reported a wrong result or failed, 2 without a
 # GPU or torch, else 0.
 set -u -o pipefail
-[ $# -eq 3 ] || { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
+# shellcheck source=script_common.sh
+source "$(dirname "$0")/script_common.sh"
+[ $# -eq 3 ] || usage
 tilec=$(readlink -f "$1") out=$(mkdir -p "$2" && cd "$2" && pwd) part=$3
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here" || exit 2

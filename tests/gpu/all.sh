@@ -17,10 +17,13 @@
 # every example and stdlib kernel and a sample of the conformance matrix at small shapes under
 # compute-sanitizer's memcheck, racecheck, synccheck and initcheck (sanitize.txt, sanitize.log).
 # --part 1 runs gpu_conform, gpu_levels and sass_rega.sh only, --part 2 the rest (run.sh onwards):
-# the whole --quick run took ~700 s on an H100 (session 37), past the lent machine's 600 s a call,
-# so it takes two calls.  Each part's seconds go to the log.  Exit status: 0 if every part passed.
+# the whole --quick run takes more than the lent machine's 600 s a call (on an H100 in session 37,
+# 470 s reached the middle of run.sh), so it takes two calls.  Each part's seconds go to the log.
+# Exit status: 0 if every part passed.
 set -u -o pipefail
-[ $# -ge 3 ] || { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
+# shellcheck source=script_common.sh
+source "$(dirname "$0")/script_common.sh"
+[ $# -ge 3 ] || usage
 tilec=$1 bindir=$2 out=$3
 quick=() part=all
 shift 3

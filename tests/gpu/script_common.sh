@@ -1,4 +1,5 @@
-# tests/gpu/script_common.sh: what rows.sh and gemm.sh share (sourced, not run).
+# tests/gpu/script_common.sh: what rows.sh and gemm.sh share, and the usage message of all.sh and
+# acceptance.sh (sourced, not run).
 #
 #   source script_common.sh; parse_script_args "$@"; set -- "${rest[@]}"
 #
