@@ -182,7 +182,7 @@ static bool meta_kernel(const Kernel *k, Diags *d, StrBuf *out)
     if (v->kind == VAR_SIZE)
       sb_printf(out, META "param %d size %s i32\n", i, v->name);
     else if (v->kind == VAR_TMA_OK)
-      sb_printf(out, META "param %d tmap_ok %s u32\n", i, v->name);
+      sb_printf(out, META "param %d tmap_ok %s u32%s\n", i, v->name, k->tma_required ? " required" : "");
     else
       sb_printf(out, META "param %d scalar %s %s\n", i, v->name, type_name(v->type));
   }

@@ -1,6 +1,7 @@
 /* libtilec.c: the compiler library's entry point.  Source -> tokens -> AST ->
  * tile IR -> passes -> LLVM -> PTX, stopping at whatever --emit asks for. */
 #include "tilec.h"
+#include "libtilec_internal.h"
 
 #include "codegen.h"
 #include "emit_header.h"
@@ -160,6 +161,7 @@ typedef struct {
   const char *kernel;
   const char *dump_after;
   bool line_info;
+  bool tma_only;
   const char *filename;
   int64_t num_sms; /* --emit=report: the multiprocessor count grid(...) is evaluated at (-1: none) */
 } Request;
@@ -189,7 +191,7 @@ static bool name_values(tilec_result *r, Diags *d, const tilec_define *list, int
 /* Checks the arguments, in the order their errors are reported: TILEC_OK, or
  * the status with one diagnostic in d. */
 static tilec_status check_request(tilec_result *r, Diags *d, const char *src, size_t len,
-                                  const tilec_options *opt, Request *rq)
+                                  const tilec_options *opt, unsigned flags, Request *rq)
 {
   *rq = (Request){.arch = opt && opt->arch ? opt->arch : target_default()->name,
                   .opt_level = opt ? opt->opt_level : 3,
@@ -197,6 +199,7 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
                   .kernel = opt ? opt->kernel : NULL,
                   .dump_after = opt ? opt->dump_after : NULL,
                   .line_info = opt && opt->line_info,
+                  .tma_only = (flags & TILEC_COMPILE_TMA_ONLY) != 0,
                   .filename = opt && opt->filename ? opt->filename : NULL};
   if (!src && len) {
     error_at(d, NO_LOC, "no source text given");
@@ -242,6 +245,12 @@ static tilec_status check_request(tilec_result *r, Diags *d, const char *src, si
     error_at(d, NO_LOC, "unknown emit kind %d", (int)rq->emit);
     return TILEC_ERR_INVALID_ARGUMENT;
   }
+  if (rq->tma_only && rq->emit == TILEC_EMIT_HEADER) {
+    error_at(d, NO_LOC,
+             "--tma-only does not go with --emit=header: its launchers run a kernel without "
+             "tensor maps (tmap_ok = 0) when they cannot encode one");
+    return TILEC_ERR_INVALID_ARGUMENT;
+  }
   rq->num_sms = -1;
   if (rq->emit == TILEC_EMIT_REPORT) {
     /* the report takes the device's multiprocessor count as one more size, num_sms (a name no
@@ -276,7 +285,7 @@ static Module *lower(tilec_result *r, Diags *d, const Request *rq, Parser *p, St
                          rq->target);
   if (!m)
     return NULL;
-  PassContext pc = {.arena = r->arena, .diags = d, .target = rq->target};
+  PassContext pc = {.arena = r->arena, .diags = d, .target = rq->target, .tma_only = rq->tma_only};
   const bool tir = rq->emit == TILEC_EMIT_TIR;
   if (tir) {
     sb_puts(text, "// ---- from the frontend\n");
@@ -429,7 +438,7 @@ static tilec_status report_output(tilec_result *r, Diags *d, const Request *rq, 
   Module *tile = quiet.nerrors ? NULL
                                : sema_build(r->arena, &quiet, &p.kernels, rq->defs, rq->ndefs, rq->sizes,
                                             rq->nsizes, rq->kernel, rq->target);
-  PassContext pc = {.arena = r->arena, .diags = &quiet, .target = rq->target};
+  PassContext pc = {.arena = r->arena, .diags = &quiet, .target = rq->target, .tma_only = rq->tma_only};
   if (!tile || !run_pipeline_through(&pc, tile, "layout") || tile->nkernels != m->nkernels) {
     error_at(d, NO_LOC, "internal error: the kernels do not compile a second time for the report");
     return TILEC_ERR_SOURCE;
@@ -502,6 +511,12 @@ static tilec_status run_stages(tilec_result *r, Diags *d, const Request *rq, con
 
 tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt, tilec_result **out)
 {
+  return tilec_compile_flags(src, len, opt, 0, out);
+}
+
+tilec_status tilec_compile_flags(const char *src, size_t len, const tilec_options *opt, unsigned flags,
+                                 tilec_result **out)
+{
   if (!out)
     return TILEC_ERR_INVALID_ARGUMENT;
   *out = NULL;
@@ -513,7 +528,7 @@ tilec_status tilec_compile(const char *src, size_t len, const tilec_options *opt
   d.src = src;
   d.src_len = len;
   Request rq;
-  tilec_status status = check_request(r, &d, src, len, opt, &rq);
+  tilec_status status = check_request(r, &d, src, len, opt, flags, &rq);
   if (status == TILEC_OK) {
     StrBuf text = {0}, dump = {0};
     status = run_stages(r, &d, &rq, opt, &text, &dump);

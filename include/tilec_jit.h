@@ -31,6 +31,9 @@ enum {
   TL_JIT_NO_DISK_CACHE = 1u << 1, /* use the memory cache only */
   TL_JIT_LINE_INFO = 1u << 2,     /* .file / .loc of the source's lines in the PTX (tilec -lineinfo);
                                      cached apart from the same source without them */
+  TL_JIT_TMA_ONLY = 1u << 3,      /* tilec --tma-only (tilec_options.tma_only): the TMA forms alone,
+                                     cached apart. tl_module_compile sets it itself on a GPU whose
+                                     launches can have tensor maps (docs/c-api.md) */
 };
 
 typedef struct tl_jit_options {
@@ -41,7 +44,7 @@ typedef struct tl_jit_options {
   const tilec_define *defines; /* -D NAME=VALUE overrides of kernel constants */
   int ndefines;
   const char *kernel;          /* compile only this kernel; NULL: all */
-  unsigned flags;              /* TL_JIT_NO_CACHE, TL_JIT_NO_DISK_CACHE, TL_JIT_LINE_INFO */
+  unsigned flags;              /* TL_JIT_NO_CACHE, TL_JIT_NO_DISK_CACHE, TL_JIT_LINE_INFO, TL_JIT_TMA_ONLY */
   /* Called once per diagnostic (errors, warnings, notes) of a compilation that runs, in order,
    * before the call returns; the record's strings live only during the callback. A cache hit
    * compiles nothing and calls nothing. NULL: none. */
@@ -143,7 +146,8 @@ TILEC_API tl_jit_cache *tl_context_jit_cache(tl_context *ctx);
 
 /* The cache key of a compilation, as 32 hex digits: a hash of the source, the arch (which must be
  * given), the optimization level, the defines (normalized: the last value of each name, in name
- * order), the kernel selection, the compiler's build (tilec_build_id) and TL_JIT_LINE_INFO. Not in
+ * order), the kernel selection, the compiler's build (tilec_build_id), TL_JIT_LINE_INFO and
+ * TL_JIT_TMA_ONLY. Not in
  * the key, because they do not change the PTX: the filename, the callback and the other flags.
  * Needs no driver. */
 TILEC_API tl_status tl_jit_key(const char *src, size_t len, const tl_jit_options *opt, char hex[33],

@@ -191,6 +191,11 @@ typedef struct tl_kernel_info {
    * declared strided, rank tl_dims in element units: a TL_PARAM_SIZE bound from the argument's
    * strides, or a fixed stride (extent >= 1). */
   const tl_dim *const *strides;
+  /* Appended in 0.x. Compiled with --tma-only (tilec_options.tma_only; its tmap_ok param line ends
+   * in `required`): a launch must pass valid maps and tmap_ok = 1. tl_launch runs a kernel of the
+   * JIT's that cannot have them through a variant compiled with both forms; one from PTX text
+   * fails with TL_ERR_BAD_ARGUMENT instead. */
+  bool tma_required;
 } tl_kernel_info;
 
 typedef struct tl_meta tl_meta;

@@ -659,6 +659,7 @@ typedef struct {
   } *tmaps;
   int ntmaps;
   int tma_ok;            /* the VAR_TMA_OK var (made with the first tensor map; none while ntmaps is 0) */
+  bool tma_required;     /* compiled --tma-only: its maps' statements have no form for tma.ok = 0 */
   Expr *grid[3];         /* launch grid, over SIZE/CONST vars; NULL beyond .grid_rank */
   int grid_rank;
   Expr *threads;         /* threads per block; a constant after specialization */

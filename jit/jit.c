@@ -36,10 +36,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "file.h" /* runtime/file.h: the one whole-file reader */
+#include "file.h"              /* runtime/file.h: the one whole-file reader */
 #include "jit_internal.h"
+#include "libtilec_internal.h" /* compiler/: tilec_compile_flags (TL_JIT_TMA_ONLY) */
 #include "runtime_internal.h"
-#include "target.h" /* ir/target.h: the target table the compiler reads too */
+#include "target.h"            /* ir/target.h: the target table the compiler reads too */
 
 /* ----------------------------------------------------------------------------------------- arch */
 
@@ -434,7 +435,7 @@ static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size
       tl_fmt(err, err_size, "define %d has no name or no value", i);
       return TL_ERR_BAD_ARGUMENT;
     }
-  if (o->flags & ~(unsigned)(TL_JIT_NO_CACHE | TL_JIT_NO_DISK_CACHE | TL_JIT_LINE_INFO)) {
+  if (o->flags & ~(unsigned)(TL_JIT_NO_CACHE | TL_JIT_NO_DISK_CACHE | TL_JIT_LINE_INFO | TL_JIT_TMA_ONLY)) {
     tl_fmt(err, err_size, "unknown flags 0x%x", o->flags);
     return TL_ERR_BAD_ARGUMENT;
   }
@@ -456,7 +457,8 @@ static tl_status prepare(request *rq, tl_jit_cache *cache, const char *src, size
   rq->use_memory = !off && cache->memory;
   rq->use_disk = !off && cache->dir[0] && !(o->flags & TL_JIT_NO_DISK_CACHE);
   tl_jit_compiler_id(rq->compiler_id, sizeof rq->compiler_id);
-  const int level = o->opt_level | (o->flags & TL_JIT_LINE_INFO ? TL_JIT_KEY_LINE_INFO : 0);
+  const int level = o->opt_level | (o->flags & TL_JIT_LINE_INFO ? TL_JIT_KEY_LINE_INFO : 0) |
+                    (o->flags & TL_JIT_TMA_ONLY ? TL_JIT_KEY_TMA_ONLY : 0);
   if (!tl_jit_key_for(src, len, rq->arch, level, o->defines, o->ndefines, o->kernel, rq->compiler_id,
                       &rq->key)) {
     tl_fmt(err, err_size, "out of memory");
@@ -480,7 +482,8 @@ static tl_status compile(tl_jit_cache *cache, const request *rq, tl_cache_entry 
   to.kernel = rq->opt.kernel;
   to.emit = TILEC_EMIT_PTX;
   tilec_result *r = NULL;
-  tilec_status ts = tilec_compile(rq->src ? rq->src : "", rq->len, &to, &r);
+  const unsigned flags = rq->opt.flags & TL_JIT_TMA_ONLY ? TILEC_COMPILE_TMA_ONLY : 0;
+  tilec_status ts = tilec_compile_flags(rq->src ? rq->src : "", rq->len, &to, flags, &r);
   if (cache)
     COUNT(cache, compiles);
   if (rq->opt.on_diagnostic)
@@ -860,12 +863,15 @@ static int variant_tuned(void *state, const tl_kernel_info *info, const tl_launc
 }
 
 /* The variant: the module's defines, then each launch constant pinned to its value, then the
- * tuning result's defines (last, so that they win: a tuned BN beats the formula's). */
+ * tuning result's defines (last, so that they win: a tuned BN beats the formula's); with `both`,
+ * without TL_JIT_TMA_ONLY (a launch that cannot have tensor maps). */
 static tl_status variant_compile(tl_context *ctx, void *state, const tl_kernel_info *info,
-                                 const int64_t *values, int tuned, tl_module **out)
+                                 const int64_t *values, int tuned, bool both, tl_module **out)
 {
   const variant_source *v = state;
   tl_jit_options o = v->opt;
+  if (both)
+    o.flags &= ~(unsigned)TL_JIT_TMA_ONLY;
   const int n = o.ndefines;
   int k = variant_kernel(v, info->name);
   const char *extra = k >= 0 && tuned >= 0 && tuned < v->tuning[k].n ? v->tuning[k].lines[tuned].defines : "";
@@ -954,6 +960,19 @@ static variant_source *variant_source_new(const char *src, size_t len, const tl_
 tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const tl_jit_options *opt,
                             tl_module **out)
 {
+  tl_device_info dev = {0};
+  if (ctx)
+    tl_context_device(ctx, &dev);
+  const char *arch = opt && opt->arch && strcmp(opt->arch, "device")
+                         ? opt->arch
+                         : tl_jit_arch_for(dev.cc_major, dev.cc_minor);
+  /* On sm_90a, where launches can have tensor maps: the TMA forms alone (TL_JIT_TMA_ONLY, half the
+   * compile time of a GEMM); a launch that cannot have maps runs a variant with both forms
+   * (tl_launch), compiled then. */
+  tl_jit_options with = opt ? *opt : tl_jit_default_options();
+  if (ctx && tl_context_can_encode_tmaps(ctx) && arch && !strcmp(arch, "sm_90a"))
+    with.flags |= TL_JIT_TMA_ONLY;
+  opt = &with;
   tl_status st = module_compile(ctx, src, len, opt, out);
   if (st != TL_OK)
     return st;
@@ -961,11 +980,6 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
   const int nk = tl_meta_kernel_count(meta);
   /* tilec tune's stored results for each kernel (tl_jit_tune_store), by the same settings */
   tl_jit_cache *cache = tl_context_jit_cache(ctx);
-  tl_device_info dev;
-  tl_context_device(ctx, &dev);
-  const char *arch = opt && opt->arch && strcmp(opt->arch, "device")
-                         ? opt->arch
-                         : tl_jit_arch_for(dev.cc_major, dev.cc_minor);
   tl_tune_entries *tuning = calloc((size_t)nk + 1, sizeof *tuning);
   bool any = false;
   for (int i = 0; i < nk && tuning; i++) {
@@ -976,7 +990,7 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
                      tl_meta_kernel(meta, i)->name, path, sizeof path) &&
         tl_tune_read(path, &tuning[i]))
       debug(cache, "kernel %s: %d tuning results from %s", tl_meta_kernel(meta, i)->name, tuning[i].n, path);
-    any |= tl_meta_kernel(meta, i)->nconsts > 0 || tuning[i].n > 0;
+    any |= tl_meta_kernel(meta, i)->nconsts > 0 || tuning[i].n > 0 || tl_meta_kernel(meta, i)->tma_required;
   }
   variant_source *v = any && tuning ? variant_source_new(src, len, opt) : NULL;
   if (v) {

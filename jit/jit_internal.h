@@ -56,10 +56,12 @@ const char *tl_jit_compiler_id(char *buf, size_t size);
 /* The key of a compilation, for a compiler named `compiler_id` (tl_jit_compiler_id, or another one
  * in tests). `arch` is resolved (not NULL). Defines are normalized first: for each name only the
  * last value counts, and names are sorted, so the order of distinct names does not matter. The
- * filename, the diagnostics callback and the cache flags do not enter the key; TL_JIT_LINE_INFO does,
- * as opt_level + TL_JIT_KEY_LINE_INFO. */
-/* Added to opt_level in a key: the PTX has line info (TL_JIT_LINE_INFO); keys without it are unchanged. */
+ * filename, the diagnostics callback and the cache flags do not enter the key; TL_JIT_LINE_INFO and
+ * TL_JIT_TMA_ONLY do, as opt_level + TL_JIT_KEY_LINE_INFO + TL_JIT_KEY_TMA_ONLY. */
+/* Added to opt_level in a key: the PTX has line info (TL_JIT_LINE_INFO), the TMA forms alone
+ * (TL_JIT_TMA_ONLY); keys without them are unchanged. */
 #define TL_JIT_KEY_LINE_INFO 16
+#define TL_JIT_KEY_TMA_ONLY 32
 bool tl_jit_key_for(const char *src, size_t len, const char *arch, int opt_level, const tilec_define *defines,
                     int ndefines, const char *kernel, const char *compiler_id, tl_hash128 *out);
 

@@ -451,7 +451,7 @@ static Stmt *tma_store(Lw *w, Stmt *s)
   Stmt *issue = lw_if(w, lw_bin(w, OP_EQ, lw_var(w, w->tid), lw_i32(w, 0)), stlist_seq(w->a, &out, s->loc),
                       NULL);
   return lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), issue,
-               lower_copy_global(w, s, false));
+               w->pc->tma_only ? NULL : lower_copy_global(w, s, false)); /* --tma-only: the TMA form alone */
 }
 
 Stmt *lower_copy(Lw *w, Stmt *s)

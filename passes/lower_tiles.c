@@ -626,6 +626,7 @@ bool pass_lower_tile_ops(PassContext *pc, Kernel *k)
   if (pc->diags->nerrors == errors && !lw_warp_specialize(&w))
     return false;
   kernel_add_tmap_params(pc->arena, k); /* after every other parameter (docs/abi.md) */
+  k->tma_required = pc->tma_only && k->ntmaps > 0;
   return pc->diags->nerrors == errors;
 }
 

@@ -1150,7 +1150,9 @@ static Stmt *pipelined_forms(Lw *w, Stmt *s, StmtList producers, StmtList consum
     return cp_async;
   int mbar;
   Stmt *tma_form = tma_pipeline(w, s, &producers, &gemms, staged, reused, general, &mbar);
-  Stmt *sw = lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma_form, cp_async);
+  /* --tma-only: no form for tma.ok = 0 (the host must pass maps: tma_required, metadata) */
+  Stmt *sw = lw_if(w, lw_bin(w, OP_NE, lw_var(w, k->tma_ok), lw_i32(w, 0)), tma_form,
+                   w->pc->tma_only ? NULL : cp_async);
   if (ws) {
     ws_build(w, s, outer, &producers, &ws_gemms, staged, general, mbar);
     w->ws_switch = sw;

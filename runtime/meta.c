@@ -458,7 +458,7 @@ static tl_status parse_tmap(parser *p, tl_param *param)
  * param INDEX scalar NAME ELEM
  * param INDEX size NAME i32
  * param INDEX tmap NAME ELEM tensor=T box=B0,... swizzle=S
- * param INDEX tmap_ok NAME u32 */
+ * param INDEX tmap_ok NAME u32 [required] */
 static tl_status parse_param_line(parser *p, pending_dims *pending)
 {
   tl_kernel_info *k = current_kernel(p);
@@ -526,8 +526,9 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
     if (st != TL_OK)
       return st;
   } else if (strcmp(kind, "tmap_ok") == 0) {
-    if (p->nfields != 5)
-      return fail(p, "a tmap_ok param line is 'param INDEX tmap_ok NAME u32' (%d fields, not 5)", p->nfields);
+    if (p->nfields != 5 && (p->nfields != 6 || strcmp(p->fields[5], "required")))
+      return fail(p, "a tmap_ok param line is 'param INDEX tmap_ok NAME u32 [required]' (%d fields%s)",
+                  p->nfields, p->nfields == 6 ? ", the last not 'required'" : "");
     if (param->dtype != TL_U32)
       return fail(p, "tmap_ok param '%s' must be u32, not %s", name, elem);
     if (before == TL_PARAM_TMAP_OK)
@@ -536,6 +537,7 @@ static tl_status parse_param_line(parser *p, pending_dims *pending)
       return fail(p, "tmap_ok param '%s' does not follow a tmap param; it comes right after the last one",
                   name);
     param->kind = TL_PARAM_TMAP_OK;
+    k->tma_required = p->nfields == 6;
   } else {
     return fail(p, "unknown param kind '%s' (expected tensor, scalar, size, tmap or tmap_ok)", kind);
   }

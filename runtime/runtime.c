@@ -24,6 +24,8 @@
 typedef struct tl_variant {
   int64_t values[TL_MAX_LAUNCH_CONSTS];
   int tuned;         /* the tuning result it was compiled with, or -1 */
+  bool both;         /* compiled with both forms, for launches without tensor maps (a kernel that
+                        is tma_required: tl_launch) */
   tl_module *module; /* its own module (the JIT's), owned by the kernel it specializes */
   tl_kernel *kernel; /* NULL: it did not compile; `failed` is why, returned again without retrying */
   tl_status failed;
@@ -195,6 +197,11 @@ const tl_cuda_driver *tl_context_driver(const tl_context *ctx) { return ctx && !
 bool tl_context_is_cpu(const tl_context *ctx) { return ctx && ctx->cpu; }
 
 bool tl_context_no_tma(const tl_context *ctx) { return ctx && ctx->no_tma; }
+
+bool tl_context_can_encode_tmaps(const tl_context *ctx)
+{
+  return ctx && !ctx->cpu && !ctx->no_tma && ctx->drv.cuTensorMapEncodeTiled;
+}
 
 tl_status tl_context_make_current(tl_context *ctx)
 {
@@ -737,19 +744,26 @@ static tl_status variant_found(tl_kernel *kernel, int v, tl_kernel **out)
   return set_message(kernel->module->ctx, x->failed, "%s", x->message ? x->message : "");
 }
 
-/* The kernel's variant for the launch constants' values `values`: found among those made, else
- * compiled through the module's variant_ops and kept. The variant's module leaves the context's
- * list: its kernel owns it. A variant that does not compile is kept as its status and message, so
- * that later launches that need it fail at once rather than compile it again. */
-static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tuned, tl_kernel **out)
+static bool variant_is(const tl_variant *v, const int64_t *values, size_t bytes, int tuned, bool both)
+{
+  return v->tuned == tuned && v->both == both && !memcmp(v->values, values, bytes);
+}
+
+/* The kernel's variant for the launch constants' values `values` (and, with `both`, compiled with
+ * both forms for a launch without tensor maps): found among those made, else compiled through the
+ * module's variant_ops and kept. The variant's module leaves the context's list: its kernel owns
+ * it. A variant that does not compile is kept as its status and message, so that later launches
+ * that need it fail at once rather than compile it again. */
+static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tuned, bool both,
+                                tl_kernel **out)
 {
   const int n = kernel->info->nconsts;
   const size_t bytes = sizeof(int64_t) * (size_t)n;
-  if (kernel->last_variant < kernel->nvariants && kernel->variants[kernel->last_variant].tuned == tuned &&
-      !memcmp(kernel->variants[kernel->last_variant].values, values, bytes))
+  if (kernel->last_variant < kernel->nvariants &&
+      variant_is(&kernel->variants[kernel->last_variant], values, bytes, tuned, both))
     return variant_found(kernel, kernel->last_variant, out);
   for (int v = 0; v < kernel->nvariants; v++)
-    if (kernel->variants[v].tuned == tuned && !memcmp(kernel->variants[v].values, values, bytes))
+    if (variant_is(&kernel->variants[v], values, bytes, tuned, both))
       return variant_found(kernel, v, out);
   tl_module *base = kernel->module;
   tl_context *ctx = base->ctx;
@@ -762,13 +776,14 @@ static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tu
     kernel->cap_variants = cap;
   }
   tl_module *vm = NULL;
-  tl_status st = base->variant_ops->compile(ctx, base->variant_state, kernel->info, values, tuned, &vm);
+  tl_status st = base->variant_ops->compile(ctx, base->variant_state, kernel->info, values, tuned, both, &vm);
   if (st != TL_OK) {
     if (st == TL_ERR_COMPILE || st == TL_ERR_PTX_REJECTED) { /* the same inputs fail the same way */
       tl_variant *f = &kernel->variants[kernel->nvariants];
       memset(f, 0, sizeof *f);
       memcpy(f->values, values, bytes);
       f->tuned = tuned;
+      f->both = both;
       f->failed = st;
       f->message = strdup(ctx->message);
       kernel->last_variant = kernel->nvariants++;
@@ -785,15 +800,19 @@ static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tu
   for (int i = 0; i < vm->nkernels; i++)
     if (!strcmp(vm->kernels[i].info->name, kernel->info->name))
       vk = &vm->kernels[i];
-  if (!vk || vk->info->nconsts != 0) {
+  if (!vk || vk->info->nconsts != 0 || (both && vk->info->tma_required)) {
     tl_module_unload(vm);
     return set_message(ctx, TL_ERR_BAD_METADATA, "the variant of '%s' compiled for its launch constants %s",
-                       kernel->info->name, vk ? "still has launch constants" : "lacks the kernel");
+                       kernel->info->name,
+                       !vk                 ? "lacks the kernel"
+                       : vk->info->nconsts ? "still has launch constants"
+                                           : "without tensor maps still requires them");
   }
   tl_variant *v = &kernel->variants[kernel->nvariants];
   memset(v, 0, sizeof *v);
   memcpy(v->values, values, bytes);
   v->tuned = tuned;
+  v->both = both;
   v->module = vm;
   v->kernel = vk;
   kernel->last_variant = kernel->nvariants++;
@@ -1088,22 +1107,42 @@ static const tl_tmap_entry *tmap_for(tl_kernel *kernel, int j, int param, const 
 
 /* A kernel with tensor maps: when every map can be encoded (the driver has
  * cuTensorMapEncodeTiled, $TILEC_NO_TMA is not set, each tensor suits the TMA), the plan's tmap
- * params point at the kernel's maps and tmap_ok is 1; otherwise the plan stays as made (zero maps,
- * tmap_ok = 0) and the kernel loads without TMA. Never a failure. */
-static void bind_tmaps(tl_kernel *kernel, const tl_arg *args, int nargs, tl_launch_plan *plan)
+ * params point at the kernel's maps and tmap_ok is 1 (true); otherwise the plan stays as made (zero
+ * maps, tmap_ok = 0) and the kernel loads without TMA, unless it is tma_required (false). */
+static bool bind_tmaps(tl_kernel *kernel, const tl_arg *args, int nargs, tl_launch_plan *plan)
 {
   const tl_kernel_info *k = kernel->info;
   const tl_context *ctx = kernel->module->ctx;
-  if (!kernel->tmaps || ctx->no_tma || !ctx->drv.cuTensorMapEncodeTiled)
-    return;
+  if (!kernel->tmaps || !tl_context_can_encode_tmaps(ctx))
+    return false;
   const int first = k->nargs + k->nsizes;
   for (int j = 0; j < k->ntmaps; j++)
     if (!tmap_for(kernel, j, first + j, args, nargs)->valid)
-      return;
+      return false;
   for (int j = 0; j < k->ntmaps; j++)
     plan->params[first + j] = &kernel->tmaps[j].map;
   const uint32_t one = 1;
   memcpy(plan->params[k->nparams - 1], &one, sizeof one);
+  return true;
+}
+
+/* A launch moved to base's variant (kernel_variant) in *kernel, *plan (released) planned again for
+ * it: its grid, threads and shared memory differ. */
+static tl_status launch_variant(tl_kernel *base, const int64_t *values, int tuned, bool both,
+                                const tl_arg *args, int nargs, tl_kernel **kernel, tl_launch_plan *plan)
+{
+  tl_context *ctx = base->module->ctx;
+  tl_launch_plan_release(plan);
+  tl_kernel *v = NULL;
+  tl_status st = kernel_variant(base, values, tuned, both, &v);
+  if (st != TL_OK)
+    return st;
+  *kernel = v;
+  char why[1024];
+  st = tl_plan_launch_memo(v->info, args, nargs, ctx->device.sm_count, &v->memo, plan, why, sizeof why);
+  if (st != TL_OK)
+    return set_message(ctx, st, "launch of '%s' (variant): %s", v->info->name, why);
+  return TL_OK;
 }
 
 tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stream)
@@ -1122,20 +1161,15 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
     return set_message(ctx, st, "launch of '%s': %s", k->name, why);
   const tl_variant_ops *vops = kernel->module->variant_ops;
   const int tuned = vops && vops->tuned ? vops->tuned(kernel->module->variant_state, k, &plan) : -1;
+  tl_kernel *base = kernel;
+  int64_t values[TL_MAX_LAUNCH_CONSTS];
+  memcpy(values, plan.consts, sizeof(int64_t) * (size_t)k->nconsts);
   if ((plan.variant || tuned >= 0) && vops) {
     /* Launch constants whose values at these sizes differ from the compiled ones, or a tuning
-     * result for these sizes: the variant for them (made once, kept), planned again (its grid,
-     * threads and shared memory differ). */
-    tl_kernel *v = NULL;
-    st = kernel_variant(kernel, plan.consts, tuned, &v);
-    tl_launch_plan_release(&plan);
-    if (st != TL_OK)
+     * result for these sizes: the variant for them (made once, kept). */
+    if ((st = launch_variant(base, values, tuned, false, args, nargs, &kernel, &plan)) != TL_OK)
       return st;
-    kernel = v;
-    k = v->info;
-    st = tl_plan_launch_memo(k, args, nargs, ctx->device.sm_count, &kernel->memo, &plan, why, sizeof why);
-    if (st != TL_OK)
-      return set_message(ctx, st, "launch of '%s' (variant): %s", k->name, why);
+    k = kernel->info;
   }
   if (plan.empty) {
     tl_launch_plan_release(&plan);
@@ -1150,8 +1184,20 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
     tl_launch_plan_release(&plan);
     return st;
   }
-  if (k->ntmaps > 0)
-    bind_tmaps(kernel, args, nargs, &plan);
+  if (k->ntmaps > 0 && !bind_tmaps(kernel, args, nargs, &plan) && k->tma_required) {
+    /* Compiled with the TMA form alone (the JIT's modules), and these arguments cannot have maps:
+     * the variant with both forms, which runs with tmap_ok = 0 (made once, kept). */
+    if (!vops) {
+      tl_launch_plan_release(&plan);
+      return set_message(ctx, TL_ERR_BAD_ARGUMENT,
+                         "launch of '%s': the kernel was compiled with --tma-only and needs tensor maps, "
+                         "which these arguments cannot have (%s)",
+                         k->name, ctx->no_tma ? "TILEC_NO_TMA is set" : "see tl_tmap_encoding_of");
+    }
+    if ((st = launch_variant(base, values, tuned, true, args, nargs, &kernel, &plan)) != TL_OK)
+      return st;
+    k = kernel->info;
+  }
   CUstream on = stream ? (CUstream)stream : ctx->stream;
   CUresult r = ctx->drv.cuLaunchKernel(kernel->function, plan.grid[0], plan.grid[1], plan.grid[2],
                                        plan.block[0], plan.block[1], plan.block[2], plan.smem, on,

@@ -183,6 +183,9 @@ tl_status tl_plan_launch_memo(const tl_kernel_info *kernel, const tl_arg *args, 
 bool tl_context_is_cpu(const tl_context *ctx);
 /* Did $TILEC_NO_TMA, read when ctx was created, ask for the paths without TMA? false for NULL. */
 bool tl_context_no_tma(const tl_context *ctx);
+/* Can a launch in ctx have tensor maps: a GPU context whose driver encodes them, without
+ * $TILEC_NO_TMA? */
+bool tl_context_can_encode_tmaps(const tl_context *ctx);
 
 /* A module of the CPU device: the metadata from `ptx` (the PTX the GPU would load, for its
  * tilec-meta block alone: the driver never sees it), kernel i of the metadata launched through
@@ -203,8 +206,10 @@ typedef struct tl_variant_ops {
   /* tuned: the tuning result (tilec tune) that applies to this launch of the kernel, an index >= 0,
    * or -1: none (NULL: never). It makes a variant too, even at the compiled constants' values. */
   int (*tuned)(void *state, const tl_kernel_info *info, const tl_launch_plan *plan);
+  /* compile: the variant for the launch constants' values and the tuning result, with both forms
+   * (the kernel's tma_required off) when `both` (a launch that cannot have tensor maps) */
   tl_status (*compile)(tl_context *ctx, void *state, const tl_kernel_info *info, const int64_t *values,
-                       int tuned, tl_module **out);
+                       int tuned, bool both, tl_module **out);
   void (*destroy)(void *state);
 } tl_variant_ops;
 

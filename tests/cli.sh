@@ -110,6 +110,12 @@ has 'static inline int softmax_variant(int32_t M, int32_t N)' "$tmp/sm.h"
 has '--bucket M=64,N=512 --bucket M=8,N=4096 --bucket M=1,N=512' "$tmp/sm.h"
 ok "$TILEC" --emit=header --bucket N=5 "$ex/vector_add.tl" -o "$tmp/va.h"   # no launch constants: one variant
 lacks 'variant' "$tmp/va.h"
+# --tma-only: the TMA forms alone, tmap_ok required; not with --emit=header, whose launchers pass
+# tmap_ok = 0 when they cannot encode a map
+ok "$TILEC" --tma-only "$ex/matmul.tl" -o -
+has "tmap_ok tma.ok u32 required"
+lacks "cp.async.cg"
+bad 1 "error: --tma-only does not go with --emit=header" "$TILEC" --tma-only --emit=header "$ex/matmul.tl" -o -
 bad 1 "tilec: error: --bucket makes variants for --emit=header" "$TILEC" --bucket N=5 "$ex/vector_add.tl" -o -
 bad 1 "tilec: error: --bucket needs NAME=VALUE[,NAME=VALUE...], got 'N'" "$TILEC" --emit=header --bucket N \
   "$ex/vector_add.tl" -o -

@@ -1,10 +1,11 @@
 /* main.c: the tilec command line, with clang's and nvcc's conventions. */
-#include "cli.h"      /* reading the source, writing the output: shared with run.c */
-#include "passes.h"   /* passes/passes.h: the pipeline's steps, for --help */
-#include "roofline.h" /* --gpu's table */
-#include "run.h"      /* tilec run */
-#include "target.h"   /* ir/target.h */
-#include "tune.h"     /* tilec tune */
+#include "cli.h"               /* reading the source, writing the output: shared with run.c */
+#include "libtilec_internal.h" /* compiler/: tilec_compile_flags (--tma-only) */
+#include "passes.h"            /* passes/passes.h: the pipeline's steps, for --help */
+#include "roofline.h"          /* --gpu's table */
+#include "run.h"               /* tilec run */
+#include "target.h"            /* ir/target.h */
+#include "tune.h"              /* tilec tune */
 #include "tilec.h"
 
 #include <errno.h>
@@ -47,6 +48,9 @@ static const char USAGE[] =
     "  -O0 -O1 -O2 -O3     LLVM optimization level (default -O3)\n"
     "  -lineinfo           .file / .loc of the .tl lines in the PTX (also --line-info), for\n"
     "                      ptxas -lineinfo, nvdisasm and Nsight Compute\n"
+    "  --tma-only          sm_90a: statements with a TMA form get it alone, without the form\n"
+    "                      for launches that pass no tensor maps (tmap_ok 'required' in the\n"
+    "                      metadata: every launch must pass valid maps; docs/cli.md)\n"
     "  -Rpass-missed=wgmma a remark for each gemm that takes mma.sync instead of wgmma on\n"
     "                      sm_90a, and why\n"
     "  --help              show this help\n"
@@ -111,6 +115,7 @@ typedef struct {
   const Gpu *gpu;        /* --gpu (--emit=report) */
   double time_us;        /* --time-us, 0 when not given */
   bool remarks;          /* -Rpass-missed=wgmma: print the remarks */
+  unsigned flags;        /* TILEC_COMPILE_* (--tma-only) */
 } Command;
 
 static bool parse_sizes(Command *cmd, const char *v, const char *what);
@@ -274,6 +279,8 @@ static int parse_args(int argc, char **argv, Command *cmd)
       opt->opt_level = a[2] - '0';
     } else if (!strcmp(a, "-lineinfo") || !strcmp(a, "--line-info")) {
       opt->line_info = 1;
+    } else if (!strcmp(a, "--tma-only")) {
+      cmd->flags |= TILEC_COMPILE_TMA_ONLY;
     } else if (!strncmp(a, "-Rpass-missed=", 14)) {
       if (strcmp(a + 14, "wgmma"))
         return usage_error("unknown remark group '%s' for -Rpass-missed; expected wgmma", a + 14);
@@ -374,7 +381,7 @@ static int compile(Command *cmd)
   cmd->opt.buckets = cmd->buckets;
   cmd->opt.nbuckets = cmd->nbuckets;
   tilec_result *r = NULL;
-  tilec_status st = tilec_compile(src, len, &cmd->opt, &r);
+  tilec_status st = tilec_compile_flags(src, len, &cmd->opt, cmd->flags, &r);
   fputs(tilec_result_diagnostics_text(r), stderr);
   if (cmd->remarks)
     fputs(tilec_result_remarks_text(r), stderr);

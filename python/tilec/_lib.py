@@ -35,7 +35,7 @@ SIZES = (0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1)  # bytes per element, b
 TL_PARAM_TENSOR, TL_PARAM_SCALAR, TL_PARAM_SIZE, TL_PARAM_TMAP, TL_PARAM_TMAP_OK = 1, 2, 3, 4, 5
 TL_ARG_TENSOR, TL_ARG_SCALAR = 1, 2
 TL_DEVICE_CPU = -1
-TL_JIT_NO_CACHE, TL_JIT_NO_DISK_CACHE, TL_JIT_LINE_INFO = 1, 2, 4
+TL_JIT_NO_CACHE, TL_JIT_NO_DISK_CACHE, TL_JIT_LINE_INFO, TL_JIT_TMA_ONLY = 1, 2, 4, 8
 TL_TMAP_MAX_RANK = 5
 
 
@@ -87,7 +87,8 @@ class KernelInfo(ctypes.Structure):  # tl_kernel_info
                 ("nsizes", ctypes.c_int), ("ntmaps", ctypes.c_int), ("params", ctypes.POINTER(Param)),
                 ("grid_text", ctypes.c_char_p * 3), ("grid", ctypes.c_void_p * 3), ("uses_num_sms", ctypes.c_bool),
                 ("nconsts", ctypes.c_int), ("consts", ctypes.POINTER(LaunchConst)),
-                ("strides", ctypes.POINTER(ctypes.POINTER(Dim)))]  # per param, NULL: contiguous
+                ("strides", ctypes.POINTER(ctypes.POINTER(Dim))),  # per param, NULL: contiguous
+                ("tma_required", ctypes.c_bool)]  # compiled --tma-only: launches need tensor maps
 
 
 class ArgValue(ctypes.Union):  # tl_arg.value

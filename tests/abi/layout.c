@@ -44,7 +44,8 @@ int main(void)
       AT(tl_kernel_info, smem), AT(tl_kernel_info, nparams), AT(tl_kernel_info, nargs),
       AT(tl_kernel_info, nsizes), AT(tl_kernel_info, ntmaps), AT(tl_kernel_info, params),
       AT(tl_kernel_info, grid_text), AT(tl_kernel_info, grid), AT(tl_kernel_info, uses_num_sms),
-      AT(tl_kernel_info, nconsts), AT(tl_kernel_info, consts), AT(tl_kernel_info, strides);
+      AT(tl_kernel_info, nconsts), AT(tl_kernel_info, consts), AT(tl_kernel_info, strides),
+      AT(tl_kernel_info, tma_required);
   STRUCT(tl_arg), AT(tl_arg, kind), AT(tl_arg, dtype), AT(tl_arg, ptr), AT(tl_arg, rank), AT(tl_arg, shape),
       AT(tl_arg, value);
   STRUCT(tl_launch_plan), AT(tl_launch_plan, grid), AT(tl_launch_plan, block), AT(tl_launch_plan, smem),
@@ -79,7 +80,7 @@ int main(void)
   VALUE(TL_SWIZZLE_128B), VALUE(TL_TMAP_BYTES), VALUE(TL_TMAP_ALIGN), VALUE(TL_TMAP_MAX_RANK);
   VALUE(TL_MAX_LAUNCH_CONSTS), VALUE(TL_PLAN_INLINE_PARAMS), VALUE(TL_PLAN_INLINE_TMAPS),
       VALUE(TL_DEVICE_CPU);
-  VALUE(TL_JIT_NO_CACHE), VALUE(TL_JIT_NO_DISK_CACHE), VALUE(TL_JIT_LINE_INFO);
+  VALUE(TL_JIT_NO_CACHE), VALUE(TL_JIT_NO_DISK_CACHE), VALUE(TL_JIT_LINE_INFO), VALUE(TL_JIT_TMA_ONLY);
   VALUE(TL_JIT_CACHE_NO_DISK), VALUE(TL_JIT_CACHE_NO_MEMORY), VALUE(TL_JIT_CACHE_DIR_MAX);
   return 0;
 }

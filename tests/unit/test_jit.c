@@ -1671,6 +1671,104 @@ static void test_launches(tl_context *ctx, tl_kernel *k)
   tl_free(ctx, c);
 }
 
+/* tl_module_compile on an sm_90a whose launches can have tensor maps compiles the TMA forms alone
+ * (TL_JIT_TMA_ONLY: the kernel's tmap_ok is `required`); a launch whose arguments cannot have maps
+ * runs the variant with both forms, compiled once, with tmap_ok = 0. PTX text compiled so refuses
+ * such a launch; $TILEC_NO_TMA compiles both forms at once. */
+static void test_tma_only(tl_context *ctx)
+{
+  static const char source[] =
+      "kernel mm(A: f16[M, K], B: f16[K, N], C: f16[M, N]) grid(ceildiv(N, 128), ceildiv(M, 128)) as (bx, by)\n"
+      "    threads(256) {\n"
+      "    let As = alloc_shared([128, 64], f16);\n"
+      "    let Bs = alloc_shared([64, 128], f16);\n"
+      "    let acc = alloc_fragment([128, 128], f32);\n"
+      "    clear(acc);\n"
+      "    for k in pipelined(ceildiv(K, 64), stages = 3) {\n"
+      "        copy(A[by * 128, k * 64], As);\n"
+      "        copy(B[k * 64, bx * 128], Bs);\n"
+      "        gemm(As, Bs, acc);\n"
+      "    }\n"
+      "    copy(acc, C[by * 128, bx * 128]);\n"
+      "}\n";
+  tl_jit_options o = tl_jit_default_options();
+  o.arch = "sm_90a";
+  tl_module *m = NULL;
+  tl_kernel *k = NULL;
+  tl_jit_stats before = ctx_stats(ctx);
+  CHECK_STATUS(tl_module_compile(ctx, source, sizeof source - 1, &o, &m), TL_OK, tl_context_message(ctx));
+  if (!m || tl_module_get_kernel(m, "mm", &k) != TL_OK)
+    return;
+  const tl_kernel_info *info = tl_kernel_get_info(k);
+  CHECK(info->tma_required && info->ntmaps == 3,
+        "TMA forms alone (A, B and the store of C): required %d, %d maps", info->tma_required, info->ntmaps);
+  const int64_t M = 256, N = 256, K = 128;
+  tl_devptr a = 0, b = 0, c = 0;
+  CHECK(tl_malloc(ctx, (size_t)(M * K * 2 + 16), &a) == TL_OK &&
+            tl_malloc(ctx, (size_t)(K * N * 2), &b) == TL_OK &&
+            tl_malloc(ctx, (size_t)(M * N * 2), &c) == TL_OK,
+        "malloc");
+  const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  tl_arg args[3] = {tl_arg_tensor(a, TL_F16, 2, sa), tl_arg_tensor(b, TL_F16, 2, sb),
+                    tl_arg_tensor(c, TL_F16, 2, sc)};
+  const int last = info->nparams - 1; /* tmap_ok */
+  uint32_t flag = 7;
+  /* maps: the kernel as compiled, tmap_ok = 1 */
+  CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, tl_context_message(ctx));
+  memcpy(&flag, fake->last.param[last], 4);
+  tl_jit_stats s = ctx_stats(ctx);
+  CHECK(flag == 1 && s.compiles == before.compiles + 1, "with maps: tmap_ok %u, %llu compiles", flag,
+        (unsigned long long)(s.compiles - before.compiles));
+  /* A 8 bytes off a 16-byte boundary: no map; the variant with both forms, tmap_ok = 0, once */
+  tl_arg odd[3] = {tl_arg_tensor(a + 8, TL_F16, 2, sa), args[1], args[2]};
+  for (int i = 0; i < 2; i++) {
+    flag = 7;
+    CHECK_STATUS(tl_launch(k, odd, 3, NULL), TL_OK, tl_context_message(ctx));
+    memcpy(&flag, fake->last.param[last], 4);
+    s = ctx_stats(ctx);
+    CHECK(flag == 0 && !strcmp(fake->last.function, "mm") && s.compiles == before.compiles + 2,
+          "without maps (%d): tmap_ok %u, %llu compiles", i, flag,
+          (unsigned long long)(s.compiles - before.compiles));
+  }
+  CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, tl_context_message(ctx));
+  memcpy(&flag, fake->last.param[last], 4);
+  CHECK(flag == 1, "maps again: the kernel as compiled (tmap_ok %u)", flag);
+
+  /* the same PTX as text: no variants to fall back on, a clear error */
+  char err[1024];
+  char *ptx = NULL;
+  o.flags |= TL_JIT_TMA_ONLY;
+  CHECK_STATUS(
+      tl_jit_compile_ptx(tl_context_jit_cache(ctx), source, sizeof source - 1, &o, &ptx, err, sizeof err),
+      TL_OK, err);
+  tl_module *text = NULL;
+  tl_kernel *tk = NULL;
+  if (ptx && tl_module_load_ptx(ctx, ptx, &text) == TL_OK && tl_module_get_kernel(text, "mm", &tk) == TL_OK) {
+    CHECK(tl_kernel_get_info(tk)->tma_required, "PTX text: required");
+    const int launches = fake->launches;
+    CHECK_STATUS(tl_launch(tk, odd, 3, NULL), TL_ERR_BAD_ARGUMENT, tl_context_message(ctx));
+    CHECK_CONTAINS(tl_context_message(ctx), "compiled with --tma-only and needs tensor maps");
+    CHECK(fake->launches == launches, "a kernel without its maps reached the driver");
+    CHECK_STATUS(tl_launch(tk, args, 3, NULL), TL_OK, tl_context_message(ctx));
+  }
+  free(ptx);
+  tl_module_unload(text);
+  tl_module_unload(m);
+
+  /* $TILEC_NO_TMA: launches never have maps, so the module has both forms from the start */
+  setenv("TILEC_NO_TMA", "1", 1);
+  tl_context *none = open_fake("TILEC_NO_TMA");
+  unsetenv("TILEC_NO_TMA");
+  o.flags &= ~(unsigned)TL_JIT_TMA_ONLY;
+  if (none && tl_module_compile(none, source, sizeof source - 1, &o, &m) == TL_OK &&
+      tl_module_get_kernel(m, "mm", &k) == TL_OK)
+    CHECK(!tl_kernel_get_info(k)->tma_required, "TILEC_NO_TMA: both forms");
+  tl_context_destroy(none);
+  tl_free(ctx, a);
+  tl_free(ctx, b);
+  tl_free(ctx, c);
+}
+
 /* A persistent grid, min(N / 256, 2 * num_sms) blocks: tl_launch gives num_sms its context's
  * device (the stand-in reports 132 multiprocessors). */
 static void test_num_sms_launch(tl_context *ctx)
@@ -1712,6 +1810,7 @@ static void test_planted_binary(void)
   char dir[512], err[1024], path[1024], key[33];
   tmp_path("planted", dir, sizeof dir);
   tl_jit_options o = options_for("sm_90a", NULL, 0);
+  o.flags |= TL_JIT_TMA_ONLY; /* tl_module_compile's key on an sm_90a whose launches can have maps */
   tl_jit_key(vector_add.text, vector_add.len, &o, key, err, sizeof err);
   snprintf(path, sizeof path, "%s/%s" TL_CACHE_SUFFIX, dir, key);
   for (int kase = 0; kase < 3; kase++) {
@@ -1956,6 +2055,7 @@ static void test_fake_driver(void)
   CHECK(fake->ptx_compiles == compiles + 1 && fake->links == links, "no cache: direct load");
 
   test_num_sms_launch(ctx);
+  test_tma_only(ctx);
   test_planted_binary();
   tl_module_unload(m);
   tl_context_destroy(ctx); /* unloads m2 */

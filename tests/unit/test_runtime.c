@@ -1353,6 +1353,14 @@ static void test_tmap_metadata(void)
                                   "// tilec-meta param 6 tmap A.t2 f16 tensor=0 box=256,32 swizzle=64\n"
                                   "// tilec-meta param 7 tmap A.t3 f16 tensor=0 box=3,64 swizzle=128\n"
                                   "// tilec-meta param 8 tmap_ok ok u32\n"));
+  k = meta ? tl_meta_kernel(meta, 0) : NULL;
+  CHECK(k && !k->tma_required, "tmap_ok without 'required'");
+  tl_meta_free(meta);
+  /* tilec --tma-only: the kernel needs its maps (tl_kernel_info.tma_required) */
+  meta = PARSE_OK(tmap_block_n(6, "// tilec-meta param 4 tmap A.t0 f16 tensor=0 box=1,8 swizzle=none\n"
+                                  "// tilec-meta param 5 tmap_ok ok u32 required\n"));
+  k = meta ? tl_meta_kernel(meta, 0) : NULL;
+  CHECK(k && k->tma_required && k->params[5].kind == TL_PARAM_TMAP_OK, "tmap_ok required");
   tl_meta_free(meta);
 }
 
@@ -1401,7 +1409,11 @@ static void test_tmap_malformed(void)
   snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u16\n", tmap);
   EXPECT_BAD(tmap_block(buf), "tmap_ok param 'ok' must be u32, not u16");
   snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u32 x\n", tmap);
-  EXPECT_BAD(tmap_block(buf), "a tmap_ok param line is");
+  EXPECT_BAD(
+      tmap_block(buf),
+      "a tmap_ok param line is 'param INDEX tmap_ok NAME u32 [required]' (6 fields, the last not 'required')");
+  snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u32 required x\n", tmap);
+  EXPECT_BAD(tmap_block(buf), "(7 fields)");
   EXPECT_BAD(tmap_block("// tilec-meta param 4 tmap_ok ok u32\n// tilec-meta param 5 size N i32\n"),
              "tmap_ok param 'ok' does not follow a tmap param");
   snprintf(buf, sizeof buf, "%s// tilec-meta param 5 tmap_ok ok u32\n// tilec-meta param 6 tmap_ok ok2 u32\n",
