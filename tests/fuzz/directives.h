@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tilec.h" /* tilec_define */
+#include "libtilec_internal.h" /* compiler/: TILEC_COMPILE_TMA_ONLY */
+#include "tilec.h"             /* tilec_define */
 
 #define MAX_DEFINES 8
 
@@ -17,6 +18,7 @@ typedef struct {
   int ndefines;
   const char *kernel;
   const char *dump_after;
+  unsigned flags; /* //-tma-only: TILEC_COMPILE_TMA_ONLY (fuzz_compile) */
 } Directives;
 
 static inline void parse_directives(const char *src, size_t len, Directives *dv)
@@ -47,6 +49,8 @@ static inline void parse_directives(const char *src, size_t len, Directives *dv)
       dv->kernel = copy + 2;
     } else if (!strncmp(copy, "dump ", 5)) {
       dv->dump_after = copy + 5;
+    } else if (!strcmp(copy, "tma-only")) {
+      dv->flags |= TILEC_COMPILE_TMA_ONLY;
     }
   }
 }

@@ -13,6 +13,7 @@
  *   //-D NAME=VALUE     a define (at most 8)
  *   //-k NAME           compile only this kernel
  *   //-dump PASS        dump_after (a pass name or "all")
+ *   //-tma-only         tilec --tma-only (tilec_compile_flags, TILEC_COMPILE_TMA_ONLY)
  *
  * Beyond the sanitizers, a run fails (abort) when the library breaks its own contract: a status
  * without its output or diagnostics, an internal error or an LLVM failure reported as a
@@ -258,7 +259,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   };
   tilec_result *r = NULL;
   double t0 = now();
-  tilec_status st = tilec_compile(src, len, &opt, &r);
+  tilec_status st = tilec_compile_flags(src, len, &opt, dv.flags, &r);
   double seconds = now() - t0;
   if (!r)
     broken("no result", NULL);
@@ -267,8 +268,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             emit_names[emit], dv.ndefines, dv.kernel ? ", kernel " : "", dv.kernel ? dv.kernel : "",
             dv.dump_after ? ", dump after " : "", dv.dump_after ? dv.dump_after : "", (int)st,
             tilec_result_diagnostics_text(r));
-  /* An unknown pass for dump_after is the caller's mistake, not the source's. */
-  if (st == TILEC_ERR_INVALID_ARGUMENT && !dv.dump_after)
+  /* An unknown pass for dump_after is the caller's mistake, not the source's; so is --tma-only
+   * with --emit=header. */
+  if (st == TILEC_ERR_INVALID_ARGUMENT && !dv.dump_after && !(dv.flags && emit == TILEC_EMIT_HEADER))
     broken("TILEC_ERR_INVALID_ARGUMENT for valid options", r);
   walk_result(r, st);
   runs[emit]++;
@@ -289,7 +291,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tilec_options o = opt;
     o.emit = earlier[i];
     tilec_result *e = NULL;
-    if (tilec_compile(src, len, &o, &e) != TILEC_OK) {
+    if (tilec_compile_flags(src, len, &o, dv.flags, &e) != TILEC_OK) {
       fprintf(stderr, "as %s:\n%s", emit_names[earlier[i]], tilec_result_diagnostics_text(e));
       broken("a source that compiles fails at an earlier stage", r);
     }
@@ -299,7 +301,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    * on the source, so nondeterministic output would be cached as if it were not). */
   if (fnv1a(data, size) % 8 == 0) {
     tilec_result *again = NULL;
-    tilec_status st2 = tilec_compile(src, len, &opt, &again);
+    tilec_status st2 = tilec_compile_flags(src, len, &opt, dv.flags, &again);
     const char *a = tilec_result_output(r), *b = tilec_result_output(again);
     if (st2 != st || strcmp(tilec_result_diagnostics_text(r), tilec_result_diagnostics_text(again)) ||
         strcmp(tilec_result_dump(r), tilec_result_dump(again)) || (!a != !b) || (a && strcmp(a, b)))

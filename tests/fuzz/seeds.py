@@ -62,6 +62,8 @@ def flags_to_options(words):
             i += 1
         elif w.startswith("--dump-after="):
             lines.append("//-dump " + w[13:])
+        elif w == "--tma-only":
+            lines.append("//-tma-only")
         i += 1
     if arch not in ARCHS or emit not in EMITS:
         arch, emit = "sm_90a", "ptx"
@@ -162,7 +164,7 @@ def compile_dict(root, out):
     table = pipeline[pipeline.index("pipeline[] = {"):]
     passes = list(dict.fromkeys(quoted(table[:table.index("};")]))) + ["all", "groups"]
     words += ["\n//-dump %s\n" % p for p in passes]
-    words += ["\n//-D ", "\n//-k ", "=", "//", "/*", "*/", "\n", "0x", "e+", "_", "1_000",
+    words += ["\n//-D ", "\n//-k ", "\n//-tma-only\n", "=", "//", "/*", "*/", "\n", "0x", "e+", "_", "1_000",
               "kernel k() grid(1) threads(32) {", "kernel k[B = 256](A: f32[N]) grid(ceildiv(N, B)) as (bx) threads(B) {",
               "for i in parallel(", "for i in serial(", "for k in pipelined(", ", stages = ", "alloc_shared([",
               "alloc_fragment([", "alloc_local([", "copy(", "gemm(", "reduce_sum(", ", dim = ", ", clear = ",

@@ -101,7 +101,10 @@ def parse_meta(ptx):
             cur = kernels[w[1]] = {"threads": int(kv["threads"]), "smem": int(kv["smem"]), "params": [],
                                    "grid": [None] * 3, "consts": []}
         elif w[0] == "param":
-            cur["params"].append((w[2], w[3], w[4], dict(x.split("=", 1) for x in w[5:] if "=" in x)))
+            kv = dict(x.split("=", 1) for x in w[5:] if "=" in x)
+            if "required" in w[5:]:  # tmap_ok of a kernel compiled with --tma-only (docs/abi.md)
+                kv["required"] = "1"
+            cur["params"].append((w[2], w[3], w[4], kv))
         elif w[0] == "grid":
             cur["grid"][int(w[1])] = w[2:]
         elif w[0] == "const":
@@ -183,6 +186,9 @@ class Kernel:
                     addrs.append(m[1])
                     continue
             elif kind == "tmap_ok":
+                if not ok and "required" in kv:
+                    raise RuntimeError(f"{self.name}: compiled with --tma-only, and these tensors cannot have "
+                                       "tensor maps")
                 self.tma = ok
                 p = ctypes.c_uint32(1 if ok else 0)
             else:
