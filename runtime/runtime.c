@@ -1166,8 +1166,11 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
   memcpy(values, plan.consts, sizeof(int64_t) * (size_t)k->nconsts);
   if ((plan.variant || tuned >= 0) && vops) {
     /* Launch constants whose values at these sizes differ from the compiled ones, or a tuning
-     * result for these sizes: the variant for them (made once, kept). */
-    if ((st = launch_variant(base, values, tuned, false, args, nargs, &kernel, &plan)) != TL_OK)
+     * result for these sizes: the variant for them (made once, kept). For a kernel with the TMA
+     * forms alone whose maps these arguments cannot have, the one with both forms at once (what
+     * decides is the tensors: their addresses, strides and types, not the constants). */
+    const bool both = k->tma_required && !bind_tmaps(kernel, args, nargs, &plan);
+    if ((st = launch_variant(base, values, tuned, both, args, nargs, &kernel, &plan)) != TL_OK)
       return st;
     k = kernel->info;
   }

@@ -1677,14 +1677,15 @@ static void test_launches(tl_context *ctx, tl_kernel *k)
  * such a launch; $TILEC_NO_TMA compiles both forms at once. */
 static void test_tma_only(tl_context *ctx)
 {
+  /* S, a launch constant: 3 at the module's sizes (large), 2 for K < 256 */
   static const char source[] =
-      "kernel mm(A: f16[M, K], B: f16[K, N], C: f16[M, N]) grid(ceildiv(N, 128), ceildiv(M, 128)) as (bx, by)\n"
-      "    threads(256) {\n"
+      "kernel mm[S = select(K >= 256, 3, 2)](A: f16[M, K], B: f16[K, N], C: f16[M, N])\n"
+      "    grid(ceildiv(N, 128), ceildiv(M, 128)) as (bx, by) threads(256) {\n"
       "    let As = alloc_shared([128, 64], f16);\n"
       "    let Bs = alloc_shared([64, 128], f16);\n"
       "    let acc = alloc_fragment([128, 128], f32);\n"
       "    clear(acc);\n"
-      "    for k in pipelined(ceildiv(K, 64), stages = 3) {\n"
+      "    for k in pipelined(ceildiv(K, 64), stages = S) {\n"
       "        copy(A[by * 128, k * 64], As);\n"
       "        copy(B[k * 64, bx * 128], Bs);\n"
       "        gemm(As, Bs, acc);\n"
@@ -1702,37 +1703,44 @@ static void test_tma_only(tl_context *ctx)
   const tl_kernel_info *info = tl_kernel_get_info(k);
   CHECK(info->tma_required && info->ntmaps == 3,
         "TMA forms alone (A, B and the store of C): required %d, %d maps", info->tma_required, info->ntmaps);
-  const int64_t M = 256, N = 256, K = 128;
+  const int64_t M = 256, N = 256, K = 256;
   tl_devptr a = 0, b = 0, c = 0;
   CHECK(tl_malloc(ctx, (size_t)(M * K * 2 + 16), &a) == TL_OK &&
             tl_malloc(ctx, (size_t)(K * N * 2), &b) == TL_OK &&
             tl_malloc(ctx, (size_t)(M * N * 2), &c) == TL_OK,
         "malloc");
+  const int last = info->nparams - 1; /* tmap_ok */
+  /* Each launch: K (256: the module's S = 3; 128: S = 2, a variant), A on a 16-byte boundary or 8
+   * bytes off one (no map: the variant with both forms), the tmap_ok passed, the compiles so far. */
+  static const struct {
+    int64_t K;
+    int offset;
+    uint32_t tmap_ok;
+    int compiles;
+  } launches[] = {
+      {256, 0, 1, 1}, /* the module's kernel */
+      {256, 8, 0, 2}, /* the variant with both forms at S = 3, compiled once */
+      {256, 8, 0, 2}, {256, 0, 1, 2}, {128, 0, 1, 3}, /* S = 2, the TMA forms alone */
+      {128, 8, 0, 4}, /* S = 2 with both forms, at once: not first the TMA forms alone */
+      {128, 8, 0, 4}, {128, 0, 1, 4},
+  };
+  for (size_t i = 0; i < sizeof launches / sizeof *launches; i++) {
+    const int64_t sa[2] = {M, launches[i].K}, sb[2] = {launches[i].K, N}, sc[2] = {M, N};
+    tl_arg args[3] = {tl_arg_tensor(a + (tl_devptr)launches[i].offset, TL_F16, 2, sa),
+                      tl_arg_tensor(b, TL_F16, 2, sb), tl_arg_tensor(c, TL_F16, 2, sc)};
+    uint32_t flag = 7;
+    CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, tl_context_message(ctx));
+    memcpy(&flag, fake->last.param[last], 4);
+    const tl_jit_stats s = ctx_stats(ctx);
+    CHECK(flag == launches[i].tmap_ok && !strcmp(fake->last.function, "mm") &&
+              s.compiles == before.compiles + (uint64_t)launches[i].compiles,
+          "launch %zu (K = %lld, A + %d): tmap_ok %u, %llu compiles", i, (long long)launches[i].K,
+          launches[i].offset, flag, (unsigned long long)(s.compiles - before.compiles));
+  }
   const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
   tl_arg args[3] = {tl_arg_tensor(a, TL_F16, 2, sa), tl_arg_tensor(b, TL_F16, 2, sb),
                     tl_arg_tensor(c, TL_F16, 2, sc)};
-  const int last = info->nparams - 1; /* tmap_ok */
-  uint32_t flag = 7;
-  /* maps: the kernel as compiled, tmap_ok = 1 */
-  CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, tl_context_message(ctx));
-  memcpy(&flag, fake->last.param[last], 4);
-  tl_jit_stats s = ctx_stats(ctx);
-  CHECK(flag == 1 && s.compiles == before.compiles + 1, "with maps: tmap_ok %u, %llu compiles", flag,
-        (unsigned long long)(s.compiles - before.compiles));
-  /* A 8 bytes off a 16-byte boundary: no map; the variant with both forms, tmap_ok = 0, once */
   tl_arg odd[3] = {tl_arg_tensor(a + 8, TL_F16, 2, sa), args[1], args[2]};
-  for (int i = 0; i < 2; i++) {
-    flag = 7;
-    CHECK_STATUS(tl_launch(k, odd, 3, NULL), TL_OK, tl_context_message(ctx));
-    memcpy(&flag, fake->last.param[last], 4);
-    s = ctx_stats(ctx);
-    CHECK(flag == 0 && !strcmp(fake->last.function, "mm") && s.compiles == before.compiles + 2,
-          "without maps (%d): tmap_ok %u, %llu compiles", i, flag,
-          (unsigned long long)(s.compiles - before.compiles));
-  }
-  CHECK_STATUS(tl_launch(k, args, 3, NULL), TL_OK, tl_context_message(ctx));
-  memcpy(&flag, fake->last.param[last], 4);
-  CHECK(flag == 1, "maps again: the kernel as compiled (tmap_ok %u)", flag);
 
   /* the same PTX as text: no variants to fall back on, a clear error */
   char err[1024];
