@@ -21,7 +21,8 @@ typedef struct {
   Arena *arena;
   Diags *diags;
   const Target *target; /* the row of ir/target.h compiled for */
-  bool tma_only;        /* tilec_options.tma_only: TMA forms without the form for tmap_ok = 0 */
+  bool tma_only;        /* TILEC_COMPILE_TMA_ONLY (tilec --tma-only): TMA forms without the form for
+                           tmap_ok = 0 */
 } PassContext;
 
 bool pass_specialize(PassContext *pc, Kernel *k);

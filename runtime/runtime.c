@@ -749,6 +749,20 @@ static bool variant_is(const tl_variant *v, const int64_t *values, size_t bytes,
   return v->tuned == tuned && v->both == both && !memcmp(v->values, values, bytes);
 }
 
+/* The index of the kernel's variant for (values, tuned, both) among those made, or -1; the one the
+ * previous launch used is looked at first. */
+static int find_variant(const tl_kernel *kernel, const int64_t *values, int tuned, bool both)
+{
+  const size_t bytes = sizeof(int64_t) * (size_t)kernel->info->nconsts;
+  if (kernel->last_variant < kernel->nvariants &&
+      variant_is(&kernel->variants[kernel->last_variant], values, bytes, tuned, both))
+    return kernel->last_variant;
+  for (int v = 0; v < kernel->nvariants; v++)
+    if (variant_is(&kernel->variants[v], values, bytes, tuned, both))
+      return v;
+  return -1;
+}
+
 /* The kernel's variant for the launch constants' values `values` (and, with `both`, compiled with
  * both forms for a launch without tensor maps): found among those made, else compiled through the
  * module's variant_ops and kept. The variant's module leaves the context's list: its kernel owns
@@ -757,14 +771,10 @@ static bool variant_is(const tl_variant *v, const int64_t *values, size_t bytes,
 static tl_status kernel_variant(tl_kernel *kernel, const int64_t *values, int tuned, bool both,
                                 tl_kernel **out)
 {
-  const int n = kernel->info->nconsts;
-  const size_t bytes = sizeof(int64_t) * (size_t)n;
-  if (kernel->last_variant < kernel->nvariants &&
-      variant_is(&kernel->variants[kernel->last_variant], values, bytes, tuned, both))
-    return variant_found(kernel, kernel->last_variant, out);
-  for (int v = 0; v < kernel->nvariants; v++)
-    if (variant_is(&kernel->variants[v], values, bytes, tuned, both))
-      return variant_found(kernel, v, out);
+  const size_t bytes = sizeof(int64_t) * (size_t)kernel->info->nconsts;
+  const int found = find_variant(kernel, values, tuned, both);
+  if (found >= 0)
+    return variant_found(kernel, found, out);
   tl_module *base = kernel->module;
   tl_context *ctx = base->ctx;
   if (kernel->nvariants == kernel->cap_variants) {
@@ -1167,9 +1177,12 @@ tl_status tl_launch(tl_kernel *kernel, const tl_arg *args, int nargs, void *stre
   if ((plan.variant || tuned >= 0) && vops) {
     /* Launch constants whose values at these sizes differ from the compiled ones, or a tuning
      * result for these sizes: the variant for them (made once, kept). For a kernel with the TMA
-     * forms alone whose maps these arguments cannot have, the one with both forms at once (what
-     * decides is the tensors: their addresses, strides and types, not the constants). */
-    const bool both = k->tma_required && !bind_tmaps(kernel, args, nargs, &plan);
+     * forms alone, when that variant is still to be made and these arguments cannot have the
+     * kernel's maps, the one with both forms at once (what decides is the tensors: their
+     * addresses, strides and types, not the constants); a variant already made binds its own
+     * maps below, and launches that find it test nothing more here. */
+    const bool both = k->tma_required && find_variant(kernel, values, tuned, false) < 0 &&
+                      !bind_tmaps(kernel, args, nargs, &plan);
     if ((st = launch_variant(base, values, tuned, both, args, nargs, &kernel, &plan)) != TL_OK)
       return st;
     k = kernel->info;

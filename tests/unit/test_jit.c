@@ -1718,11 +1718,12 @@ static void test_tma_only(tl_context *ctx)
     uint32_t tmap_ok;
     int compiles;
   } launches[] = {
-      {256, 0, 1, 1}, /* the module's kernel */
-      {256, 8, 0, 2}, /* the variant with both forms at S = 3, compiled once */
-      {256, 8, 0, 2}, {256, 0, 1, 2}, {128, 0, 1, 3}, /* S = 2, the TMA forms alone */
-      {128, 8, 0, 4}, /* S = 2 with both forms, at once: not first the TMA forms alone */
-      {128, 8, 0, 4}, {128, 0, 1, 4},
+      {256, 0, 1, 1},                 /* the module's kernel */
+      {256, 8, 0, 2},                 /* the variant with both forms at S = 3, compiled once */
+      {256, 8, 0, 2}, {256, 0, 1, 2},
+      {128, 8, 0, 3},                 /* S = 2 with both forms, at once: not first the TMA forms alone */
+      {128, 8, 0, 3}, {128, 0, 1, 4}, /* S = 2, the TMA forms alone */
+      {128, 8, 0, 4}, /* S = 2 alone is made: its maps fail, the both-forms variant is reused */
   };
   for (size_t i = 0; i < sizeof launches / sizeof *launches; i++) {
     const int64_t sa[2] = {M, launches[i].K}, sb[2] = {launches[i].K, N}, sc[2] = {M, N};
