@@ -22,8 +22,9 @@
 #include "tune.h"
 
 #include "cli.h"
-#include "cuda_driver.h"      /* runtime/: the driver table, for CUDA events */
-#include "runtime_internal.h" /* runtime/: the driver's PTX -> device binary, and loading it */
+#include "cuda_driver.h"       /* runtime/: the driver table, for CUDA events */
+#include "runtime_internal.h"  /* runtime/: the driver's PTX -> device binary, and loading it */
+#include "libtilec_internal.h" /* compiler/: tilec_compile_flags (the TMA forms alone) */
 #include "tilec.h"
 #include "tilec_jit.h"
 
@@ -303,6 +304,7 @@ typedef struct {
   int next;        /* the next candidate to compile, under lock */
   double deadline; /* now_ms() past which no candidate starts; 0: none */
   bool link;       /* a GPU: each thread has the driver make the device binary too */
+  unsigned flags;  /* tilec_compile_flags': TILEC_COMPILE_TMA_ONLY where the JIT would set it */
   pthread_mutex_t lock;
 } Pool;
 
@@ -334,7 +336,7 @@ static void compile_one(Pool *p, Candidate *c, tl_context *ctx)
                        .nsizes = p->o->nsizes};
   double t0 = now_ms();
   tilec_result *r = NULL;
-  tilec_status st = tilec_compile(p->src, p->len, &opt, &r);
+  tilec_status st = tilec_compile_flags(p->src, p->len, &opt, p->flags, &r);
   /* a warning means a --try or -D that no kernel has: not what the user meant */
   bool warned = false;
   for (int i = 0; r && i < tilec_result_num_diagnostics(r); i++)
@@ -487,6 +489,18 @@ static bool make_args(tl_context *ctx, const tl_kernel_info *k, const TuneOption
   return true;
 }
 
+/* Whether every tensor map of kernel k can be encoded for args (tl_tmap_encoding_of). */
+static bool maps_possible(const tl_kernel_info *k, const tl_arg *args)
+{
+  const int first = k->nargs + k->nsizes;
+  for (int j = 0; j < k->ntmaps; j++) {
+    tl_tmap_encoding e;
+    if (!tl_tmap_encoding_of(k, first + j, args, k->nargs, &e, NULL, 0))
+      return false;
+  }
+  return true;
+}
+
 static int compare_doubles(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -574,8 +588,8 @@ static int by_time(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static int report(const TuneOptions *o, Candidate *c, int n, const char *device, double compile_wall,
-                  double time_wall)
+static int report(const TuneOptions *o, Candidate *c, int n, const char *device, unsigned flags,
+                  double compile_wall, double time_wall)
 {
   Candidate **order = calloc((size_t)n, sizeof *order);
   if (!order)
@@ -599,8 +613,11 @@ static int report(const TuneOptions *o, Candidate *c, int n, const char *device,
       printf("| - | %s | %.1f | - | %s |\n", x->label, x->compile_ms, x->why ? x->why : "not tried");
   }
   printf(
-      "\nbuilt in %.2f s (%d threads: tilec, and the driver's PTX -> device binary on a GPU), timed in %.2f s\n",
-      compile_wall / 1e3, o->jobs, time_wall / 1e3);
+      "\nbuilt in %.2f s (%d threads: tilec%s, and the driver's PTX -> device binary on a GPU), timed in %.2f s\n",
+      compile_wall / 1e3, o->jobs,
+      flags & TILEC_COMPILE_TMA_ONLY ? " with the TMA forms alone, as tl_module_compile builds them here"
+                                     : "",
+      time_wall / 1e3);
   if (best) {
     printf("best:");
     for (int t = 0; t < o->ntries; t++)
@@ -665,7 +682,11 @@ static int tune_file(const TuneOptions *o)
                .c = c,
                .n = n,
                .deadline = o->budget_s > 0 ? start + o->budget_s * 1e3 : 0,
-               .link = dev.ordinal != TL_DEVICE_CPU};
+               .link = dev.ordinal != TL_DEVICE_CPU,
+               /* what tl_module_compile builds for this device, and so what later launches of the
+                * winner (--save) run: on sm_90a with tensor maps, the TMA forms alone */
+               .flags = tl_context_can_encode_tmaps(ctx) && !strcmp(arch, "sm_90a") ? TILEC_COMPILE_TMA_ONLY
+                                                                                    : 0};
   pthread_mutex_init(&pool.lock, NULL);
   compile_all(&pool);
   pthread_mutex_destroy(&pool.lock);
@@ -678,7 +699,7 @@ static int tune_file(const TuneOptions *o)
     for (int i = 0; i < n; i++)
       if (!c[i].why)
         c[i].why = strdup("not tried (budget)");
-    rc = report(o, c, n, dev.name, compiled - start, 0);
+    rc = report(o, c, n, dev.name, pool.flags, compiled - start, 0);
     goto out;
   }
   tl_meta *meta = NULL;
@@ -700,6 +721,22 @@ static int tune_file(const TuneOptions *o)
     goto out;
   }
   if (make_args(ctx, k, o, args, shapes, strides, ptrs)) {
+    if (k->tma_required && !maps_possible(k, args)) {
+      /* these tensors cannot have the kernel's maps (tl_launch would run a variant with both
+       * forms): the candidates again, with both */
+      for (int i = 0; i < n; i++) {
+        free(c[i].ptx);
+        free(c[i].image);
+        free(c[i].why);
+        c[i].ptx = c[i].image = c[i].why = NULL;
+      }
+      pool.flags = 0;
+      pool.next = 0;
+      pthread_mutex_init(&pool.lock, NULL);
+      compile_all(&pool);
+      pthread_mutex_destroy(&pool.lock);
+      compiled = now_ms();
+    }
     for (int i = 0; i < n; i++) {
       if (!c[i].ptx && !c[i].why)
         c[i].why = strdup("not tried (budget)");
@@ -711,7 +748,7 @@ static int tune_file(const TuneOptions *o)
       }
       time_one(ctx, o, src, len, arch, &c[i], args, k->nargs, k->name);
     }
-    rc = report(o, c, n, dev.name, compiled - start, now_ms() - compiled);
+    rc = report(o, c, n, dev.name, pool.flags, compiled - start, now_ms() - compiled);
     if (rc == 0 && o->save)
       rc = save_winner(ctx, o, src, len, arch, k->name, c, n);
   }

@@ -14,6 +14,11 @@
 #         SDPA's cuDNN and flash backends, then B = 4, H = 32 and decoding at B = 64) and issue 17's
 #         item 7 (gemm_w8a16.py --quick: the dequantizing GEMMs against torch's f16 GEMM at M = 16
 #         and 4096).
+# PART 4: issue 14's autotuner: `tilec tune examples/matmul.tl` over 24 configurations (BM, BN, BK,
+#         STAGES) at 4096^3, f16 and bf16 (the goal: 20 configurations compiled and timed in under
+#         3 s in all, the whole process timed here), and once at a ragged shape (K = 4100: rows
+#         that are no multiple of 16 bytes cannot have tensor maps, so the candidates are built
+#         with both forms).
 #
 # Each step has its own time limit; OUTDIR gets the tables (*.md), one log per step and rc.txt (each
 # step's exit status: 124 = cut by its limit).  The tables say which device ran them: the issues'
@@ -51,8 +56,20 @@ case $part in
     step attention 300 python3 attention.py "$tilec" "$work/attention" --speed-only --seq 8192 --d 64,128 \
       --dtypes bf16 --reps 15
     step dequant 240 python3 gemm_w8a16.py "$tilec" "$work/dequant" --quick ;;
+  4)
+    if ! nvidia-smi -L >/dev/null 2>&1; then
+      echo "acceptance.sh: part 4 needs a GPU (tilec tune times on it)" >&2
+      exit 2
+    fi
+    for t in f16 bf16; do
+      step "tune_matmul_$t" 60 bash -c 'TIMEFORMAT="whole process: %R s"; time "$@"' tune "$tilec" tune \
+        ../../examples/matmul.tl -D "T=$t" --size M=4096,N=4096,K=4096 --try BM=64,128 --try BN=128,256 \
+        --try BK=32,64 --try STAGES=2,3,4
+    done
+    step tune_matmul_ragged 60 bash -c 'TIMEFORMAT="whole process: %R s"; time "$@"' tune "$tilec" tune \
+      ../../examples/matmul.tl -D T=f16 --size M=4096,N=4096,K=4100 --try BN=128,256 --try STAGES=3,4 ;;
   *)
-    echo "acceptance.sh: PART is 1, 2 or 3" >&2
+    echo "acceptance.sh: PART is 1, 2, 3 or 4" >&2
     exit 2 ;;
 esac
 for d in "$work"/*/; do
