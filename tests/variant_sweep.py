@@ -33,7 +33,9 @@ import threading
 # gemm_w4a16's 256-row tiles overlap the widening with the multiplies in 2 stages at 168 registers
 # (faster than 3 stages without the overlap, which spilled nothing: results/h100-2026-12-06-s34); 16
 # bytes, not 12, since the row-tested tier of pipelined copies (on the H100 4096^3 1.04x as fast,
-# 4096 x 14336 0.97x, as with 12: results/h100-2026-12-06-s36/callC).
+# 4096 x 14336 0.97x, as with 12: results/h100-2026-12-06-s36/callC). layernorm's 16-bit rows of 32
+# to 64 KB in registers (WSH = 1: 1024 threads, so 64 registers) spill 4 bytes for sm_80 and nothing
+# for sm_90a, where they were measured (results/h100-2026-12-07-s39).
 KNOWN = {}
 for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'bf16', 'BN=2048 BPS=65536 DIRECT=1 MINB=16 STAGES=1 THREADS=128', 8),
@@ -48,6 +50,10 @@ for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'bf16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4),
         ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=16384 LONG=0 MINB=2 THREADS=512', 4),
         ('stdlib/norms.tl', 'rmsnorm', 'sm_90a', 'f16', 'BN=32768 LONG=0 MINB=0 THREADS=1024', 4),
+        ('stdlib/norms.tl', 'layernorm', 'sm_80', 'f16',
+         'BN=32768 DIRECT=1 LONG=0 LPIPE=0 MINB=0 RPB=16 THREADS=1024 WSH=1', 4),
+        ('stdlib/norms.tl', 'layernorm', 'sm_80', 'bf16',
+         'BN=32768 DIRECT=1 LONG=0 LPIPE=0 MINB=0 RPB=16 THREADS=1024 WSH=1', 4),
         ('stdlib/gemm.tl', 'gemm_w4a16', 'sm_90a', 'f16', 'BM=256 BN=128 OVERLAP=1 STAGES=2 THREADS=256', 16),
         ('stdlib/gemm.tl', 'gemm_w4a16', 'sm_90a', 'bf16', 'BM=256 BN=128 OVERLAP=1 STAGES=2 THREADS=256', 16)):
     KNOWN[(_file, _kernel, _arch, _t, _consts)] = _bytes
