@@ -970,7 +970,7 @@ tl_status tl_module_compile(tl_context *ctx, const char *src, size_t len, const 
    * compile time of a GEMM); a launch that cannot have maps runs a variant with both forms
    * (tl_launch), compiled then. */
   tl_jit_options with = opt ? *opt : tl_jit_default_options();
-  if (ctx && tl_context_can_encode_tmaps(ctx) && arch && !strcmp(arch, "sm_90a"))
+  if (tl_context_tma_only(ctx, arch))
     with.flags |= TL_JIT_TMA_ONLY;
   opt = &with;
   tl_status st = module_compile(ctx, src, len, opt, out);

@@ -203,6 +203,11 @@ bool tl_context_can_encode_tmaps(const tl_context *ctx)
   return ctx && !ctx->cpu && !ctx->no_tma && ctx->drv.cuTensorMapEncodeTiled;
 }
 
+bool tl_context_tma_only(const tl_context *ctx, const char *arch)
+{
+  return tl_context_can_encode_tmaps(ctx) && arch && !strcmp(arch, "sm_90a");
+}
+
 tl_status tl_context_make_current(tl_context *ctx)
 {
   if (!ctx)

@@ -186,6 +186,9 @@ bool tl_context_no_tma(const tl_context *ctx);
 /* Can a launch in ctx have tensor maps: a GPU context whose driver encodes them, without
  * $TILEC_NO_TMA? */
 bool tl_context_can_encode_tmaps(const tl_context *ctx);
+/* Whether code for `arch` launched in ctx gets the TMA forms alone (tilec --tma-only): sm_90a in a
+ * context that can encode tensor maps. tl_module_compile and tilec tune build so. */
+bool tl_context_tma_only(const tl_context *ctx, const char *arch);
 
 /* A module of the CPU device: the metadata from `ptx` (the PTX the GPU would load, for its
  * tilec-meta block alone: the driver never sees it), kernel i of the metadata launched through

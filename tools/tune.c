@@ -685,8 +685,7 @@ static int tune_file(const TuneOptions *o)
                .link = dev.ordinal != TL_DEVICE_CPU,
                /* what tl_module_compile builds for this device, and so what later launches of the
                 * winner (--save) run: on sm_90a with tensor maps, the TMA forms alone */
-               .flags = tl_context_can_encode_tmaps(ctx) && !strcmp(arch, "sm_90a") ? TILEC_COMPILE_TMA_ONLY
-                                                                                    : 0};
+               .flags = tl_context_tma_only(ctx, arch) ? TILEC_COMPILE_TMA_ONLY : 0};
   pthread_mutex_init(&pool.lock, NULL);
   compile_all(&pool);
   pthread_mutex_destroy(&pool.lock);

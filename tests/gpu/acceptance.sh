@@ -61,13 +61,17 @@ case $part in
       echo "acceptance.sh: part 4 needs a GPU (tilec tune times on it)" >&2
       exit 2
     fi
+    tune() { # NAME ARGS...: a step of `tilec tune examples/matmul.tl ARGS`, the whole process timed
+      local name=$1
+      shift
+      step "$name" 60 bash -c 'TIMEFORMAT="whole process: %R s"; time "$@"' tune "$tilec" tune \
+        ../../examples/matmul.tl "$@"
+    }
     for t in f16 bf16; do
-      step "tune_matmul_$t" 60 bash -c 'TIMEFORMAT="whole process: %R s"; time "$@"' tune "$tilec" tune \
-        ../../examples/matmul.tl -D "T=$t" --size M=4096,N=4096,K=4096 --try BM=64,128 --try BN=128,256 \
+      tune "tune_matmul_$t" -D "T=$t" --size M=4096,N=4096,K=4096 --try BM=64,128 --try BN=128,256 \
         --try BK=32,64 --try STAGES=2,3,4
     done
-    step tune_matmul_ragged 60 bash -c 'TIMEFORMAT="whole process: %R s"; time "$@"' tune "$tilec" tune \
-      ../../examples/matmul.tl -D T=f16 --size M=4096,N=4096,K=4100 --try BN=128,256 --try STAGES=3,4 ;;
+    tune tune_matmul_ragged -D T=f16 --size M=4096,N=4096,K=4100 --try BN=128,256 --try STAGES=3,4 ;;
   *)
     echo "acceptance.sh: PART is 1, 2, 3 or 4" >&2
     exit 2 ;;
