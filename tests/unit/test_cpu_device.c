@@ -562,6 +562,9 @@ static void test_matmul_variants(void)
        4096,
        {0, 128, 224, 64, 4, 256}}, /* 224 wide: 256 tiles fill 2 waves, 224 of 256 did not */
       {128, 14336, 4096, {0, 64, 224, 64, 4, 128}},
+      {1024, 14336, 4096, {0, 128, 256, 64, 4, 256}},  /* 224 wide would be 4 waves: 256 */
+      {512, 4096, 4096, {0, 128, 128, 64, 6, 256}},    /* 128 x 128 tiles, 6 stages ... */
+      {512, 4096, 3992, {0, 128, 128, 64, 4, 256}},    /* ... 4 when K is no multiple of 64 */
       {16384, 14336, 4096, {0, 128, 256, 64, 4, 256}}, /* many waves: 256 */
       {0, 4096, 4096, {1, 16, 64, 128, 6, 128}},       /* empty: still a kernel that compiles */
       {4095, 4097, 4096, {0, 128, 128, 64, 3, 256}},   /* rows of B not 16-byte multiples (no TMA): FB */
