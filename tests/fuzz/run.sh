@@ -212,9 +212,10 @@ report() { # the last libFuzzer statistics of a log
   printf '%-13s executions %-9s exec/s %-6s cov %-6s ft %-7s corpus %-12s peak RSS %s MB\n' \
     "$(basename "$logf" .log)" "${execs:-0}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}"
   grep -h '^fuzz_compile: accepted' "$logf" | grep -v 'ptx 0/0 llvm 0/0' | tail -1 | sed 's/^/              /'
-  # one line per process (fork mode: each worker's, then the parent's, which ran none): their sum
+  # the sum of the processes' lines; --long's fork mode keeps its workers' output out of this log
+  # and its parent runs no kernel, so it has no line to show (like fuzz_compile's above)
   grep -h '^fuzz_interp: [0-9]* kernels' "$logf" |
-    awk '{k += $2; b += $4; a += $9; n++} END {if (n) printf "              fuzz_interp: %d kernels, %d ran at both levels, %d agreed\n", k, b, a}'
+    awk '{k += $2; b += $4; a += $9} END {if (k) printf "              fuzz_interp: %d kernels, %d ran at both levels, %d agreed\n", k, b, a}'
 }
 
 # -------------------------------------------------------------------------------------- 6. ptxas
