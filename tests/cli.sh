@@ -83,6 +83,9 @@ ok "$TILEC" --arch=sm_80 -D THREADS=128 --emit=tir "$ex/matmul.tl" -o -; has 'lo
 ok "$TILEC" -D WS=0 --emit=tir "$ex/matmul.tl" -o -
 has 'mbarrier.init mbar.46[0], count 1'; has 'mbarrier.init mbar.46[4], count 256'
 has 'mbarrier.expect_tx mbar.46[0], bytes 49152'
+# -D BM=64 where the sizes give 256-wide tiles: BK = 128 is for 64-row tiles at most 128 wide (64 x 256 x 128
+# x 4 stages would need 320 KB of shared memory)
+ok "$TILEC" -D BM=64 --size M=576,N=14336,K=4096 "$ex/matmul.tl" -o -; has 'tilec-meta const BK 64 '
 ok "$TILEC" --emit=tir "$ex/matmul.tl" -o -; has 'setmaxnreg.dec 40'; has 'setmaxnreg.inc 232'
 # A source of several kernels: one LLVM module per kernel, on threads; one PTX header, every kernel,
 # and the same text whatever the number of threads (docs/compiler-api.md).
