@@ -117,8 +117,10 @@ def rpn(tokens, env):
     for t in tokens:
         if t in ("+", "-", "*", "/", "%", "min", "max", "ceildiv"):
             b, a = st.pop(), st.pop()
-            st.append({"+": a + b, "-": a - b, "*": a * b, "/": int(a / b), "%": a - int(a / b) * b,
-                       "min": min(a, b), "max": max(a, b), "ceildiv": (a + b - 1) // b}[t])
+            # only the operator asked for (a + 0 must not divide by zero on the way)
+            st.append({"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: int(a / b),
+                       "%": lambda: a - int(a / b) * b, "min": lambda: min(a, b), "max": lambda: max(a, b),
+                       "ceildiv": lambda: (a + b - 1) // b}[t]())
         elif t.lstrip("-").isdigit():
             st.append(int(t))
         else:
