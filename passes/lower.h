@@ -160,5 +160,8 @@ Stmt *lower_pipelined(Lw *w, Stmt *s);
  * block gains a producer warpgroup; false (reported) when the kernel asked for
  * warp_specialize(2) and it cannot be done. */
 bool lw_warp_specialize(Lw *w);
+/* software_pipeline.c: before lowering, no tile a pipelined loop fills is used outside it (an
+ * error, false, if one is). */
+bool lw_check_pipelined_tiles(Lw *w);
 
 #endif

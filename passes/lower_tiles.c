@@ -622,6 +622,8 @@ bool pass_lower_tile_ops(PassContext *pc, Kernel *k)
 {
   Lw w = lw_begin(pc, k);
   int errors = pc->diags->nerrors;
+  if (!lw_check_pipelined_tiles(&w))
+    return false;
   k->body = lw_lower_stmt(&w, k->body);
   if (pc->diags->nerrors == errors && !lw_warp_specialize(&w))
     return false;

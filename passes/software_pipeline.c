@@ -105,6 +105,44 @@ static bool stmt_uses(const Kernel *k, const Stmt *s, const Stmt *skip, int buf,
   return stmt_uses(k, s->then_s, skip, buf, stages) || stmt_uses(k, s->else_s, skip, buf, stages);
 }
 
+/* The leading producer of s (a loop's body) that fills buf: fills() said there is one. */
+static const Stmt *filler(const Kernel *k, const Stmt *s, int buf)
+{
+  if (s->kind != ST_SEQ)
+    return s;
+  for (int i = 0; i < s->nbody; i++)
+    if (producers_fill(k, s->body[i], buf) == 1)
+      return filler(k, s->body[i], buf);
+  return s;
+}
+
+/* The check stage_tiles makes, on the body before any statement is lowered (lowering in order
+ * rewrites the statements before a loop first, into forms that name the tile in other ways): a tile
+ * a pipelined loop fills (its S stages) is used by no statement outside that loop, but by other
+ * pipelined loops of S stages that fill it themselves.  False (reported) if one is. */
+static bool check_staged(Lw *w, const Stmt *s)
+{
+  if (!s)
+    return true;
+  Kernel *k = w->k;
+  if (s->kind == ST_FOR && s->for_kind == FOR_PIPELINED) {
+    for (int b = 0; b < k->nbufs; b++)
+      if (fills(k, s, b) && stmt_uses(k, k->body, s, b, s->stages)) {
+        error_at(w->pc->diags, filler(k, s->then_s, b)->loc,
+                 "'%s' is filled by this pipelined loop, which keeps %d copies of it, so it cannot be "
+                 "used outside the loop",
+                 k->bufs[b].name, s->stages);
+        return false;
+      }
+  }
+  for (int i = 0; i < s->nbody; i++)
+    if (!check_staged(w, s->body[i]))
+      return false;
+  return check_staged(w, s->then_s) && check_staged(w, s->else_s);
+}
+
+bool lw_check_pipelined_tiles(Lw *w) { return check_staged(w, w->k->body); }
+
 /* ---------------------------------------------------------------- staging */
 
 typedef struct {
