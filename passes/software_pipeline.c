@@ -1045,8 +1045,10 @@ static bool top_level(const Stmt *body, const Stmt *s)
 
 /* Is the loop s the kernel's one pipelined loop, directly in its body or in
  * the body of a serial loop there (a persistent kernel's loop over tiles),
- * in a block of whole warpgroups, one block per multiprocessor (two blocks
- * of C + 128 threads would leave too few registers for the accumulators)?
+ * in a block of whole warpgroups, one block per multiprocessor?  Two blocks
+ * of C + 128 threads leave the accumulators fewer registers, so only when
+ * the kernel asks for both (warp_specialize(2) and min_blocks_per_sm(2):
+ * one block's epilogue runs while the other's tensor cores multiply).
  * Then the producer can be a role of its own for the whole kernel; *outer:
  * the serial loop, or NULL. */
 static bool ws_possible(Lw *w, const Stmt *s, Stmt **outer)
@@ -1054,7 +1056,7 @@ static bool ws_possible(Lw *w, const Stmt *s, Stmt **outer)
   Kernel *k = w->k;
   *outer = NULL;
   if (k->warp_specialize < 0 || w->loops > 1 || k->nthreads % 128 || k->nthreads + 128 > 1024 ||
-      k->min_blocks_per_sm > 1 || count_pipelined(k->body) != 1)
+      k->min_blocks_per_sm > (k->warp_specialize == 2 ? 2 : 1) || count_pipelined(k->body) != 1)
     return false;
   if (!w->loops)
     return top_level(k->body, s);

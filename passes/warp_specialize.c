@@ -21,10 +21,12 @@
  *
  * Inside the consumers' branch every barrier becomes the named barrier 1 of
  * the C consumer threads (the producer never reaches it).  The registers move
- * with setmaxnreg when there are two consumer warpgroups or more: the producer
- * keeps 40 per thread, the consumers share the rest of what a block gets at
- * launch (ptxas gives each thread 65536 / (C + 128), rounded down to 8, when
- * told the block size and one block per multiprocessor).  Beside three
+ * with setmaxnreg when there are two consumer warpgroups or more, or two
+ * blocks per multiprocessor: the producer keeps 40 per thread, the consumers
+ * share the rest of what a block gets at launch (ptxas gives each thread
+ * 65536 / (B (C + 128)), rounded down to 8, when told the block size and B
+ * blocks per multiprocessor; B = 2 only with warp_specialize(2) and
+ * min_blocks_per_sm(2): one consumer warpgroup then gets 216).  Beside three
  * consumer warpgroups or more the producer keeps 32, so that three get 160
  * rather than 152 (what attention's 192-row tiles need at D = 64 with the
  * causal mask); two get 232 either way.
@@ -193,7 +195,7 @@ bool lw_warp_specialize(Lw *w)
     return refuse(w, "it needs one pipelined loop, in the kernel's block or in a serial loop there, whose "
                      "copies the copy engine can make (16-bit tiles in wgmma's layout, sm_90a) and whose "
                      "consumers are gemms on wgmma, in a block of whole warpgroups, one block per "
-                     "multiprocessor");
+                     "multiprocessor (two with warp_specialize(2) and min_blocks_per_sm(2))");
   StmtList all = {0};
   flatten_top(w->a, k->body, &all);
   int at = index_of(&all, w->ws_outer ? w->ws_outer : w->ws_switch);
@@ -222,11 +224,13 @@ bool lw_warp_specialize(Lw *w)
     stlist_push(w->a, &consumer, all.items[i]);
   Stmt *cons = stlist_seq(w->a, &consumer, NO_LOC);
   rename_barriers(cons, C);
-  /* Registers: a block gets 65536 / (C + 128) per thread at launch (rounded
-   * down to 8); the producer gives all but 40 (32) of its own to the consumers. */
+  /* Registers: a block gets 65536 / (B (C + 128)) per thread at launch, B its
+   * blocks per multiprocessor (rounded down to 8); the producer gives all but
+   * 40 (32) of its own to the consumers. */
   StmtList pro = {0}, con = {0};
-  if (C >= 256) {
-    int at_launch = 65536 / (C + PRODUCER) / 8 * 8;
+  int B = k->min_blocks_per_sm > 1 ? k->min_blocks_per_sm : 1;
+  if (C >= 256 || B > 1) {
+    int at_launch = 65536 / (B * (C + PRODUCER)) / 8 * 8;
     if (at_launch > 256)
       at_launch = 256;
     int preg = C >= 3 * PRODUCER ? PRODUCER_REGS_3 : PRODUCER_REGS;
