@@ -910,6 +910,15 @@ static void walk_one(Warp *w, const Stmt *s, uint32_t mask)
   }
 }
 
+/* Does the grid (as specialized: grid(P * min(.., num_sms) + ..) with P = 0 has none) use num_sms? */
+static bool grid_uses_num_sms(const Kernel *k)
+{
+  for (int axis = 0; axis < k->grid_rank; axis++)
+    if (fm_mentions_var_kind(k, k->grid[axis], VAR_NUM_SMS))
+      return true;
+  return false;
+}
+
 /* Values for the walk: sizes, grid dimensions, num_sms; the block index 0; tid.x the lane. */
 static void walk_init(Warp *w, const FEnv *sizes, const int64_t *grid, int tid0)
 {
@@ -1291,7 +1300,7 @@ void report_kernel(StrBuf *out, Arena *a, const Kernel *tile, const Kernel *thre
     }
     if (v->kind == VAR_NUM_SMS && sizes->num_sms >= 0)
       env.val[i] = sizes->num_sms, env.known[i] = true;
-    if (v->kind == VAR_NUM_SMS)
+    if (v->kind == VAR_NUM_SMS && grid_uses_num_sms(k))
       sb_printf(out, env.known[i] ? " num_sms=%" PRId64 : " num_sms (not given: --size num_sms=N or --gpu)",
                 env.val[i]);
   }

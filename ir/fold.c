@@ -214,3 +214,25 @@ void ir_fold_stmt(Arena *a, const Kernel *k, Stmt *s)
   FoldCtx c = {a, k, NULL, false};
   stmt_rewrite_exprs(s, fold_one, &c);
 }
+
+/* x * 0 and 0 * x -> 0; x * 1, 1 * x, x + 0, 0 + x, x - 0 -> x (integers).  Only for
+ * expressions that read no memory (a grid's dimensions), where dropping x loses nothing. */
+static Expr *identity_one(void *ctx, Expr *e)
+{
+  Arena *a = ctx;
+  if (e->kind != EX_BINARY || !type_is_int(e->type) || e->a->type != e->type || e->b->type != e->type)
+    return e;
+  int64_t x, y;
+  bool ca = ex_is_const_int(e->a, &x), cb = ex_is_const_int(e->b, &y);
+  switch (e->op) {
+  case OP_MUL:
+    if ((ca && x == 0) || (cb && y == 0))
+      return ex_int(a, e->type, 0);
+    return ca && x == 1 ? e->b : cb && y == 1 ? e->a : e;
+  case OP_ADD: return ca && x == 0 ? e->b : cb && y == 0 ? e->a : e;
+  case OP_SUB: return cb && y == 0 ? e->a : e;
+  default: return e;
+  }
+}
+
+Expr *ir_fold_identities(Arena *a, Expr *e) { return expr_rewrite(e, identity_one, a); }

@@ -769,6 +769,9 @@ Expr *ir_fold_checked(Arena *a, const Kernel *k, Expr *e, Diags *d, bool *ok);
 bool ir_fold_stmt_checked(Arena *a, const Kernel *k, Stmt *s, Diags *d);
 /* True, with the value, if e (left untouched) folds to an integer constant. */
 bool ir_eval_int(Arena *a, const Kernel *k, const Expr *e, int64_t *out);
+/* e (already folded) with x * 0 -> 0, x * 1, x + 0, x - 0 -> x on integers: for expressions that
+ * read no memory, such as a grid's dimensions (grid(P * a + (1 - P) * b) with the constant P). */
+Expr *ir_fold_identities(Arena *a, Expr *e);
 
 /* ---------------------------------------------------------------- print.c */
 

@@ -9,7 +9,7 @@ bool pass_specialize(PassContext *pc, Kernel *k)
    * block; 1 << 64 reached LLVM). */
   bool ok = ir_fold_stmt_checked(pc->arena, k, k->body, pc->diags);
   for (int i = 0; i < k->grid_rank; i++)
-    k->grid[i] = ir_fold_checked(pc->arena, k, k->grid[i], pc->diags, &ok);
+    k->grid[i] = ir_fold_identities(pc->arena, ir_fold_checked(pc->arena, k, k->grid[i], pc->diags, &ok));
   for (int i = 0; i < k->nbufs; i++)
     for (int d = 0; d < k->bufs[i].rank; d++) {
       k->bufs[i].shape[d] = ir_fold_checked(pc->arena, k, k->bufs[i].shape[d], pc->diags, &ok);

@@ -35,7 +35,11 @@ import threading
 # bytes, not 12, since the row-tested tier of pipelined copies (on the H100 4096^3 1.04x as fast,
 # 4096 x 14336 0.97x, as with 12: results/h100-2026-12-06-s36/callC). layernorm's 16-bit rows of 32
 # to 64 KB in registers (WSH = 1: 1024 threads, so 64 registers) spill 4 bytes for sm_80 and nothing
-# for sm_90a, where they were measured (results/h100-2026-12-07-s39).
+# for sm_90a, where they were measured (results/h100-2026-12-07-s39). matmul's persistent grid
+# (PERSIST = 1, K <= 2048) spills 8 bytes in the PTX with both forms (the CLI's and the AOT header's:
+# the cp.async form beside the TMA one, the tile loop's state and 128 accumulators); the JIT's
+# TMA-only variant spills nothing. Measured with the spill (both forms) at 0.92-0.99 of cuBLAS
+# (results/h100-2026-12-07-s42).
 KNOWN = {}
 for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/softmax.tl', 'softmax', 'sm_90a', 'bf16', 'BN=2048 BPS=65536 DIRECT=1 MINB=16 STAGES=1 THREADS=128', 8),
@@ -55,7 +59,11 @@ for _file, _kernel, _arch, _t, _consts, _bytes in (
         ('stdlib/norms.tl', 'layernorm', 'sm_80', 'bf16',
          'BN=32768 DIRECT=1 LONG=0 LPIPE=0 MINB=0 RPB=16 THREADS=1024 WSH=1', 4),
         ('stdlib/gemm.tl', 'gemm_w4a16', 'sm_90a', 'f16', 'BM=256 BN=128 OVERLAP=1 STAGES=2 THREADS=256', 16),
-        ('stdlib/gemm.tl', 'gemm_w4a16', 'sm_90a', 'bf16', 'BM=256 BN=128 OVERLAP=1 STAGES=2 THREADS=256', 16)):
+        ('stdlib/gemm.tl', 'gemm_w4a16', 'sm_90a', 'bf16', 'BM=256 BN=128 OVERLAP=1 STAGES=2 THREADS=256', 16),
+        ('examples/matmul.tl', 'matmul', 'sm_90a', 'f16',
+         'BK=64 BM=128 BN=256 FB=0 MINB=1 PERSIST=1 STAGES=3 SWAP=0 THREADS=256 W192=0 W224=0', 8),
+        ('examples/matmul.tl', 'matmul', 'sm_90a', 'bf16',
+         'BK=64 BM=128 BN=256 FB=0 MINB=1 PERSIST=1 STAGES=3 SWAP=0 THREADS=256 W192=0 W224=0', 8)):
     KNOWN[(_file, _kernel, _arch, _t, _consts)] = _bytes
 
 

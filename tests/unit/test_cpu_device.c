@@ -531,8 +531,8 @@ static void test_matmul_variants(void)
   if (!ctx)
     return;
   const tl_kernel_info *info = tl_kernel_get_info(k);
-  static const char *const names[] = {"SWAP", "BM", "BN", "BK", "STAGES", "THREADS"};
-  enum { NC = 6 };
+  static const char *const names[] = {"SWAP", "BM", "BN", "BK", "STAGES", "THREADS", "PERSIST"};
+  enum { NC = 7 };
   int at[NC];
   for (int c = 0; c < NC; c++) {
     at[c] = -1;
@@ -547,34 +547,38 @@ static void test_matmul_variants(void)
   }
   static const struct {
     int64_t m, n, k;
-    int64_t v[NC];                                   /* SWAP BM BN BK STAGES THREADS */
+    int64_t v[NC];                                      /* SWAP BM BN BK STAGES THREADS PERSIST */
   } cases[] = {
-      {16, 4096, 4096, {1, 16, 64, 128, 6, 128}},    /* decoding: the transposed form */
-      {16, 14336, 4096, {1, 16, 128, 128, 5, 256}},  /* ... 128 columns of B per block for a wide N */
-      {72, 4096, 4096, {1, 80, 64, 128, 5, 128}},    /* 65 .. 96 rows: transposed, rows rounded to 16 */
-      {49, 8192, 8192, {0, 64, 64, 128, 6, 128}},    /* 49 .. 64 rows: 64-row tiles */
-      {64, 4096, 4096, {0, 64, 32, 128, 8, 128}},    /* 64 x 64 tiles would be 64 blocks: 64 x 32 */
-      {97, 4096, 4096, {0, 64, 64, 128, 6, 128}},    /* two rows of 64 x 64 tiles */
-      {128, 4096, 4096, {0, 64, 64, 128, 6, 128}},   /* 128 blocks of 64 x 64 */
-      {4096, 4096, 4096, {0, 128, 256, 64, 4, 256}}, /* large: 128 x 256, 4 stages */
+      {16, 4096, 4096, {1, 16, 64, 128, 6, 128, 0}},    /* decoding: the transposed form */
+      {16, 14336, 4096, {1, 16, 128, 128, 5, 256, 0}},  /* ... 128 columns of B per block for a wide N */
+      {72, 4096, 4096, {1, 80, 64, 128, 5, 128, 0}},    /* 65 .. 96 rows: transposed, rows rounded to 16 */
+      {49, 8192, 8192, {0, 64, 64, 128, 6, 128, 0}},    /* 49 .. 64 rows: 64-row tiles */
+      {64, 4096, 4096, {0, 64, 32, 128, 8, 128, 0}},    /* 64 x 64 tiles would be 64 blocks: 64 x 32 */
+      {97, 4096, 4096, {0, 64, 64, 128, 6, 128, 0}},    /* two rows of 64 x 64 tiles */
+      {128, 4096, 4096, {0, 64, 64, 128, 6, 128, 0}},   /* 128 blocks of 64 x 64 */
+      {4096, 4096, 4096, {0, 128, 256, 64, 4, 256, 0}}, /* large: 128 x 256, 4 stages */
       {512,
        14336,
        4096,
-       {0, 128, 224, 64, 4, 256}}, /* 224 wide: 256 tiles fill 2 waves, 224 of 256 did not */
-      {128, 14336, 4096, {0, 64, 224, 64, 4, 128}},
-      {1024, 14336, 4096, {0, 128, 256, 64, 4, 256}},  /* 224 wide would be 4 waves: 256 */
-      {512, 4096, 4096, {0, 128, 128, 64, 6, 256}},    /* 128 x 128 tiles, 6 stages ... */
-      {512, 4096, 3992, {0, 128, 128, 64, 4, 256}},    /* ... 4 when K is no multiple of 64 */
-      {16384, 14336, 4096, {0, 128, 256, 64, 4, 256}}, /* many waves: 256 */
-      {768, 4096, 4096, {0, 128, 192, 64, 4, 256}},    /* 192 wide: one full wave, not 1.5 of 128 */
-      {384, 4096, 4096, {0, 64, 192, 64, 6, 128}},     /* ... and of 64-row tiles, 6 stages ... */
-      {384, 4000, 3992, {0, 64, 192, 64, 4, 128}},     /* ... 4 when K is no multiple of 64 */
-      {640, 14336, 4096, {0, 128, 192, 64, 4, 256}},   /* 375 tiles of 192 fill 3 waves better */
-      {768, 14336, 4096, {0, 128, 256, 64, 4, 256}},   /* 192 wide would be 450 tiles: 256 */
-      {0, 4096, 4096, {1, 16, 64, 128, 6, 128}},       /* empty: still a kernel that compiles */
-      {4095, 4097, 4096, {0, 128, 128, 64, 3, 256}},   /* rows of B not 16-byte multiples (no TMA): FB */
-      {1000, 4096, 4095, {0, 128, 128, 64, 3, 256}},   /* ... nor those of A */
-      {4095, 4096, 4096, {0, 128, 256, 64, 4, 256}},   /* M alone does not matter */
+       {0, 128, 224, 64, 4, 256, 0}}, /* 224 wide: 256 tiles fill 2 waves, 224 of 256 did not */
+      {128, 14336, 4096, {0, 64, 224, 64, 4, 128, 0}},
+      {1024, 14336, 4096, {0, 128, 256, 64, 4, 256, 0}},  /* 224 wide would be 4 waves: 256 */
+      {512, 4096, 4096, {0, 128, 128, 64, 6, 256, 0}},    /* 128 x 128 tiles, 6 stages ... */
+      {512, 4096, 3992, {0, 128, 128, 64, 4, 256, 0}},    /* ... 4 when K is no multiple of 64 */
+      {16384, 14336, 4096, {0, 128, 256, 64, 4, 256, 0}}, /* many waves: 256 */
+      {768, 4096, 4096, {0, 128, 192, 64, 4, 256, 0}},    /* 192 wide: one full wave, not 1.5 of 128 */
+      {384, 4096, 4096, {0, 64, 192, 64, 6, 128, 0}},     /* ... and of 64-row tiles, 6 stages ... */
+      {384, 4000, 3992, {0, 64, 192, 64, 4, 128, 0}},     /* ... 4 when K is no multiple of 64 */
+      {640, 14336, 4096, {0, 128, 192, 64, 4, 256, 0}},   /* 375 tiles of 192 fill 3 waves better */
+      {768, 14336, 4096, {0, 128, 256, 64, 4, 256, 0}},   /* 192 wide would be 450 tiles: 256 */
+      {0, 4096, 4096, {1, 16, 64, 128, 6, 128, 0}},       /* empty: still a kernel that compiles */
+      {4095, 4097, 4096, {0, 128, 128, 64, 3, 256, 0}},   /* rows of B not 16-byte multiples (no TMA): FB */
+      {1000, 4096, 4095, {0, 128, 128, 64, 3, 256, 0}},   /* ... nor those of A */
+      {4095, 4096, 4096, {0, 128, 256, 64, 4, 256, 0}},   /* M alone does not matter */
+      {8192, 8192, 1024, {0, 128, 256, 64, 3, 256, 1}},   /* short K, many tiles: persistent, 3 stages */
+      {1000, 8192, 1000, {0, 128, 256, 64, 3, 256, 1}},   /* ... 256 tiles, ragged M and K */
+      {8192, 8192, 2112, {0, 128, 256, 64, 4, 256, 0}},   /* K > 2048: one tile per block */
+      {1000, 4096, 1024, {0, 128, 256, 64, 4, 256, 0}},   /* 128 tiles, one wave: one tile per block */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int64_t sa[2] = {cases[i].m, cases[i].k}, sb[2] = {cases[i].k, cases[i].n},
@@ -587,10 +591,13 @@ static void test_matmul_variants(void)
     int same = st == TL_OK;
     for (int c = 0; c < NC && same; c++)
       same = plan.consts[at[c]] == cases[i].v[c];
-    CHECK(same, "M=%lld N=%lld K=%lld: %s %s; SWAP BM BN BK STAGES THREADS = %lld %lld %lld %lld %lld %lld",
-          (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, tl_status_name(st), err,
-          (long long)plan.consts[at[0]], (long long)plan.consts[at[1]], (long long)plan.consts[at[2]],
-          (long long)plan.consts[at[3]], (long long)plan.consts[at[4]], (long long)plan.consts[at[5]]);
+    CHECK(
+        same,
+        "M=%lld N=%lld K=%lld: %s %s; SWAP BM BN BK STAGES THREADS PERSIST = %lld %lld %lld %lld %lld %lld %lld",
+        (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, tl_status_name(st), err,
+        (long long)plan.consts[at[0]], (long long)plan.consts[at[1]], (long long)plan.consts[at[2]],
+        (long long)plan.consts[at[3]], (long long)plan.consts[at[4]], (long long)plan.consts[at[5]],
+        (long long)plan.consts[at[6]]);
     if (st == TL_OK)
       tl_launch_plan_release(&plan);
   }
