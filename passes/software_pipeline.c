@@ -424,14 +424,7 @@ static bool stage_tiles(Lw *w, const Stmt *s, const StmtList *producers, int S, 
                k->bufs[b].name);
       return false;
     }
-    /* (A tile staged already was checked by the first loop that staged it.) */
-    if (!k->bufs[b].stages && stmt_uses(k, k->body, s, b, S)) {
-      error_at(w->pc->diags, producers->items[p]->loc,
-               "'%s' is filled by this pipelined loop, which keeps %d "
-               "copies of it, so it cannot be used outside the loop",
-               k->bufs[b].name, S);
-      return false;
-    }
+    /* (Used outside the loop: lw_check_pipelined_tiles reported it before anything was lowered.) */
     staged[b] = true;
     Buffer *B = &k->bufs[b];
     if (B->stages) { /* staged by an earlier pipelined loop of S stages */
