@@ -3,7 +3,7 @@
 side by side, so that the launch constants' formulas (issue 14) come from measurements.
 
     python3 tests/gpu/explore_rows.py TILEC OUTDIR [--kernels softmax,rmsnorm,layernorm] [--dtype f16] [--n 1024,4096]
-                                      [--alt FILE.tl[,FILE.tl]] [--only-alt]
+                                      [--m 1,8,64] [--alt FILE.tl[,FILE.tl]] [--only-alt]
 
 For every kernel and shape (sweep_rows.py's grid), every candidate (-D settings, pinned) is compiled
 by TILEC, checked against torch on sampled rows, and timed as sweep_rows.py times (CUDA graph of 10
@@ -13,7 +13,8 @@ candidate's ratio of the copy's bandwidth. --alt FILE.tl: one more candidate, "a
 another source (say, the stdlib file before a change, `git show HEAD:stdlib/norms.tl`; of several files,
 the one that defines the kernel) at its defaults,
 so that a change of the kernel's code is timed against the code before it in one run; --only-alt: the
-default and "alt" alone. Exit 1 if a result is wrong.
+default and "alt" alone. --n and --m keep only the shapes with those row lengths and row
+counts. Exit 1 if a result is wrong.
 """
 import os
 import sys
@@ -97,7 +98,7 @@ def main():
         print(__doc__)
         return 2
     tilec, outdir = args[0], args[1]
-    kinds, dtype, only_n, alt, only_alt = ["softmax", "rmsnorm", "layernorm"], "f16", None, None, False
+    kinds, dtype, only_n, only_m, alt, only_alt = ["softmax", "rmsnorm", "layernorm"], "f16", None, None, None, False
     i = 2
     while i < len(args):
         if args[i] == "--kernels":
@@ -114,6 +115,9 @@ def main():
         elif args[i] == "--n":  # only these row lengths
             only_n = [int(v) for v in args[i + 1].split(",")]
             i += 1
+        elif args[i] == "--m":  # only these row counts
+            only_m = [int(v) for v in args[i + 1].split(",")]
+            i += 1
         i += 1
     os.makedirs(outdir, exist_ok=True)
     drv = sw.Driver()
@@ -125,7 +129,7 @@ def main():
         path = os.path.join(sw.ROOT, paths[kind])
         lines = [f"# {kind} ({dtype}): candidates per shape, ratio of the copy's bandwidth", ""]
         for (m, n) in sw.shapes(elem, False):
-            if only_n and n not in only_n:
+            if only_n and n not in only_n or only_m and m not in only_m:
                 continue
             torch.manual_seed(m * 7 + n)
             x = (torch.rand(m, n, device="cuda") * 8 - 4).to(t)
