@@ -250,6 +250,13 @@ static void visit_stmt(Inference *l, Stmt *s)
       l->loop = NULL;
       return;
     }
+    if (s->for_kind == FOR_PIPELINED && l->loop) { /* its stages and copies are the whole block's */
+      error_at(l->pc->diags, s->loc,
+               "a pipelined loop cannot be used inside a parallel loop: its stages belong to the "
+               "whole block; put the parallel loop inside it, or iterate with serial(...)");
+      l->ok = false;
+      return;
+    }
     visit_stmt(l, s->then_s);
     return;
   case ST_COPY:
