@@ -23,6 +23,7 @@
 #include "passes.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 typedef struct {
   int child, parent; /* buffer handles */
@@ -38,7 +39,8 @@ typedef struct {
   const Stmt *loop; /* the enclosing parallel loop, if any */
   const Stmt **gemms;
   int ngemms, cap_gemms;
-  int anchor; /* a fragment of the loop's shape in it, or -1 */
+  int anchor;        /* a fragment of the loop's shape in it, or -1 */
+  SrcLoc inside_err; /* the last "cannot be used inside a parallel loop": one call, one message */
   bool ok;
   /* Found by find_row_parents: each class's parent class (-1: none); pairs of
    * parents of different shapes whose rows one class holds (alt_first[i]
@@ -221,16 +223,20 @@ static const char *tile_op_name(StmtKind k)
   return k == ST_REDUCE ? "a reduction" : stmt_spelling(k);
 }
 
+static bool same_loc(SrcLoc a, SrcLoc b) { return a.line && a.line == b.line && a.col == b.col; }
+
 static void visit_stmt(Inference *l, Stmt *s)
 {
   if (!s)
     return;
   const char *op = tile_op_name(s->kind);
   if (op && l->loop) {
-    error_at(l->pc->diags, s->loc,
-             "%s cannot be used inside a parallel loop: it is already spread over "
-             "the block's threads",
-             op);
+    if (!same_loc(l->inside_err, s->loc))
+      error_at(l->pc->diags, s->loc,
+               "%s cannot be used inside a parallel loop: it is already spread over "
+               "the block's threads",
+               op);
+    l->inside_err = s->loc;
     l->ok = false;
     return;
   }
@@ -238,9 +244,20 @@ static void visit_stmt(Inference *l, Stmt *s)
   case ST_FOR:
     if (s->for_kind == FOR_PARALLEL) {
       if (l->loop) {
-        error_at(l->pc->diags, s->loc,
-                 "parallel loops cannot be nested; list all dimensions in one: "
-                 "for i, j in parallel(M, N)");
+        /* The frontend spells a whole-tile atomic or a scan as a parallel loop whose variables are
+         * named after it ("cumsum.i0"): a name no user loop can have. */
+        const char *v = l->k->vars[s->vars[0]].name, *dot = strchr(v, '.');
+        if (dot && !strncmp(dot, ".i", 2) && dot[2] >= '0' && dot[2] <= '9') {
+          if (!same_loc(l->inside_err, s->loc))
+            error_at(l->pc->diags, s->loc,
+                     "'%.*s' of a whole tile cannot be used inside a parallel loop: it is already "
+                     "spread over the block's threads",
+                     (int)(dot - v), v);
+          l->inside_err = s->loc;
+        } else
+          error_at(l->pc->diags, s->loc,
+                   "parallel loops cannot be nested; list all dimensions in one: "
+                   "for i, j in parallel(M, N)");
         l->ok = false;
         return;
       }
