@@ -577,11 +577,13 @@ struct Stmt {
   int vars[TL_MAX_RANK];
   Expr *extents[TL_MAX_RANK];
   int nvars;
-  int stages;  /* FOR_PIPELINED: the copies of each staged tile */
-  int overlap; /* FOR_PIPELINED: 1 its last gemm runs under the next iteration where it can
-                  (software_pipeline.c), 2 must (sm_90a: an error where it cannot), 0 not */
-  bool rolled; /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
-                  taken path whose unrolled copies would keep many registers alive */
+  int stages;         /* FOR_PIPELINED: the copies of each staged tile */
+  int overlap;        /* FOR_PIPELINED: 1 its last gemm runs under the next iteration where it can
+                         (software_pipeline.c), 2 must (sm_90a: an error where it cannot), 0 not */
+  bool rolled;        /* FOR_SERIAL: stays a run-time loop (LLVM must not unroll it): a rarely
+                         taken path whose unrolled copies would keep many registers alive */
+  const char *spells; /* FOR_PARALLEL: the tile operation the frontend wrote as this loop
+                         ("atomic_add", "cumsum", ...; diagnostics name it), or NULL */
   /* IF (FOR: .then_s is the body) */
   Expr *cond;
   Stmt *then_s, *else_s;

@@ -23,7 +23,6 @@
 #include "passes.h"
 
 #include <inttypes.h>
-#include <string.h>
 
 typedef struct {
   int child, parent; /* buffer handles */
@@ -244,15 +243,12 @@ static void visit_stmt(Inference *l, Stmt *s)
   case ST_FOR:
     if (s->for_kind == FOR_PARALLEL) {
       if (l->loop) {
-        /* The frontend spells a whole-tile atomic or a scan as a parallel loop whose variables are
-         * named after it ("cumsum.i0"): a name no user loop can have. */
-        const char *v = l->k->vars[s->vars[0]].name, *dot = strchr(v, '.');
-        if (dot && !strncmp(dot, ".i", 2) && dot[2] >= '0' && dot[2] <= '9') {
+        if (s->spells) { /* a whole-tile atomic or a scan, which the frontend writes as a loop */
           if (!same_loc(l->inside_err, s->loc))
             error_at(l->pc->diags, s->loc,
-                     "'%.*s' of a whole tile cannot be used inside a parallel loop: it is already "
+                     "'%s' of a whole tile cannot be used inside a parallel loop: it is already "
                      "spread over the block's threads",
-                     (int)(dot - v), v);
+                     s->spells);
           l->inside_err = s->loc;
         } else
           error_at(l->pc->diags, s->loc,
