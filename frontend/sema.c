@@ -1677,7 +1677,7 @@ static Stmt *parallel_over(Sema *s, const Buffer *B, const char *name, Expr **v,
 {
   Stmt *loop = st_new(s->a, ST_FOR, loc);
   loop->for_kind = FOR_PARALLEL;
-  loop->spells = arena_printf(s->a, "%s", name);
+  loop->spells = name;
   loop->nvars = B->rank;
   for (int d = 0; d < B->rank; d++) {
     loop->vars[d] = new_var(s, arena_printf(s->a, "%s.i%d", name, d), VAR_LOOP, TY_I32, loc);

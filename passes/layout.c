@@ -39,7 +39,7 @@ typedef struct {
   const Stmt **gemms;
   int ngemms, cap_gemms;
   int anchor;        /* a fragment of the loop's shape in it, or -1 */
-  SrcLoc inside_err; /* the last "cannot be used inside a parallel loop": one call, one message */
+  SrcLoc inside_err; /* where refuse_in_parallel last reported */
   bool ok;
   /* Found by find_row_parents: each class's parent class (-1: none); pairs of
    * parents of different shapes whose rows one class holds (alt_first[i]
@@ -222,7 +222,16 @@ static const char *tile_op_name(StmtKind k)
   return k == ST_REDUCE ? "a reduction" : stmt_spelling(k);
 }
 
-static bool same_loc(SrcLoc a, SrcLoc b) { return a.line && a.line == b.line && a.col == b.col; }
+/* "WHAT cannot be used inside a parallel loop", once per location: reduce_argmax is a reduction
+ * and a frontend-written loop at the same place. */
+static void refuse_in_parallel(Inference *l, SrcLoc loc, const char *what)
+{
+  if (!(loc.line && loc.line == l->inside_err.line && loc.col == l->inside_err.col))
+    error_at(l->pc->diags, loc,
+             "%s cannot be used inside a parallel loop: it is already spread over the block's threads", what);
+  l->inside_err = loc;
+  l->ok = false;
+}
 
 static void visit_stmt(Inference *l, Stmt *s)
 {
@@ -230,13 +239,7 @@ static void visit_stmt(Inference *l, Stmt *s)
     return;
   const char *op = tile_op_name(s->kind);
   if (op && l->loop) {
-    if (!same_loc(l->inside_err, s->loc))
-      error_at(l->pc->diags, s->loc,
-               "%s cannot be used inside a parallel loop: it is already spread over "
-               "the block's threads",
-               op);
-    l->inside_err = s->loc;
-    l->ok = false;
+    refuse_in_parallel(l, s->loc, op);
     return;
   }
   switch (s->kind) {
@@ -244,16 +247,12 @@ static void visit_stmt(Inference *l, Stmt *s)
     if (s->for_kind == FOR_PARALLEL) {
       if (l->loop) {
         if (s->spells) { /* a whole-tile atomic or a scan, which the frontend writes as a loop */
-          if (!same_loc(l->inside_err, s->loc))
-            error_at(l->pc->diags, s->loc,
-                     "'%s' of a whole tile cannot be used inside a parallel loop: it is already "
-                     "spread over the block's threads",
-                     s->spells);
-          l->inside_err = s->loc;
-        } else
-          error_at(l->pc->diags, s->loc,
-                   "parallel loops cannot be nested; list all dimensions in one: "
-                   "for i, j in parallel(M, N)");
+          refuse_in_parallel(l, s->loc, arena_printf(l->pc->arena, "'%s' of a whole tile", s->spells));
+          return;
+        }
+        error_at(l->pc->diags, s->loc,
+                 "parallel loops cannot be nested; list all dimensions in one: "
+                 "for i, j in parallel(M, N)");
         l->ok = false;
         return;
       }
