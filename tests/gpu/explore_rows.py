@@ -4,6 +4,7 @@ side by side, so that the launch constants' formulas (issue 14) come from measur
 
     python3 tests/gpu/explore_rows.py TILEC OUTDIR [--kernels softmax,rmsnorm,layernorm] [--dtype f16] [--n 1024,4096]
                                       [--m 1,8,64] [--alt FILE.tl[,FILE.tl]] [--only-alt]
+                                      [--try "BN=32768,THREADS=512;BN=65536,THREADS=1024"]
 
 For every kernel and shape (sweep_rows.py's grid), every candidate (-D settings, pinned) is compiled
 by TILEC, checked against torch on sampled rows, and timed as sweep_rows.py times (CUDA graph of 10
@@ -14,7 +15,8 @@ another source (say, the stdlib file before a change, `git show HEAD:stdlib/norm
 the one that defines the kernel) at its defaults,
 so that a change of the kernel's code is timed against the code before it in one run; --only-alt: the
 default and "alt" alone. --n and --m keep only the shapes with those row lengths and row
-counts. Exit 1 if a result is wrong.
+counts. --try: these candidates (";" between candidates, "," between NAME=VALUE settings) instead of
+the generated ones, at every shape kept. Exit 1 if a result is wrong.
 """
 import os
 import sys
@@ -99,6 +101,7 @@ def main():
         return 2
     tilec, outdir = args[0], args[1]
     kinds, dtype, only_n, only_m, alt, only_alt = ["softmax", "rmsnorm", "layernorm"], "f16", None, None, None, False
+    tries = None
     i = 2
     while i < len(args):
         if args[i] == "--kernels":
@@ -114,6 +117,12 @@ def main():
             only_alt = True
         elif args[i] == "--n":  # only these row lengths
             only_n = [int(v) for v in args[i + 1].split(",")]
+            i += 1
+        elif args[i] == "--try":  # explicit candidates
+            tries = [dict(kv.split("=", 1) for kv in c.split(",") if kv) for c in args[i + 1].split(";") if c]
+            if any(len(v) == 0 for c in tries for v in c.values()):
+                print("explore_rows: --try takes NAME=VALUE settings", file=sys.stderr)
+                return 2
             i += 1
         elif args[i] == "--m":  # only these row counts
             only_m = [int(v) for v in args[i + 1].split(",")]
@@ -148,7 +157,7 @@ def main():
             for a in (alt.split(",") if alt else []):
                 if f"kernel {kind}[" in open(a).read():
                     cands.append((f"alt {os.path.basename(a)}", ["--size", f"M={m},N={n}"], a))
-            for c in ([] if only_alt else candidates(kind, n, elem)):
+            for c in ([] if only_alt else tries if tries is not None else candidates(kind, n, elem)):
                 flags = []
                 for k2, v in c.items():
                     flags += ["-D", f"{k2}={v}"]

@@ -9,7 +9,7 @@
 #   pN      tests/gpu/acceptance.sh DEV/tilec OUTDIR/pN N (issues 14-17's speed, part N), log OUTDIR/pN.txt
 #   lv      DEV/gpu_levels --root . (every kernel of the tree on the GPU against the interpreter),
 #           OUTDIR/levels.txt
-#   all1, all2  tests/gpu/all.sh --quick --part 1 or 2 into OUTDIR/allN, log OUTDIR/allN.txt
+#   all1, all2, all3  tests/gpu/all.sh --quick --part 1, 2 or 3 into OUTDIR/allN, log OUTDIR/allN.txt
 #   NAME    bash PACKED/NAME.sh (a session's experiment, e.g. a sweep_gemm.py run; DEV and OUT
 #           name the programs' and the output's folders), OUTDIR/NAME.txt
 # A step starts only while more than 30 s of LIMIT (seconds, default 580) are left, and runs under
@@ -25,7 +25,7 @@ packed=$1 out=$(mkdir -p "$2" && cd "$2" && pwd)
 shift 2
 for s in "$@"; do
   case $s in
-    p[1-4] | lv | all1 | all2) ;;
+    p[1-4] | lv | all1 | all2 | all3) ;;
     *) [ -f "$packed/$s.sh" ] || { echo "steps.sh: no step '$s' (and no $packed/$s.sh)" >&2; exit 2; } ;;
   esac
 done
@@ -44,7 +44,7 @@ for s in "$@"; do
   case $s in
     p*) timeout "$left" "$here/acceptance.sh" "$dev/tilec" "$out/$s" "${s#p}" >"$out/$s.txt" 2>&1 ;;
     lv) timeout "$left" "$dev/gpu_levels" --root "$here/../.." >"$out/levels.txt" 2>&1 ;;
-    all1 | all2) timeout "$left" "$here/all.sh" "$dev/tilec" "$dev" "$out/$s" --quick --part "${s#all}" \
+    all1 | all2 | all3) timeout "$left" "$here/all.sh" "$dev/tilec" "$dev" "$out/$s" --quick --part "${s#all}" \
       >"$out/$s.txt" 2>&1 ;;
     *) timeout "$left" bash "$packed/$s.sh" >"$out/$s.txt" 2>&1 ;;
   esac
