@@ -119,10 +119,11 @@ def main():
             only_n = [int(v) for v in args[i + 1].split(",")]
             i += 1
         elif args[i] == "--try":  # explicit candidates
-            tries = [dict(kv.split("=", 1) for kv in c.split(",") if kv) for c in args[i + 1].split(";") if c]
-            if any(len(v) == 0 for c in tries for v in c.values()):
-                print("explore_rows: --try takes NAME=VALUE settings", file=sys.stderr)
+            items = [[kv.split("=", 1) for kv in c.split(",") if kv] for c in args[i + 1].split(";") if c]
+            if not items or any(len(kv) != 2 or not kv[0] or not kv[1] for c in items for kv in c):
+                print("explore_rows: --try takes candidates of NAME=VALUE settings: \"A=1,B=2;A=3\"", file=sys.stderr)
                 return 2
+            tries = [dict(c) for c in items]
             i += 1
         elif args[i] == "--m":  # only these row counts
             only_m = [int(v) for v in args[i + 1].split(",")]
